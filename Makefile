@@ -1,0 +1,69 @@
+# launchcard.inference: `make demo` deploys the example card onto the sandbox
+# fleet; `make test` runs every test. Both set up what they need first.
+SHELL := /bin/bash
+.SHELLFLAGS := -eu -o pipefail -c
+ROOT := $(abspath $(dir $(lastword $(MAKEFILE_LIST))))
+VENV := $(ROOT)/.venv
+BIN := $(VENV)/bin
+INVENTORY ?= inventories/sandbox/gpus.ini
+COLL := $(ROOT)/.collections/ansible_collections/launchcard/inference
+export PATH := $(BIN):$(PATH)
+export ANSIBLE_CONFIG := $(ROOT)/ansible.cfg
+export PYTHONDONTWRITEBYTECODE := 1
+
+.PHONY: demo test setup venv host-deps sandbox-up sandbox-down deploy units lint sanity e2e bench build clean
+
+demo: setup sandbox-up deploy ## Boot the sandbox fleet and deploy the example card (twice is fine)
+	@$(BIN)/python tests/sandbox/demo_request.py -i $(INVENTORY)
+
+test: setup ## Every test: unit, lint, sanity, end to end
+	$(MAKE) units lint sanity e2e
+
+setup: host-deps venv
+
+host-deps: ## Debian packages the sandbox needs (root)
+	@missing=""; for c in systemd-nspawn:systemd-container debootstrap:debootstrap ip:iproute2 ssh:openssh-client mkfs.ext4:e2fsprogs curl:curl; do \
+	  command -v $${c%%:*} >/dev/null || missing="$$missing $${c#*:}"; done; \
+	if [ -n "$$missing" ]; then echo "installing:$$missing"; \
+	  DEBIAN_FRONTEND=noninteractive apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing >/dev/null; fi
+
+venv: $(VENV)/.done $(COLL)
+
+$(VENV)/.done: requirements.txt
+	python3 -m venv $(VENV)
+	$(BIN)/pip install -q -r requirements.txt
+	touch $@
+
+$(COLL):
+	mkdir -p $(dir $(COLL))
+	ln -sfn ../../.. $(COLL)
+
+sandbox-up: ## Boot the sandbox hosts named in $(INVENTORY)
+	$(BIN)/python tests/sandbox/fleet.py up -i $(INVENTORY)
+
+sandbox-down: ## Stop the sandbox hosts
+	$(BIN)/python tests/sandbox/fleet.py down
+
+deploy:
+	$(BIN)/ansible-playbook playbooks/deploy.yml -i $(INVENTORY)
+
+units: ## Unit tests of the pure-Python core and the modules
+	$(BIN)/python -m pytest -q tests/unit tests/sandbox/test_standin_engine.py
+
+lint:
+	$(BIN)/ansible-lint --offline --profile production
+
+sanity: ## ansible-test sanity on a copy of the tracked tree
+	bash tests/sanity/run.sh
+
+e2e: ## Deploy the example card onto the sandbox fleet, twice
+	$(BIN)/python -m pytest -q -x tests/e2e
+
+bench: setup ## No-op re-run of deploy against `ansible all -m ping`
+	bash bench/noop_vs_ping.sh
+
+build:
+	$(BIN)/ansible-galaxy collection build --force --output-path build
+
+clean: sandbox-down
+	rm -rf build tests/output

@@ -1,0 +1,91 @@
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, launchcard.inference contributors
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+
+"""Action plugin for launchcard.inference.launch_card; documented in plugins/modules/launch_card.py."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+
+from ansible.errors import AnsibleActionFail
+from ansible.module_utils.common.text.converters import to_native, to_text
+from ansible.module_utils.urls import open_url
+from ansible.plugins.action import ActionBase
+
+from ansible_collections.launchcard.inference.plugins.module_utils.card import CardError, load_card
+from ansible_collections.launchcard.inference.plugins.module_utils.planner import (
+    PlanError,
+    normalize_placement,
+    plan,
+)
+
+
+class ActionModule(ActionBase):
+    """Controller-side card parser and planner (no remote execution)."""
+
+    TRANSFERS_FILES = False
+    _requires_connection = False
+
+    def _read(self, src, validate_certs):
+        if src.startswith("https://") or src.startswith("http://"):
+            if not src.startswith("https://"):
+                raise AnsibleActionFail("src: only https:// URLs are fetched, found %s" % src)
+            try:
+                return open_url(src, validate_certs=validate_certs, timeout=30).read()
+            except Exception as exc:
+                raise AnsibleActionFail("src: could not fetch %s: %s" % (src, to_native(exc)))
+        path = self._find_needle("files", src) if not os.path.isabs(src) else src
+        try:
+            with open(path, "rb") as f:
+                return f.read()
+        except (IOError, OSError) as exc:
+            raise AnsibleActionFail("src: cannot read %s: %s" % (src, to_native(exc)))
+
+    def run(self, tmp=None, task_vars=None):
+        task_vars = task_vars or {}
+        result = super().run(tmp, task_vars)
+        _, args = self.validate_argument_spec(argument_spec=dict(
+            src=dict(type="str", required=True),
+            checksum=dict(type="str"),
+            hosts=dict(type="list", elements="str"),
+            recipes_var=dict(type="str", default="launchcard_recipes"),
+            validate_certs=dict(type="bool", default=True),
+        ))
+        raw = self._read(args["src"], args["validate_certs"])
+        if args["checksum"]:
+            algo, _, want = args["checksum"].partition(":")
+            if algo != "sha256" or not want:
+                raise AnsibleActionFail("checksum: expected sha256:<hex>, found %s" % args["checksum"])
+            got = hashlib.sha256(raw).hexdigest()
+            if got != want.lower():
+                raise AnsibleActionFail("checksum: %s has sha256:%s, expected sha256:%s" % (args["src"], got, want))
+        try:
+            card = load_card(raw, source=args["src"])
+        except CardError as exc:
+            raise AnsibleActionFail(to_text(exc))
+
+        hostvars = task_vars.get("hostvars", {})
+        names = args["hosts"] or task_vars.get("ansible_play_hosts_all") or []
+        entries = []
+        for name in names:
+            hv = hostvars.get(name, {})
+            entries.append((name, {
+                "address": hv.get("launchcard_address") or hv.get("ansible_host") or name,
+                "recipes": hv.get(args["recipes_var"]) or [],
+                "gpus": hv.get("launchcard_gpus"),
+            }))
+        try:
+            the_plan = plan(card, normalize_placement(entries))
+        except PlanError as exc:
+            raise AnsibleActionFail(to_text(exc))
+        if card["warnings"]:
+            result["warnings"] = list(card["warnings"])
+        result["changed"] = False
+        result["ansible_facts"] = {"launch_card": card, "launchcard_plan": the_plan}
+        placed = sum(len(h["instances"]) for h in the_plan["hosts"].values())
+        result["msg"] = "%s@%s: %d recipe(s), %d instance(s) on %d host(s)" % (
+            card["model"]["repo"], card["model"]["revision"][:12], len(card["recipes"]), placed,
+            len(the_plan["hosts"]))
+        return result

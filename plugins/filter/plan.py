@@ -1,0 +1,68 @@
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, launchcard.inference contributors
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Filters that expose the planner's results to roles; logic in module_utils."""
+
+from __future__ import annotations
+
+from ansible.errors import AnsibleFilterError
+from ansible.module_utils.common.text.converters import to_text
+
+from ansible_collections.launchcard.inference.plugins.module_utils import preflight, report, units
+
+
+def host_units(host_plan, options=None):
+    """Unit files (name, content) for one host of the plan."""
+    try:
+        return units.host_units(host_plan or {}, options)
+    except ValueError as exc:
+        raise AnsibleFilterError("launchcard.inference.host_units: %s" % to_text(exc))
+
+
+def health_endpoints(host_plan):
+    """Health-gate endpoints for one host of the plan (headless ranks left out)."""
+    return [{"name": i["unit"], "url": i["health_url"], "probe": i["probe"], "model": i["served_model"]}
+            for i in (host_plan or {}).get("instances", []) if i.get("health_url")]
+
+
+def deploy_summary(plan, hostvars):
+    """Deploy summary table lines: host, recipe, engine, role, port, state.
+
+    Reads each planned host's registered ``units_converge`` and
+    ``units_health`` results from ``hostvars``.
+    """
+    results = {}
+    for host in (plan or {}).get("hosts", {}):
+        hv = hostvars[host] if host in hostvars else {}
+        conv, health = hv.get("units_converge") or {}, hv.get("units_health") or {}
+        results[host] = {"units": conv.get("units"), "health": health.get("endpoints")}
+    return report.table(["host", "recipe", "engine", "role", "port", "state"], report.deploy_rows(plan, results))
+
+
+def preflight_needs(card, host_plan):
+    """What one host needs for its share of the plan (see module_utils.preflight.host_needs)."""
+    return preflight.host_needs(card, host_plan or {})
+
+
+def preflight_report(hostvars, hosts, result_var="preflight_result"):
+    """Preflight table lines for ``hosts`` from each host's registered result."""
+    by_host = {}
+    for host in hosts:
+        res = (hostvars[host] if host in hostvars else {}).get(result_var) or {}
+        if res.get("skipped"):
+            continue
+        by_host[host] = res.get("checks")
+    return report.table(["host", "check", "result", "need", "found", "message"], preflight.report_rows(by_host))
+
+
+class FilterModule(object):
+    """launchcard.inference filters."""
+
+    def filters(self):
+        return {
+            "host_units": host_units,
+            "health_endpoints": health_endpoints,
+            "deploy_summary": deploy_summary,
+            "preflight_needs": preflight_needs,
+            "preflight_report": preflight_report,
+        }

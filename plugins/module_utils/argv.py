@@ -1,0 +1,154 @@
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, launchcard.inference contributors
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Read and rewrite an engine's argv without losing a single token.
+
+Pure Python, no Ansible import. The engines (vLLM, SGLang, the SGLang router)
+parse their command lines with argparse, so an option is written either as
+``--flag value`` or ``--flag=value``; a multi-valued option (``nargs='+'``)
+takes every following token up to the next one that starts with ``--``.
+
+:class:`Argv` keeps the original tokens and only touches the tokens of the
+option it is asked to change, so a recipe whose placement needs no rewrite
+comes back token for token (the "recipe fidelity" rule of the planner).
+"""
+
+from __future__ import annotations
+
+
+class Argv:
+    """A mutable view of an argv list.
+
+    :param tokens: the command line as a list of strings (``argv[0]`` is the
+        executable). The list is copied; :attr:`tokens` is the current state.
+    """
+
+    def __init__(self, tokens):
+        self.tokens = list(tokens)
+
+    # -- reading ---------------------------------------------------------
+    def _spans(self, flags):
+        """Yield ``(start, end, values)`` for every occurrence of ``flags``.
+
+        ``start`` is the flag's index, ``end`` one past its last value token,
+        ``values`` the value tokens (from ``--flag=value`` or following
+        tokens that do not start with ``--``).
+        """
+        flags = (flags,) if isinstance(flags, str) else tuple(flags)
+        i = 0
+        toks = self.tokens
+        while i < len(toks):
+            tok = toks[i]
+            name, eq, inline = tok.partition("=")
+            if tok.startswith("-") and name in flags:
+                if eq:
+                    yield i, i + 1, [inline]
+                    i += 1
+                    continue
+                j = i + 1
+                while j < len(toks) and not toks[j].startswith("--"):
+                    j += 1
+                yield i, j, toks[i + 1:j]
+                i = j
+                continue
+            i += 1
+
+    def has(self, flags):
+        """Return True when any of ``flags`` occurs (boolean or valued)."""
+        return any(True for _ in self._spans(flags))
+
+    def values(self, flags):
+        """Return the value tokens of the last occurrence of ``flags``.
+
+        :returns: a list of strings; empty when the flag is absent or takes
+            no value.
+        """
+        found = list(self._spans(flags))
+        return found[-1][2] if found else []
+
+    def get(self, flags, default=None):
+        """Return the first value of the last occurrence, or ``default``."""
+        vals = self.values(flags)
+        return vals[0] if vals else default
+
+    def get_int(self, flags, default, path="argv"):
+        """Return an option's value as an int.
+
+        :raises ValueError: with a message naming the flag when the value is
+            not an integer.
+        """
+        raw = self.get(flags)
+        if raw is None:
+            return default
+        try:
+            return int(raw)
+        except ValueError:
+            raise ValueError("%s: %s expects an integer, found %r" % (path, _first(flags), raw))
+
+    def groups(self, flags):
+        """Return the value lists of every occurrence, in order."""
+        return [vals for _, _, vals in self._spans(flags)]
+
+    def positionals_after(self, index):
+        """Return the token right after ``index`` unless it is an option."""
+        rest = self.tokens[index + 1:index + 2]
+        return rest[0] if rest and not rest[0].startswith("-") else None
+
+    # -- rewriting -------------------------------------------------------
+    def set(self, flags, value):
+        """Set a single-valued option, keeping its written form.
+
+        The last occurrence is rewritten in place (``--flag=v`` stays in that
+        form); when the option is absent ``--flag value`` is appended, using
+        the first name in ``flags``.
+        """
+        value = str(value)
+        found = list(self._spans(flags))
+        if not found:
+            self.tokens.extend([_first(flags), value])
+            return
+        start, end, vals = found[-1]
+        tok = self.tokens[start]
+        if "=" in tok:
+            self.tokens[start] = tok.split("=", 1)[0] + "=" + value
+        elif vals:
+            self.tokens[start + 1] = value
+        else:
+            self.tokens.insert(start + 1, value)
+
+    def add_flag(self, flag):
+        """Append a boolean flag when it is not present."""
+        if not self.has(flag):
+            self.tokens.append(flag)
+
+    def remove(self, flags):
+        """Remove every occurrence of a boolean option (the flag token only).
+
+        Meant for flags that take no value (``--headless``): tokens after
+        the flag are left in place.
+        """
+        flags = (flags,) if isinstance(flags, str) else tuple(flags)
+        self.tokens = [t for t in self.tokens if not (t.startswith("-") and t in flags)]
+
+    def replace_groups(self, flags, groups):
+        """Replace every occurrence of a repeatable option with ``groups``.
+
+        :param groups: a list of value lists; each becomes one
+            ``flag v1 v2 ...`` occurrence, inserted where the first old
+            occurrence stood (appended when there was none). An empty list
+            removes the option.
+        """
+        found = list(self._spans(flags))
+        name = self.tokens[found[0][0]].split("=", 1)[0] if found else _first(flags)
+        at = found[0][0] if found else len(self.tokens)
+        for start, end, _ in reversed(found):
+            del self.tokens[start:end]
+        new = []
+        for vals in groups:
+            new.append(name)
+            new.extend(str(v) for v in vals)
+        self.tokens[at:at] = new
+
+
+def _first(flags):
+    return flags if isinstance(flags, str) else flags[0]

@@ -1,0 +1,100 @@
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, launchcard.inference contributors
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Health gate: wait until every endpoint of a host answers, all at once.
+
+Pure Python (stdlib ``urllib`` and threads), no Ansible import.
+
+What "healthy" means, per engine (field notes section 2):
+
+- vLLM ``GET /health`` is 200 when serving, 503 once the engine is dead; the
+  port opens only after the model has loaded, so "connection refused" means
+  "still loading", not "failed".
+- SGLang ``GET /health`` is 503 while starting and while draining.
+- The SGLang router answers ``GET /health`` itself.
+- Health can lie (200 while wedged, gateway-api-inference-extension 558,
+  vllm 45094), so endpoints with ``probe: completion`` must also return one
+  real 1-token completion from ``POST /v1/completions``.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+import urllib.error
+import urllib.request
+
+
+def _request(url, payload=None, timeout=10.0):
+    data = None if payload is None else json.dumps(payload).encode("utf-8")
+    req = urllib.request.Request(url, data=data, method="GET" if data is None else "POST",
+                                 headers={"Content-Type": "application/json"} if data else {})
+    try:
+        with urllib.request.urlopen(req, timeout=timeout) as resp:
+            return resp.status, resp.read(65536).decode("utf-8", "replace")
+    except urllib.error.HTTPError as exc:
+        return exc.code, exc.read(4096).decode("utf-8", "replace")
+
+
+def completion_url(health_url):
+    """Return the ``/v1/completions`` URL on the same server as ``health_url``."""
+    return health_url.rsplit("/", 1)[0] + "/v1/completions"
+
+
+def check_once(endpoint, request=_request):
+    """Probe one endpoint once.
+
+    :param endpoint: dict with ``url`` (the health URL), ``probe``
+        (``health`` | ``completion``) and, for completions, ``model``.
+    :param request: the HTTP function (injected by tests of the policy).
+    :returns: ``(healthy: bool, detail: str)``.
+    """
+    try:
+        status, body = request(endpoint["url"])
+    except (OSError, ValueError) as exc:
+        return False, "no answer yet (%s)" % getattr(exc, "reason", exc)
+    if status != 200:
+        return False, "health answered %d" % status
+    if endpoint.get("probe") != "completion":
+        return True, "health 200"
+    payload = {"model": endpoint.get("model"), "prompt": "ping", "max_tokens": 1, "temperature": 0}
+    try:
+        status, body = request(completion_url(endpoint["url"]), payload, 120.0)
+    except (OSError, ValueError) as exc:
+        return False, "completion failed (%s)" % getattr(exc, "reason", exc)
+    if status != 200:
+        return False, "completion answered %d: %s" % (status, body[:200])
+    try:
+        text = json.loads(body)["choices"][0].get("text", "")
+    except (ValueError, KeyError, IndexError, TypeError, AttributeError):
+        return False, "completion answered 200 without choices: %s" % body[:200]
+    return True, "health 200, completion %r" % text[:120]
+
+
+def wait_all(endpoints, timeout, interval=2.0, request=_request, clock=time.monotonic, sleep=time.sleep):
+    """Poll every endpoint in its own thread until healthy or ``timeout`` s.
+
+    :returns: list of dicts ``{name, url, probe, healthy, detail,
+        elapsed_s}`` in the order given.
+    """
+    results = [None] * len(endpoints)
+    start = clock()
+
+    def worker(i, ep):
+        while True:
+            ok, detail = check_once(ep, request)
+            elapsed = round(clock() - start, 1)
+            if ok or elapsed >= timeout:
+                results[i] = {"name": ep.get("name", ep["url"]), "url": ep["url"], "probe": ep.get("probe", "health"),
+                              "healthy": ok, "detail": detail, "elapsed_s": elapsed}
+                return
+            sleep(interval)
+
+    threads = [threading.Thread(target=worker, args=(i, ep)) for i, ep in enumerate(endpoints)]
+    for t in threads:
+        t.daemon = True
+        t.start()
+    for t in threads:
+        t.join()
+    return results

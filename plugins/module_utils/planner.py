@@ -1,0 +1,403 @@
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, launchcard.inference contributors
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The planner: card model + placement -> what runs where.
+
+Pure Python, no Ansible import. Input is the card model from
+:func:`card.load_card` and a placement (which hosts run which recipes).
+Output is a plan: for every host, the instances it runs, each with its GPU
+ids, ports, and a final argv in which every peer reference (encoder URLs,
+router prefill/decode lists with bootstrap ports, multi-node ranks and init
+address) points at the placed hosts.
+
+Fidelity rule: when the placement matches the card's own (every peer on the
+same host, the card's ports free, the card's GPU offsets), the final argv is
+the card's argv token for token. Otherwise only these tokens change, and each
+change is listed in the instance's ``changes``:
+
+- ``--port`` / ``--disaggregation-bootstrap-port`` / router ``--prometheus-port``
+  when the card's port is taken on that host by an earlier instance;
+- ``--base-gpu-id`` (SGLang) to the first GPU the planner assigned;
+- ``--encoder-urls``, router ``--prefill URL PORT`` / ``--decode URL`` /
+  ``--worker-urls``: one entry per placed peer instance;
+- ``--host 0.0.0.0`` added when a server bound to loopback by default must be
+  reached from another host;
+- multi-node: ``--node-rank``, ``--dist-init-addr`` (SGLang),
+  ``--master-addr``, ``--headless`` added on ranks > 0 and removed on rank 0
+  (vLLM);
+- environment: ``CUDA_VISIBLE_DEVICES`` is never written into argv; vLLM
+  instances select GPUs through the runtime (see :mod:`units`), and vLLM NIXL
+  instances get ``VLLM_NIXL_SIDE_CHANNEL_HOST``/``_PORT``.
+"""
+
+from __future__ import annotations
+
+from urllib.parse import urlsplit
+
+from ansible_collections.launchcard.inference.plugins.module_utils.argv import Argv
+from ansible_collections.launchcard.inference.plugins.module_utils.recipe import (
+    VLLM_DEFAULT_NIXL_SIDE_CHANNEL_PORT,
+)
+
+LOOPBACK = ("127.0.0.1", "localhost", "::1", "[::1]")
+UNIT_PREFIX = "launchcard-"
+
+
+class PlanError(ValueError):
+    """A placement the planner refuses; ``errors`` lists ``(where, message)``."""
+
+    def __init__(self, errors):
+        self.errors = list(errors)
+        super().__init__("the placement cannot be planned:\n  " +
+                         "\n  ".join("%s: %s" % e for e in self.errors))
+
+
+def normalize_placement(hosts):
+    """Turn inventory-style host entries into the planner's placement.
+
+    :param hosts: list of ``(host, vars)`` in inventory order, where ``vars``
+        holds ``address`` (str), ``recipes`` (list of recipe names, indexes,
+        or ``{"name": ..., "replicas": N}`` dicts; may be empty) and
+        optionally ``gpus`` (int, GPUs the host has, when known).
+    :returns: list of ``{"host", "address", "gpus", "recipes": [{"ref", "replicas"}]}``.
+    :raises PlanError: a malformed entry (the message names the host and the
+        ``launchcard_recipes`` element).
+    """
+    out, errors = [], []
+    for host, hv in hosts:
+        refs = []
+        raw = hv.get("recipes") or []
+        if not isinstance(raw, (list, tuple)):
+            errors.append((host, "launchcard_recipes must be a list, found %r" % (raw,)))
+            continue
+        for i, item in enumerate(raw):
+            where = "%s: launchcard_recipes[%d]" % (host, i)
+            if isinstance(item, dict):
+                ref, replicas = item.get("name", item.get("index")), item.get("replicas", 1)
+            else:
+                ref, replicas = item, 1
+            if isinstance(replicas, bool) or not isinstance(replicas, int) or replicas < 1:
+                errors.append((where, "replicas must be an integer >= 1, found %r" % (replicas,)))
+                continue
+            if isinstance(ref, bool) or not isinstance(ref, (str, int)):
+                errors.append((where, "expected a recipe name or index, found %r" % (ref,)))
+                continue
+            refs.append({"ref": ref, "replicas": replicas})
+        gpus = hv.get("gpus")
+        if gpus is not None and (isinstance(gpus, bool) or not isinstance(gpus, int) or gpus < 0):
+            errors.append((host, "launchcard_gpus must be a non-negative integer, found %r" % (gpus,)))
+        out.append({"host": host, "address": str(hv.get("address") or host), "gpus": gpus, "recipes": refs})
+    if errors:
+        raise PlanError(errors)
+    return out
+
+
+def plan(card, placement):
+    """Plan a card onto hosts.
+
+    :param card: the card model (:func:`card.load_card`).
+    :param placement: output of :func:`normalize_placement`.
+    :returns: ``{"model": {...}, "hosts": {host: {"address", "gpus",
+        "gpus_needed", "instances": [instance, ...]}}}``; hosts that run
+        nothing of this card are left out. An instance is a dict with
+        ``id``, ``unit``, ``recipe``, ``engine``, ``role``, ``launcher``,
+        ``host``, ``address``, ``replica``, ``nnodes``, ``node_rank``,
+        ``gpu_ids`` (list of int), ``gpu_selection``
+        (``base_gpu_id`` | ``visible_devices`` | ``none``), ``port``,
+        ``bootstrap_port``, ``url``, ``health_url`` (None on headless ranks),
+        ``probe`` (``completion`` where a request can be served end to end,
+        else ``health``), ``served_model``, ``image``, ``argv``, ``env``,
+        ``changes`` (list of str).
+    :raises PlanError: unknown recipe names, a decode with no prefill, a
+        router with no workers, a language server with no encoder, a
+        multi-node recipe on a host count that is not a multiple of
+        ``--nnodes``, more GPUs than a host declares, a loopback-bound
+        server that a peer on another host must reach.
+    """
+    recipes = card["recipes"]
+    by_name = {r["name"]: r for r in recipes}
+    errors = []
+    model = card["model"]
+
+    # 1. resolve references and build instances ---------------------------
+    assigned = {}  # recipe name -> list of hosts (one per replica)
+    for entry in placement:
+        for item in entry["recipes"]:
+            ref = item["ref"]
+            r = by_name.get(ref) if isinstance(ref, str) else (recipes[ref] if 0 <= ref < len(recipes) else None)
+            if r is None:
+                errors.append((entry["host"], "no recipe %r in the card; it has %s" % (
+                    ref, ", ".join(sorted(by_name)))))
+                continue
+            if r["nnodes"] > 1 and item["replicas"] != 1:
+                errors.append((entry["host"], "%s spans %d nodes; list it once per host instead of replicas" % (
+                    r["name"], r["nnodes"])))
+                continue
+            assigned.setdefault(r["name"], []).extend([entry["host"]] * item["replicas"])
+    if errors:
+        raise PlanError(errors)
+
+    hosts = {e["host"]: {"address": e["address"], "gpus": e["gpus"], "gpus_needed": 0, "instances": []}
+             for e in placement}
+    instances = []
+    for r in recipes:
+        placed = assigned.get(r["name"], [])
+        if not placed:
+            continue
+        if r["nnodes"] > 1:
+            if len(placed) % r["nnodes"]:
+                errors.append((r["name"], "spans --nnodes %d but is placed on %d host(s): %s" % (
+                    r["nnodes"], len(placed), ", ".join(placed))))
+                continue
+            groups = [placed[i:i + r["nnodes"]] for i in range(0, len(placed), r["nnodes"])]
+        else:
+            groups = [[h] for h in placed]
+        for replica, group in enumerate(groups):
+            for rank, host in enumerate(group):
+                instances.append(_instance(r, model, host, hosts[host]["address"], replica, rank, group))
+    if errors:
+        raise PlanError(errors)
+
+    # 2. GPUs and ports, host by host, in recipe order ----------------------
+    for inst in instances:
+        h = hosts[inst["host"]]
+        h["instances"].append(inst)
+    for name, h in hosts.items():
+        _assign_resources(name, h, errors)
+    if errors:
+        raise PlanError(errors)
+
+    # 3. peers ----------------------------------------------------------------
+    for inst in instances:
+        _rewrite_peers(inst, instances, hosts, errors)
+    if errors:
+        raise PlanError(errors)
+    for inst in instances:
+        inst.pop("_recipe")
+        inst.pop("_group")
+    return {
+        "model": {"repo": model["repo"], "revision": model["revision"], "slug": model["slug"]},
+        "hosts": {n: h for n, h in hosts.items() if h["instances"]},
+    }
+
+
+def _instance(r, model, host, address, replica, rank, group):
+    iid = "%s-%s-%d" % (model["slug"], r["name"], replica)
+    if r["nnodes"] > 1:
+        iid += "-rank%d" % rank
+    return {
+        "id": iid,
+        "unit": UNIT_PREFIX + iid + ".service",
+        "recipe": r["name"],
+        "recipe_index": r["index"],
+        "engine": r["engine"],
+        "role": r["role"],
+        "launcher": r["launcher"],
+        "host": host,
+        "address": address,
+        "replica": replica,
+        "nnodes": r["nnodes"],
+        "node_rank": rank,
+        "gpus": r["gpus"],
+        "gpu_ids": [],
+        "gpu_selection": "none" if r["gpus"] == 0 else (
+            "base_gpu_id" if r["launcher"] == "sglang" else "visible_devices"),
+        "port": r["port"],
+        "bootstrap_port": r["bootstrap_port"],
+        "image": r["image"],
+        "checkpoint": r["checkpoint"],
+        "served_model": r.get("served_model_name") or r.get("model_arg") or model["repo"],
+        "argv": list(r["argv"]),
+        "env": dict(r["env"]),
+        "changes": [],
+        "_recipe": r,
+        "_group": group,
+    }
+
+
+def _assign_resources(name, h, errors):
+    next_gpu = 0
+    used = {}
+    for inst in h["instances"]:
+        r = inst["_recipe"]
+        a = Argv(inst["argv"])
+        if inst["gpus"]:
+            inst["gpu_ids"] = list(range(next_gpu, next_gpu + inst["gpus"]))
+            next_gpu += inst["gpus"]
+            if inst["gpu_selection"] == "base_gpu_id" and inst["gpu_ids"][0] != r["base_gpu_id"]:
+                a.set("--base-gpu-id", inst["gpu_ids"][0])
+                inst["changes"].append("--base-gpu-id %d (card: %d)" % (inst["gpu_ids"][0], r["base_gpu_id"]))
+        headless = inst["node_rank"] > 0
+        if not headless:
+            inst["port"] = _take_port(used, inst, "port", r["port"], a, "--port")
+        if inst["bootstrap_port"] is not None:
+            inst["bootstrap_port"] = _take_port(used, inst, "bootstrap port", r["bootstrap_port"], a,
+                                                "--disaggregation-bootstrap-port")
+        if r["launcher"] == "router":
+            _take_port(used, inst, "prometheus port", r["prometheus_port"], a, "--prometheus-port")
+        kv = r.get("kv_transfer_config") or {}
+        if kv.get("kv_connector") == "NixlConnector":
+            want = int(inst["env"].get("VLLM_NIXL_SIDE_CHANNEL_PORT", VLLM_DEFAULT_NIXL_SIDE_CHANNEL_PORT))
+            got = _take_port(used, inst, "NIXL side channel port", want, None, None)
+            inst["env"]["VLLM_NIXL_SIDE_CHANNEL_PORT"] = str(got)
+            inst["env"]["VLLM_NIXL_SIDE_CHANNEL_HOST"] = inst["address"]
+        inst["argv"] = a.tokens
+        if headless:
+            inst["port"] = None
+    h["gpus_needed"] = next_gpu
+    if h["gpus"] is not None and next_gpu > h["gpus"]:
+        errors.append((name, "the recipes placed here need %d GPUs (%s) but the host has %d" % (
+            next_gpu, ", ".join("%s: %d" % (i["id"], i["gpus"]) for i in h["instances"] if i["gpus"]),
+            h["gpus"])))
+
+
+def _take_port(used, inst, what, want, argv, flag):
+    port = want
+    while port in used:
+        port += 1
+    if port > 65535:
+        raise PlanError([(inst["host"], "no free port at or above %d for %s" % (want, inst["id"]))])
+    used[port] = inst["id"]
+    if port != want:
+        inst["changes"].append("%s %d (card: %d, taken by %s)" % (flag or what, port, want, used[want]))
+        if argv is not None:
+            argv.set(flag, port)
+    return port
+
+
+def _url(template, peer, consumer_host, port):
+    """Point ``template`` (a card URL or None) at ``peer``.
+
+    The card's host part is kept when the peer runs on the consumer's own
+    host and the card wrote a loopback address; otherwise it becomes the
+    peer's address. The port is always the peer's assigned port.
+    """
+    scheme, host, path = "http", None, ""
+    if template:
+        parts = urlsplit(template if "://" in template else "http://" + template)
+        scheme, host, path = parts.scheme or "http", parts.hostname, parts.path
+    if not (peer["host"] == consumer_host and host in LOOPBACK):
+        host = peer["address"]
+    if ":" in host and not host.startswith("["):
+        host = "[%s]" % host
+    return "%s://%s:%d%s" % (scheme, host, port, path)
+
+
+def _template_for(urls, peer):
+    """Pick the card URL that referred to ``peer``'s recipe (same card port)."""
+    want = peer["_recipe"]["port"]
+    for u in urls:
+        try:
+            if urlsplit(u if "://" in u else "http://" + u).port == want:
+                return u
+        except ValueError:
+            continue
+    return urls[0] if urls else None
+
+
+def _rewrite_peers(inst, instances, hosts, errors):
+    r = inst["_recipe"]
+    a = Argv(inst["argv"])
+    peers_of = lambda role: [p for p in instances if p["role"] == role and p["node_rank"] == 0]  # noqa: E731
+
+    def need_remote(peer):
+        if peer["host"] != inst["host"] and peer["_recipe"]["bind_host"] in LOOPBACK:
+            _open_to_network(peer, errors)
+
+    if inst["role"] == "language" and r["encoder_urls"]:
+        encs = peers_of("encoder")
+        if not encs:
+            errors.append((inst["id"], "a language-only server needs at least one encoder placed"))
+        urls = []
+        for p in encs:
+            need_remote(p)
+            urls.append(_url(_template_for(r["encoder_urls"], p), p, inst["host"], p["port"]))
+        if urls != r["encoder_urls"]:
+            a.replace_groups("--encoder-urls", [urls])
+            inst["changes"].append("--encoder-urls %s" % " ".join(urls))
+    if inst["role"] == "router":
+        if r["pd_disaggregation"]:
+            pre, dec = peers_of("prefill"), peers_of("decode")
+            if not pre or not dec:
+                errors.append((inst["id"], "a PD router needs at least one prefill and one decode placed "
+                               "(found %d prefill, %d decode)" % (len(pre), len(dec))))
+            card_urls = [g["url"] for g in r["prefill_urls"]]
+            card_bs = {g["url"]: g["bootstrap_port"] for g in r["prefill_urls"]}
+            groups = []
+            for p in pre:
+                need_remote(p)
+                tmpl = _template_for(card_urls, p)
+                url = _url(tmpl, p, inst["host"], p["port"])
+                group = [url]
+                if card_bs.get(tmpl) is not None or p["bootstrap_port"] != p["_recipe"]["bootstrap_port"]:
+                    group.append(str(p["bootstrap_port"]))
+                groups.append(group)
+            dgroups = []
+            for p in dec:
+                need_remote(p)
+                dgroups.append([_url(_template_for(r["decode_urls"], p), p, inst["host"], p["port"])])
+            if groups != [[g["url"]] + ([g["bootstrap_port"]] if g["bootstrap_port"] is not None else [])
+                          for g in r["prefill_urls"]]:
+                a.replace_groups("--prefill", groups)
+                inst["changes"].append("--prefill %s" % " ; ".join(" ".join(g) for g in groups))
+            if dgroups != [[u] for u in r["decode_urls"]]:
+                a.replace_groups("--decode", dgroups)
+                inst["changes"].append("--decode %s" % " ; ".join(g[0] for g in dgroups))
+        elif r["worker_urls"]:
+            workers = peers_of("monolithic")
+            if not workers:
+                errors.append((inst["id"], "a router with --worker-urls needs at least one server placed"))
+            urls = []
+            for p in workers:
+                need_remote(p)
+                urls.append(_url(_template_for(r["worker_urls"], p), p, inst["host"], p["port"]))
+            if urls != r["worker_urls"]:
+                a.replace_groups("--worker-urls", [urls])
+                inst["changes"].append("--worker-urls %s" % " ".join(urls))
+    if inst["role"] == "decode" and not peers_of("prefill"):
+        errors.append((inst["id"], "a decode server needs a prefill server placed"))
+    if inst["role"] == "prefill" and not peers_of("decode"):
+        errors.append((inst["id"], "a prefill server needs a decode server placed"))
+    if inst["nnodes"] > 1:
+        _rewrite_multinode(inst, a, hosts)
+    inst["argv"] = a.tokens
+    bind = Argv(inst["argv"]).get("--host", r["bind_host"])
+    local = "127.0.0.1" if bind in ("0.0.0.0", "::", "") or bind in LOOPBACK else bind
+    if inst["port"] is None:
+        inst["url"] = inst["health_url"] = None
+        inst["probe"] = "none"
+    else:
+        inst["url"] = "http://%s:%d" % (inst["address"], inst["port"])
+        inst["health_url"] = "http://%s:%d/health" % (local, inst["port"])
+        inst["probe"] = "completion" if inst["role"] in ("monolithic", "language", "router") else "health"
+
+
+def _open_to_network(peer, errors):
+    a = Argv(peer["argv"])
+    if a.has("--host"):
+        if a.get("--host") in LOOPBACK:
+            errors.append((peer["id"], "binds %s but a peer on another host must reach it; "
+                           "remove --host or set it to 0.0.0.0 in the card" % a.get("--host")))
+        return
+    a.set("--host", "0.0.0.0")
+    peer["argv"] = a.tokens
+    peer["changes"].append("--host 0.0.0.0 (a peer on another host reaches it)")
+
+
+def _rewrite_multinode(inst, a, hosts):
+    r = inst["_recipe"]
+    head = hosts[inst["_group"][0]]["address"]
+    if a.has("--node-rank") or inst["node_rank"]:
+        a.set("--node-rank", inst["node_rank"])
+    if r["launcher"] == "sglang":
+        old = r.get("dist_init_addr") or ""
+        port = old.rsplit(":", 1)[-1] if ":" in old else "5000"
+        a.set("--dist-init-addr", "%s:%s" % (head, port))
+    elif r["launcher"] == "vllm":
+        a.set("--master-addr", head)
+        if inst["node_rank"] > 0:
+            a.add_flag("--headless")
+        elif a.has("--headless"):
+            # the card's rank>0 recipe placed as a group: its head serves the API
+            a.remove("--headless")
+    inst["changes"].append("multi-node rank %d of %d, head %s" % (inst["node_rank"], inst["nnodes"], head))

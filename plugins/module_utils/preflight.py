@@ -1,0 +1,231 @@
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, launchcard.inference contributors
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Preflight: what a host needs for its share of the plan, and whether it has it.
+
+Pure Python, no Ansible import. :func:`host_needs` runs on the controller
+(from the card model and the plan); :func:`evaluate` runs on the host inside
+the ``preflight`` module, over facts that module gathered. Every result
+names the check, what was needed and what was found, so one table can tell an
+operator why a host cannot serve its recipes.
+
+Units: bytes for disk (GiB = 2**30 bytes, the card's ``min_disk_gib``),
+MiB for device memory (``nvidia-smi memory.total``).
+"""
+
+from __future__ import annotations
+
+GIB = 1 << 30
+MIB = 1 << 20
+# Memory beyond the weights that an engine needs per GPU (activations, CUDA
+# graphs, KV cache floor). A deliberately small floor: engines fill the rest
+# with KV cache (--gpu-memory-utilization / --mem-fraction-static).
+DEFAULT_HEADROOM_MIB = 4096
+SUPPORTED_OS = {"debian": ("12",), "ubuntu": ("22.04", "24.04"), "rhel": ("9",), "rocky": ("9",),
+                "almalinux": ("9",)}
+CHECKS = ("os", "disk", "gpu_count", "gpu_model", "memory_fit", "driver", "fabric", "ports")
+
+
+def _fp8(quant):
+    return bool(quant) and "fp8" in str(quant).lower()
+
+
+def host_needs(card, host_plan):
+    """Compute what one host needs, from the card model and its plan entry.
+
+    :returns: dict with ``disk_bytes`` (int or None: the card's
+        ``min_disk_gib`` in bytes), ``gpus`` (GPUs the placed instances
+        need), ``validated_models`` (lower-case ids the placed recipes are
+        validated on; empty: none listed), ``weights_per_gpu_mib`` (largest
+        per-GPU share of the resident checkpoint over the placed instances:
+        resident GiB / (TP x PP), halved when the recipe quantizes to fp8;
+        None when unknown) and ``ports`` (list of ``{"port", "owner"}``:
+        every port the plan assigns here, owner = the unit that will hold it).
+    """
+    recipes = {r["name"]: r for r in card["recipes"]}
+    validated = set()
+    per_gpu = None
+    ports = []
+    for inst in host_plan.get("instances", []):
+        r = recipes[inst["recipe"]]
+        if inst["gpus"]:
+            validated.update(r["validated_hardware"])
+            ckpt = card["checkpoints"].get(r.get("checkpoint") or "", {})
+            resident = ckpt.get("resident_gib") or card["model"].get("weight_gib")
+            shards = max(1, (r.get("tensor_parallel_size") or 1) * (r.get("pipeline_parallel_size") or 1))
+            if resident:
+                mib = resident * GIB / MIB / shards / (2 if _fp8(r.get("quantization")) else 1)
+                per_gpu = max(per_gpu or 0, int(mib))
+        for key in ("port", "bootstrap_port"):
+            if inst.get(key):
+                ports.append({"port": inst[key], "owner": inst["unit"]})
+    return {
+        "disk_bytes": card["hardware"].get("min_disk_bytes"),
+        "gpus": sum(i["gpus"] for i in host_plan.get("instances", [])),
+        "validated_models": sorted(validated),
+        "weights_per_gpu_mib": per_gpu,
+        "ports": ports,
+    }
+
+
+def _gib(n):
+    return "%.1f GiB" % (n / float(GIB))
+
+
+def _result(check, ok, need, found, message, severity="error"):
+    return {"check": check, "ok": ok, "need": need, "found": found, "message": message,
+            "severity": "ok" if ok else severity}
+
+
+def evaluate(facts, needs, options=None):
+    """Run every enabled check.
+
+    :param facts: gathered on the host: ``os`` (``{"id", "version_id"}`` from
+        /etc/os-release), ``disk`` (``{"path", "free_bytes",
+        "present_bytes"}``: statvfs of the weights filesystem and bytes of
+        this revision already staged), ``accelerators`` (the
+        ``accelerator_facts`` summary), ``listening`` (dict port -> owning
+        unit name or None, from /proc/net/tcp{,6} and the socket's cgroup).
+    :param needs: :func:`host_needs` output.
+    :param options: ``checks`` (dict check -> bool, default all on),
+        ``allow_unvalidated_hardware`` (bool: warn instead of fail),
+        ``headroom_mib`` (int).
+    :returns: list of result dicts ``{check, ok, need, found, message,
+        severity}`` where severity is ``ok``, ``warning`` or ``error``.
+    """
+    options = options or {}
+    enabled = dict.fromkeys(CHECKS, True)
+    enabled.update(options.get("checks") or {})
+    out = []
+    acc = facts.get("accelerators") or {}
+    devices = acc.get("devices") or []
+    if enabled["os"]:
+        os_id = (facts.get("os") or {}).get("id")
+        ver = (facts.get("os") or {}).get("version_id")
+        ok = ver in SUPPORTED_OS.get(os_id, ()) or any(
+            ver and ver.split(".")[0] == v for v in SUPPORTED_OS.get(os_id, ()))
+        out.append(_result("os", ok, "Debian 12, Ubuntu 22.04/24.04, RHEL/Rocky/Alma 9",
+                           "%s %s" % (os_id, ver), "supported" if ok else "OS not supported by the roles"))
+    if enabled["disk"] and needs.get("disk_bytes") is not None:
+        disk = facts.get("disk") or {}
+        free = disk.get("free_bytes")
+        want = max(0, needs["disk_bytes"] - (disk.get("present_bytes") or 0))
+        ok = free is not None and free >= want
+        out.append(_result("disk", ok, "%s free on %s" % (_gib(want), disk.get("path")),
+                           "%s free" % (_gib(free) if free is not None else "unknown"),
+                           "enough space for the weights" if ok else "not enough free space for the weights"))
+    if enabled["gpu_count"] and needs.get("gpus"):
+        ok = len(devices) >= needs["gpus"]
+        found = "%d %s GPU(s)" % (len(devices), acc.get("vendor") or "none")
+        msg = "enough GPUs" if ok else "the recipes placed here need %d GPUs" % needs["gpus"]
+        if not devices and acc.get("errors"):
+            msg += " (%s)" % "; ".join(acc["errors"])[:200]
+        out.append(_result("gpu_count", ok, "%d GPUs" % needs["gpus"], found, msg))
+    if enabled["gpu_model"] and needs.get("gpus") and needs.get("validated_models") and devices:
+        models = sorted({d.get("model_id") or "unknown" for d in devices})
+        bad = [m for m in models if m not in needs["validated_models"]]
+        sev = "warning" if options.get("allow_unvalidated_hardware") else "error"
+        out.append(_result("gpu_model", not bad, "one of %s" % ", ".join(needs["validated_models"]),
+                           ", ".join(models),
+                           "validated" if not bad else "not validated for these recipes: %s" % ", ".join(bad),
+                           sev))
+    if enabled["memory_fit"] and needs.get("weights_per_gpu_mib") and devices:
+        head = int(options.get("headroom_mib", DEFAULT_HEADROOM_MIB))
+        want = needs["weights_per_gpu_mib"] + head
+        have = min((d.get("memory_mib") or 0) for d in devices)
+        ok = have >= want
+        out.append(_result("memory_fit", ok, "%d MiB per GPU (weights %d + headroom %d)" % (
+            want, needs["weights_per_gpu_mib"], head), "%d MiB" % have,
+            "the weights fit" if ok else "the weights do not fit in device memory"))
+    drv = acc.get("driver") or {}
+    if enabled["driver"] and needs.get("gpus"):
+        if drv.get("reboot_required"):
+            out.append(_result("driver", False, "loaded driver = installed driver",
+                               "loaded %s, installed %s" % (drv.get("loaded_version"), drv.get("installed_version")),
+                               "reboot needed: the loaded kernel module differs from the installed driver"))
+        elif devices:
+            out.append(_result("driver", True, "a working driver", drv.get("installed_version") or "present",
+                               "driver loaded"))
+    if enabled["fabric"] and needs.get("gpus") and drv.get("fabric_manager_required"):
+        states = sorted({str(d.get("fabric_state")) for d in devices})
+        ok = states == ["completed"] or states == ["Completed"]
+        out.append(_result("fabric", ok, "fabric state Completed on every GPU", ", ".join(states),
+                           "fabric manager ready" if ok else "NVSwitch fabric not ready: start nvidia-fabricmanager "
+                           "at exactly the driver's version (CUDA error 802 otherwise)"))
+    if enabled["ports"] and needs.get("ports"):
+        listening = facts.get("listening") or {}
+        busy = []
+        for p in needs["ports"]:
+            port = p["port"]
+            if port in listening and listening[port] != p["owner"]:
+                busy.append("%d (held by %s)" % (port, listening[port] or "another process"))
+        out.append(_result("ports", not busy, ", ".join(str(p["port"]) for p in needs["ports"]) + " free",
+                           ", ".join(busy) or "all free or ours",
+                           "ports free" if not busy else "ports in use by something else"))
+    return out
+
+
+def failed(results):
+    """Return the results whose severity is ``error``."""
+    return [r for r in results if r["severity"] == "error"]
+
+
+def parse_proc_net_tcp(text):
+    """Listening TCP sockets from ``/proc/net/tcp`` or ``/proc/net/tcp6``.
+
+    Columns (proc(5)): ``sl local_address rem_address st ... inode``; ``st``
+    ``0A`` is LISTEN; the port is the hex part after ``:`` in local_address.
+    :returns: dict port (int) -> socket inode (str).
+    """
+    out = {}
+    for line in text.splitlines()[1:]:
+        cols = line.split()
+        if len(cols) < 10 or cols[3] != "0A":
+            continue
+        try:
+            port = int(cols[1].rsplit(":", 1)[1], 16)
+        except (IndexError, ValueError):
+            continue
+        out.setdefault(port, cols[9])
+    return out
+
+
+def unit_from_cgroup(text):
+    """The systemd service owning a process, from ``/proc/PID/cgroup``.
+
+    :returns: e.g. ``launchcard-x.service``, or None outside a service.
+    """
+    for line in text.splitlines():
+        path = line.rsplit(":", 1)[-1]
+        for part in reversed(path.split("/")):
+            if part.endswith(".service"):
+                return part
+    return None
+
+
+def parse_os_release(text):
+    """``ID`` and ``VERSION_ID`` from ``/etc/os-release`` (os-release(5))."""
+    out = {}
+    for line in text.splitlines():
+        key, sep, value = line.partition("=")
+        if sep and key in ("ID", "VERSION_ID"):
+            out[key.lower()] = value.strip().strip('"').strip("'")
+    return out
+
+
+def report_rows(results_by_host):
+    """Rows for the preflight table: host, check, result, need, found, message.
+
+    :param results_by_host: dict host -> list of :func:`evaluate` results
+        (None for a host that could not be checked).
+    """
+    rows = []
+    for host in sorted(results_by_host):
+        results = results_by_host[host]
+        if results is None:
+            rows.append([host, "-", "ERROR", "-", "-", "host could not be checked"])
+            continue
+        for r in results:
+            rows.append([host, r["check"], {"ok": "ok", "warning": "WARN", "error": "FAIL"}[r["severity"]],
+                         r["need"], r["found"], r["message"]])
+    return rows

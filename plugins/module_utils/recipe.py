@@ -1,0 +1,288 @@
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, launchcard.inference contributors
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The recipe model: what one card recipe (``envs[i]``) means for placement.
+
+Pure Python, no Ansible import. One dialect per launcher reads the recipe's
+argv the way the engine's own argparse would and derives what the planner
+needs: role, parallel sizes, GPUs per instance, ports, peers and multi-node
+flags. Flags the dialect does not know pass through untouched.
+
+Sources for defaults and flag names: vLLM ``vllm/engine/arg_utils.py`` and
+``vllm/entrypoints/openai/cli_args.py`` (port 8000, host all interfaces);
+SGLang ``python/sglang/srt/server_args.py`` (port 30000, host 127.0.0.1,
+bootstrap port 8998); ``sglang_router/router_args.py`` (port 30000,
+``--prefill URL [BOOTSTRAP]``, ``--decode URL``).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+
+from ansible_collections.launchcard.inference.plugins.module_utils.argv import Argv
+
+VLLM_DEFAULT_PORT = 8000
+SGLANG_DEFAULT_PORT = 30000
+ROUTER_DEFAULT_PORT = 30000
+SGLANG_DEFAULT_BOOTSTRAP_PORT = 8998
+VLLM_DEFAULT_NIXL_SIDE_CHANNEL_PORT = 5600
+
+ROLES = ("monolithic", "encoder", "language", "prefill", "decode", "router")
+
+_V_TP = ("--tensor-parallel-size", "-tp")
+_V_PP = ("--pipeline-parallel-size", "-pp")
+_V_DP = ("--data-parallel-size", "-dp")
+_V_DPL = ("--data-parallel-size-local", "-dpl")
+_V_DCP = ("--decode-context-parallel-size", "-dcp")
+_S_TP = ("--tp-size", "--tp", "--tensor-parallel-size")
+_S_PP = ("--pp-size", "--pp", "--pipeline-parallel-size")
+_S_DP = ("--dp-size", "--dp", "--data-parallel-size")
+_S_EP = ("--ep-size", "--ep", "--expert-parallel-size")
+_S_CP = ("--attn-cp-size",)
+_S_MODEL = ("--model-path", "--model")
+
+
+class RecipeError(ValueError):
+    """A recipe whose argv cannot be understood; ``str()`` names the path."""
+
+    def __init__(self, path, message):
+        super().__init__("%s: %s" % (path, message))
+        self.path = path
+        self.message = message
+
+
+def launcher(argv):
+    """Return which program an argv starts: ``vllm``, ``sglang`` or ``router``.
+
+    Recognised forms: ``vllm serve``, ``python -m vllm.entrypoints.openai.api_server``,
+    ``sglang serve``, ``python -m sglang.launch_server``,
+    ``python -m sglang_router.launch_router`` and ``sglang-router``.
+    :returns: the launcher name, or None when the argv matches none.
+    """
+    exe = argv[0].rsplit("/", 1)[-1] if argv else ""
+    if exe in ("sglang-router", "sglang_router"):
+        return "router"
+    if exe == "vllm":
+        return "vllm"
+    if exe == "sglang":
+        return "sglang"
+    if exe.startswith("python") and len(argv) > 2 and argv[1] == "-m":
+        mod = argv[2]
+        if mod.startswith("sglang_router"):
+            return "router"
+        if mod.startswith("sglang"):
+            return "sglang"
+        if mod.startswith("vllm"):
+            return "vllm"
+    return None
+
+
+def describe(env, index):
+    """Build the recipe model of ``envs[index]``.
+
+    :param env: one validated card recipe (dict with ``engine``, ``image``,
+        ``argv``, ``env``, optional ``checkpoint``, ``validated_hardware``).
+    :param index: its position in ``envs`` (used in names and error paths).
+    :returns: a JSON-serialisable dict; see the README's "Recipe model".
+    :raises RecipeError: the argv names no known launcher, a numeric flag is
+        not a number, or a JSON flag (``--kv-transfer-config``) is not JSON.
+    """
+    path = "envs[%d].argv" % index
+    argv = list(env["argv"])
+    kind = launcher(argv)
+    if kind is None:
+        raise RecipeError(path + "[0]", "expected a vLLM, SGLang or SGLang router command "
+                          "(vllm serve, sglang serve, python -m sglang.launch_server, "
+                          "python -m sglang_router.launch_router), found %r" % argv[0])
+    engine = env["engine"]
+    if kind != "router" and kind != engine:
+        raise RecipeError(path + "[0]", "engine is %r but argv starts %s" % (engine, kind))
+    a = Argv(argv)
+    try:
+        if kind == "router":
+            model = _router(a)
+        elif kind == "vllm":
+            model = _vllm(a, path)
+        else:
+            model = _sglang(a, path)
+    except ValueError as exc:
+        if isinstance(exc, RecipeError):
+            raise
+        raise RecipeError(path, str(exc).split(": ", 1)[-1])
+    model.update({
+        "index": index,
+        "engine": engine,
+        "launcher": kind,
+        "image": env["image"],
+        "argv": argv,
+        "env": dict(env.get("env") or {}),
+        "checkpoint": env.get("checkpoint"),
+        "validated_hardware": [h.lower() for h in (env.get("validated_hardware") or [])],
+    })
+    return model
+
+
+def _base(a, path, tp, pp, dp, port, host):
+    nnodes = a.get_int("--nnodes", 1, path)
+    if nnodes < 1:
+        raise RecipeError(path, "--nnodes must be >= 1, found %d" % nnodes)
+    for name, val in (("tensor parallel", tp), ("pipeline parallel", pp), ("data parallel", dp)):
+        if val < 1:
+            raise RecipeError(path, "%s size must be >= 1, found %d" % (name, val))
+    return {
+        "tensor_parallel_size": tp,
+        "pipeline_parallel_size": pp,
+        "data_parallel_size": dp,
+        "nnodes": nnodes,
+        "node_rank": a.get_int("--node-rank", 0, path),
+        "port": port,
+        "bind_host": host,
+    }
+
+
+def _per_node(total, nnodes, path):
+    if total % nnodes:
+        raise RecipeError(path, "%d GPUs do not split evenly over --nnodes %d" % (total, nnodes))
+    return total // nnodes
+
+
+def _vllm(a, path):
+    tp = a.get_int(_V_TP, 1, path)
+    pp = a.get_int(_V_PP, 1, path)
+    dp = a.get_int(_V_DP, 1, path)
+    m = _base(a, path, tp, pp, dp, a.get_int("--port", VLLM_DEFAULT_PORT, path), a.get("--host", "0.0.0.0"))
+    kv_raw = a.get("--kv-transfer-config")
+    kv = None
+    if kv_raw is not None:
+        try:
+            kv = json.loads(kv_raw)
+        except ValueError as exc:
+            raise RecipeError(path, "--kv-transfer-config is not valid JSON (%s)" % exc)
+        if not isinstance(kv, dict):
+            raise RecipeError(path, "--kv-transfer-config must be a JSON object")
+    role = {"kv_producer": "prefill", "kv_consumer": "decode"}.get((kv or {}).get("kv_role"), "monolithic")
+    dpl = a.get_int(_V_DPL, None, path)
+    total = tp * pp * dp
+    per_node = tp * pp * dpl if dpl else _per_node(total, m["nnodes"], path)
+    serve = a.tokens.index("serve") if "serve" in a.tokens else None
+    model_arg = a.get("--model") or (a.positionals_after(serve) if serve is not None else None)
+    m.update({
+        "role": role,
+        "gpus": per_node,
+        "gpus_total": total,
+        "expert_parallel": a.has("--enable-expert-parallel"),
+        "context_parallel_size": a.get_int(_V_DCP, 1, path),
+        "bootstrap_port": None,
+        "transfer_backend": (kv or {}).get("kv_connector"),
+        "kv_transfer_config": kv,
+        "master_addr": a.get("--master-addr"),
+        "headless": a.has("--headless"),
+        "data_parallel_address": a.get("--data-parallel-address"),
+        "served_model_name": a.get("--served-model-name"),
+        "model_arg": model_arg,
+        "quantization": a.get(("--quantization", "-q")),
+        "encoder_urls": [],
+        "prefill_urls": [],
+        "decode_urls": [],
+        "base_gpu_id": None,
+    })
+    return m
+
+
+def _sglang(a, path):
+    tp = a.get_int(_S_TP, 1, path)
+    pp = a.get_int(_S_PP, 1, path)
+    dp = a.get_int(_S_DP, 1, path)
+    m = _base(a, path, tp, pp, dp, a.get_int("--port", SGLANG_DEFAULT_PORT, path), a.get("--host", "127.0.0.1"))
+    mode = a.get("--disaggregation-mode", "null")
+    if mode not in ("null", "prefill", "decode"):
+        raise RecipeError(path, "--disaggregation-mode expects prefill, decode or null, found %r" % mode)
+    if a.has("--encoder-only"):
+        role = "encoder"
+    elif a.has("--language-only"):
+        role = "language"
+    elif mode != "null":
+        role = mode
+    else:
+        role = "monolithic"
+    # With --enable-dp-attention the DP ranks share the TP GPUs; without it
+    # SGLang starts dp_size copies of a TP group (server_args.py).
+    total = tp * pp * (1 if a.has("--enable-dp-attention") else dp)
+    m.update({
+        "role": role,
+        "gpus": _per_node(total, m["nnodes"], path),
+        "gpus_total": total,
+        "expert_parallel_size": a.get_int(_S_EP, 1, path),
+        "context_parallel_size": a.get_int(_S_CP, 1, path),
+        "base_gpu_id": a.get_int("--base-gpu-id", 0, path),
+        "bootstrap_port": (a.get_int("--disaggregation-bootstrap-port", SGLANG_DEFAULT_BOOTSTRAP_PORT, path)
+                           if role == "prefill" else None),
+        "transfer_backend": a.get("--disaggregation-transfer-backend", "mooncake") if mode != "null" else None,
+        "dist_init_addr": a.get("--dist-init-addr"),
+        "served_model_name": a.get("--served-model-name"),
+        "model_arg": a.get(_S_MODEL),
+        "quantization": a.get("--quantization"),
+        "encoder_urls": a.values("--encoder-urls"),
+        "prefill_urls": [],
+        "decode_urls": [],
+    })
+    return m
+
+
+def _router(a):
+    prefill = []
+    for vals in a.groups("--prefill"):
+        if not vals:
+            raise RecipeError("argv", "--prefill expects URL [BOOTSTRAP_PORT]")
+        port = vals[1] if len(vals) > 1 else None
+        prefill.append({"url": vals[0], "bootstrap_port": port})
+    return {
+        "role": "router",
+        "tensor_parallel_size": 0,
+        "pipeline_parallel_size": 0,
+        "data_parallel_size": 0,
+        "nnodes": 1,
+        "node_rank": 0,
+        "gpus": 0,
+        "gpus_total": 0,
+        "port": a.get_int("--port", ROUTER_DEFAULT_PORT),
+        "bind_host": a.get("--host", "127.0.0.1"),
+        "pd_disaggregation": a.has("--pd-disaggregation"),
+        "bootstrap_port": None,
+        "base_gpu_id": None,
+        "transfer_backend": None,
+        "encoder_urls": [],
+        "prefill_urls": prefill,
+        "decode_urls": [v[0] for v in a.groups("--decode") if v],
+        "worker_urls": a.values("--worker-urls"),
+        "prometheus_port": a.get_int("--prometheus-port", 29000),
+        "served_model_name": None,
+        "model_arg": a.get("--model-path"),
+        "quantization": None,
+    }
+
+
+_SLUG = re.compile(r"[^a-z0-9.]+")
+
+
+def slug(text):
+    """Lower-case ``text`` into ``[a-z0-9.-]`` for unit and recipe names."""
+    return _SLUG.sub("-", text.lower()).strip("-.") or "x"
+
+
+def name_recipes(recipes):
+    """Give each recipe model a stable ``name``: ``<engine>-<role>``.
+
+    When two recipes of a card share engine and role, each of them gets its
+    index appended (``sglang-monolithic-3``), so names stay unique.
+    Mutates and returns ``recipes``.
+    """
+    counts = {}
+    for r in recipes:
+        key = "%s-%s" % (r["engine"], r["role"])
+        counts[key] = counts.get(key, 0) + 1
+    for r in recipes:
+        key = "%s-%s" % (r["engine"], r["role"])
+        r["name"] = key if counts[key] == 1 else "%s-%d" % (key, r["index"])
+    return recipes

@@ -1,0 +1,49 @@
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, launchcard.inference contributors
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Plain-text tables for the end-of-run summaries. Pure Python."""
+
+from __future__ import annotations
+
+
+def table(headers, rows):
+    """Render ``rows`` (lists of values) under ``headers`` as aligned text.
+
+    :returns: a list of lines (no trailing newlines), header and rule first.
+    """
+    cells = [[str(h) for h in headers]] + [["" if v is None else str(v) for v in r] for r in rows]
+    widths = [max(len(r[i]) for r in cells) for i in range(len(headers))]
+    fmt = "  ".join("%%-%ds" % w for w in widths)
+    lines = [fmt % tuple(cells[0]), "  ".join("-" * w for w in widths)]
+    lines += [(fmt % tuple(r)).rstrip() for r in cells[1:]]
+    return lines
+
+
+def deploy_rows(plan, results):
+    """Build the deploy summary rows: one per planned instance.
+
+    :param plan: the plan (``launchcard_plan``).
+    :param results: dict host -> ``{"units": [...], "health": [...]}`` as
+        returned by the ``systemd_units`` and ``http_health`` modules (either
+        may be missing for a host that failed earlier).
+    :returns: list of ``[host, recipe, engine, role, port, state]``; state is
+        ``healthy`` when the health gate passed, else the unit's active
+        state or ``not run``.
+    """
+    rows = []
+    for host, hp in sorted(plan.get("hosts", {}).items()):
+        res = results.get(host) or {}
+        units = {u["name"]: u for u in res.get("units") or []}
+        health = {h["name"]: h for h in res.get("health") or []}
+        for inst in hp["instances"]:
+            h = health.get(inst["unit"])
+            u = units.get(inst["unit"])
+            if h is not None:
+                state = "healthy" if h["healthy"] else "unhealthy: %s" % h["detail"]
+            elif u is not None:
+                state = u.get("active_state") or "unknown"
+            else:
+                state = "not run"
+            rows.append([host, inst["recipe"], inst["engine"], inst["role"],
+                         inst["port"] if inst["port"] is not None else "-", state])
+    return rows

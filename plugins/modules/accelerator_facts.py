@@ -1,0 +1,231 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, launchcard.inference contributors
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+
+from __future__ import annotations
+
+DOCUMENTATION = r"""
+---
+module: accelerator_facts
+short_description: Gather GPU/NPU accelerator facts (NVIDIA, AMD, Huawei Ascend)
+version_added: 1.0.0
+description:
+  - Detects the accelerator vendor of a host from the management tools it has
+    (C(nvidia-smi); C(amd-smi) or C(rocm-smi); C(npu-smi)) and returns one
+    uniform device list plus the host's driver state as the fact
+    C(launchcard_accelerators).
+  - Memory is reported in MiB for every vendor.
+  - Only reads; it never changes the host, so it always reports C(changed=false).
+  - A host without any of the tools is not an error; the fact then reads
+    C(vendor=none), C(count=0) and explains itself in C(driver.message).
+  - A tool that fails (for example C(nvidia-smi) when the driver is not
+    loaded) is not a module failure either; its message is quoted in
+    C(errors) and the device count is what could be read (often 0).
+  - NVIDIA facts come from C(nvidia-smi --query-gpu=...), the NVLink fabric
+    query C(nvidia-smi --query-gpu=index,fabric.state,fabric.status),
+    C(/proc/driver/nvidia/version) (loaded kernel module) and
+    C(modinfo -F version nvidia) (installed kernel module).
+  - AMD facts come from C(amd-smi list --json), C(amd-smi static --asic --vram --driver --json),
+    C(rocm-smi --showproductname --showmeminfo vram --showbus --json),
+    C(/sys/module/amdgpu/version) and C(modinfo -F version amdgpu).
+  - Ascend facts come from C(npu-smi info -l), C(npu-smi info) and
+    C(/usr/local/Ascend/driver/version.info).
+author:
+  - launchcard.inference contributors (@launchcard)
+options:
+  vendor:
+    description:
+      - Which vendor's tools to query.
+      - With V(auto), vendors are tried in the order NVIDIA, AMD, Ascend among
+        those whose tools are present; the first one that lists at least one
+        device wins, else the first one present is reported with its errors.
+      - Naming a vendor whose tools are missing reports that vendor with
+        C(count=0) and an C(errors) entry.
+    type: str
+    choices: [auto, nvidia, amd, ascend]
+    default: auto
+extends_documentation_fragment:
+  - ansible.builtin.action_common_attributes
+  - ansible.builtin.action_common_attributes.facts
+attributes:
+  check_mode:
+    support: full
+  diff_mode:
+    support: none
+  facts:
+    support: full
+  platform:
+    platforms: posix
+notes:
+  - Fabric manager is reported as required for 8-GPU HGX SXM boards (A100,
+    A800, H100, H800, H200, H20, B100, B200, B300) and for any such GPU that
+    reports an NVLink fabric state; IMEX for GB200/GB300.
+  - C(driver.reboot_required) is true when the installed kernel module
+    differs from the loaded one, or NVML reports a driver/library version
+    mismatch; it is null when either version cannot be read.
+"""
+
+EXAMPLES = r"""
+- name: Gather accelerator facts
+  launchcard.inference.accelerator_facts:
+
+- name: Require eight H100 GPUs
+  ansible.builtin.assert:
+    that:
+      - launchcard_accelerators.count >= 8
+      - "'h100' in launchcard_accelerators.models"
+    fail_msg: "{{ launchcard_accelerators.errors }}"
+
+- name: Only look for NVIDIA GPUs
+  launchcard.inference.accelerator_facts:
+    vendor: nvidia
+
+- name: Reboot when the loaded driver is older than the installed one
+  ansible.builtin.reboot:
+  when: launchcard_accelerators.driver.reboot_required | default(false, true)
+"""
+
+RETURN = r"""
+ansible_facts:
+  description: Facts to add to the host's facts.
+  returned: always
+  type: dict
+  contains:
+    launchcard_accelerators:
+      description: Accelerators found on the host, in one shape for every vendor.
+      returned: always
+      type: dict
+      contains:
+        vendor:
+          description: Detected (or requested) vendor; V(none) when no tool was found.
+          returned: always
+          type: str
+          choices: [nvidia, amd, ascend, none]
+          sample: nvidia
+        count:
+          description: Number of devices listed (GPUs; NPU chips on Ascend).
+          returned: always
+          type: int
+          sample: 8
+        devices:
+          description: One entry per device, sorted by C(index).
+          returned: always
+          type: list
+          elements: dict
+          contains:
+            index:
+              description:
+                - Device number as the vendor tool and runtime count it (nvidia-smi index,
+                  amd-smi gpu, Ascend Phy-ID or NPU ID).
+              type: int
+              sample: 0
+            model:
+              description: Marketing name as the tool prints it.
+              type: str
+              sample: NVIDIA H100 80GB HBM3
+            model_id:
+              description:
+                - Normalised model id (V(h100), V(h200), V(b200), V(gb200), V(mi355x),
+                  V(ascend_910b), V(ascend_950pr)...); unknown names become a lower-case slug.
+              type: str
+              sample: h100
+            memory_mib:
+              description: Total device memory in MiB; null when the tool does not report it.
+              type: int
+              sample: 81559
+            uuid:
+              description: Device UUID; null when not reported (Ascend).
+              type: str
+              sample: GPU-1b0c8cf5-3f5e-4a62-8c3a-0b7e5d1f6a11
+            bus_id:
+              description: PCI address, normalised to C(dddd:bb:dd.f) in lower case.
+              type: str
+              sample: "0000:18:00.0"
+            driver_version:
+              description: Driver version the tool reports for this device.
+              type: str
+              sample: 580.95.05
+            persistence_mode:
+              description: NVIDIA persistence mode; null for other vendors or when not reported.
+              type: bool
+              sample: true
+            fabric_state:
+              description:
+                - NVIDIA NVLink fabric registration state (V(completed), V(in_progress),
+                  V(not_started), V(not_supported), V(failed)); null when unknown or not NVIDIA.
+              type: str
+              sample: completed
+            health:
+              description: Ascend health as npu-smi reports it, lower case (V(ok), V(warning), V(alarm)...); null elsewhere.
+              type: str
+              sample: ok
+        models:
+          description: Sorted unique model ids on the host.
+          returned: always
+          type: list
+          elements: str
+          sample: [h100]
+        driver:
+          description: Host-level driver state.
+          returned: always
+          type: dict
+          contains:
+            installed_version:
+              description: Installed driver version (kernel module on disk, NVML library, or Ascend version.info).
+              type: str
+              sample: 580.95.05
+            loaded_version:
+              description: Version of the kernel module currently loaded; null when not loaded or unknown.
+              type: str
+              sample: 580.95.05
+            reboot_required:
+              description: True when installed and loaded versions differ; null when it cannot be told.
+              type: bool
+              sample: false
+            fabric_manager_required:
+              description: Whether nvidia-fabricmanager must run (8-GPU NVSwitch HGX boards).
+              type: bool
+              sample: true
+            imex_required:
+              description: Whether the NVIDIA IMEX daemon must run (GB200/GB300).
+              type: bool
+              sample: false
+            kernel_module:
+              description: NVIDIA kernel module flavour, V(open) or V(proprietary); null elsewhere.
+              type: str
+              sample: open
+            message:
+              description: Explanation when there is nothing to report, for example no tool found.
+              type: str
+              sample: null
+        errors:
+          description: Tool failures and output that could not be parsed, quoting the tool.
+          returned: always
+          type: list
+          elements: str
+          sample:
+            - "nvidia-smi exited 9: NVIDIA-SMI has failed because it couldn't communicate with the NVIDIA driver."
+"""
+
+from ansible.module_utils.basic import AnsibleModule
+from ansible_collections.launchcard.inference.plugins.module_utils.accelerators import VENDORS, collect
+
+
+def main():
+    module = AnsibleModule(
+        argument_spec=dict(
+            vendor=dict(type="str", default="auto", choices=["auto"] + list(VENDORS)),
+        ),
+        supports_check_mode=True,
+    )
+    summary = collect(
+        module.params["vendor"],
+        which=module.get_bin_path,
+        run=module.run_command,
+    )
+    module.exit_json(changed=False, ansible_facts=dict(launchcard_accelerators=summary))
+
+
+if __name__ == "__main__":
+    main()

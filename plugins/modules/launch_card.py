@@ -1,0 +1,102 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, launchcard.inference contributors
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+
+# This file only documents the module; the work happens on the controller in
+# plugins/action/launch_card.py.
+
+from __future__ import annotations
+
+DOCUMENTATION = r"""
+---
+module: launch_card
+short_description: Read a launch card on the controller and plan it onto the play's hosts
+version_added: 1.0.0
+description:
+  - Reads a C(onefrontier.launch-card/v1) JSON card from a local path or an C(https://) URL on the
+    controller, validates it against the collection's schema and returns the card model and a
+    per-host plan as facts.
+  - The plan says which recipe instances run on which host, with which GPU ids, ports and peer URLs;
+    see the README, "The plan".
+  - Placement comes from each host's O(recipes_var) variable (a list of recipe names, indexes or
+    C({name, replicas}) dicts), its address from C(launchcard_address), C(ansible_host) or its name,
+    and, when set, its GPU count from C(launchcard_gpus).
+  - Never contacts a managed host. Run it once (C(run_once=true)); the facts reach every host of the play.
+options:
+  src:
+    description:
+      - Path of the card on the controller, or an C(https://) URL fetched from the controller.
+    type: str
+    required: true
+  checksum:
+    description:
+      - Expected C(sha256:<hex>) of the card's bytes; the task fails on a mismatch.
+    type: str
+  hosts:
+    description:
+      - Hosts to plan for. Defaults to every host of the play (C(ansible_play_hosts_all)).
+    type: list
+    elements: str
+  recipes_var:
+    description:
+      - Name of the host variable that lists the recipes a host runs.
+    type: str
+    default: launchcard_recipes
+  validate_certs:
+    description:
+      - Verify TLS certificates when O(src) is a URL.
+    type: bool
+    default: true
+author:
+  - launchcard.inference contributors
+notes:
+  - The card is untrusted input. Errors name the JSON path of the offending value, for example
+    C(envs[4].argv[7]), and the task fails before any host is touched.
+attributes:
+  check_mode:
+    support: full
+  diff_mode:
+    support: none
+  platform:
+    platforms: all
+"""
+
+EXAMPLES = r"""
+- name: Plan the card onto this play's hosts
+  launchcard.inference.launch_card:
+    src: "{{ launchcard_card_src }}"
+  run_once: true
+
+- name: Plan a card fetched over HTTPS, pinned by checksum
+  launchcard.inference.launch_card:
+    src: https://cards.example.com/glm-5.3-flash.json
+    checksum: sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef
+  run_once: true
+"""
+
+RETURN = r"""
+ansible_facts:
+  description: The card model and the plan.
+  returned: success
+  type: dict
+  contains:
+    launch_card:
+      description: >-
+        The card model: C(model) (repo, revision, weight_gib, weight_bytes), C(hardware)
+        (min_gpus, min_disk_gib, min_disk_bytes with GiB = 2**30 bytes, gpu_models),
+        C(checkpoints) and C(recipes) (one per card C(envs) entry, each with name, engine,
+        role, tensor_parallel_size, gpus, port, image, argv, env).
+      type: dict
+    launchcard_plan:
+      description: >-
+        C(model) and C(hosts), a dict from host name to C(address), C(gpus_needed) and
+        C(instances) (id, unit, recipe, role, gpu_ids, port, bootstrap_port, url,
+        health_url, probe, argv, env, changes).
+      type: dict
+warnings:
+  description: Unknown card keys, reported and ignored.
+  returned: when present
+  type: list
+  elements: str
+"""

@@ -1,0 +1,192 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, launchcard.inference contributors
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+
+from __future__ import annotations
+
+DOCUMENTATION = r"""
+---
+module: preflight
+short_description: Check one host against its share of a launch card's plan, in one call
+version_added: 1.0.0
+description:
+  - Gathers, in one round trip, everything the preflight checks need - the OS from C(/etc/os-release),
+    free bytes of the filesystem that will hold the weights (C(statvfs)), bytes of the card's revision
+    already in the Hugging Face cache, accelerator facts (the same collectors as
+    M(launchcard.inference.accelerator_facts)) and listening TCP ports with the systemd unit holding each.
+  - Evaluates the checks and returns them; it never fails the host by itself and never changes it, so
+    one report can cover the whole fleet before anything is touched.
+options:
+  needs:
+    description:
+      - What this host needs, as computed on the controller by the C(launchcard.inference.preflight_needs) filter
+        (C(disk_bytes), C(gpus), C(validated_models), C(weights_per_gpu_mib), C(ports)).
+    type: dict
+    required: true
+  weights_dir:
+    description: Directory that will hold the Hugging Face cache (HF_HOME); its filesystem is measured.
+    type: path
+    required: true
+  repo:
+    description: Hugging Face repository of the card, to count what of its revision is already staged.
+    type: str
+  revision:
+    description: The card's pinned revision (40 hex).
+    type: str
+  checks:
+    description: Checks to run; any left out stays on. Keys C(os), C(disk), C(gpu_count), C(gpu_model),
+      C(memory_fit), C(driver), C(fabric), C(ports).
+    type: dict
+    default: {}
+  allow_unvalidated_hardware:
+    description: Report a GPU model outside the recipe's C(validated_hardware) as a warning instead of an error.
+    type: bool
+    default: false
+  headroom_mib:
+    description: Device memory (MiB) required per GPU beyond the weights' share.
+    type: int
+    default: 4096
+  vendor:
+    description: Accelerator vendor to query, or C(auto).
+    type: str
+    choices: [auto, nvidia, amd, ascend]
+    default: auto
+author:
+  - launchcard.inference contributors
+attributes:
+  check_mode:
+    support: full
+  diff_mode:
+    support: none
+  platform:
+    platforms: posix
+"""
+
+EXAMPLES = r"""
+- name: Preflight this host
+  launchcard.inference.preflight:
+    needs: "{{ launch_card | launchcard.inference.preflight_needs(launchcard_plan.hosts[inventory_hostname]) }}"
+    weights_dir: /var/lib/launchcard/models
+    repo: "{{ launch_card.model.repo }}"
+    revision: "{{ launch_card.model.revision }}"
+"""
+
+RETURN = r"""
+checks:
+  description: One result per check that applied to this host.
+  returned: always
+  type: list
+  elements: dict
+  sample:
+    - check: disk
+      ok: false
+      severity: error
+      need: 417.0 GiB free on /var/lib/launchcard/models
+      found: 400.0 GiB free
+      message: not enough free space for the weights
+failed_checks:
+  description: Names of the checks with severity C(error).
+  returned: always
+  type: list
+  elements: str
+facts:
+  description: What was gathered (os, disk, accelerators, listening ports).
+  returned: always
+  type: dict
+"""
+
+import os
+
+from ansible.module_utils.basic import AnsibleModule
+
+from ansible_collections.launchcard.inference.plugins.module_utils import accelerators
+from ansible_collections.launchcard.inference.plugins.module_utils.preflight import (
+    evaluate,
+    failed,
+    parse_os_release,
+    parse_proc_net_tcp,
+    unit_from_cgroup,
+)
+
+
+def _read(path):
+    try:
+        with open(path) as f:
+            return f.read()
+    except (IOError, OSError):
+        return None
+
+
+def _disk(weights_dir, repo, revision):
+    path = weights_dir
+    while not os.path.exists(path) and path not in ("/", ""):
+        path = os.path.dirname(path)
+    st = os.statvfs(path or "/")
+    present = 0
+    if repo and revision:
+        snap = os.path.join(weights_dir, "hub", "models--" + repo.replace("/", "--"), "snapshots", revision)
+        for root, _dirs, files in os.walk(snap):
+            for name in files:
+                try:
+                    present += os.stat(os.path.join(root, name)).st_size
+                except OSError:
+                    pass
+    return {"path": path, "free_bytes": st.f_bavail * st.f_frsize, "total_bytes": st.f_blocks * st.f_frsize,
+            "present_bytes": present}
+
+
+def _listening():
+    inodes = {}
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        for port, inode in parse_proc_net_tcp(_read(table) or "").items():
+            inodes.setdefault(inode, port)
+    owners = dict.fromkeys(inodes.values())
+    for pid in (p for p in os.listdir("/proc") if p.isdigit()):
+        fd_dir = "/proc/%s/fd" % pid
+        try:
+            links = [os.readlink(os.path.join(fd_dir, fd)) for fd in os.listdir(fd_dir)]
+        except OSError:
+            continue
+        hits = [inodes[link[8:-1]] for link in links if link.startswith("socket:[") and link[8:-1] in inodes]
+        if hits:
+            unit = unit_from_cgroup(_read("/proc/%s/cgroup" % pid) or "")
+            for port in hits:
+                owners[port] = owners[port] or unit or "pid %s" % pid
+    return owners
+
+
+def main():
+    module = AnsibleModule(
+        argument_spec=dict(
+            needs=dict(type="dict", required=True),
+            weights_dir=dict(type="path", required=True),
+            repo=dict(type="str"),
+            revision=dict(type="str"),
+            checks=dict(type="dict", default={}),
+            allow_unvalidated_hardware=dict(type="bool", default=False),
+            headroom_mib=dict(type="int", default=4096),
+            vendor=dict(type="str", choices=["auto", "nvidia", "amd", "ascend"], default="auto"),
+        ),
+        supports_check_mode=True,
+    )
+    p = module.params
+    facts = {
+        "os": parse_os_release(_read("/etc/os-release") or ""),
+        "disk": _disk(p["weights_dir"], p["repo"], p["revision"]),
+        "accelerators": accelerators.collect(
+            p["vendor"], module.get_bin_path, lambda args: module.run_command(args), _read),
+        "listening": _listening(),
+    }
+    results = evaluate(facts, p["needs"], {
+        "checks": p["checks"],
+        "allow_unvalidated_hardware": p["allow_unvalidated_hardware"],
+        "headroom_mib": p["headroom_mib"],
+    })
+    facts["listening"] = dict((str(k), v) for k, v in facts["listening"].items())
+    module.exit_json(changed=False, checks=results, failed_checks=[r["check"] for r in failed(results)],
+                     facts=facts)
+
+
+if __name__ == "__main__":
+    main()

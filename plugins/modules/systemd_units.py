@@ -1,0 +1,288 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, launchcard.inference contributors
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+
+from __future__ import annotations
+
+DOCUMENTATION = r"""
+---
+module: systemd_units
+short_description: Converge all of a host's launchcard systemd units in one call
+version_added: 1.0.0
+description:
+  - Writes every given unit file whose content differs, removes the collection's own unit files that
+    are no longer wanted (stopping and disabling them first), runs C(systemctl daemon-reload) once and
+    only when a file changed, then enables, starts, or restarts the units with one C(systemctl) call
+    per action.
+  - Reads every unit's state with a single C(systemctl show) call, so a host converges in one round
+    trip however many units it runs.
+  - Units whose file changed are restarted together in one call, so prefill/decode partners on one
+    host come back as a group.
+options:
+  units:
+    description:
+      - The unit files this host must have.
+    type: list
+    elements: dict
+    required: true
+    suboptions:
+      name:
+        description: Unit file name, for example C(launchcard-glm-5.3-flash-sglang-prefill-0.service).
+        type: str
+        required: true
+      content:
+        description: The full unit file text.
+        type: str
+        required: true
+  state:
+    description:
+      - C(started) enables and starts the units (changed files restart); C(stopped) stops and disables them.
+    type: str
+    choices: [started, stopped]
+    default: started
+  prune:
+    description:
+      - Stop, disable and delete unit files in O(directory) that start with O(prefix) and are not in O(units).
+    type: bool
+    default: true
+  prefix:
+    description:
+      - Name prefix that marks the collection's own units; only these are ever pruned.
+    type: str
+    default: launchcard-
+  directory:
+    description:
+      - Where unit files are written.
+    type: path
+    default: /etc/systemd/system
+  secrets:
+    description:
+      - Secret environment variables (for example C(HF_TOKEN)) for the units' C(EnvironmentFile=).
+      - Written to O(secrets_file) with mode 0600 (directory 0700) when not empty; the file is removed
+        when empty. Values never appear in unit files, C(systemctl show), logs or this module's output.
+    type: dict
+    default: {}
+  secrets_file:
+    description: Path of the secrets environment file.
+    type: path
+    default: /etc/launchcard/secrets.env
+author:
+  - launchcard.inference contributors
+attributes:
+  check_mode:
+    support: full
+  diff_mode:
+    support: full
+  platform:
+    platforms: posix
+notes:
+  - Requires systemd on the managed host.
+"""
+
+EXAMPLES = r"""
+- name: Converge this host's units
+  launchcard.inference.systemd_units:
+    units:
+      - name: launchcard-demo-vllm-monolithic-0.service
+        content: "{{ lookup('ansible.builtin.template', 'unit.j2') }}"
+    state: started
+"""
+
+RETURN = r"""
+units:
+  description: State of every desired unit after the run, from C(systemctl show).
+  returned: always
+  type: list
+  elements: dict
+  sample:
+    - name: launchcard-demo-vllm-monolithic-0.service
+      active_state: active
+      sub_state: running
+      unit_file_state: enabled
+      n_restarts: 0
+written:
+  description: Unit files written in this run.
+  returned: always
+  type: list
+  elements: str
+removed:
+  description: Stale unit files removed in this run.
+  returned: always
+  type: list
+  elements: str
+actions:
+  description: The systemctl actions taken (or that would be taken in check mode), by verb.
+  returned: always
+  type: dict
+  sample: {enable: [], start: [], restart: [], stop: [], disable: []}
+daemon_reloaded:
+  description: Whether C(systemctl daemon-reload) ran.
+  returned: always
+  type: bool
+secrets_changed:
+  description: Whether the secrets file was written or removed (its content is never returned).
+  returned: always
+  type: bool
+"""
+
+import os
+
+from ansible.module_utils.basic import AnsibleModule
+
+from ansible_collections.launchcard.inference.plugins.module_utils.systemd import (
+    SHOW_PROPERTIES,
+    actions,
+    render_env_file,
+    diff_files,
+    parse_show,
+)
+
+
+def _read_existing(directory, prefix):
+    found = {}
+    if not os.path.isdir(directory):
+        return found
+    for name in os.listdir(directory):
+        path = os.path.join(directory, name)
+        if name.startswith(prefix) and os.path.isfile(path) and not os.path.islink(path):
+            with open(path) as f:
+                found[name] = f.read()
+    return found
+
+
+def _read_text(path):
+    try:
+        with open(path) as f:
+            return f.read()
+    except (IOError, OSError):
+        return None
+
+
+def _write_secrets(module, path, text):
+    if text is None:
+        if os.path.exists(path):
+            os.unlink(path)
+        return
+    directory = os.path.dirname(path)
+    if not os.path.isdir(directory):
+        os.makedirs(directory, 0o700)
+    tmp = path + ".launchcard-tmp"
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w") as f:
+        f.write(text)
+    os.chmod(tmp, 0o600)
+    module.atomic_move(tmp, path)
+
+
+def main():
+    module = AnsibleModule(
+        argument_spec=dict(
+            units=dict(type="list", elements="dict", required=True, options=dict(
+                name=dict(type="str", required=True),
+                content=dict(type="str", required=True),
+            )),
+            state=dict(type="str", choices=["started", "stopped"], default="started"),
+            prune=dict(type="bool", default=True),
+            prefix=dict(type="str", default="launchcard-"),
+            directory=dict(type="path", default="/etc/systemd/system"),
+            secrets=dict(type="dict", default={}, no_log=True),
+            secrets_file=dict(type="path", default="/etc/launchcard/secrets.env"),
+        ),
+        supports_check_mode=True,
+    )
+    p = module.params
+    systemctl = module.get_bin_path("systemctl", required=True)
+    desired = {}
+    for i, u in enumerate(p["units"]):
+        name = u["name"]
+        if "/" in name or not name.startswith(p["prefix"]) or not name.endswith(".service"):
+            module.fail_json(msg="units[%d].name: expected %s*.service without '/', found %r" % (i, p["prefix"], name))
+        desired[name] = u["content"]
+    existing = _read_existing(p["directory"], p["prefix"])
+    plan = diff_files(desired, existing, p["prefix"]) if p["prune"] else dict(
+        diff_files(desired, existing, p["prefix"]), remove=[])
+
+    def run(args, check_rc=True):
+        rc, out, err = module.run_command([systemctl] + args)
+        if check_rc and rc != 0:
+            module.fail_json(msg="systemctl %s failed (rc=%d): %s" % (" ".join(args), rc, (err or out).strip()))
+        return out
+
+    def show(names):
+        if not names:
+            return {}
+        return parse_show(run(["show", "-p", ",".join(SHOW_PROPERTIES), "--"] + sorted(names)))
+
+    diff = {"before": "", "after": ""}
+    for name in plan["write"] + plan["remove"]:
+        diff["before"] += "# %s\n%s" % (name, existing.get(name, "")) if name in existing else ""
+        diff["after"] += "# %s\n%s" % (name, desired[name]) if name in desired else ""
+
+    before = show(list(desired))
+    todo = actions(list(desired), before, set(plan["write"]), p["state"])
+    stale = show(plan["remove"])
+    todo["stop"] = sorted(set(todo["stop"]) | {n for n, s in stale.items()
+                                              if s.get("ActiveState") in ("active", "activating", "failed")})
+    todo["disable"] = sorted(set(todo["disable"]) | {n for n, s in stale.items()
+                                                    if s.get("UnitFileState") in ("enabled", "enabled-runtime")})
+    try:
+        secrets_text = render_env_file(p["secrets"]) if p["secrets"] else None
+    except ValueError as exc:
+        module.fail_json(msg="secrets: %s" % exc)
+    secrets_changed = _read_text(p["secrets_file"]) != secrets_text
+    changed = bool(plan["write"] or plan["remove"] or any(todo.values()) or secrets_changed)
+    reloaded = False
+    if not module.check_mode:
+        if secrets_changed:
+            _write_secrets(module, p["secrets_file"], secrets_text)
+        if todo["stop"]:
+            run(["stop", "--"] + todo["stop"])
+        if todo["disable"]:
+            run(["disable", "--"] + todo["disable"])
+        for name in plan["remove"]:
+            os.unlink(os.path.join(p["directory"], name))
+        for name in plan["write"]:
+            path = os.path.join(p["directory"], name)
+            tmp = path + ".launchcard-tmp"
+            with open(tmp, "w") as f:
+                f.write(desired[name])
+            os.chmod(tmp, 0o644)
+            module.atomic_move(tmp, path)
+        if plan["write"] or plan["remove"]:
+            # field notes: a daemon-reload can detach GPUs from running
+            # containers, so reload only when a unit file changed.
+            run(["daemon-reload"])
+            reloaded = True
+        for verb in ("enable", "start", "restart"):
+            if todo[verb]:
+                run([verb, "--"] + todo[verb])
+    after = before if module.check_mode else show(list(desired))
+    units = []
+    for name in sorted(desired):
+        st = after.get(name, {})
+        try:
+            restarts = int(st.get("NRestarts") or 0)
+        except ValueError:
+            restarts = 0
+        units.append({
+            "name": name,
+            "active_state": st.get("ActiveState"),
+            "sub_state": st.get("SubState"),
+            "unit_file_state": st.get("UnitFileState"),
+            "n_restarts": restarts,
+        })
+    result = dict(changed=changed, units=units, written=plan["write"], removed=plan["remove"],
+                  actions=todo, daemon_reloaded=reloaded, secrets_changed=secrets_changed)
+    if module._diff and (plan["write"] or plan["remove"]):
+        result["diff"] = diff
+    if p["state"] == "started" and not module.check_mode:
+        failed = [u["name"] for u in units if u["active_state"] not in ("active", "activating")]
+        if failed:
+            module.fail_json(msg="units not running after start: %s (see journalctl -u NAME)" % ", ".join(failed),
+                             **result)
+    module.exit_json(**result)
+
+
+if __name__ == "__main__":
+    main()

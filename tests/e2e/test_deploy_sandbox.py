@@ -1,0 +1,159 @@
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, launchcard.inference contributors
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""End to end: deploy the example card onto the sandbox fleet of real hosts.
+
+The fleet (tests/sandbox/fleet.py) is real systemd hosts reached over real
+SSH; only GPUs (a stand-in nvidia-smi), the weights disk size (a sparse
+ext4) and the engines (the stand-in engine) are simulated. The router is the
+real sglang-router. Every assertion below reads the hosts' real state.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import urllib.request
+
+import pytest
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+INVENTORY = "inventories/sandbox/gpus.ini"
+KEY = os.path.join(ROOT, ".sandbox", "ssh", "id_ed25519")
+BIN = os.path.dirname(sys.executable)
+ENV = dict(os.environ, ANSIBLE_CONFIG=os.path.join(ROOT, "ansible.cfg"), ANSIBLE_FORCE_COLOR="0",
+           PATH=BIN + os.pathsep + os.environ.get("PATH", ""))
+RECAP = re.compile(r"^(\S+)\s*:\s*ok=(\d+)\s+changed=(\d+)\s+unreachable=(\d+)\s+failed=(\d+)", re.M)
+
+pytestmark = pytest.mark.skipif(os.geteuid() != 0 or not shutil.which("systemd-nspawn"),
+                                reason="the sandbox fleet needs root and systemd-nspawn")
+
+
+def run(args, **kw):
+    return subprocess.run(args, cwd=ROOT, env=ENV, capture_output=True, text=True, **kw)
+
+
+def playbook(*extra):
+    return run([os.path.join(BIN, "ansible-playbook"), "playbooks/deploy.yml", "-i", INVENTORY] + list(extra))
+
+
+def recap(out):
+    return {m.group(1): {"ok": int(m.group(2)), "changed": int(m.group(3)), "unreachable": int(m.group(4)),
+                         "failed": int(m.group(5))} for m in RECAP.finditer(out)}
+
+
+def ssh(address, command):
+    return run(["ssh", "-i", KEY, "-o", "StrictHostKeyChecking=no", "-o", "UserKnownHostsFile=/dev/null",
+                "-o", "LogLevel=ERROR", "-o", "BatchMode=yes", "root@" + address, command])
+
+
+@pytest.fixture(scope="module")
+def fleet():
+    up = run([sys.executable, "tests/sandbox/fleet.py", "up", "-i", INVENTORY])
+    assert up.returncode == 0, up.stdout + up.stderr
+    inv = json.loads(run([os.path.join(BIN, "ansible-inventory"), "-i", INVENTORY, "--list"]).stdout)
+    hostvars = inv["_meta"]["hostvars"]
+    yield {h: hv["ansible_host"] for h, hv in hostvars.items() if "ansible_host" in hv}
+    if not os.environ.get("LAUNCHCARD_KEEP_FLEET"):
+        run([sys.executable, "tests/sandbox/fleet.py", "down"])
+
+
+@pytest.fixture(scope="module")
+def plan():
+    sys.path.insert(0, os.path.join(ROOT, "tests", "sandbox"))
+    import demo_request  # the same planner call the demo uses
+    return demo_request.inventory_plan(INVENTORY)
+
+
+@pytest.fixture(scope="module")
+def first_deploy(fleet):
+    res = playbook()
+    assert res.returncode == 0, res.stdout[-6000:] + res.stderr[-3000:]
+    return res
+
+
+def test_every_unit_active_and_healthy(fleet, plan, first_deploy):
+    rows = 0
+    for host, hp in plan["hosts"].items():
+        address = fleet[host]
+        names = " ".join(i["unit"] for i in hp["instances"])
+        st = ssh(address, "systemctl is-active %s" % names)
+        assert st.stdout.split() == ["active"] * len(hp["instances"]), (host, st.stdout, st.stderr)
+        for inst in hp["instances"]:
+            with urllib.request.urlopen("http://%s:%d/health" % (address, inst["port"]), timeout=10) as resp:
+                assert resp.status == 200
+            assert "%s  %s" % (host, inst["recipe"]) in first_deploy.stdout or inst["recipe"] in first_deploy.stdout
+            rows += 1
+    assert rows == 7
+    # the summary table ends the run with one healthy row per instance
+    assert first_deploy.stdout.count("healthy") >= 7
+    assert "unhealthy" not in first_deploy.stdout
+
+
+def test_units_run_the_planned_argv(fleet, plan, first_deploy):
+    """The unit on the router host points at the prefill and decode hosts."""
+    router = next(i for h in plan["hosts"].values() for i in h["instances"] if i["role"] == "router")
+    show = ssh(fleet[router["host"]], "systemctl show -p ExecStart --value %s" % router["unit"])
+    prefill = next(i for h in plan["hosts"].values() for i in h["instances"] if i["role"] == "prefill")
+    decode = next(i for h in plan["hosts"].values() for i in h["instances"] if i["role"] == "decode")
+    assert "--prefill http://%s:%d %d" % (prefill["address"], prefill["port"], prefill["bootstrap_port"]) in show.stdout
+    assert "--decode http://%s:%d" % (decode["address"], decode["port"]) in show.stdout
+
+
+def test_router_answer_went_through_prefill_and_decode(fleet, plan, first_deploy):
+    router = next(i for h in plan["hosts"].values() for i in h["instances"] if i["role"] == "router")
+    body = json.dumps({"model": router["served_model"], "prompt": "hi", "max_tokens": 4}).encode()
+    req = urllib.request.Request(router["url"] + "/v1/completions", data=body,
+                                 headers={"Content-Type": "application/json"})
+    with urllib.request.urlopen(req, timeout=60) as resp:
+        text = json.loads(resp.read())["choices"][0]["text"]
+    prefill = next(i for h in plan["hosts"].values() for i in h["instances"] if i["role"] == "prefill")
+    decode = next(i for h in plan["hosts"].values() for i in h["instances"] if i["role"] == "decode")
+    assert "prefill=" in text and "decode=" in text, text
+    assert prefill["host"] in text or prefill["address"] in text, text
+    assert decode["host"] in text or decode["address"] in text, text
+
+
+def test_second_deploy_changes_nothing(fleet, first_deploy):
+    res = playbook()
+    assert res.returncode == 0, res.stdout[-4000:]
+    counts = recap(res.stdout)
+    assert set(counts) >= set(fleet), counts
+    assert all(c["changed"] == 0 and c["failed"] == 0 for c in counts.values()), counts
+
+
+def test_hf_token_never_leaks(fleet, plan, first_deploy):
+    token = "hf_launchcardSECRETtoken0123456789"
+    res = playbook("-e", "launchcard_hf_token=%s" % token, "-v")
+    assert res.returncode == 0, res.stdout[-4000:]
+    assert token not in res.stdout and token not in res.stderr
+    for host, hp in plan["hosts"].items():
+        units = " ".join(i["unit"] for i in hp["instances"])
+        probe = ssh(fleet[host], "cat /etc/systemd/system/launchcard-*.service; systemctl show %s; "
+                                 "journalctl --no-pager -q -n 500; stat -c %%a /etc/launchcard/secrets.env; "
+                                 "cat /etc/launchcard/secrets.env" % units)
+        head, _, tail = probe.stdout.rpartition("\n600\n")
+        assert head, "secrets.env is not mode 0600 on %s: %s" % (host, probe.stdout[-300:])
+        assert token not in head, "token leaked on %s" % host
+        assert token in tail  # the engine can still read it from the 0600 file
+    # back to the token-less state for the tests that follow
+    assert playbook().returncode == 0
+
+
+def test_broken_card_changes_nothing(fleet, plan, first_deploy, tmp_path):
+    with open(os.path.join(ROOT, "cards", "glm-5.3-flash.json")) as f:
+        card = json.load(f)
+    card["envs"][4]["argv"][7] = "tilelang\n[Service]\nExecStartPre=/bin/sh -c 'touch /tmp/pwned'"
+    bad = tmp_path / "bad.json"
+    bad.write_text(json.dumps(card))
+    before = {h: ssh(fleet[h], "md5sum /etc/systemd/system/launchcard-*.service").stdout for h in plan["hosts"]}
+    res = playbook("-e", "launchcard_card_src=%s" % bad)
+    assert res.returncode != 0
+    assert "envs[4].argv[7]" in res.stdout + res.stderr
+    for h in plan["hosts"]:
+        assert ssh(fleet[h], "md5sum /etc/systemd/system/launchcard-*.service").stdout == before[h]
+        assert ssh(fleet[h], "test -e /tmp/pwned").returncode != 0

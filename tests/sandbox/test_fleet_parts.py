@@ -1,0 +1,96 @@
+"""Unit tests for the sandbox fleet's pure parts (no root, no containers).
+
+Covers the stand-in nvidia-smi (TEST CODE) against gpus.json as fleet.py
+writes it, and fleet.py's inventory/network/mirror helpers.
+"""
+
+import ipaddress
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+import fleet  # noqa: E402
+
+SMI = HERE / "nvidia_smi_standin.py"
+
+
+@pytest.fixture
+def gpus_file(tmp_path):
+    host = fleet.Host("lc-test", {"ansible_host": "198.18.0.11", "sandbox_gpus": 8})
+    path = tmp_path / "gpus.json"
+    path.write_text(json.dumps(fleet.gpus_json(host)))
+    return path
+
+
+def smi(gpus_file, *args):
+    return subprocess.run([sys.executable, str(SMI), *args], capture_output=True, text=True, timeout=20,
+                          env={"LAUNCHCARD_SANDBOX_GPUS_JSON": str(gpus_file), "PATH": "/usr/bin:/bin"})
+
+
+def test_query_noheader_nounits(gpus_file):
+    res = smi(gpus_file, "--query-gpu=index,name,memory.total,uuid,driver_version", "--format=csv,noheader,nounits")
+    assert res.returncode == 0
+    lines = res.stdout.splitlines()
+    assert len(lines) == 8
+    idx, name, mem, uuid, drv = lines[0].split(", ")
+    assert (idx, name, mem, drv) == ("0", "NVIDIA H100 80GB HBM3", "81559", "580.95.05")
+    assert uuid.startswith("GPU-") and len(uuid) == 40
+    again = smi(gpus_file, "--query-gpu=uuid", "--format=csv,noheader").stdout
+    assert again.splitlines()[0] == uuid  # deterministic
+
+
+def test_query_with_header_and_units(gpus_file):
+    res = smi(gpus_file, "--query-gpu", "index,memory.total,memory.used,fabric.state,compute_cap,vbios_version",
+              "--format", "csv", "-i", "1")
+    assert res.stdout.splitlines() == [
+        "index, memory.total [MiB], memory.used [MiB], fabric.state, compute_cap, vbios_version",
+        "1, 81559 MiB, 0 MiB, Completed, 9.0, [N/A]",
+    ]
+
+
+def test_invalid_field(gpus_file):
+    res = smi(gpus_file, "--query-gpu=index,bogus", "--format=csv")
+    assert res.returncode == 2
+    assert res.stdout.startswith('Field "bogus" is not a valid field to query.')
+
+
+def test_list_version_table(gpus_file):
+    listing = smi(gpus_file, "-L").stdout.splitlines()
+    assert len(listing) == 8 and listing[0].startswith("GPU 0: NVIDIA H100 80GB HBM3 (UUID: GPU-")
+    version = smi(gpus_file, "--version").stdout
+    assert "DRIVER version      : 580.95.05" in version and "TEST CODE" in version
+    table = smi(gpus_file).stdout
+    assert "Driver Version: 580.95.05" in table and "stand-in" in table
+
+
+def test_host_defaults_and_validation():
+    h = fleet.Host("lc-x", {"ansible_host": "198.18.0.20"})
+    assert (h.gpus, h.gpu_memory_mib, h.disk_gib, h.weights_dir) == (0, 81559, 500, "/var/lib/launchcard/models")
+    assert fleet.gpus_json(h)["gpus"] == []
+    with pytest.raises(fleet.FleetError):
+        fleet.Host("lc-x", {"ansible_host": "lc-x.example"})
+    with pytest.raises(fleet.FleetError):
+        fleet.Host("lc-x", {"ansible_host": "198.18.0.20", "launchcard_weights_dir": "relative"})
+
+
+def test_network_and_bridge_name():
+    hosts = [fleet.Host(f"h{i}", {"ansible_host": f"198.18.0.{i}"}) for i in (11, 12)]
+    net, gw = fleet.network_for(hosts)
+    assert (str(net), str(gw), fleet.bridge_name(net)) == ("198.18.0.0/24", "198.18.0.1", "lcbrc61200")
+    assert fleet.bridge_name(ipaddress.ip_network("198.18.1.0/24")) != "lcbrc61200"
+    with pytest.raises(fleet.FleetError):
+        fleet.network_for(hosts + [fleet.Host("h3", {"ansible_host": "198.18.1.5"})])
+    with pytest.raises(fleet.FleetError):
+        fleet.network_for([fleet.Host("h1", {"ansible_host": "198.18.0.1"})])
+
+
+def test_mirror_rank_prefers_main_archive():
+    main = fleet._mirror_rank("http://mirror.example/debian", "bookworm", "main")
+    assert main > fleet._mirror_rank("http://mirror.example/debian", "bookworm-updates", "main")
+    assert fleet._mirror_rank("http://mirror.example/debian-security", "bookworm-security", "main") == 0
+    assert fleet._mirror_rank("http://mirror.example/debian", "bookworm", "contrib") == 0
