@@ -6,7 +6,9 @@
 Pure Python, no Ansible import. The engines (vLLM, SGLang, the SGLang router)
 parse their command lines with argparse, so an option is written either as
 ``--flag value`` or ``--flag=value``; a multi-valued option (``nargs='+'``)
-takes every following token up to the next one that starts with ``--``.
+takes every following token up to the next option (a token starting with
+``-`` that is not a negative number, argparse's rule: ``-tp 8`` is an option,
+``-1`` a value).
 
 :class:`Argv` keeps the original tokens and only touches the tokens of the
 option it is asked to change, so a recipe whose placement needs no rewrite
@@ -14,6 +16,18 @@ comes back token for token (the "recipe fidelity" rule of the planner).
 """
 
 from __future__ import annotations
+
+import re
+
+# argparse's _negative_number_matcher: such tokens are values, not options.
+_NEGATIVE_NUMBER = re.compile(r"^-\d+$|^-\d*\.\d+$")
+
+
+def _is_option(token):
+    """argparse's test (``_parse_optional``): ``-x...``, but not ``-``, a
+    negative number, or a token holding a space."""
+    return (token.startswith("-") and token != "-" and " " not in token
+            and not _NEGATIVE_NUMBER.match(token))
 
 
 class Argv:
@@ -32,7 +46,7 @@ class Argv:
 
         ``start`` is the flag's index, ``end`` one past its last value token,
         ``values`` the value tokens (from ``--flag=value`` or following
-        tokens that do not start with ``--``).
+        tokens that are not options).
         """
         flags = (flags,) if isinstance(flags, str) else tuple(flags)
         i = 0
@@ -46,7 +60,7 @@ class Argv:
                     i += 1
                     continue
                 j = i + 1
-                while j < len(toks) and not toks[j].startswith("--"):
+                while j < len(toks) and not _is_option(toks[j]):
                     j += 1
                 yield i, j, toks[i + 1:j]
                 i = j
@@ -74,8 +88,8 @@ class Argv:
     def get_int(self, flags, default, path="argv"):
         """Return an option's value as an int.
 
-        :raises ValueError: with a message naming the flag when the value is
-            not an integer.
+        :raises ValueError: with a message naming the flag as written when
+            the value is not an integer.
         """
         raw = self.get(flags)
         if raw is None:
@@ -83,7 +97,9 @@ class Argv:
         try:
             return int(raw)
         except ValueError:
-            raise ValueError("%s: %s expects an integer, found %r" % (path, _first(flags), raw))
+            start = list(self._spans(flags))[-1][0]
+            written = self.tokens[start].split("=", 1)[0]
+            raise ValueError("%s: %s expects an integer, found %r" % (path, written, raw))
 
     def groups(self, flags):
         """Return the value lists of every occurrence, in order."""

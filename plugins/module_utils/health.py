@@ -19,11 +19,19 @@ What "healthy" means, per engine (field notes section 2):
 
 from __future__ import annotations
 
+import http.client
 import json
 import threading
 import time
 import urllib.error
 import urllib.request
+
+# The endpoints are the engines' own ports on this host: never go through an
+# HTTP proxy from the environment (http_proxy without no_proxy would send
+# 127.0.0.1 to the proxy).
+_OPENER = urllib.request.build_opener(urllib.request.ProxyHandler({}))
+# What a server that is still starting (or restarting) can make a request raise.
+_NOT_YET = (OSError, ValueError, http.client.HTTPException)
 
 
 def _request(url, payload=None, timeout=10.0):
@@ -31,7 +39,7 @@ def _request(url, payload=None, timeout=10.0):
     req = urllib.request.Request(url, data=data, method="GET" if data is None else "POST",
                                  headers={"Content-Type": "application/json"} if data else {})
     try:
-        with urllib.request.urlopen(req, timeout=timeout) as resp:
+        with _OPENER.open(req, timeout=timeout) as resp:
             return resp.status, resp.read(65536).decode("utf-8", "replace")
     except urllib.error.HTTPError as exc:
         return exc.code, exc.read(4096).decode("utf-8", "replace")
@@ -52,7 +60,7 @@ def check_once(endpoint, request=_request):
     """
     try:
         status, body = request(endpoint["url"])
-    except (OSError, ValueError) as exc:
+    except _NOT_YET as exc:
         return False, "no answer yet (%s)" % getattr(exc, "reason", exc)
     if status != 200:
         return False, "health answered %d" % status
@@ -61,15 +69,15 @@ def check_once(endpoint, request=_request):
     payload = {"model": endpoint.get("model"), "prompt": "ping", "max_tokens": 1, "temperature": 0}
     try:
         status, body = request(completion_url(endpoint["url"]), payload, 120.0)
-    except (OSError, ValueError) as exc:
+    except _NOT_YET as exc:
         return False, "completion failed (%s)" % getattr(exc, "reason", exc)
     if status != 200:
         return False, "completion answered %d: %s" % (status, body[:200])
     try:
-        text = json.loads(body)["choices"][0].get("text", "")
+        text = json.loads(body)["choices"][0].get("text") or ""
     except (ValueError, KeyError, IndexError, TypeError, AttributeError):
         return False, "completion answered 200 without choices: %s" % body[:200]
-    return True, "health 200, completion %r" % text[:120]
+    return True, "health 200, completion %r" % str(text)[:120]
 
 
 def wait_all(endpoints, timeout, interval=2.0, request=_request, clock=time.monotonic, sleep=time.sleep):
@@ -83,7 +91,10 @@ def wait_all(endpoints, timeout, interval=2.0, request=_request, clock=time.mono
 
     def worker(i, ep):
         while True:
-            ok, detail = check_once(ep, request)
+            try:
+                ok, detail = check_once(ep, request)
+            except Exception as exc:  # a thread that dies would leave no result
+                ok, detail = False, "probe failed: %r" % (exc,)
             elapsed = round(clock() - start, 1)
             if ok or elapsed >= timeout:
                 results[i] = {"name": ep.get("name", ep["url"]), "url": ep["url"], "probe": ep.get("probe", "health"),

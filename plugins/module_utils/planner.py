@@ -104,10 +104,11 @@ def plan(card, placement):
         ``host``, ``address``, ``replica``, ``nnodes``, ``node_rank``,
         ``gpu_ids`` (list of int), ``gpu_selection``
         (``base_gpu_id`` | ``visible_devices`` | ``none``), ``port``,
-        ``bootstrap_port``, ``url``, ``health_url`` (None on headless ranks),
-        ``probe`` (``completion`` where a request can be served end to end,
-        else ``health``), ``served_model``, ``image``, ``argv``, ``env``,
-        ``changes`` (list of str).
+        ``bootstrap_port``, ``prometheus_port`` (routers; else None),
+        ``url``, ``health_url`` (None on headless ranks), ``probe``
+        (``completion`` where a request can be served end to end, else
+        ``health``; ``none`` on headless ranks), ``served_model``,
+        ``image``, ``argv``, ``env``, ``changes`` (list of str).
     :raises PlanError: unknown recipe names, a decode with no prefill, a
         router with no workers, a language server with no encoder, a
         multi-node recipe on a host count that is not a multiple of
@@ -204,6 +205,7 @@ def _instance(r, model, host, address, replica, rank, group):
             "base_gpu_id" if r["launcher"] == "sglang" else "visible_devices"),
         "port": r["port"],
         "bootstrap_port": r["bootstrap_port"],
+        "prometheus_port": None,
         "image": r["image"],
         "checkpoint": r["checkpoint"],
         "served_model": r.get("served_model_name") or r.get("model_arg") or model["repo"],
@@ -234,10 +236,16 @@ def _assign_resources(name, h, errors):
             inst["bootstrap_port"] = _take_port(used, inst, "bootstrap port", r["bootstrap_port"], a,
                                                 "--disaggregation-bootstrap-port")
         if r["launcher"] == "router":
-            _take_port(used, inst, "prometheus port", r["prometheus_port"], a, "--prometheus-port")
+            inst["prometheus_port"] = _take_port(used, inst, "prometheus port", r["prometheus_port"], a,
+                                                 "--prometheus-port")
         kv = r.get("kv_transfer_config") or {}
         if kv.get("kv_connector") == "NixlConnector":
-            want = int(inst["env"].get("VLLM_NIXL_SIDE_CHANNEL_PORT", VLLM_DEFAULT_NIXL_SIDE_CHANNEL_PORT))
+            raw = inst["env"].get("VLLM_NIXL_SIDE_CHANNEL_PORT", VLLM_DEFAULT_NIXL_SIDE_CHANNEL_PORT)
+            try:
+                want = int(raw)
+            except ValueError:
+                errors.append((inst["id"], "env VLLM_NIXL_SIDE_CHANNEL_PORT must be a port number, found %r" % raw))
+                want = VLLM_DEFAULT_NIXL_SIDE_CHANNEL_PORT
             got = _take_port(used, inst, "NIXL side channel port", want, None, None)
             inst["env"]["VLLM_NIXL_SIDE_CHANNEL_PORT"] = str(got)
             inst["env"]["VLLM_NIXL_SIDE_CHANNEL_HOST"] = inst["address"]
@@ -392,7 +400,7 @@ def _rewrite_multinode(inst, a, hosts):
     if r["launcher"] == "sglang":
         old = r.get("dist_init_addr") or ""
         port = old.rsplit(":", 1)[-1] if ":" in old else "5000"
-        a.set("--dist-init-addr", "%s:%s" % (head, port))
+        a.set("--dist-init-addr", "%s:%s" % ("[%s]" % head if ":" in head else head, port))
     elif r["launcher"] == "vllm":
         a.set("--master-addr", head)
         if inst["node_rank"] > 0:

@@ -38,9 +38,11 @@ def host_needs(card, host_plan):
         need), ``validated_models`` (lower-case ids the placed recipes are
         validated on; empty: none listed), ``weights_per_gpu_mib`` (largest
         per-GPU share of the resident checkpoint over the placed instances:
-        resident GiB / (TP x PP), halved when the recipe quantizes to fp8;
-        None when unknown) and ``ports`` (list of ``{"port", "owner"}``:
-        every port the plan assigns here, owner = the unit that will hold it).
+        resident GiB / (TP x PP), halved when the recipe quantizes a non-fp8
+        checkpoint to fp8; None when unknown) and ``ports`` (list of
+        ``{"port", "owner"}``: every port the plan assigns here (server,
+        bootstrap, router Prometheus, vLLM NIXL side channel), owner = the
+        unit that will hold it).
     """
     recipes = {r["name"]: r for r in card["recipes"]}
     validated = set()
@@ -53,12 +55,18 @@ def host_needs(card, host_plan):
             ckpt = card["checkpoints"].get(r.get("checkpoint") or "", {})
             resident = ckpt.get("resident_gib") or card["model"].get("weight_gib")
             shards = max(1, (r.get("tensor_parallel_size") or 1) * (r.get("pipeline_parallel_size") or 1))
+            # online fp8 quantization halves a 16-bit checkpoint; an fp8
+            # checkpoint is resident at its own size already.
+            halve = _fp8(r.get("quantization")) and not _fp8(ckpt.get("format"))
             if resident:
-                mib = resident * GIB / MIB / shards / (2 if _fp8(r.get("quantization")) else 1)
+                mib = resident * GIB / MIB / shards / (2 if halve else 1)
                 per_gpu = max(per_gpu or 0, int(mib))
-        for key in ("port", "bootstrap_port"):
+        for key in ("port", "bootstrap_port", "prometheus_port"):
             if inst.get(key):
                 ports.append({"port": inst[key], "owner": inst["unit"]})
+        nixl = (inst.get("env") or {}).get("VLLM_NIXL_SIDE_CHANNEL_PORT")
+        if nixl and str(nixl).isdigit():
+            ports.append({"port": int(nixl), "owner": inst["unit"]})
     return {
         "disk_bytes": card["hardware"].get("min_disk_bytes"),
         "gpus": sum(i["gpus"] for i in host_plan.get("instances", [])),

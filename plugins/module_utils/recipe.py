@@ -101,7 +101,7 @@ def describe(env, index):
     a = Argv(argv)
     try:
         if kind == "router":
-            model = _router(a)
+            model = _router(a, path)
         elif kind == "vllm":
             model = _vllm(a, path)
         else:
@@ -230,11 +230,11 @@ def _sglang(a, path):
     return m
 
 
-def _router(a):
+def _router(a, path):
     prefill = []
     for vals in a.groups("--prefill"):
         if not vals:
-            raise RecipeError("argv", "--prefill expects URL [BOOTSTRAP_PORT]")
+            raise RecipeError(path, "--prefill expects URL [BOOTSTRAP_PORT]")
         port = vals[1] if len(vals) > 1 else None
         prefill.append({"url": vals[0], "bootstrap_port": port})
     return {
@@ -246,7 +246,7 @@ def _router(a):
         "node_rank": 0,
         "gpus": 0,
         "gpus_total": 0,
-        "port": a.get_int("--port", ROUTER_DEFAULT_PORT),
+        "port": a.get_int("--port", ROUTER_DEFAULT_PORT, path),
         "bind_host": a.get("--host", "127.0.0.1"),
         "pd_disaggregation": a.has("--pd-disaggregation"),
         "bootstrap_port": None,
@@ -256,7 +256,7 @@ def _router(a):
         "prefill_urls": prefill,
         "decode_urls": [v[0] for v in a.groups("--decode") if v],
         "worker_urls": a.values("--worker-urls"),
-        "prometheus_port": a.get_int("--prometheus-port", 29000),
+        "prometheus_port": a.get_int("--prometheus-port", 29000, path),
         "served_model_name": None,
         "model_arg": a.get("--model-path"),
         "quantization": None,

@@ -91,8 +91,8 @@ def env_assignment(name, value):
     return '"%s=%s"' % (name, v)
 
 
-def _spec(text):
-    return _check(text, "description").replace("%", "%%")
+def _spec(text, what="description"):
+    return _check(text, what).replace("%", "%%")
 
 
 def options_with_defaults(options):
@@ -146,11 +146,27 @@ def _container_vendor_args(inst, opts):
     return args
 
 
-def _visible_devices_env(inst, opts):
+def _gpu_env(inst, opts):
+    """The card env with the plan's GPU selection applied.
+
+    The planner owns GPU assignment, so a visible-devices variable the card
+    wrote for its own layout is dropped for every instance that uses GPUs.
+    vLLM (``visible_devices``) then gets the vendor's variable with the
+    planned host GPU ids, except in an NVIDIA container, where
+    ``--gpus device=...`` / CDI already exposes only those GPUs (renumbered
+    from 0 inside). AMD and Ascend containers see every device, so the
+    variable selects there too. SGLang uses ``--base-gpu-id`` in argv.
+    """
+    env = dict(inst["env"])
+    if not inst["gpus"]:
+        return env
+    for var in VISIBLE_DEVICES_ENV.values():
+        env.pop(var, None)
     var = VISIBLE_DEVICES_ENV.get(opts["vendor"])
-    if var and inst["gpu_selection"] == "visible_devices" and inst["gpu_ids"]:
-        return {var: ",".join(str(g) for g in inst["gpu_ids"])}
-    return {}
+    runtime_selects = opts["runtime"] != "native" and opts["vendor"] == "nvidia"
+    if var and inst["gpu_selection"] == "visible_devices" and inst["gpu_ids"] and not runtime_selects:
+        env[var] = ",".join(str(g) for g in inst["gpu_ids"])
+    return env
 
 
 def command(inst, options=None):
@@ -160,7 +176,9 @@ def command(inst, options=None):
       with the vendor's visible-devices variable for vLLM, ``--base-gpu-id``
       (already in argv) for SGLang.
     - ``docker``/``podman``: ``run --rm --name <id> --network host --ipc host``,
-      vendor device flags (field notes section 3), the weights directory
+      vendor device flags (field notes section 3; NVIDIA vLLM gets only its
+      GPUs, AMD/Ascend vLLM selects with the visible-devices variable), the
+      weights directory
       mounted as the HF cache, ``--entrypoint argv[0]``, the image (by digest
       when ``image_refs`` maps it), then ``argv[1:]``. Card env travels as
       ``-e NAME`` (value from the unit's ``Environment=``), secrets as
@@ -169,8 +187,7 @@ def command(inst, options=None):
     :raises UnsafeValue: argv[0] is not a plain program name (native).
     """
     opts = options_with_defaults(options)
-    env = dict(inst["env"])
-    env.update(_visible_devices_env(inst, opts) if opts["runtime"] == "native" else {})
+    env = _gpu_env(inst, opts)
     argv = list(inst["argv"])
     if opts["runtime"] == "native":
         exe = argv[0].rsplit("/", 1)[-1]
@@ -227,7 +244,8 @@ def render(inst, options=None):
     for name in sorted(env):
         lines.append("Environment=%s" % env_assignment(name, env[name]))
     if opts["secrets_env_file"] and opts["runtime"] == "native":
-        lines.append("EnvironmentFile=-%s" % exec_word(opts["secrets_env_file"], "secrets_env_file"))
+        # EnvironmentFile= takes a literal path (specifiers only, no quotes).
+        lines.append("EnvironmentFile=-%s" % _spec(opts["secrets_env_file"], "secrets_env_file"))
     if stop is not None:
         lines.append("ExecStartPre=-%s" % exec_line([start[0], "rm", "-f", inst["id"]]))
     lines.append("ExecStart=%s" % exec_line(start))

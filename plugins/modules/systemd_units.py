@@ -35,6 +35,9 @@ options:
         description: The full unit file text.
         type: str
         required: true
+      instance:
+        description: The plan instance the unit runs (informational, for reports).
+        type: str
   state:
     description:
       - C(started) enables and starts the units (changed files restart); C(stopped) stops and disables them.
@@ -181,6 +184,7 @@ def main():
             units=dict(type="list", elements="dict", required=True, options=dict(
                 name=dict(type="str", required=True),
                 content=dict(type="str", required=True),
+                instance=dict(type="str"),
             )),
             state=dict(type="str", choices=["started", "stopped"], default="started"),
             prune=dict(type="bool", default=True),

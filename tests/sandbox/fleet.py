@@ -1,4 +1,4 @@
-#!/usr/bin/env python3
+#!/usr/bin/env python
 """Sandbox fleet for launchcard.inference: real Debian 12 hosts on this machine.
 
 TEST INFRASTRUCTURE. Every host of an Ansible inventory is booted as a
@@ -42,9 +42,9 @@ NVIDIA_SMI_SRC = HERE / "nvidia_smi_standin.py"
 
 CACHE_DIR = Path(os.environ.get("LAUNCHCARD_SANDBOX_CACHE", "/var/cache/launchcard-sandbox"))
 SUITE = "bookworm"
-ROOTFS_VERSION = 1  # bump when the rootfs preparation changes: a new rootfs is built beside the old one
+ROOTFS_VERSION = 2  # bump when the rootfs preparation changes: a new rootfs is built beside the old one
 ROOTFS = CACHE_DIR / f"rootfs-{SUITE}-v{ROOTFS_VERSION}"
-PACKAGES = "systemd,systemd-sysv,openssh-server,python3,python3-venv,dbus,iproute2,ca-certificates"
+PACKAGES = "systemd,systemd-sysv,openssh-server,python3,python3-venv,python3-packaging,dbus,iproute2,ca-certificates"
 
 GUEST_WHEELHOUSE = "/srv/launchcard-wheels"
 WHEELHOUSE_PACKAGES = ["sglang-router"]
@@ -292,7 +292,7 @@ def network_for(hosts):
 
 
 def bridge_name(net) -> str:
-    a, b, c, _ = net.network_address.packed
+    a, b, c = net.network_address.packed[:3]
     return f"lcbr{a:02x}{b:02x}{c:02x}"  # 10 characters: fits IFNAMSIZ; distinct per /24
 
 
@@ -317,7 +317,7 @@ def debian_mirror() -> str:
                     if line[0] in " \t" and key:
                         fields[key] += " " + line.strip()
                         continue
-                    key, _, val = line.partition(":")
+                    key, _sep, val = line.partition(":")
                     key = key.strip().lower()
                     fields[key] = val.strip()
                 if fields.get("enabled", "yes").lower() == "no":
@@ -574,7 +574,9 @@ def write_host_files(host: Host, hosts, merged: Path, pubkey: str, net, gateway,
     smi = merged / "usr/bin/nvidia-smi"
     if host.gpus > 0:
         write_file(sandbox / "driver_version", host.driver_version + "\n")
-        write_file(smi, NVIDIA_SMI_SRC.read_bytes(), 0o755)
+        # the guest has python3 but no `python`: point the stand-in's shebang at it
+        body = NVIDIA_SMI_SRC.read_text().split("\n", 1)[1]
+        write_file(smi, "#!/usr/bin/python3\n" + body, 0o755)
     else:
         for path in (sandbox / "driver_version", smi):
             if path.exists() or path.is_symlink():
@@ -919,7 +921,7 @@ class Fleet:
                     continue
                 try:
                     res = subprocess.run(self.ssh_argv(host.address) + ["systemctl is-system-running --wait"],
-                                         capture_output=True, text=True,
+                                         capture_output=True, text=True, check=False,
                                          timeout=max(5, deadline - time.time()))
                 except subprocess.TimeoutExpired:
                     last = "timed out waiting for systemctl is-system-running"
@@ -936,7 +938,7 @@ class Fleet:
                 if state != "running":
                     failed = subprocess.run(self.ssh_argv(host.address) +
                                             ["systemctl --failed --no-legend --plain | cut -d' ' -f1"],
-                                            capture_output=True, text=True, timeout=20).stdout.split()
+                                            capture_output=True, text=True, timeout=20, check=False).stdout.split()
                     detail = "failed units: " + (" ".join(failed) or "none")
                 states[host.name] = (state, detail)
                 return
@@ -990,7 +992,7 @@ class Fleet:
                 with contextlib.suppress(ProcessLookupError):
                     os.kill(nspawn, signal.SIGKILL)
             if cg:
-                for _ in range(50):
+                for _attempt in range(50):
                     pids = cgroup_pids(cg, name)
                     if not pids:
                         break
@@ -1090,7 +1092,7 @@ def port_open(host: str, port: int, timeout: float = 1.0) -> bool:
 
 
 def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(prog="fleet.py", description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(prog="fleet.py", description=__doc__.split("\n\n", maxsplit=1)[0])
     sub = parser.add_subparsers(dest="cmd", required=True)
     p_up = sub.add_parser("up", help="boot every host of the inventory (idempotent)")
     p_up.add_argument("-i", "--inventory", required=True)

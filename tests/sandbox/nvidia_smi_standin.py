@@ -1,4 +1,4 @@
-#!/usr/bin/python3
+#!/usr/bin/env python
 # -----------------------------------------------------------------------------
 # TEST CODE -- NOT NVIDIA SOFTWARE.
 #
@@ -137,7 +137,7 @@ def query_gpu(data, fields, fmt, ids):
 
 
 def query_apps(fields, fmt):
-    header, _ = parse_format(fmt)
+    header = parse_format(fmt)[0]
     names = [f.strip() for f in fields.split(",") if f.strip()]
     for name in names:
         if name not in APP_FIELDS:
@@ -171,7 +171,7 @@ def table(data, ids):
     line = "+" + "-" * 89 + "+"
     print("Launchcard sandbox stand-in nvidia-smi (TEST CODE, not NVIDIA software)")
     print(line)
-    print(f"| NVIDIA-SMI {drv:<22} Driver Version: {drv:<18} CUDA Version: {cuda:<8}|")
+    print(f"| NVIDIA-SMI {drv:<20} Driver Version: {drv:<17} CUDA Version: {cuda:<8}|")
     print(line)
     print("| GPU  Name                        Persistence-M | Bus-Id          |        Memory-Usage      |")
     print(line)

@@ -28,7 +28,7 @@ def gpus_file(tmp_path):
 
 
 def smi(gpus_file, *args):
-    return subprocess.run([sys.executable, str(SMI), *args], capture_output=True, text=True, timeout=20,
+    return subprocess.run([sys.executable, str(SMI), *args], capture_output=True, text=True, timeout=20, check=False,
                           env={"LAUNCHCARD_SANDBOX_GPUS_JSON": str(gpus_file), "PATH": "/usr/bin:/bin"})
 
 

@@ -134,7 +134,7 @@ def parse_vllm(argv: List[str]) -> ServerConfig:
     model = None
     if rest and not _is_option(rest[0]):
         model, rest = rest[0], rest[1:]
-    found, _ = _scan(rest, VLLM_OPTIONS)
+    found = _scan(rest, VLLM_OPTIONS)[0]
     model = model or found.get("--model")
     if not model:
         raise UsageError("vllm serve: a model is required (vllm serve MODEL)")
@@ -154,7 +154,7 @@ def parse_vllm(argv: List[str]) -> ServerConfig:
 def parse_sglang(argv: List[str]) -> ServerConfig:
     """``sglang serve --model-path M [options]`` (``serve`` may be omitted)."""
     rest = argv[1:] if argv and argv[0] == "serve" else list(argv)
-    found, _ = _scan(rest, SGLANG_OPTIONS)
+    found = _scan(rest, SGLANG_OPTIONS)[0]
     model = found.get("--model-path") or found.get("--model")
     if not model:
         raise UsageError("sglang serve: the following arguments are required: --model-path")

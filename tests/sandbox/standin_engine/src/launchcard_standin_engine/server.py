@@ -473,7 +473,7 @@ class EngineHandler(BaseHTTPRequestHandler):
                 meta["input_token_logprobs"] = []
                 meta["output_token_logprobs"] = []
             one = {"text": text, "meta_info": meta, "launchcard_standin": info}
-            result = [dict(one) for _ in range(n)] if batch else one
+            result = [dict(one) for _i in range(n)] if batch else one
             if body.get("stream"):
                 self._sse([result])
             else:

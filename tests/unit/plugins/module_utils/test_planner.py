@@ -1,0 +1,737 @@
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, launchcard.inference contributors
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The planner: fidelity, peer URLs, GPUs and ports, errors, multi-node, NIXL,
+and property tests over random placements."""
+
+from __future__ import annotations
+
+import glob
+import json
+import os
+from urllib.parse import urlsplit
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from ansible_collections.launchcard.inference.plugins.module_utils.argv import Argv
+from ansible_collections.launchcard.inference.plugins.module_utils.card import load_card
+from ansible_collections.launchcard.inference.plugins.module_utils.planner import (
+    PlanError,
+    normalize_placement,
+    plan,
+)
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+UNIT = os.path.dirname(os.path.dirname(HERE))
+ROOT = os.path.dirname(os.path.dirname(UNIT))
+EXAMPLE = os.path.join(ROOT, "cards", "glm-5.3-flash.json")
+VALID = os.path.join(UNIT, "cards", "valid")
+LOOPBACK = ("127.0.0.1", "localhost", "::1")
+SLUG = "glm-5.3-flash"
+
+
+def _read(path):
+    with open(path) as f:
+        return f.read()
+
+
+EXAMPLE_TEXT = _read(EXAMPLE)
+EX = load_card(EXAMPLE_TEXT, EXAMPLE)
+CARD_ARGV = {r["name"]: r["argv"] for r in EX["recipes"]}
+CORPUS = {os.path.basename(p): load_card(_read(p), p) for p in sorted(glob.glob(os.path.join(VALID, "*.json")))}
+
+
+def _variant(mutate):
+    doc = json.loads(EXAMPLE_TEXT)
+    mutate(doc)
+    return load_card(json.dumps(doc), "variant")
+
+
+def _h(name, address, recipes, gpus=None):
+    return (name, {"address": address, "recipes": recipes, "gpus": gpus})
+
+
+def _plan(card, hosts):
+    return plan(card, normalize_placement(hosts))
+
+
+def _insts(p):
+    return [i for h in p["hosts"].values() for i in h["instances"]]
+
+
+def _one(p, recipe, replica=0, rank=0):
+    found = [i for i in _insts(p) if i["recipe"] == recipe and i["replica"] == replica and i["node_rank"] == rank]
+    assert len(found) == 1, (recipe, replica, [i["id"] for i in _insts(p)])
+    return found[0]
+
+
+def _diff(a, b):
+    """Indexes where two equally long token lists differ."""
+    assert len(a) == len(b), (a, b)
+    return [k for k, (x, y) in enumerate(zip(a, b)) if x != y]
+
+
+# The sandbox fleet (inventories/sandbox/gpus.ini): one role per host.
+SANDBOX = [
+    _h("lc-vllm", "198.18.0.11", ["vllm-monolithic"], 8),
+    _h("lc-encoder", "198.18.0.12", ["sglang-encoder"], 4),
+    _h("lc-language", "198.18.0.13", ["sglang-language"], 4),
+    _h("lc-cp", "198.18.0.14", ["sglang-monolithic"], 4),
+    _h("lc-prefill", "198.18.0.15", ["sglang-prefill"], 2),
+    _h("lc-decode", "198.18.0.16", ["sglang-decode"], 2),
+    _h("lc-router", "198.18.0.17", ["sglang-router"], 0),
+]
+
+
+# -- (1) fidelity -------------------------------------------------------------------
+@pytest.mark.parametrize("gpus", [None, 4])
+def test_card_placement_keeps_every_token(gpus):
+    p = _plan(EX, [_h("pd", "10.1.0.5", ["sglang-prefill", "sglang-decode", "sglang-router"], gpus)])
+    assert list(p["hosts"]) == ["pd"]
+    hp = p["hosts"]["pd"]
+    assert hp["gpus_needed"] == 4
+    assert [i["recipe"] for i in hp["instances"]] == ["sglang-prefill", "sglang-decode", "sglang-router"]
+    for inst in hp["instances"]:
+        assert inst["argv"] == CARD_ARGV[inst["recipe"]]
+        assert inst["changes"] == []
+        assert inst["env"] == {}
+    pre, dec, rtr = hp["instances"]
+    assert pre["gpu_ids"] == [0, 1] and dec["gpu_ids"] == [2, 3] and rtr["gpu_ids"] == []
+    assert (pre["port"], pre["bootstrap_port"]) == (31000, 8998)
+    assert (dec["port"], dec["bootstrap_port"]) == (32000, None)
+    assert (rtr["port"], rtr["prometheus_port"]) == (30000, 29000)
+    assert [i["gpu_selection"] for i in hp["instances"]] == ["base_gpu_id", "base_gpu_id", "none"]
+    assert [i["probe"] for i in hp["instances"]] == ["health", "health", "completion"]
+    assert pre["health_url"] == "http://127.0.0.1:31000/health"
+    assert rtr["url"] == "http://10.1.0.5:30000"
+    assert rtr["id"] == SLUG + "-sglang-router-0"
+    assert rtr["unit"] == "launchcard-%s-sglang-router-0.service" % SLUG
+    assert p["model"] == {"repo": "zai-org/GLM-5.3-Flash", "revision": "46a050bec13002ad29ee795c16e61cf4fa3c4a9c",
+                          "slug": SLUG}
+
+
+def test_placement_order_on_a_host_does_not_matter():
+    a = _plan(EX, [_h("pd", "10.1.0.5", ["sglang-router", "sglang-decode", "sglang-prefill"])])
+    for inst in a["hosts"]["pd"]["instances"]:
+        assert inst["argv"] == CARD_ARGV[inst["recipe"]]
+        assert inst["changes"] == []
+
+
+@pytest.mark.parametrize("recipe", ["vllm-monolithic", "sglang-encoder", "sglang-monolithic"])
+def test_a_standalone_recipe_alone_keeps_its_argv(recipe):
+    p = _plan(EX, [_h("solo", "10.1.0.9", [recipe], 8)])
+    inst = _one(p, recipe)
+    assert inst["argv"] == CARD_ARGV[recipe]
+    assert inst["changes"] == []
+    assert inst["gpu_ids"] == list(range(inst["gpus"]))
+
+
+def test_recipe_by_index():
+    p = _plan(EX, [_h("solo", "10.1.0.9", [0, {"index": 3}])])
+    assert [i["recipe"] for i in _insts(p)] == ["vllm-monolithic", "sglang-monolithic"]
+    assert _one(p, "sglang-monolithic")["gpu_ids"] == [8, 9, 10, 11]
+
+
+def test_vllm_selects_gpus_outside_argv():
+    p = _plan(EX, [_h("a", "10.1.0.9", ["sglang-encoder", "vllm-monolithic"])])
+    v = _one(p, "vllm-monolithic")
+    assert v["gpu_ids"] == list(range(8))
+    enc = _one(p, "sglang-encoder")
+    assert enc["gpu_ids"] == [8, 9, 10, 11]
+    assert enc["changes"] == ["--base-gpu-id 8 (card: 0)"]
+    assert Argv(enc["argv"]).get("--base-gpu-id") == "8"
+    assert v["gpu_selection"] == "visible_devices"
+    assert v["argv"] == CARD_ARGV["vllm-monolithic"]
+    assert "CUDA_VISIBLE_DEVICES" not in v["env"]
+    assert v["env"] == {"VLLM_ENGINE_READY_TIMEOUT_S": "3600", "VLLM_USE_RUST_FRONTEND": "1"}
+    assert v["served_model"] == "zai-org/GLM-5.3-Flash"
+
+
+# -- (2) one role per host -------------------------------------------------------------
+def test_one_role_per_host_rewrites_only_peer_tokens():
+    p = _plan(EX, SANDBOX)
+    assert sorted(p["hosts"]) == sorted(h for h, _ in SANDBOX)
+    for host, hv in SANDBOX:
+        (inst,) = p["hosts"][host]["instances"]
+        assert inst["address"] == hv["address"]
+    expect_changes = {
+        "vllm-monolithic": [],
+        "sglang-encoder": [],
+        "sglang-monolithic": [],
+        "sglang-prefill": [],
+        "sglang-language": ["--encoder-urls http://198.18.0.12:30001"],
+        "sglang-decode": ["--base-gpu-id 0 (card: 2)"],
+        "sglang-router": ["--prefill http://198.18.0.15:31000 8998", "--decode http://198.18.0.16:32000"],
+    }
+    for inst in _insts(p):
+        assert inst["changes"] == expect_changes[inst["recipe"]], inst["recipe"]
+        card = CARD_ARGV[inst["recipe"]]
+        if not expect_changes[inst["recipe"]]:
+            assert inst["argv"] == card
+    lang = _one(p, "sglang-language")
+    k = CARD_ARGV["sglang-language"].index("--encoder-urls")
+    assert _diff(lang["argv"], CARD_ARGV["sglang-language"]) == [k + 1]
+    assert Argv(lang["argv"]).values("--encoder-urls") == ["http://198.18.0.12:30001"]
+    dec = _one(p, "sglang-decode")
+    k = CARD_ARGV["sglang-decode"].index("--base-gpu-id")
+    assert _diff(dec["argv"], CARD_ARGV["sglang-decode"]) == [k + 1]
+    assert dec["argv"][k + 1] == "0" and dec["gpu_ids"] == [0, 1]
+    rtr = _one(p, "sglang-router")
+    assert _diff(rtr["argv"], CARD_ARGV["sglang-router"]) == [6, 9]
+    a = Argv(rtr["argv"])
+    assert a.groups("--prefill") == [["http://198.18.0.15:31000", "8998"]]
+    assert a.groups("--decode") == [["http://198.18.0.16:32000"]]
+
+
+def test_loopback_kept_for_a_peer_on_the_same_host():
+    p = _plan(EX, [_h("ed", "10.2.0.1", ["sglang-encoder", "sglang-language"])])
+    lang = _one(p, "sglang-language")
+    assert Argv(lang["argv"]).values("--encoder-urls") == ["http://localhost:30001"]
+    assert lang["changes"] == ["--base-gpu-id 4 (card: 0)"]
+    assert lang["argv"] == CARD_ARGV["sglang-language"] + ["--base-gpu-id", "4"]
+    assert _one(p, "sglang-language")["gpu_ids"] == [4, 5, 6, 7]
+    assert _one(p, "sglang-encoder")["gpu_ids"] == [0, 1, 2, 3]
+
+
+# -- (3) two prefill + two decode + router -------------------------------------------
+def test_two_prefill_two_decode_and_a_router():
+    p = _plan(EX, [
+        _h("p1", "10.3.0.1", ["sglang-prefill"]), _h("p2", "10.3.0.2", ["sglang-prefill"]),
+        _h("d1", "10.3.0.3", ["sglang-decode"]), _h("d2", "10.3.0.4", ["sglang-decode"]),
+        _h("r", "10.3.0.5", ["sglang-router"]),
+    ])
+    a = Argv(_one(p, "sglang-router")["argv"])
+    assert a.groups("--prefill") == [["http://10.3.0.1:31000", "8998"], ["http://10.3.0.2:31000", "8998"]]
+    assert a.groups("--decode") == [["http://10.3.0.3:32000"], ["http://10.3.0.4:32000"]]
+    assert [i["id"] for i in _insts(p) if i["role"] == "prefill"] == [SLUG + "-sglang-prefill-0",
+                                                                       SLUG + "-sglang-prefill-1"]
+    # everything but the peer lists is the card's
+    rest = Argv(_one(p, "sglang-router")["argv"])
+    rest.replace_groups("--prefill", [])
+    rest.replace_groups("--decode", [])
+    card = Argv(CARD_ARGV["sglang-router"])
+    card.replace_groups("--prefill", [])
+    card.replace_groups("--decode", [])
+    assert rest.tokens == card.tokens
+
+
+def test_two_prefill_replicas_on_one_host_get_distinct_bootstrap_ports():
+    p = _plan(EX, [
+        _h("pp", "10.3.1.1", [{"name": "sglang-prefill", "replicas": 2}], 4),
+        _h("dr", "10.3.1.2", ["sglang-decode", "sglang-router"]),
+    ])
+    p0, p1 = _one(p, "sglang-prefill", 0), _one(p, "sglang-prefill", 1)
+    assert (p0["gpu_ids"], p0["port"], p0["bootstrap_port"]) == ([0, 1], 31000, 8998)
+    assert (p1["gpu_ids"], p1["port"], p1["bootstrap_port"]) == ([2, 3], 31001, 8999)
+    assert p0["argv"] == CARD_ARGV["sglang-prefill"]
+    a1 = Argv(p1["argv"])
+    assert (a1.get("--port"), a1.get("--disaggregation-bootstrap-port"), a1.get("--base-gpu-id")) == (
+        "31001", "8999", "2")
+    assert p1["changes"] == [
+        "--base-gpu-id 2 (card: 0)",
+        "--port 31001 (card: 31000, taken by %s-sglang-prefill-0)" % SLUG,
+        "--disaggregation-bootstrap-port 8999 (card: 8998, taken by %s-sglang-prefill-0)" % SLUG,
+    ]
+    rtr = _one(p, "sglang-router")
+    assert Argv(rtr["argv"]).groups("--prefill") == [["http://10.3.1.1:31000", "8998"],
+                                                     ["http://10.3.1.1:31001", "8999"]]
+    # decode and router share a host: the card's loopback URL is kept for the decode
+    assert Argv(rtr["argv"]).groups("--decode") == [["http://127.0.0.1:32000"]]
+    assert _one(p, "sglang-decode")["changes"] == ["--base-gpu-id 0 (card: 2)"]
+
+
+# -- (4) co-located servers on the card's port 30000 -----------------------------------
+def test_language_cp_and_router_on_one_host_move_ports():
+    p = _plan(EX, [
+        _h("e", "10.4.0.1", ["sglang-encoder"]),
+        _h("big", "10.4.0.2", ["sglang-language", "sglang-monolithic", "sglang-router"], 8),
+        _h("pd", "10.4.0.3", ["sglang-prefill", "sglang-decode"]),
+    ])
+    lang, cp, rtr = _one(p, "sglang-language"), _one(p, "sglang-monolithic"), _one(p, "sglang-router")
+    ports = [lang["port"], cp["port"], rtr["port"], rtr["prometheus_port"]]
+    assert ports == [30000, 30001, 30002, 29000]
+    assert cp["changes"] == ["--base-gpu-id 4 (card: 0)",
+                             "--port 30001 (card: 30000, taken by %s-sglang-language-0)" % SLUG]
+    assert Argv(cp["argv"]).get("--port") == "30001"
+    assert Argv(cp["argv"]).get("--base-gpu-id") == "4"
+    assert cp["gpu_ids"] == [4, 5, 6, 7]
+    assert rtr["changes"][0] == "--port 30002 (card: 30000, taken by %s-sglang-language-0)" % SLUG
+    assert Argv(rtr["argv"]).get("--port") == "30002"
+    assert rtr["health_url"] == "http://127.0.0.1:30002/health"
+    assert rtr["url"] == "http://10.4.0.2:30002"
+    # the router's PD peers share a host with each other, not with the router
+    assert Argv(rtr["argv"]).groups("--prefill") == [["http://10.4.0.3:31000", "8998"]]
+    assert Argv(rtr["argv"]).groups("--decode") == [["http://10.4.0.3:32000"]]
+    assert lang["changes"] == ["--encoder-urls http://10.4.0.1:30001"]
+
+
+def test_two_routers_on_one_host_move_the_prometheus_port():
+    p = _plan(EX, [_h("a", "10.4.1.1", ["sglang-prefill", "sglang-decode", {"name": "sglang-router", "replicas": 2}])])
+    r0, r1 = _one(p, "sglang-router", 0), _one(p, "sglang-router", 1)
+    assert (r0["port"], r0["prometheus_port"]) == (30000, 29000)
+    assert (r1["port"], r1["prometheus_port"]) == (30001, 29001)
+    assert Argv(r1["argv"]).get("--prometheus-port") == "29001"
+    assert "--prometheus-port 29001 (card: 29000, taken by %s-sglang-router-0)" % SLUG in r1["changes"]
+
+
+# -- (5) replicas -----------------------------------------------------------------------
+def test_four_decode_replicas_fill_eight_gpus():
+    p = _plan(EX, [_h("dec", "10.5.0.1", [{"name": "sglang-decode", "replicas": 4}], 8),
+                   _h("pre", "10.5.0.2", ["sglang-prefill"], 2)])
+    hp = p["hosts"]["dec"]
+    assert hp["gpus_needed"] == 8
+    assert [i["gpu_ids"] for i in hp["instances"]] == [[0, 1], [2, 3], [4, 5], [6, 7]]
+    assert [Argv(i["argv"]).get("--base-gpu-id") for i in hp["instances"]] == ["0", "2", "4", "6"]
+    assert [i["port"] for i in hp["instances"]] == [32000, 32001, 32002, 32003]
+    assert [i["replica"] for i in hp["instances"]] == [0, 1, 2, 3]
+    assert hp["instances"][1]["argv"][:8] == CARD_ARGV["sglang-decode"][:8]
+    assert len({i["unit"] for i in hp["instances"]}) == 4
+
+
+def test_five_decode_replicas_do_not_fit_eight_gpus():
+    with pytest.raises(PlanError) as exc:
+        _plan(EX, [_h("dec", "10.5.0.1", [{"name": "sglang-decode", "replicas": 5}], 8),
+                   _h("pre", "10.5.0.2", ["sglang-prefill"], 2)])
+    (where, msg), = exc.value.errors
+    assert where == "dec"
+    assert "need 10 GPUs" in msg and "the host has 8" in msg
+    assert "%s-sglang-decode-4: 2" % SLUG in msg
+
+
+def test_undeclared_gpus_are_not_checked():
+    p = _plan(EX, [_h("dec", "10.5.0.1", [{"name": "sglang-decode", "replicas": 5}]),
+                   _h("pre", "10.5.0.2", ["sglang-prefill"])])
+    assert p["hosts"]["dec"]["gpus_needed"] == 10
+
+
+# -- (6) errors ---------------------------------------------------------------------------
+def _errors(card, hosts):
+    with pytest.raises(PlanError) as exc:
+        _plan(card, hosts)
+    return exc.value.errors
+
+
+def test_decode_without_prefill():
+    assert _errors(EX, [_h("d", "10.6.0.1", ["sglang-decode"])]) == [
+        (SLUG + "-sglang-decode-0", "a decode server needs a prefill server placed")]
+
+
+def test_prefill_without_decode():
+    assert _errors(EX, [_h("p", "10.6.0.1", ["sglang-prefill"])]) == [
+        (SLUG + "-sglang-prefill-0", "a prefill server needs a decode server placed")]
+
+
+def test_pd_router_without_workers():
+    errors = _errors(EX, [_h("r", "10.6.0.1", ["sglang-router"])])
+    assert errors == [(SLUG + "-sglang-router-0", "a PD router needs at least one prefill and one decode placed "
+                                                 "(found 0 prefill, 0 decode)")]
+
+
+def test_language_without_encoder():
+    assert _errors(EX, [_h("l", "10.6.0.1", ["sglang-language"])]) == [
+        (SLUG + "-sglang-language-0", "a language-only server needs at least one encoder placed")]
+
+
+def test_unknown_recipe_lists_the_names():
+    (where, msg), = _errors(EX, [_h("x", "10.6.0.1", ["sglang-prefil"])])
+    assert where == "x"
+    assert msg == ("no recipe 'sglang-prefil' in the card; it has sglang-decode, sglang-encoder, sglang-language, "
+                   "sglang-monolithic, sglang-prefill, sglang-router, vllm-monolithic")
+    (where, msg), = _errors(EX, [_h("x", "10.6.0.1", [7])])
+    assert msg.startswith("no recipe 7 in the card")
+
+
+def test_error_message_lists_every_error():
+    with pytest.raises(PlanError) as exc:
+        _plan(EX, [_h("x", "10.6.0.1", ["nope", "also-nope"])])
+    assert len(exc.value.errors) == 2
+    assert str(exc.value).startswith("the placement cannot be planned:\n  x: no recipe 'nope'")
+
+
+def test_multinode_on_the_wrong_host_count():
+    c = CORPUS["02-sglang-multinode-tp16.json"]
+    errors = _errors(c, [_h("a", "10.6.0.1", ["sglang-monolithic-0"]), _h("b", "10.6.0.2", ["sglang-monolithic-0"]),
+                         _h("c", "10.6.0.3", ["sglang-monolithic-0"])])
+    assert errors == [("sglang-monolithic-0", "spans --nnodes 2 but is placed on 3 host(s): a, b, c")]
+    errors = _errors(c, [_h("a", "10.6.0.1", [{"name": "sglang-monolithic-0", "replicas": 2}])])
+    assert errors == [("a", "sglang-monolithic-0 spans 2 nodes; list it once per host instead of replicas")]
+
+
+def _encoder_host(value):
+    def mutate(doc):
+        argv = doc["envs"][1]["argv"]
+        k = argv.index("--host")
+        if value is None:
+            del argv[k:k + 2]
+        else:
+            argv[k + 1] = value
+    return mutate
+
+
+def test_explicit_loopback_server_that_a_remote_peer_must_reach():
+    card = _variant(_encoder_host("127.0.0.1"))
+    errors = _errors(card, [_h("e", "10.6.1.1", ["sglang-encoder"]), _h("l", "10.6.1.2", ["sglang-language"])])
+    assert errors == [(SLUG + "-sglang-encoder-0", "binds 127.0.0.1 but a peer on another host must reach it; "
+                                                   "remove --host or set it to 0.0.0.0 in the card")]
+    # on one host that is fine, and nothing changes
+    p = _plan(card, [_h("el", "10.6.1.1", ["sglang-encoder", "sglang-language"])])
+    assert _one(p, "sglang-encoder")["argv"] == card["recipes"][1]["argv"]
+
+
+def test_default_loopback_server_is_opened_for_a_remote_peer():
+    card = _variant(_encoder_host(None))
+    assert card["recipes"][1]["bind_host"] == "127.0.0.1"
+    p = _plan(card, [_h("e", "10.6.1.1", ["sglang-encoder"]), _h("l", "10.6.1.2", ["sglang-language"])])
+    enc = _one(p, "sglang-encoder")
+    assert enc["argv"] == card["recipes"][1]["argv"] + ["--host", "0.0.0.0"]
+    assert enc["changes"] == ["--host 0.0.0.0 (a peer on another host reaches it)"]
+    assert enc["health_url"] == "http://127.0.0.1:30001/health"
+    p = _plan(card, [_h("el", "10.6.1.1", ["sglang-encoder", "sglang-language"])])
+    assert _one(p, "sglang-encoder")["changes"] == []
+
+
+def test_health_url_uses_a_specific_bind_address():
+    card = _variant(_encoder_host("10.6.1.1"))
+    p = _plan(card, [_h("e", "10.6.1.1", ["sglang-encoder"]), _h("l", "10.6.1.2", ["sglang-language"])])
+    assert _one(p, "sglang-encoder")["health_url"] == "http://10.6.1.1:30001/health"
+    assert _one(p, "sglang-encoder")["probe"] == "health"
+
+
+@pytest.mark.parametrize("hosts,message", [
+    ([("h", {"recipes": "sglang-router"})], "h: launchcard_recipes must be a list, found 'sglang-router'"),
+    ([("h", {"recipes": [{"name": "x", "replicas": 0}]})], "replicas must be an integer >= 1, found 0"),
+    ([("h", {"recipes": [{"name": "x", "replicas": True}]})], "replicas must be an integer >= 1, found True"),
+    ([("h", {"recipes": [3.5]})], "h: launchcard_recipes[0]: expected a recipe name or index, found 3.5"),
+    ([("h", {"recipes": [], "gpus": -1})], "launchcard_gpus must be a non-negative integer, found -1"),
+    ([("h", {"recipes": [], "gpus": "8"})], "launchcard_gpus must be a non-negative integer, found '8'"),
+])
+def test_normalize_placement_errors(hosts, message):
+    with pytest.raises(PlanError) as exc:
+        normalize_placement(hosts)
+    assert message in str(exc.value)
+
+
+def test_normalize_placement_defaults():
+    out = normalize_placement([("lc-a", {}), ("lc-b", {"address": "10.0.0.2", "recipes": ["x", {"name": "y"}],
+                                                      "gpus": 4})])
+    assert out == [
+        {"host": "lc-a", "address": "lc-a", "gpus": None, "recipes": []},
+        {"host": "lc-b", "address": "10.0.0.2", "gpus": 4,
+         "recipes": [{"ref": "x", "replicas": 1}, {"ref": "y", "replicas": 1}]},
+    ]
+
+
+def test_hosts_without_recipes_are_left_out():
+    p = _plan(EX, [_h("idle", "10.6.2.1", []), _h("v", "10.6.2.2", ["vllm-monolithic"])])
+    assert list(p["hosts"]) == ["v"]
+
+
+# -- (7) multi-node ----------------------------------------------------------------------
+def test_sglang_multinode_ranks_and_init_address():
+    c = CORPUS["02-sglang-multinode-tp16.json"]
+    p = _plan(c, [_h("n0", "10.7.0.1", ["sglang-monolithic-0"], 8), _h("n1", "10.7.0.2", ["sglang-monolithic-0"], 8)])
+    r0, r1 = _one(p, "sglang-monolithic-0", 0, 0), _one(p, "sglang-monolithic-0", 0, 1)
+    assert (r0["host"], r1["host"]) == ("n0", "n1")
+    for inst, rank in ((r0, 0), (r1, 1)):
+        a = Argv(inst["argv"])
+        assert a.get("--node-rank") == str(rank)
+        assert a.get("--dist-init-addr") == "10.7.0.1:5000"
+        assert a.get("--nnodes") == "2"
+        assert inst["gpu_ids"] == list(range(8))
+        assert inst["nnodes"] == 2 and inst["node_rank"] == rank
+        assert inst["id"] == "deepseek-r1-0528-sglang-monolithic-0-0-rank%d" % rank
+        assert "multi-node rank %d of 2, head 10.7.0.1" % rank in inst["changes"]
+    assert (r0["port"], r0["probe"], r0["health_url"]) == (30000, "completion", "http://127.0.0.1:30000/health")
+    assert (r1["port"], r1["probe"], r1["health_url"], r1["url"]) == (None, "none", None, None)
+    # only the init address changed on rank 0
+    k = c["recipes"][0]["argv"].index("--dist-init-addr")
+    assert _diff(r0["argv"], c["recipes"][0]["argv"]) == [k + 1]
+
+
+def test_sglang_multinode_ipv6_head_is_bracketed():
+    c = CORPUS["02-sglang-multinode-tp16.json"]
+    p = _plan(c, [_h("n0", "fd00::1", ["sglang-monolithic-1"]), _h("n1", "fd00::2", ["sglang-monolithic-1"])])
+    assert Argv(_one(p, "sglang-monolithic-1", 0, 1)["argv"]).get("--dist-init-addr") == "[fd00::1]:5000"
+    assert Argv(_one(p, "sglang-monolithic-1", 0, 0)["argv"]).get("--node-rank") == "0"
+
+
+@pytest.mark.parametrize("recipe", ["vllm-monolithic-0", "vllm-monolithic-1"])
+def test_vllm_multinode_master_addr_and_headless(recipe):
+    c = CORPUS["01-vllm-multinode-tp16.json"]
+    p = _plan(c, [_h("n0", "10.7.1.1", [recipe]), _h("n1", "10.7.1.2", [recipe])])
+    r0, r1 = _one(p, recipe, 0, 0), _one(p, recipe, 0, 1)
+    a0, a1 = Argv(r0["argv"]), Argv(r1["argv"])
+    assert (a0.get("--master-addr"), a1.get("--master-addr")) == ("10.7.1.1", "10.7.1.1")
+    assert (a0.get("--node-rank"), a1.get("--node-rank")) == ("0", "1")
+    # rank 0 serves the API even when the card's recipe was written for rank 1
+    assert not a0.has("--headless")
+    assert a1.has("--headless")
+    assert r0["health_url"] == "http://127.0.0.1:8000/health" and r0["probe"] == "completion"
+    assert (r1["health_url"], r1["port"]) == (None, None)
+    assert r0["gpu_ids"] == r1["gpu_ids"] == list(range(8))
+    assert a0.get("--master-port") == a1.get("--master-port") == "29501"
+
+
+def test_vllm_multinode_two_groups_on_four_hosts():
+    c = CORPUS["01-vllm-multinode-tp16.json"]
+    p = _plan(c, [_h("n%d" % k, "10.7.2.%d" % k, ["vllm-monolithic-0"]) for k in range(4)])
+    heads = {(i["replica"], i["node_rank"]): (i["host"], Argv(i["argv"]).get("--master-addr")) for i in _insts(p)}
+    assert heads == {(0, 0): ("n0", "10.7.2.0"), (0, 1): ("n1", "10.7.2.0"),
+                     (1, 0): ("n2", "10.7.2.2"), (1, 1): ("n3", "10.7.2.2")}
+
+
+# -- (8) vLLM NIXL -------------------------------------------------------------------------
+def test_vllm_nixl_side_channel_per_instance():
+    c = CORPUS["03-vllm-pd-nixl.json"]
+    p = _plan(c, [_h("a", "10.8.0.1", ["vllm-monolithic-0", {"name": "vllm-monolithic-1", "replicas": 2}], 6)])
+    insts = p["hosts"]["a"]["instances"]
+    assert [i["env"]["VLLM_NIXL_SIDE_CHANNEL_HOST"] for i in insts] == ["10.8.0.1"] * 3
+    assert [i["env"]["VLLM_NIXL_SIDE_CHANNEL_PORT"] for i in insts] == ["5600", "5601", "5602"]
+    assert [i["port"] for i in insts] == [8100, 8200, 8201]
+    assert [i["gpu_ids"] for i in insts] == [[0, 1], [2, 3], [4, 5]]
+    assert "NIXL side channel port 5602 (card: 5601, taken by qwen3-32b-vllm-monolithic-1-0)" in insts[2]["changes"]
+    assert insts[0]["argv"] == c["recipes"][0]["argv"]
+    assert insts[0]["env"]["UCX_NET_DEVICES"] == "all"
+
+
+def test_vllm_nixl_side_channel_host_on_each_host():
+    c = CORPUS["03-vllm-pd-nixl.json"]
+    p = _plan(c, [_h("a", "10.8.0.1", ["vllm-monolithic-0"]), _h("b", "10.8.0.2", ["vllm-monolithic-1"])])
+    assert _one(p, "vllm-monolithic-0")["env"]["VLLM_NIXL_SIDE_CHANNEL_HOST"] == "10.8.0.1"
+    assert _one(p, "vllm-monolithic-1")["env"]["VLLM_NIXL_SIDE_CHANNEL_HOST"] == "10.8.0.2"
+    assert _one(p, "vllm-monolithic-1")["env"]["VLLM_NIXL_SIDE_CHANNEL_PORT"] == "5601"
+
+
+def test_vllm_nixl_side_channel_port_must_be_a_number():
+    doc = json.loads(_read(os.path.join(VALID, "03-vllm-pd-nixl.json")))
+    doc["envs"][0]["env"]["VLLM_NIXL_SIDE_CHANNEL_PORT"] = "fifty"
+    card = load_card(json.dumps(doc), "x")
+    errors = _errors(card, [_h("a", "10.8.0.1", ["vllm-monolithic-0"])])
+    assert errors == [("qwen3-32b-vllm-monolithic-0-0",
+                       "env VLLM_NIXL_SIDE_CHANNEL_PORT must be a port number, found 'fifty'")]
+
+
+# -- other peers -----------------------------------------------------------------------------
+def test_epd_two_encoders_fidelity_and_spread():
+    c = CORPUS["04-sglang-epd-two-encoders.json"]
+    names = ["sglang-encoder-0", "sglang-encoder-1", "sglang-language"]
+    p = _plan(c, [_h("one", "10.9.0.1", names, 8)])
+    for r, inst in zip(c["recipes"], p["hosts"]["one"]["instances"]):
+        assert inst["argv"] == r["argv"]
+        assert inst["changes"] == []
+    p = _plan(c, [_h("e0", "10.9.0.1", ["sglang-encoder-0"]), _h("e1", "10.9.0.2", ["sglang-encoder-1"]),
+                  _h("l", "10.9.0.3", ["sglang-language"])])
+    lang = _one(p, "sglang-language")
+    assert Argv(lang["argv"]).values("--encoder-urls") == ["http://10.9.0.1:30001", "http://10.9.0.2:30002"]
+    assert lang["gpu_ids"] == [0, 1, 2, 3] and Argv(lang["argv"]).get("--base-gpu-id") == "0"
+
+
+def test_worker_urls_router():
+    def mutate(doc):
+        doc["envs"][6]["argv"] = ["python", "-m", "sglang_router.launch_router", "--worker-urls",
+                                  "http://127.0.0.1:30000", "--host", "0.0.0.0", "--port", "8080"]
+    card = _variant(mutate)
+    assert card["recipes"][6]["name"] == "sglang-router"
+    p = _plan(card, [_h("c1", "10.9.1.1", ["sglang-monolithic"]), _h("c2", "10.9.1.2", ["sglang-monolithic"]),
+                     _h("r", "10.9.1.3", ["sglang-router"])])
+    rtr = _one(p, "sglang-router")
+    assert Argv(rtr["argv"]).values("--worker-urls") == ["http://10.9.1.1:30000", "http://10.9.1.2:30000"]
+    assert rtr["changes"] == ["--worker-urls http://10.9.1.1:30000 http://10.9.1.2:30000"]
+    errors = _errors(card, [_h("r", "10.9.1.3", ["sglang-router"])])
+    assert errors == [(SLUG + "-sglang-router-0", "a router with --worker-urls needs at least one server placed")]
+
+
+def test_ipv6_peer_urls_are_bracketed():
+    p = _plan(EX, [_h("e", "fd00::12", ["sglang-encoder"]), _h("l", "fd00::13", ["sglang-language"])])
+    assert Argv(_one(p, "sglang-language")["argv"]).values("--encoder-urls") == ["http://[fd00::12]:30001"]
+
+
+def test_plan_is_json_serialisable_and_private_keys_are_gone():
+    p = _plan(EX, SANDBOX)
+    assert json.loads(json.dumps(p)) == p
+    for inst in _insts(p):
+        assert not [k for k in inst if k.startswith("_")]
+
+
+# -- (9) properties over random placements ------------------------------------------------------
+DEPS = {"language": ("encoder",), "prefill": ("decode",), "decode": ("prefill",)}
+DOC_FLAGS = ("--port", "--disaggregation-bootstrap-port", "--prometheus-port", "--base-gpu-id", "--encoder-urls",
+             "--prefill", "--decode", "--worker-urls", "--host", "--node-rank", "--dist-init-addr",
+             "--master-addr")
+
+
+def _deps(recipe):
+    if recipe["role"] == "router":
+        return ("prefill", "decode") if recipe["pd_disaggregation"] else ("monolithic",)
+    return DEPS.get(recipe["role"], ())
+
+
+@st.composite
+def scenarios(draw):
+    card = draw(st.sampled_from([EX, EX, EX] + list(CORPUS.values())))
+    recipes = card["recipes"]
+    chosen = draw(st.lists(st.sampled_from(recipes), min_size=1, max_size=len(recipes),
+                           unique_by=lambda r: r["name"]))
+    # add what the chosen recipes need, so most placements can be planned
+    todo = list(chosen)
+    while todo:
+        r = todo.pop()
+        for role in _deps(r):
+            if not any(c["role"] == role for c in chosen):
+                extra = draw(st.sampled_from([c for c in recipes if c["role"] == role]))
+                chosen.append(extra)
+                todo.append(extra)
+    n = draw(st.integers(1, 6))
+    kinds = draw(st.sampled_from(["v4", "v6", "names"]))
+    addr = {"v4": "10.0.%d.%d", "v6": "fd00::%x:%x", "names": "node-%d-%d.example"}[kinds]
+    hosts = [["h%d" % k, {"address": addr % (k, k + 1), "recipes": [], "gpus": None}] for k in range(n)]
+    for r in chosen:
+        if r["nnodes"] > 1:
+            for _ in range(r["nnodes"] * draw(st.integers(1, 2))):
+                hosts[draw(st.integers(0, n - 1))][1]["recipes"].append({"name": r["name"]})
+        else:
+            for _ in range(draw(st.integers(1, 3))):
+                k = draw(st.integers(0, n - 1))
+                hosts[k][1]["recipes"].append({"name": r["name"], "replicas": draw(st.integers(1, 2))})
+    by_name = {r["name"]: r for r in recipes}
+    short = set()
+    for name, hv in hosts:
+        need = sum(by_name[i["name"]]["gpus"] * i.get("replicas", 1) for i in hv["recipes"])
+        declared = draw(st.one_of(st.none(), st.integers(max(0, need - 2), need + 4)))
+        hv["gpus"] = declared
+        if declared is not None and need > declared:
+            short.add(name)
+    return card, [tuple(h) for h in hosts], short
+
+
+def _resolve(url, consumer, insts, role):
+    u = urlsplit(url if "://" in url else "http://" + url)
+    found = [p for p in insts if p["role"] == role and p["node_rank"] == 0 and p["port"] == u.port and
+             (p["address"] == u.hostname or (u.hostname in LOOPBACK and p["host"] == consumer["host"]))]
+    assert len(found) == 1, (url, role, [p["id"] for p in found])
+    return found[0]
+
+
+def _strip(argv):
+    a = Argv(argv)
+    for flag in DOC_FLAGS:
+        a.replace_groups(flag, [])
+    a.remove("--headless")
+    return a.tokens
+
+
+def check_plan(card, p):
+    insts = _insts(p)
+    recipes = {r["name"]: r for r in card["recipes"]}
+    for host, hp in p["hosts"].items():
+        gids = [g for i in hp["instances"] for g in i["gpu_ids"]]
+        assert len(gids) == len(set(gids)), (host, gids)
+        assert hp["gpus_needed"] == len(gids)
+        if hp["gpus"] is not None:
+            assert max(gids or [0]) < max(hp["gpus"], 1)
+        ports = []
+        for i in hp["instances"]:
+            ports += [x for x in (i["port"], i["bootstrap_port"], i["prometheus_port"]) if x is not None]
+            if "VLLM_NIXL_SIDE_CHANNEL_PORT" in i["env"]:
+                ports.append(int(i["env"]["VLLM_NIXL_SIDE_CHANNEL_PORT"]))
+                assert i["env"]["VLLM_NIXL_SIDE_CHANNEL_HOST"] == hp["address"]
+        assert len(ports) == len(set(ports)), (host, sorted(ports))
+    for i in insts:
+        r = recipes[i["recipe"]]
+        a = Argv(i["argv"])
+        assert len(i["gpu_ids"]) == r["gpus"]
+        # the final argv says what the plan says
+        if i["port"] is not None and i["launcher"] != "vllm" or a.has("--port"):
+            if i["port"] is not None:
+                assert a.get_int("--port", r["port"]) == i["port"]
+        if i["bootstrap_port"] is not None:
+            assert a.get_int("--disaggregation-bootstrap-port", 8998) == i["bootstrap_port"]
+        if i["prometheus_port"] is not None:
+            assert a.get_int("--prometheus-port", 29000) == i["prometheus_port"]
+        if i["launcher"] == "sglang":
+            assert a.get_int("--base-gpu-id", 0) == i["gpu_ids"][0]
+        # only documented tokens change
+        assert _strip(i["argv"]) == _strip(r["argv"])
+        if i["argv"] != r["argv"]:
+            assert i["changes"]
+        # peers
+        encs = a.values("--encoder-urls")
+        if r["encoder_urls"]:
+            targets = [_resolve(u, i, insts, "encoder") for u in encs]
+            assert sorted(t["id"] for t in targets) == sorted(x["id"] for x in insts if x["role"] == "encoder")
+        if i["role"] == "router":
+            pre = [g for g in a.groups("--prefill")]
+            targets = []
+            for g in pre:
+                t = _resolve(g[0], i, insts, "prefill")
+                assert g[1:] == [str(t["bootstrap_port"])]
+                targets.append(t["id"])
+            assert sorted(targets) == sorted(x["id"] for x in insts if x["role"] == "prefill")
+            dec = [_resolve(g[0], i, insts, "decode")["id"] for g in a.groups("--decode")]
+            assert sorted(dec) == sorted(x["id"] for x in insts if x["role"] == "decode")
+            for u in a.values("--worker-urls"):
+                _resolve(u, i, insts, "monolithic")
+        # a remote consumer never has to reach a loopback-bound server
+        for url in encs + [g[0] for g in a.groups("--prefill")] + [g[0] for g in a.groups("--decode")]:
+            host = urlsplit(url).hostname
+            if host not in LOOPBACK:
+                for peer in insts:
+                    if peer["address"] == host and peer["host"] != i["host"] and peer["node_rank"] == 0:
+                        bind = Argv(peer["argv"]).get("--host", recipes[peer["recipe"]]["bind_host"])
+                        assert bind not in LOOPBACK, (peer["id"], bind)
+        # multi-node
+        if i["nnodes"] > 1:
+            head = [x for x in insts if x["recipe"] == i["recipe"] and x["replica"] == i["replica"]
+                    and x["node_rank"] == 0]
+            assert len(head) == 1
+            head_addr = head[0]["address"]
+            assert a.get("--node-rank") == str(i["node_rank"])
+            if i["launcher"] == "sglang":
+                want = "[%s]" % head_addr if ":" in head_addr else head_addr
+                assert a.get("--dist-init-addr").rsplit(":", 1)[0] == want
+            else:
+                assert a.get("--master-addr") == head_addr
+                assert a.has("--headless") == (i["node_rank"] > 0)
+            if i["node_rank"] > 0:
+                assert i["health_url"] is None and i["port"] is None
+        if i["health_url"] is not None:
+            assert i["health_url"].endswith(":%d/health" % i["port"])
+            assert i["url"] == "http://%s:%d" % (i["address"], i["port"])
+    ranks = {}
+    for i in insts:
+        ranks.setdefault((i["recipe"], i["replica"]), []).append(i["node_rank"])
+    for key, rs in ranks.items():
+        assert sorted(rs) == list(range(len(rs))), key
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(scenarios())
+def test_random_placements_plan_consistently(scenario):
+    card, hosts, short = scenario
+    try:
+        p = _plan(card, hosts)
+    except PlanError as exc:
+        # with every dependency placed, only GPU shortage on a declared host fails
+        assert short, exc.errors
+        assert sorted(w for w, _ in exc.errors) == sorted(short)
+        return
+    assert not short
+    check_plan(card, p)
+
+
+@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(st.sampled_from([r["name"] for r in EX["recipes"]]), min_size=1, max_size=12),
+       st.integers(1, 6))
+def test_random_example_placements_fail_only_with_a_reason(names, n):
+    hosts = [_h("h%d" % k, "10.1.%d.1" % k, []) for k in range(n)]
+    for k, name in enumerate(names):
+        hosts[k % n][1]["recipes"].append(name)
+    try:
+        p = _plan(EX, hosts)
+    except PlanError as exc:
+        text = str(exc)
+        assert ("needs" in text), text
+        return
+    check_plan(EX, p)
