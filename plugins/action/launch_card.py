@@ -46,7 +46,7 @@ class ActionModule(ActionBase):
     def run(self, tmp=None, task_vars=None):
         task_vars = task_vars or {}
         result = super().run(tmp, task_vars)
-        _, args = self.validate_argument_spec(argument_spec=dict(
+        dummy, args = self.validate_argument_spec(argument_spec=dict(
             src=dict(type="str", required=True),
             checksum=dict(type="str"),
             hosts=dict(type="list", elements="str"),
@@ -55,7 +55,7 @@ class ActionModule(ActionBase):
         ))
         raw = self._read(args["src"], args["validate_certs"])
         if args["checksum"]:
-            algo, _, want = args["checksum"].partition(":")
+            algo, dummy, want = args["checksum"].partition(":")
             if algo != "sha256" or not want:
                 raise AnsibleActionFail("checksum: expected sha256:<hex>, found %s" % args["checksum"])
             got = hashlib.sha256(raw).hexdigest()

@@ -25,8 +25,9 @@ _NEGATIVE_NUMBER = re.compile(r"^-\d+$|^-\d*\.\d+$")
 
 def _is_option(token):
     """argparse's test (``_parse_optional``): ``-x...``, but not ``-``, a
-    negative number, or a token holding a space."""
-    return (token.startswith("-") and token != "-" and " " not in token
+    negative number, or a token with a space before any ``=`` (``--a=x y``
+    is an option, ``-a b`` a value)."""
+    return (token.startswith("-") and token != "-" and " " not in token.split("=", 1)[0]
             and not _NEGATIVE_NUMBER.match(token))
 
 
@@ -69,7 +70,7 @@ class Argv:
 
     def has(self, flags):
         """Return True when any of ``flags`` occurs (boolean or valued)."""
-        return any(True for _ in self._spans(flags))
+        return any(True for dummy in self._spans(flags))
 
     def values(self, flags):
         """Return the value tokens of the last occurrence of ``flags``.
@@ -103,7 +104,7 @@ class Argv:
 
     def groups(self, flags):
         """Return the value lists of every occurrence, in order."""
-        return [vals for _, _, vals in self._spans(flags)]
+        return [span[2] for span in self._spans(flags)]
 
     def positionals_after(self, index):
         """Return the token right after ``index`` unless it is an option."""
@@ -157,7 +158,7 @@ class Argv:
         found = list(self._spans(flags))
         name = self.tokens[found[0][0]].split("=", 1)[0] if found else _first(flags)
         at = found[0][0] if found else len(self.tokens)
-        for start, end, _ in reversed(found):
+        for start, end, dummy in reversed(found):
             del self.tokens[start:end]
         new = []
         for vals in groups:

@@ -50,12 +50,12 @@ def completion_url(health_url):
     return health_url.rsplit("/", 1)[0] + "/v1/completions"
 
 
-def check_once(endpoint, request=_request):
+def check_once(endpoint, request):
     """Probe one endpoint once.
 
     :param endpoint: dict with ``url`` (the health URL), ``probe``
         (``health`` | ``completion``) and, for completions, ``model``.
-    :param request: the HTTP function (injected by tests of the policy).
+    :param request: the HTTP function (see the contract above).
     :returns: ``(healthy: bool, detail: str)``.
     """
     try:
@@ -80,7 +80,7 @@ def check_once(endpoint, request=_request):
     return True, "health 200, completion %r" % str(text)[:120]
 
 
-def wait_all(endpoints, timeout, interval=2.0, request=_request, clock=time.monotonic, sleep=time.sleep):
+def wait_all(endpoints, timeout, request, interval=2.0, clock=time.monotonic, sleep=time.sleep):
     """Poll every endpoint in its own thread until healthy or ``timeout`` s.
 
     :returns: list of dicts ``{name, url, probe, healthy, detail,

@@ -306,7 +306,9 @@ def _template_for(urls, peer):
 def _rewrite_peers(inst, instances, hosts, errors):
     r = inst["_recipe"]
     a = Argv(inst["argv"])
-    peers_of = lambda role: [p for p in instances if p["role"] == role and p["node_rank"] == 0]  # noqa: E731
+
+    def peers_of(role):
+        return [p for p in instances if p["role"] == role and p["node_rank"] == 0]
 
     def need_remote(peer):
         if peer["host"] != inst["host"] and peer["_recipe"]["bind_host"] in LOOPBACK:

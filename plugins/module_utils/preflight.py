@@ -15,6 +15,8 @@ MiB for device memory (``nvidia-smi memory.total``).
 
 from __future__ import annotations
 
+import re
+
 GIB = 1 << 30
 MIB = 1 << 20
 # Memory beyond the weights that an engine needs per GPU (activations, CUDA
@@ -76,6 +78,17 @@ def host_needs(card, host_plan):
     }
 
 
+def _validated(model, validated):
+    """Whether a device model id is among the recipes' validated hardware.
+
+    Cards may suffix a count to a validated model (``ascend_950pr_8x``: an
+    8-NPU node); the device's model id (``ascend_950pr``) matches it.
+    """
+    if model in validated:
+        return True
+    return any(re.match(r"^%s_\d+x$" % re.escape(model), v) for v in validated if model)
+
+
 def _gib(n):
     return "%.1f GiB" % (n / float(GIB))
 
@@ -131,12 +144,13 @@ def evaluate(facts, needs, options=None):
         out.append(_result("gpu_count", ok, "%d GPUs" % needs["gpus"], found, msg))
     if enabled["gpu_model"] and needs.get("gpus") and needs.get("validated_models") and devices:
         models = sorted({d.get("model_id") or "unknown" for d in devices})
-        bad = [m for m in models if m not in needs["validated_models"]]
+        bad = [m for m in models if not _validated(m, needs["validated_models"])]
         sev = "warning" if options.get("allow_unvalidated_hardware") else "error"
+        msg = "validated" if not bad else "not validated for these recipes: %s" % ", ".join(bad)
+        if bad and sev == "warning":
+            msg += " (allowed by allow_unvalidated_hardware)"
         out.append(_result("gpu_model", not bad, "one of %s" % ", ".join(needs["validated_models"]),
-                           ", ".join(models),
-                           "validated" if not bad else "not validated for these recipes: %s" % ", ".join(bad),
-                           sev))
+                           ", ".join(models), msg, sev))
     if enabled["memory_fit"] and needs.get("weights_per_gpu_mib") and devices:
         head = int(options.get("headroom_mib", DEFAULT_HEADROOM_MIB))
         want = needs["weights_per_gpu_mib"] + head
@@ -155,9 +169,13 @@ def evaluate(facts, needs, options=None):
             out.append(_result("driver", True, "a working driver", drv.get("installed_version") or "present",
                                "driver loaded"))
     if enabled["fabric"] and needs.get("gpus") and drv.get("fabric_manager_required"):
-        states = sorted({str(d.get("fabric_state")) for d in devices})
-        ok = states == ["completed"] or states == ["Completed"]
-        out.append(_result("fabric", ok, "fabric state Completed on every GPU", ", ".join(states),
+        counts = {}
+        for d in devices:
+            state = str(d.get("fabric_state") or "unknown")
+            counts[state] = counts.get(state, 0) + 1
+        ok = set(s.lower() for s in counts) == {"completed"}
+        found = "%s of %d GPUs" % (", ".join("%s on %d" % (s, n) for s, n in sorted(counts.items())), len(devices))
+        out.append(_result("fabric", ok, "fabric state Completed on every GPU", found,
                            "fabric manager ready" if ok else "NVSwitch fabric not ready: start nvidia-fabricmanager "
                            "at exactly the driver's version (CUDA error 802 otherwise)"))
     if enabled["ports"] and needs.get("ports"):

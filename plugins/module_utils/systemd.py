@@ -80,7 +80,6 @@ def actions(names, states, written, state):
     return out
 
 
-
 _SECRET_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 _SECRET_VALUE = re.compile(r"^[^\x00-\x20\x7f\"'\\]*$")
 

@@ -16,7 +16,7 @@ description:
   - Endpoints with C(probe=completion) must also return a real 1-token completion from
     C(POST /v1/completions), because both vLLM and SGLang have answered 200 on C(/health) while
     wedged.
-  - Connection refused counts as "still loading": vLLM opens its port only after the model has loaded.
+  - Connection refused counts as "still loading", because vLLM opens its port only after the model has loaded.
 options:
   endpoints:
     description: The endpoints to gate on.
@@ -48,7 +48,9 @@ options:
     type: float
     default: 2.0
 author:
-  - launchcard.inference contributors
+  - launchcard.inference contributors (@launchcard)
+extends_documentation_fragment:
+  - ansible.builtin.action_common_attributes
 attributes:
   check_mode:
     support: full
@@ -90,9 +92,24 @@ unhealthy:
   elements: str
 """
 
+import json
+
 from ansible.module_utils.basic import AnsibleModule
+from ansible.module_utils.six.moves.urllib.error import HTTPError
+from ansible.module_utils.urls import open_url
 
 from ansible_collections.launchcard.inference.plugins.module_utils.health import wait_all
+
+
+def request(url, payload=None, timeout=10.0):
+    """HTTP for the health policy: (status, body); HTTP errors are returned, not raised."""
+    data = None if payload is None else json.dumps(payload)
+    try:
+        resp = open_url(url, data=data, method="GET" if data is None else "POST", timeout=timeout,
+                        headers={"Content-Type": "application/json"} if data else None)
+        return resp.getcode(), resp.read(65536).decode("utf-8", "replace")
+    except HTTPError as exc:
+        return exc.code, exc.read(4096).decode("utf-8", "replace")
 
 
 def main():
@@ -111,7 +128,7 @@ def main():
     )
     p = module.params
     timeout = 0 if module.check_mode else p["timeout"]
-    results = wait_all(p["endpoints"], timeout, p["interval"])
+    results = wait_all(p["endpoints"], timeout, request, p["interval"])
     bad = [r["name"] for r in results if not r["healthy"]]
     if bad and not module.check_mode:
         module.fail_json(msg="not healthy after %ds: %s" % (p["timeout"], "; ".join(

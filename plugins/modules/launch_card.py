@@ -49,10 +49,13 @@ options:
     type: bool
     default: true
 author:
-  - launchcard.inference contributors
+  - launchcard.inference contributors (@launchcard)
 notes:
   - The card is untrusted input. Errors name the JSON path of the offending value, for example
     C(envs[4].argv[7]), and the task fails before any host is touched.
+extends_documentation_fragment:
+  - ansible.builtin.action_common_attributes
+  - ansible.builtin.action_common_attributes.flow
 attributes:
   check_mode:
     support: full
@@ -60,6 +63,12 @@ attributes:
     support: none
   platform:
     platforms: all
+  action:
+    support: full
+  async:
+    support: none
+  bypass_host_loop:
+    support: none
 """
 
 EXAMPLES = r"""

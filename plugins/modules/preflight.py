@@ -53,7 +53,9 @@ options:
     choices: [auto, nvidia, amd, ascend]
     default: auto
 author:
-  - launchcard.inference contributors
+  - launchcard.inference contributors (@launchcard)
+extends_documentation_fragment:
+  - ansible.builtin.action_common_attributes
 attributes:
   check_mode:
     support: full
@@ -175,7 +177,7 @@ def main():
         "os": parse_os_release(_read("/etc/os-release") or ""),
         "disk": _disk(p["weights_dir"], p["repo"], p["revision"]),
         "accelerators": accelerators.collect(
-            p["vendor"], module.get_bin_path, lambda args: module.run_command(args), _read),
+            p["vendor"], module.get_bin_path, module.run_command, _read),
         "listening": _listening(),
     }
     results = evaluate(facts, p["needs"], {

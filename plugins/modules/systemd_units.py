@@ -71,7 +71,9 @@ options:
     type: path
     default: /etc/launchcard/secrets.env
 author:
-  - launchcard.inference contributors
+  - launchcard.inference contributors (@launchcard)
+extends_documentation_fragment:
+  - ansible.builtin.action_common_attributes
 attributes:
   check_mode:
     support: full
@@ -162,7 +164,7 @@ def _read_text(path):
         return None
 
 
-def _write_secrets(module, path, text):
+def _write_secrets(path, text):
     if text is None:
         if os.path.exists(path):
             os.unlink(path)
@@ -175,7 +177,9 @@ def _write_secrets(module, path, text):
     with os.fdopen(fd, "w") as f:
         f.write(text)
     os.chmod(tmp, 0o600)
-    module.atomic_move(tmp, path)
+    # rename, not module.atomic_move: atomic_move gives a new file default
+    # permissions, which would expose the secret for a moment.
+    os.rename(tmp, path)
 
 
 def main():
@@ -226,20 +230,21 @@ def main():
     before = show(list(desired))
     todo = actions(list(desired), before, set(plan["write"]), p["state"])
     stale = show(plan["remove"])
-    todo["stop"] = sorted(set(todo["stop"]) | {n for n, s in stale.items()
-                                              if s.get("ActiveState") in ("active", "activating", "failed")})
-    todo["disable"] = sorted(set(todo["disable"]) | {n for n, s in stale.items()
-                                                    if s.get("UnitFileState") in ("enabled", "enabled-runtime")})
+    stale_active = {n for n, st in stale.items() if st.get("ActiveState") in ("active", "activating", "failed")}
+    stale_enabled = {n for n, st in stale.items() if st.get("UnitFileState") in ("enabled", "enabled-runtime")}
+    todo["stop"] = sorted(set(todo["stop"]) | stale_active)
+    todo["disable"] = sorted(set(todo["disable"]) | stale_enabled)
     try:
         secrets_text = render_env_file(p["secrets"]) if p["secrets"] else None
     except ValueError as exc:
         module.fail_json(msg="secrets: %s" % exc)
-    secrets_changed = _read_text(p["secrets_file"]) != secrets_text
+    secrets_changed = _read_text(p["secrets_file"]) != secrets_text or (
+        secrets_text is not None and os.stat(p["secrets_file"]).st_mode & 0o777 != 0o600)
     changed = bool(plan["write"] or plan["remove"] or any(todo.values()) or secrets_changed)
     reloaded = False
     if not module.check_mode:
         if secrets_changed:
-            _write_secrets(module, p["secrets_file"], secrets_text)
+            _write_secrets(p["secrets_file"], secrets_text)
         if todo["stop"]:
             run(["stop", "--"] + todo["stop"])
         if todo["disable"]:

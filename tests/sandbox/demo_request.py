@@ -40,7 +40,7 @@ def inventory_plan(inventory):
 
     def walk(group):
         for h in inv.get(group, {}).get("hosts", []):
-            if h not in [x for x, _ in hosts]:
+            if h not in [entry[0] for entry in hosts]:
                 hv = hostvars.get(h, {})
                 hosts.append((h, {"address": hv.get("launchcard_address") or hv.get("ansible_host") or h,
                                   "recipes": hv.get("launchcard_recipes") or [],

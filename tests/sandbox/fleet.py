@@ -57,7 +57,10 @@ DEFAULTS = {
     "sandbox_disk_gib": 500,
     "launchcard_weights_dir": "/var/lib/launchcard/models",
     "sandbox_default_route": False,
+    "sandbox_fabric_state": "",  # "": Completed on SXM/HBM parts, [N/A] otherwise; e.g. "In Progress" (FM down)
+    "sandbox_busy_port": 0,  # >0: a service that is not launchcard's listens on this TCP port from boot
 }
+SQUATTER_UNIT = "sandbox-squatter.service"
 # PCI bus ids of the eight GPUs on an HGX H100 baseboard
 PCI_BUS_IDS = ["18", "2A", "3A", "5D", "9A", "AB", "BA", "DB"]
 CUDA_FOR_DRIVER = {"580": "13.0", "575": "12.9", "570": "12.8", "565": "12.7", "560": "12.6",
@@ -226,17 +229,27 @@ class Host:
         self.disk_gib = get("sandbox_disk_gib", int)
         self.weights_dir = get("launchcard_weights_dir", str)
         self.default_route = get("sandbox_default_route", _bool)
+        self.fabric_state = get("sandbox_fabric_state", str)
+        self.busy_port = get("sandbox_busy_port", int)
         if self.gpus < 0 or self.gpus > len(PCI_BUS_IDS) * 4:
             raise FleetError(f"host {name}: sandbox_gpus={self.gpus} out of range")
         if self.disk_gib < 1:
             raise FleetError(f"host {name}: sandbox_disk_gib must be >= 1")
+        if not 0 <= self.busy_port <= 65535 or self.busy_port == 22:
+            raise FleetError(f"host {name}: sandbox_busy_port={self.busy_port} must be a TCP port (not 22), or 0")
         if not self.weights_dir.startswith("/") or ".." in self.weights_dir.split("/") or ":" in self.weights_dir:
             raise FleetError(f"host {name}: launchcard_weights_dir must be an absolute path: {self.weights_dir!r}")
 
     def config(self) -> dict:
-        return {"name": self.name, "address": str(self.address), "gpus": self.gpus, "gpu_model": self.gpu_model,
-                "gpu_memory_mib": self.gpu_memory_mib, "driver_version": self.driver_version,
-                "disk_gib": self.disk_gib, "weights_dir": self.weights_dir, "default_route": self.default_route}
+        cfg = {"name": self.name, "address": str(self.address), "gpus": self.gpus, "gpu_model": self.gpu_model,
+               "gpu_memory_mib": self.gpu_memory_mib, "driver_version": self.driver_version,
+               "disk_gib": self.disk_gib, "weights_dir": self.weights_dir, "default_route": self.default_route}
+        # only when set, so that hosts booted before these settings existed are not restarted by `up`
+        if self.fabric_state:
+            cfg["fabric_state"] = self.fabric_state
+        if self.busy_port:
+            cfg["busy_port"] = self.busy_port
+        return cfg
 
 
 def _bool(value) -> bool:
@@ -502,6 +515,7 @@ def gpus_json(host: Host) -> dict:
             cap = value
             break
     sxm = any(k in model for k in ("HBM", "SXM", "H200", "B200", "B300"))
+    fabric_state = host.fabric_state or ("Completed" if sxm else None)
     gpus = []
     for i in range(host.gpus):
         bus = PCI_BUS_IDS[i % len(PCI_BUS_IDS)]
@@ -520,8 +534,8 @@ def gpus_json(host: Host) -> dict:
             "memory.free": host.gpu_memory_mib,
             "memory.reserved": None,
             "persistence_mode": "Enabled",
-            "fabric.state": "Completed" if sxm else None,
-            "fabric.status": "Success" if sxm else None,
+            "fabric.state": fabric_state,
+            "fabric.status": "Success" if fabric_state == "Completed" else None,
             "compute_cap": cap,
             "compute_mode": "Default",
             "mig.mode.current": "Disabled",
@@ -571,6 +585,21 @@ def write_host_files(host: Host, hosts, merged: Path, pubkey: str, net, gateway,
         write_file(etc / "ssh" / key.name, key.read_bytes(), 0o644 if key.suffix == ".pub" else 0o600)
     sandbox = etc / "launchcard-sandbox"
     write_file(sandbox / "gpus.json", json.dumps(gpus_json(host), indent=1) + "\n")
+    # sandbox_busy_port: a service that is not launchcard's holds a port from boot (preflight's ports check)
+    squatter = etc / "systemd/system" / SQUATTER_UNIT
+    squatter_link = etc / "systemd/system/multi-user.target.wants" / SQUATTER_UNIT
+    if host.busy_port:
+        write_file(squatter, "# TEST: written by tests/sandbox/fleet.py (sandbox_busy_port): not a launchcard unit\n"
+                             "[Unit]\nDescription=Sandbox squatter holding TCP port %d\n\n[Service]\n"
+                             "ExecStart=/usr/bin/python3 -m http.server --bind 0.0.0.0 --directory /srv %d\n\n"
+                             "[Install]\nWantedBy=multi-user.target\n" % (host.busy_port, host.busy_port))
+        squatter_link.parent.mkdir(parents=True, exist_ok=True)
+        if not squatter_link.is_symlink():
+            squatter_link.symlink_to("../" + SQUATTER_UNIT)
+    else:
+        for path in (squatter_link, squatter):
+            if path.exists() or path.is_symlink():
+                path.unlink()
     smi = merged / "usr/bin/nvidia-smi"
     if host.gpus > 0:
         write_file(sandbox / "driver_version", host.driver_version + "\n")

@@ -1,0 +1,240 @@
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, launchcard.inference contributors
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""End to end: preflight catches every known deploy-killer before anything changes.
+
+A second sandbox fleet (inventories/preflight/gpus.ini, 198.18.3.0/24, hosts
+pf-*, state dir .sandbox-preflight/, so it runs beside the main sandbox) holds
+two hosts that must pass and five that must each fail exactly one check:
+too few GPUs, a too small weights disk, NVSwitch fabric not ready, the planned
+port held by another service, a GPU model outside the recipe's
+validated_hardware. Everything the checks read is real (statvfs of a real
+ext4, /proc/net/tcp, cgroups, os-release) except the GPUs, which the stand-in
+nvidia-smi reports from the inventory's ``sandbox_*`` variables.
+
+"Nothing changed" is read from the hosts over SSH, before and after each
+run: a checksum of every path and size and mtime under /etc/systemd/system,
+/etc/launchcard, /opt and /var/lib/launchcard, and the launchcard-* units
+systemd knows.
+"""
+
+from __future__ import annotations
+
+import concurrent.futures
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import textwrap
+import urllib.request
+
+import pytest
+import yaml
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+INVENTORY = "inventories/preflight/gpus.ini"
+STATE = os.path.join(ROOT, ".sandbox-preflight")
+SSH_CONFIG = os.path.join(STATE, "ssh", "config")
+BIN = os.path.dirname(sys.executable)
+ENV = dict(os.environ, ANSIBLE_CONFIG=os.path.join(ROOT, "ansible.cfg"), ANSIBLE_FORCE_COLOR="0",
+           ANSIBLE_NOCOLOR="1", PATH=BIN + os.pathsep + os.environ.get("PATH", ""))
+RECAP = re.compile(r"^(\S+)\s*:\s*ok=(\d+)\s+changed=(\d+)\s+unreachable=(\d+)\s+failed=(\d+)", re.M)
+REPORT_TASK = "TASK [launchcard.inference.preflight : Preflight | Report every host]"
+
+GOOD = ("pf-good-vllm", "pf-good-sglang")
+VALIDATED = "one of ascend_950pr_8x, b200, gb200, h100, mi355x"
+# bad host -> (the one check that fails, need, found); found may be a regex
+BAD = {
+    "pf-small-gpus": ("gpu_count", "8 GPUs", "4 nvidia GPU(s)"),
+    # a 400 GiB ext4 shows a little less free (metadata); the card needs 417 GiB
+    "pf-small-disk": ("disk", "417.0 GiB free on /var/lib/launchcard/models", re.compile(r"39\d\.\d GiB free")),
+    "pf-fabric-down": ("fabric", "fabric state Completed on every GPU", "in_progress on 8 of 8 GPUs"),
+    "pf-port-busy": ("ports", "30000 free", "30000 (held by sandbox-squatter.service)"),
+    "pf-unvalidated": ("gpu_model", VALIDATED, "h200"),
+}
+ALL = GOOD + tuple(BAD)
+GPU_CHECKS = {"os", "disk", "gpu_count", "memory_fit", "driver", "fabric", "ports"}
+SNAPSHOT = ("find /etc/systemd/system /etc/launchcard /opt /var/lib/launchcard -xdev -printf '%p %s %T@\\n' "
+            "2>/dev/null | sort | md5sum; systemctl list-units --all --no-legend --plain 'launchcard-*'; "
+            "systemctl list-unit-files --no-legend --plain 'launchcard-*'; true")
+
+pytestmark = pytest.mark.skipif(os.geteuid() != 0 or not shutil.which("systemd-nspawn"),
+                                reason="the sandbox fleet needs root and systemd-nspawn")
+
+
+def run(args, **kw):
+    return subprocess.run(args, cwd=ROOT, env=ENV, capture_output=True, text=True, **kw)
+
+
+def playbook(name, *extra):
+    return run([os.path.join(BIN, "ansible-playbook"), "playbooks/%s.yml" % name, "-i", INVENTORY] + list(extra))
+
+
+def fleet_cmd(*args):
+    return run([sys.executable, "tests/sandbox/fleet.py"] + list(args) + ["--state-dir", STATE])
+
+
+def ssh(host, command):
+    return run(["ssh", "-F", SSH_CONFIG, "-o", "BatchMode=yes", host, command], timeout=60)
+
+
+def snapshot(hosts=ALL):
+    """What a deploy would change on each host (see the module docstring)."""
+    def one(host):
+        res = ssh(host, SNAPSHOT)
+        assert res.returncode == 0 and " -\n" in res.stdout, (host, res.stdout, res.stderr)
+        return res.stdout
+    with concurrent.futures.ThreadPoolExecutor(len(hosts)) as pool:
+        return dict(zip(hosts, pool.map(one, hosts)))
+
+
+def recap(out):
+    return {m.group(1): {"ok": int(m.group(2)), "changed": int(m.group(3)), "unreachable": int(m.group(4)),
+                         "failed": int(m.group(5))} for m in RECAP.finditer(out)}
+
+
+def flat(text):
+    return " ".join(text.split())
+
+
+def report_table(out):
+    """The preflight table as the operator sees it, parsed back into rows.
+
+    The debug task prints a YAML (or JSON) document after ``ok: [host] =>``;
+    loading it undoes the callback's line folding. Columns are cut at the
+    rule line's dashes.
+    """
+    assert out.count(REPORT_TASK) == 1, "expected one preflight report, found %d" % out.count(REPORT_TASK)
+    lines = out.split(REPORT_TASK, 1)[1].splitlines()[1:]
+    head = next(i for i, line in enumerate(lines) if line.startswith("ok: ["))
+    block = [lines[head].split("=>", 1)[1]]
+    for line in lines[head + 1:]:
+        if line and not line.startswith(" "):
+            break
+        block.append(line)
+    table = yaml.safe_load(textwrap.dedent("\n".join(block)))["msg"]
+    header, rule = table[0].split(), table[1]
+    assert header == ["host", "check", "result", "need", "found", "message"], table[:2]
+    spans = [m.span() for m in re.finditer(r"-+", rule)]
+    rows = []
+    for line in table[2:]:
+        cells = [line[s:(spans[i + 1][0] if i + 1 < len(spans) else None)].strip() for i, (s, _e) in enumerate(spans)]
+        rows.append(dict(zip(header, cells)))
+    return rows
+
+
+def by_host(rows):
+    out = {}
+    for r in rows:
+        out.setdefault(r["host"], {})[r["check"]] = r
+    return out
+
+
+def matches(expected, text):
+    return expected.fullmatch(text) is not None if hasattr(expected, "fullmatch") else expected == text
+
+
+@pytest.fixture(scope="module")
+def fleet():
+    fleet_cmd("down", "--purge")  # fresh hosts: a kept fleet may hold units of an earlier run
+    up = run([sys.executable, "tests/sandbox/fleet.py", "up", "-i", INVENTORY, "--state-dir", STATE])
+    try:
+        assert up.returncode == 0, up.stdout + up.stderr
+        inv = json.loads(run([os.path.join(BIN, "ansible-inventory"), "-i", INVENTORY, "--list"]).stdout)
+        hostvars = inv["_meta"]["hostvars"]
+        assert sorted(hostvars) == sorted(ALL)
+        yield {h: hostvars[h]["ansible_host"] for h in ALL}
+    finally:
+        if not os.environ.get("LAUNCHCARD_KEEP_FLEET"):
+            fleet_cmd("down", "--purge")
+
+
+@pytest.fixture(scope="module")
+def pristine(fleet):
+    """Every host before any playbook ran: no launchcard unit, no venv."""
+    snap = snapshot()
+    for host, text in snap.items():
+        assert ".service" not in text, (host, text)
+    return snap
+
+
+def test_preflight_fails_each_bad_host_for_its_one_reason_and_changes_nothing(fleet, pristine):
+    res = playbook("preflight")
+    out = res.stdout + res.stderr
+    assert res.returncode != 0, out[-3000:]
+    table = by_host(report_table(res.stdout))
+    # every host was checked, the failing ones included
+    assert sorted(table) == sorted(ALL), sorted(table)
+    for host in GOOD:
+        assert {r["result"] for r in table[host].values()} == {"ok"}, table[host]
+    assert set(table["pf-good-vllm"]) == GPU_CHECKS | {"gpu_model"}
+    assert set(table["pf-good-sglang"]) == GPU_CHECKS  # the SGLang recipes list no validated hardware
+    for host, (check, need, found) in BAD.items():
+        not_ok = {c: r for c, r in table[host].items() if r["result"] != "ok"}
+        assert list(not_ok) == [check], (host, not_ok)
+        row = not_ok[check]
+        assert row["result"] == "FAIL" and row["need"] == need and matches(found, row["found"]), row
+        # the reason the host fails with names the host, the check, the need and the found
+        reason = "preflight failed on %s: %s needs %s, found %s (%s)" % (host, check, need, row["found"],
+                                                                         row["message"])
+        assert reason in flat(out), reason
+    assert float(table["pf-small-disk"]["disk"]["found"].split()[0]) < 417
+    counts = recap(res.stdout)
+    assert sorted(counts) == sorted(ALL)
+    assert all(counts[h]["failed"] == 1 for h in BAD) and all(counts[h]["failed"] == 0 for h in GOOD), counts
+    assert all(c["changed"] == 0 for c in counts.values()), counts
+    assert snapshot() == pristine
+
+
+def test_allow_unvalidated_hardware_turns_gpu_model_into_a_warning(fleet, pristine):
+    res = playbook("preflight", "-e", "launchcard_allow_unvalidated_hardware=true")
+    assert res.returncode != 0  # the other bad hosts still fail
+    table = by_host(report_table(res.stdout))
+    unvalidated = table["pf-unvalidated"]
+    assert {c: r["result"] for c, r in unvalidated.items() if r["result"] != "ok"} == {"gpu_model": "WARN"}
+    row = unvalidated["gpu_model"]
+    assert (row["need"], row["found"]) == (VALIDATED, "h200")
+    assert "allowed" in row["message"]
+    assert "preflight failed on pf-unvalidated" not in flat(res.stdout + res.stderr)
+    counts = recap(res.stdout)
+    assert counts["pf-unvalidated"]["failed"] == 0
+    assert all(counts[h]["failed"] == 1 for h in BAD if h != "pf-unvalidated"), counts
+    assert snapshot() == pristine
+
+
+def test_deploy_with_no_failure_budget_changes_no_host(fleet, pristine):
+    """Default budget (launchcard_max_fail_percentage=0): the bad hosts fail
+    preflight, the play stops everywhere, and the good hosts get nothing
+    either: no venv, no unit file, no unit."""
+    res = playbook("deploy")
+    assert res.returncode != 0
+    assert "TASK [launchcard.inference.runtime" not in res.stdout
+    assert "TASK [launchcard.inference.units" not in res.stdout
+    assert len(report_table(res.stdout)) > len(ALL)
+    assert all(c["changed"] == 0 for c in recap(res.stdout).values())
+    assert snapshot() == pristine
+
+
+def test_deploy_with_a_failure_budget_serves_only_the_good_hosts(fleet, pristine):
+    """With a budget the bad hosts fit in (5 of 7 hosts = 71 % <= 72 %), the
+    good hosts carry on: each runs a monolithic recipe that depends on no
+    other host (no PD pair, no router, no encoder), so a partial deploy is
+    meaningful. The bad hosts, stopped at preflight, still hold nothing."""
+    budget = 100 * len(BAD) // len(ALL) + 1
+    res = playbook("deploy", "-e", "launchcard_max_fail_percentage=%d" % budget)
+    assert res.returncode != 0  # the bad hosts failed
+    counts = recap(res.stdout)
+    for host in BAD:
+        assert counts[host]["failed"] == 1 and counts[host]["changed"] == 0, (host, counts[host])
+    for host in GOOD:
+        assert counts[host]["failed"] == 0 and counts[host]["changed"] > 0, (host, res.stdout[-4000:])
+    after = snapshot()
+    assert {h: after[h] for h in BAD} == {h: pristine[h] for h in BAD}
+    ports = {"pf-good-vllm": 8000, "pf-good-sglang": 30000}
+    for host, port in ports.items():
+        active = ssh(host, "systemctl is-active 'launchcard-*'")
+        assert active.stdout.split() == ["active"], (host, active.stdout, active.stderr)
+        with urllib.request.urlopen("http://%s:%d/health" % (fleet[host], port), timeout=10) as resp:
+            assert resp.status == 200

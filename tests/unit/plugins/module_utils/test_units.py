@@ -1,0 +1,493 @@
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, launchcard.inference contributors
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""systemd unit rendering: escaping proven by parsing back the way systemd
+does (and by ``systemd-analyze verify`` where it exists), runtimes, secrets."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import stat
+import subprocess
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from ansible_collections.launchcard.inference.plugins.module_utils.card import CardError, load_card
+from ansible_collections.launchcard.inference.plugins.module_utils.planner import normalize_placement, plan
+from ansible_collections.launchcard.inference.plugins.module_utils.units import (
+    UnsafeValue,
+    command,
+    env_assignment,
+    exec_line,
+    exec_word,
+    host_units,
+    render,
+)
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+UNIT = os.path.dirname(os.path.dirname(HERE))
+ROOT = os.path.dirname(os.path.dirname(UNIT))
+EXAMPLE = os.path.join(ROOT, "cards", "glm-5.3-flash.json")
+VALID = os.path.join(UNIT, "cards", "valid")
+MALFORMED = os.path.join(UNIT, "cards", "malformed")
+SPECIAL = os.path.join(VALID, "07-special-characters.json")
+INJECTION = "8\n[Service]\nExecStartPre=/bin/sh -c id"
+TOKEN = "hf_SECRETtokenVALUE1234567890"
+
+
+def _load(path):
+    with open(path) as f:
+        return load_card(f.read(), path)
+
+
+EX = _load(EXAMPLE)
+
+
+def _plan(card, hosts):
+    return plan(card, normalize_placement([(h, {"address": a, "recipes": r}) for h, a, r in hosts]))
+
+
+def _inst(card, recipe, hosts=None):
+    p = _plan(card, hosts or [("h1", "10.0.0.1", [recipe])])
+    return [i for hp in p["hosts"].values() for i in hp["instances"] if i["recipe"] == recipe][0]
+
+
+# -- a reference parser: what systemd makes of a line ------------------------------------
+_ESCAPES = {"\\": "\\", '"': '"', "'": "'"}
+
+
+def _specifiers(text):
+    """``%%`` -> ``%``; any other specifier would be expanded: refuse it."""
+    out, i = [], 0
+    while i < len(text):
+        if text[i] == "%":
+            assert text[i + 1:i + 2] == "%", "unescaped specifier in %r" % text
+            out.append("%")
+            i += 2
+            continue
+        out.append(text[i])
+        i += 1
+    return "".join(out)
+
+
+def systemd_words(value):
+    """Split like extract_first_word(EXTRACT_UNQUOTE|EXTRACT_CUNESCAPE): words
+    end at unquoted whitespace, ``"..."`` and ``'...'`` group, a backslash
+    escapes ``\\``, ``"`` or ``'`` (any other escape is refused: the renderer
+    never writes one). A lone unquoted ``;`` is a command separator: refused."""
+    words, i, n = [], 0, len(value)
+    while True:
+        while i < n and value[i] in " \t":
+            i += 1
+        if i >= n:
+            return words
+        word, quote, started = [], None, False
+        while i < n and (quote or value[i] not in " \t"):
+            c = value[i]
+            if c == "\\":
+                nxt = value[i + 1:i + 2]
+                assert nxt in _ESCAPES, "unknown escape \\%s in %r" % (nxt, value)
+                word.append(_ESCAPES[nxt])
+                i += 2
+                continue
+            if quote is None and c in "\"'":
+                quote, started = c, True
+            elif c == quote:
+                quote = None
+            else:
+                word.append(c)
+            i += 1
+        assert quote is None, "unbalanced quoting in %r" % value
+        w = "".join(word)
+        assert started or w != ";", "a lone ; would end the command"
+        words.append(w)
+
+
+def _dollars(word):
+    """Exec-time expansion: ``$$`` -> ``$``; a single ``$`` would expand a variable."""
+    out, i = [], 0
+    while i < len(word):
+        if word[i] == "$":
+            assert word[i + 1:i + 2] == "$", "unescaped $ in %r" % word
+            out.append("$")
+            i += 2
+            continue
+        out.append(word[i])
+        i += 1
+    return "".join(out)
+
+
+def parse_exec(value):
+    return [_dollars(w) for w in systemd_words(_specifiers(value))]
+
+
+def parse_environment(value):
+    words = systemd_words(_specifiers(value))
+    return dict(w.split("=", 1) for w in words)
+
+
+def directives(text, key):
+    return [line.split("=", 1)[1] for line in text.splitlines() if line.startswith(key + "=")]
+
+
+# -- exec_word / env_assignment -----------------------------------------------------------
+@pytest.mark.parametrize("word,expect", [
+    ("plain", "plain"),
+    ("--port=30000", "--port=30000"),
+    ("100%", "100%%"),
+    ("%h", "%%h"),
+    ("$HOME", "$$HOME"),
+    ("${X}", "$${X}"),
+    ("a b", '"a b"'),
+    ("", '""'),
+    (";", '";"'),
+    ("a;b", '"a;b"'),
+    ('say "hi"', '"say \\"hi\\""'),
+    ("it's", '"it\'s"'),
+    ("back\\slash", '"back\\\\slash"'),
+    ("50% of $X here", '"50%% of $$X here"'),
+    ('{"kv_role":"kv_both"}', '"{\\"kv_role\\":\\"kv_both\\"}"'),
+    ("ünïcödé", "ünïcödé"),
+])
+def test_exec_word(word, expect):
+    assert exec_word(word) == expect
+    assert parse_exec(exec_word(word)) == [word]
+
+
+@pytest.mark.parametrize("bad", ["a\nb", "a\rb", "a\tb", "a\x00b", "a\x7fb", "a\x1bb", INJECTION])
+def test_control_characters_are_refused(bad):
+    with pytest.raises(UnsafeValue, match="control character"):
+        exec_word(bad, "argv[3]")
+    with pytest.raises(UnsafeValue, match=r"argv\[1\]"):
+        exec_line(["vllm", bad])
+    with pytest.raises(UnsafeValue):
+        env_assignment("X", bad)
+
+
+@pytest.mark.parametrize("name,value,expect", [
+    ("A", "1", '"A=1"'),
+    ("EMPTY", "", '"EMPTY="'),
+    ("P", "a b $HOME 100%", '"P=a b $HOME 100%%"'),
+    ("Q", "single ' double \" backslash \\ end", '"Q=single \' double \\" backslash \\\\ end"'),
+    ("S", "%i %n %% $$ ${X}", '"S=%%i %%n %%%% $$ ${X}"'),
+])
+def test_env_assignment(name, value, expect):
+    assert env_assignment(name, value) == expect
+    assert parse_environment(expect) == {name: value}
+
+
+@pytest.mark.parametrize("name", ["1A", "A-B", "A B", "A=B", "", "A\nB"])
+def test_env_assignment_refuses_a_bad_name(name):
+    with pytest.raises(UnsafeValue, match="not an identifier"):
+        env_assignment(name, "v")
+
+
+_TEXT = st.text(st.characters(blacklist_categories=("Cs",), blacklist_characters=[chr(c) for c in range(32)] + ["\x7f"]),
+                max_size=12)
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(_TEXT, min_size=1, max_size=5))
+def test_exec_line_round_trips(words):
+    assert parse_exec(exec_line(words)) == words
+
+
+@settings(max_examples=60, deadline=None)
+@given(_TEXT)
+def test_env_assignment_round_trips(value):
+    assert parse_environment(env_assignment("V", value)) == {"V": value}
+
+
+# -- the special-characters card -------------------------------------------------------------
+@pytest.fixture(scope="module")
+def special():
+    if not os.path.exists(SPECIAL):
+        pytest.skip("no special-characters card in the corpus")
+    card = _load(SPECIAL)
+    return card, _inst(card, card["recipes"][0]["name"])
+
+
+def test_special_card_execstart_parses_back_to_the_card_argv_native(special):
+    card, inst = special
+    text = render(inst, {"runtime": "native", "native_venv": "/opt/lc venv%"})
+    (line,) = directives(text, "ExecStart")
+    assert parse_exec(line) == ["/opt/lc venv%/bin/vllm"] + card["recipes"][0]["argv"][1:]
+
+
+def test_special_card_execstart_parses_back_to_the_card_argv_docker(special):
+    card, inst = special
+    text = render(inst, {"runtime": "docker"})
+    (line,) = directives(text, "ExecStart")
+    words = parse_exec(line)
+    argv = card["recipes"][0]["argv"]
+    k = words.index("--entrypoint")
+    assert words[k:k + 3] == ["--entrypoint", "vllm", "vllm/vllm-openai:v0.11.2"]
+    assert words[k + 3:] == argv[1:]
+
+
+def test_special_card_environment_parses_back(special):
+    card, inst = special
+    for runtime in ("native", "docker"):
+        text = render(inst, {"runtime": runtime})
+        env = {}
+        for value in directives(text, "Environment"):
+            env.update(parse_environment(value))
+        for name, value in card["recipes"][0]["env"].items():
+            assert env[name] == value, (runtime, name)
+
+
+def _native_venv(tmp_path):
+    venv = tmp_path / "venv with space"
+    (venv / "bin").mkdir(parents=True)
+    for exe in ("vllm", "sglang", "python", "python3"):
+        path = venv / "bin" / exe
+        path.write_text("#!/bin/sh\nexit 0\n")
+        path.chmod(path.stat().st_mode | stat.S_IXUSR | stat.S_IXGRP | stat.S_IXOTH)
+    return str(venv)
+
+
+@pytest.mark.skipif(shutil.which("systemd-analyze") is None, reason="systemd-analyze is not installed")
+def test_systemd_analyze_verifies_rendered_native_units(tmp_path):
+    venv = _native_venv(tmp_path)
+    units_dir = tmp_path / "units"
+    units_dir.mkdir()
+    instances = [i for hp in _plan(EX, [("a", "10.0.0.1", ["vllm-monolithic", "sglang-encoder"]),
+                                        ("b", "10.0.0.2", ["sglang-language", "sglang-monolithic"]),
+                                        ("c", "10.0.0.3", ["sglang-prefill", "sglang-decode", "sglang-router"])]
+                                 )["hosts"].values() for i in hp["instances"]]
+    if os.path.exists(SPECIAL):
+        card = _load(SPECIAL)
+        instances.append(_inst(card, card["recipes"][0]["name"]))
+    secrets = tmp_path / "secrets.env"
+    secrets.write_text("HF_TOKEN=%s\n" % TOKEN)
+    paths = []
+    for inst in instances:
+        path = units_dir / inst["unit"]
+        path.write_text(render(inst, {"runtime": "native", "native_venv": venv, "secrets_env_file": str(secrets)}))
+        paths.append(str(path))
+    res = subprocess.run(["systemd-analyze", "verify", "--man=no"] + paths, capture_output=True, text=True,
+                         timeout=60)
+    out = res.stdout + res.stderr
+    assert res.returncode == 0, out
+    for word in ("Ignoring", "Unbalanced", "Unknown", "bad unit file", "not executable"):
+        assert word not in out, out
+
+
+@pytest.mark.skipif(shutil.which("systemd-analyze") is None, reason="systemd-analyze is not installed")
+def test_systemd_analyze_rejects_a_missing_executable(tmp_path):
+    """The verify test above can fail: a unit whose binary is absent does."""
+    inst = _inst(EX, "vllm-monolithic")
+    path = tmp_path / inst["unit"]
+    path.write_text(render(inst, {"runtime": "native", "native_venv": str(tmp_path / "nowhere")}))
+    res = subprocess.run(["systemd-analyze", "verify", "--man=no", str(path)], capture_output=True, text=True,
+                         timeout=60)
+    assert res.returncode != 0
+
+
+# -- injection ---------------------------------------------------------------------------------
+def test_the_schema_refuses_a_directive_in_argv():
+    doc = json.loads(open(EXAMPLE).read())
+    doc["envs"][0]["argv"][6] = INJECTION
+    with pytest.raises(CardError) as exc:
+        load_card(json.dumps(doc), "x")
+    assert [p for p, _ in exc.value.errors if p.startswith("envs[0].argv[6]")]
+    with pytest.raises(CardError):
+        _load(os.path.join(MALFORMED, "14-argv-newline-injection.json"))
+
+
+@pytest.mark.parametrize("field", ["argv", "env", "host", "id"])
+def test_render_refuses_a_directive_fed_directly(field):
+    inst = dict(_inst(EX, "vllm-monolithic"))
+    inst["env"] = dict(inst["env"])
+    if field == "argv":
+        inst["argv"] = inst["argv"] + ["--x", INJECTION]
+    elif field == "env":
+        inst["env"]["X"] = INJECTION
+    else:
+        inst[field] = INJECTION
+    for runtime in ("native", "docker"):
+        with pytest.raises(UnsafeValue):
+            render(inst, {"runtime": runtime})
+
+
+def test_native_refuses_an_executable_path_trick():
+    inst = dict(_inst(EX, "vllm-monolithic"))
+    inst["argv"] = ["-vllm"] + inst["argv"][1:]
+    with pytest.raises(UnsafeValue, match="not a plain program name"):
+        command(inst, {"runtime": "native"})
+
+
+# -- docker --------------------------------------------------------------------------------------
+def test_docker_vllm_unit():
+    inst = _inst(EX, "vllm-monolithic")
+    digest = "vllm/vllm-openai@sha256:" + "a" * 64
+    start, stop, env = command(inst, {"runtime": "docker", "image_refs": {"vllm/vllm-openai:nightly": digest},
+                                      "secrets_env_file": "/etc/launchcard/secrets.env"})
+    assert start[:9] == ["/usr/bin/docker", "run", "--rm", "--name", inst["id"], "--network", "host", "--ipc", "host"]
+    k = start.index("--gpus")
+    assert start[k + 1] == '"device=0,1,2,3,4,5,6,7"'
+    assert start[start.index("-v") + 1] == "/var/lib/launchcard/models:/root/.cache/huggingface"
+    names = [start[j + 1] for j, w in enumerate(start) if w == "-e"]
+    assert names == sorted(env) == ["HF_HOME", "HF_HUB_OFFLINE", "VLLM_ENGINE_READY_TIMEOUT_S",
+                                    "VLLM_USE_RUST_FRONTEND"]
+    assert not [w for w in start if "=" in w and w.split("=")[0] in env]  # names only, no values
+    assert start[start.index("--env-file") + 1] == "/etc/launchcard/secrets.env"
+    k = start.index("--entrypoint")
+    assert start[k:k + 3] == ["--entrypoint", "vllm", digest]
+    assert start[k + 3:] == inst["argv"][1:]
+    assert "vllm/vllm-openai:nightly" not in start
+    assert stop == ["/usr/bin/docker", "stop", "-t", "60", inst["id"]]
+    assert env["HF_HOME"] == "/root/.cache/huggingface" and env["HF_HUB_OFFLINE"] == "1"
+    assert "CUDA_VISIBLE_DEVICES" not in env
+
+
+def test_docker_sglang_uses_all_gpus_and_base_gpu_id():
+    p = _plan(EX, [("pd", "10.0.0.1", ["sglang-prefill", "sglang-decode", "sglang-router"])])
+    pre, dec, rtr = p["hosts"]["pd"]["instances"]
+    start, _, env = command(dec, {"runtime": "docker"})
+    assert start[start.index("--gpus") + 1] == "all"
+    assert "CUDA_VISIBLE_DEVICES" not in env
+    assert start[start.index("--base-gpu-id") + 1] == "2"
+    start, _, _ = command(rtr, {"runtime": "docker"})
+    assert "--gpus" not in start
+    k = start.index("--entrypoint")
+    assert start[k:k + 5] == ["--entrypoint", "python", "lmsysorg/sglang:latest", "-m", "sglang_router.launch_router"]
+
+
+def test_docker_unit_text():
+    inst = _inst(EX, "vllm-monolithic")
+    text = render(inst, {"runtime": "docker", "stop_timeout_s": 45})
+    assert "Requires=docker.service" in text.splitlines()
+    assert directives(text, "ExecStartPre") == ["-/usr/bin/docker rm -f %s" % inst["id"]]
+    assert directives(text, "ExecStop") == ["/usr/bin/docker stop -t 45 %s" % inst["id"]]
+    assert directives(text, "TimeoutStopSec") == ["75"]
+    assert parse_exec(directives(text, "ExecStart")[0])[0] == "/usr/bin/docker"
+    assert text.endswith("WantedBy=multi-user.target\n")
+
+
+def test_podman_nvidia_uses_cdi_devices():
+    inst = _inst(EX, "vllm-monolithic")
+    start, stop, _ = command(inst, {"runtime": "podman"})
+    assert start[0] == "/usr/bin/podman"
+    assert start[start.index("--device") + 1] == "nvidia.com/gpu=0,1,2,3,4,5,6,7"
+    assert stop[:2] == ["/usr/bin/podman", "stop"]
+    assert "Requires=docker.service" not in render(inst, {"runtime": "podman"})
+
+
+def test_container_gpu_selection_per_vendor():
+    """Two vLLM TP2 instances on one host (card 03 pins CUDA_VISIBLE_DEVICES 0,1 / 2,3)."""
+    card = _load(os.path.join(VALID, "03-vllm-pd-nixl.json"))
+    second = _inst(card, "vllm-monolithic-1", [("h", "10.0.0.1", ["vllm-monolithic-0", "vllm-monolithic-1"])])
+    assert second["gpu_ids"] == [2, 3]
+    # NVIDIA container: the runtime exposes GPUs 2,3 as 0,1; a CUDA_VISIBLE_DEVICES=2,3 would hide both
+    start, _, env = command(second, {"runtime": "docker"})
+    assert start[start.index("--gpus") + 1] == '"device=2,3"'
+    assert "CUDA_VISIBLE_DEVICES" not in env
+    # AMD/Ascend containers see every device: select with the vendor's variable
+    start, _, env = command(second, {"runtime": "docker", "vendor": "amd", "amd_render_gid": 109})
+    assert env["HIP_VISIBLE_DEVICES"] == "2,3" and "CUDA_VISIBLE_DEVICES" not in env
+    assert ["--device", "/dev/kfd"] == start[start.index("/dev/kfd") - 1:start.index("/dev/kfd") + 1]
+    assert start[start.index("video") + 1:start.index("video") + 3] == ["--cap-add", "SYS_PTRACE"]
+    assert "109" in start
+    start, _, env = command(second, {"runtime": "docker", "vendor": "ascend", "ascend_device_count": 4})
+    assert env["ASCEND_RT_VISIBLE_DEVICES"] == "2,3"
+    assert [w for w in start if w.startswith("/dev/davinci") and w[-1].isdigit()] == [
+        "/dev/davinci0", "/dev/davinci1", "/dev/davinci2", "/dev/davinci3"]
+    # alone on a host it gets GPUs 0,1 whatever the card pinned
+    alone = _inst(card, "vllm-monolithic-1")
+    assert command(alone, {"runtime": "native"})[2]["CUDA_VISIBLE_DEVICES"] == "0,1"
+
+
+# -- native ---------------------------------------------------------------------------------------
+def test_native_vllm_unit():
+    inst = _inst(EX, "vllm-monolithic", [("h", "10.0.0.1", ["sglang-encoder", "vllm-monolithic"])])
+    start, stop, env = command(inst, {"runtime": "native", "native_venv": "/opt/lc/venv/"})
+    assert start == ["/opt/lc/venv/bin/vllm"] + inst["argv"][1:]
+    assert stop is None
+    assert env["CUDA_VISIBLE_DEVICES"] == "0,1,2,3,4,5,6,7"
+    assert env["HF_HOME"] == "/var/lib/launchcard/models" and env["HF_HUB_OFFLINE"] == "1"
+    text = render(inst, {"runtime": "native", "native_venv": "/opt/lc/venv"})
+    assert 'Environment="CUDA_VISIBLE_DEVICES=0,1,2,3,4,5,6,7"' in text.splitlines()
+    assert "docker" not in text
+    assert directives(text, "ExecStop") == [] and directives(text, "ExecStartPre") == []
+
+
+def test_native_sglang_selects_gpus_in_argv_only():
+    enc = _inst(EX, "sglang-encoder", [("h", "10.0.0.1", ["vllm-monolithic", "sglang-encoder"])])
+    start, _, env = command(enc, {"runtime": "native", "hf_offline": False})
+    assert "CUDA_VISIBLE_DEVICES" not in env and "HF_HUB_OFFLINE" not in env
+    assert start[start.index("--base-gpu-id") + 1] == "8"
+    rtr = _inst(EX, "sglang-router", [("h", "10.0.0.1", ["sglang-prefill", "sglang-decode", "sglang-router"])])
+    start, _, _ = command(rtr, {"runtime": "native"})
+    assert start[:3] == ["/opt/launchcard/venv/bin/python", "-m", "sglang_router.launch_router"]
+
+
+def test_native_secrets_file():
+    inst = _inst(EX, "vllm-monolithic")
+    text = render(inst, {"runtime": "native", "secrets_env_file": "/etc/launch card/secrets$1.env"})
+    # EnvironmentFile= is a literal path: no quotes, no $$; % doubled
+    assert directives(text, "EnvironmentFile") == ["-/etc/launch card/secrets$1.env"]
+    text = render(inst, {"runtime": "native", "secrets_env_file": "/etc/100%/s.env"})
+    assert directives(text, "EnvironmentFile") == ["-/etc/100%%/s.env"]
+    assert directives(render(inst, {"runtime": "native"}), "EnvironmentFile") == []
+
+
+@pytest.mark.parametrize("runtime,ready,start,expect", [
+    ("docker", "3600", 1800, 3900),
+    ("native", "3600", 5000, 5000),
+    ("docker", None, 1800, 1800),
+    ("docker", "soon", 1800, 1800),
+])
+def test_timeout_start_exceeds_the_engine_ready_timeout(runtime, ready, start, expect):
+    inst = dict(_inst(EX, "vllm-monolithic"))
+    inst["env"] = {k: v for k, v in inst["env"].items() if k != "VLLM_ENGINE_READY_TIMEOUT_S"}
+    if ready is not None:
+        inst["env"]["VLLM_ENGINE_READY_TIMEOUT_S"] = ready
+    text = render(inst, {"runtime": runtime, "start_timeout_s": start})
+    assert directives(text, "TimeoutStartSec") == [str(expect)]
+
+
+def test_card_ready_timeout_gives_a_start_timeout_above_it():
+    text = render(_inst(EX, "vllm-monolithic"))
+    assert int(directives(text, "TimeoutStartSec")[0]) >= 3600 + 300
+
+
+def test_options_are_validated():
+    inst = _inst(EX, "vllm-monolithic")
+    with pytest.raises(ValueError, match="runtime must be one of docker, podman, native, found 'lxc'"):
+        render(inst, {"runtime": "lxc"})
+    with pytest.raises(ValueError, match="vendor must be one of"):
+        render(inst, {"vendor": "intel"})
+
+
+def test_secret_token_never_in_a_unit(tmp_path):
+    secrets = tmp_path / "secrets.env"
+    secrets.write_text("HF_TOKEN=%s\n" % TOKEN)
+    p = _plan(EX, [("a", "10.0.0.1", ["vllm-monolithic"]), ("b", "10.0.0.2", ["sglang-encoder", "sglang-language"]),
+                   ("c", "10.0.0.3", ["sglang-prefill", "sglang-decode", "sglang-router"])])
+    for runtime in ("docker", "podman", "native"):
+        for host, hp in p["hosts"].items():
+            for u in host_units(hp, {"runtime": runtime, "secrets_env_file": str(secrets)}):
+                assert TOKEN not in u["content"]
+                assert "HF_TOKEN" not in u["content"]
+                assert str(secrets) in u["content"]
+
+
+def test_host_units_names_and_order():
+    p = _plan(EX, [("c", "10.0.0.3", ["sglang-prefill", "sglang-decode", "sglang-router"])])
+    units = host_units(p["hosts"]["c"])
+    assert [u["name"] for u in units] == ["launchcard-glm-5.3-flash-sglang-%s-0.service" % r
+                                          for r in ("prefill", "decode", "router")]
+    assert [u["instance"] for u in units] == ["glm-5.3-flash-sglang-%s-0" % r for r in ("prefill", "decode", "router")]
+    assert host_units({}) == []
+
+
+def test_description_and_syslog_identifier_escape_specifiers():
+    inst = dict(_inst(EX, "vllm-monolithic"))
+    inst["host"] = "gpu%h"
+    text = render(inst)
+    assert directives(text, "Description")[0].endswith("on gpu%%h")
