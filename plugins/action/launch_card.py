@@ -18,7 +18,7 @@ from ansible_collections.launchcard.inference.plugins.module_utils.card import C
 from ansible_collections.launchcard.inference.plugins.module_utils.planner import (
     PlanError,
     normalize_placement,
-    plan,
+    plan_fleet,
 )
 
 
@@ -43,49 +43,63 @@ class ActionModule(ActionBase):
         except (IOError, OSError) as exc:
             raise AnsibleActionFail("src: cannot read %s: %s" % (src, to_native(exc)))
 
+    def _card(self, src, checksum, validate_certs):
+        raw = self._read(src, validate_certs)
+        if checksum:
+            algo, dummy, want = checksum.partition(":")
+            if algo != "sha256" or not want:
+                raise AnsibleActionFail("checksum: expected sha256:<hex>, found %s" % checksum)
+            got = hashlib.sha256(raw).hexdigest()
+            if got != want.lower():
+                raise AnsibleActionFail("checksum: %s has sha256:%s, expected sha256:%s" % (src, got, want))
+        try:
+            return load_card(raw, source=src)
+        except CardError as exc:
+            raise AnsibleActionFail(to_text(exc))
+
     def run(self, tmp=None, task_vars=None):
         task_vars = task_vars or {}
         result = super().run(tmp, task_vars)
         dummy, args = self.validate_argument_spec(argument_spec=dict(
-            src=dict(type="str", required=True),
+            src=dict(type="str"),
             checksum=dict(type="str"),
+            card_var=dict(type="str", default="launchcard_card_src"),
+            checksum_var=dict(type="str", default="launchcard_card_checksum"),
             hosts=dict(type="list", elements="str"),
             recipes_var=dict(type="str", default="launchcard_recipes"),
             validate_certs=dict(type="bool", default=True),
         ))
-        raw = self._read(args["src"], args["validate_certs"])
-        if args["checksum"]:
-            algo, dummy, want = args["checksum"].partition(":")
-            if algo != "sha256" or not want:
-                raise AnsibleActionFail("checksum: expected sha256:<hex>, found %s" % args["checksum"])
-            got = hashlib.sha256(raw).hexdigest()
-            if got != want.lower():
-                raise AnsibleActionFail("checksum: %s has sha256:%s, expected sha256:%s" % (args["src"], got, want))
-        try:
-            card = load_card(raw, source=args["src"])
-        except CardError as exc:
-            raise AnsibleActionFail(to_text(exc))
-
         hostvars = task_vars.get("hostvars", {})
         names = args["hosts"] or task_vars.get("ansible_play_hosts_all") or []
-        entries = []
+        by_card, checksums = {}, {}
         for name in names:
             hv = hostvars.get(name, {})
-            entries.append((name, {
+            recipes = hv.get(args["recipes_var"]) or []
+            src = args["src"] or hv.get(args["card_var"])
+            if not src:
+                if recipes:
+                    raise AnsibleActionFail("%s lists %s but has no %s" % (name, args["recipes_var"], args["card_var"]))
+                continue
+            checksums[src] = args["checksum"] or hv.get(args["checksum_var"]) or checksums.get(src)
+            by_card.setdefault(src, []).append((name, {
                 "address": hv.get("launchcard_address") or hv.get("ansible_host") or name,
-                "recipes": hv.get(args["recipes_var"]) or [],
+                "recipes": recipes,
                 "gpus": hv.get("launchcard_gpus"),
             }))
+        if not by_card:
+            raise AnsibleActionFail("no card: set src or the %s variable" % args["card_var"])
+        cards = {src: self._card(src, checksums[src], args["validate_certs"]) for src in by_card}
         try:
-            the_plan = plan(card, normalize_placement(entries))
+            the_plan = plan_fleet(cards, {src: normalize_placement(e) for src, e in by_card.items()})
         except PlanError as exc:
             raise AnsibleActionFail(to_text(exc))
-        if card["warnings"]:
-            result["warnings"] = list(card["warnings"])
+        warnings = ["%s: %s" % (src, w) for src, card in cards.items() for w in card["warnings"]]
+        if warnings:
+            result["warnings"] = warnings
         result["changed"] = False
-        result["ansible_facts"] = {"launch_card": card, "launchcard_plan": the_plan}
-        placed = sum(len(h["instances"]) for h in the_plan["hosts"].values())
-        result["msg"] = "%s@%s: %d recipe(s), %d instance(s) on %d host(s)" % (
-            card["model"]["repo"], card["model"]["revision"][:12], len(card["recipes"]), placed,
-            len(the_plan["hosts"]))
+        result["ansible_facts"] = {"launchcard_cards": cards, "launchcard_plan": the_plan}
+        result["msg"] = "; ".join("%s@%s: %d recipe(s), %d instance(s) on %d host(s)" % (
+            card["model"]["repo"], card["model"]["revision"][:12], len(card["recipes"]),
+            sum(len(h["instances"]) for h in the_plan["hosts"].values() if h["card"] == src),
+            sum(1 for h in the_plan["hosts"].values() if h["card"] == src)) for src, card in sorted(cards.items()))
         return result

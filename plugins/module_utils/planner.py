@@ -411,3 +411,35 @@ def _rewrite_multinode(inst, a, hosts):
             # the card's rank>0 recipe placed as a group: its head serves the API
             a.remove("--headless")
     inst["changes"].append("multi-node rank %d of %d, head %s" % (inst["node_rank"], inst["nnodes"], head))
+
+
+def plan_fleet(cards, placements):
+    """Plan several cards, each onto its own hosts, into one fleet plan.
+
+    :param cards: dict card key (its source path or URL) -> card model.
+    :param placements: dict card key -> :func:`normalize_placement` output
+        for the hosts that serve that card. A host belongs to one card.
+    :returns: ``{"cards": {key: {"repo", "revision", "slug"}}, "hosts":
+        {host: {..., "card": key}}}``: the hosts of every card's
+        :func:`plan`, each tagged with its card.
+    :raises PlanError: every card's placement errors, each prefixed with the
+        card key; a host placed by two cards.
+    """
+    merged = {"cards": {}, "hosts": {}}
+    errors = []
+    for key in sorted(cards):
+        try:
+            one = plan(cards[key], placements.get(key, []))
+        except PlanError as exc:
+            errors.extend(("%s: %s" % (key, where), msg) for where, msg in exc.errors)
+            continue
+        merged["cards"][key] = one["model"]
+        for host, hp in one["hosts"].items():
+            if host in merged["hosts"]:
+                errors.append((host, "placed by two cards: %s and %s" % (merged["hosts"][host]["card"], key)))
+                continue
+            hp["card"] = key
+            merged["hosts"][host] = hp
+    if errors:
+        raise PlanError(errors)
+    return merged

@@ -11,12 +11,14 @@ from __future__ import annotations
 DOCUMENTATION = r"""
 ---
 module: launch_card
-short_description: Read a launch card on the controller and plan it onto the play's hosts
+short_description: Read launch cards on the controller and plan them onto the play's hosts
 version_added: 1.0.0
 description:
-  - Reads a C(onefrontier.launch-card/v1) JSON card from a local path or an C(https://) URL on the
-    controller, validates it against the collection's schema and returns the card model and a
+  - Reads C(onefrontier.launch-card/v1) JSON cards from local paths or C(https://) URLs on the
+    controller, validates them against the collection's schema and returns the card models and one
     per-host plan as facts.
+  - Each host serves the card its O(card_var) variable names (or O(src) for all), so several cards
+    (several models) can share one fleet on different host groups.
   - The plan says which recipe instances run on which host, with which GPU ids, ports and peer URLs;
     see the README, "The plan".
   - Placement comes from each host's O(recipes_var) variable (a list of recipe names, indexes or
@@ -26,13 +28,24 @@ description:
 options:
   src:
     description:
-      - Path of the card on the controller, or an C(https://) URL fetched from the controller.
+      - Path of the card on the controller, or an C(https://) URL fetched from the controller, for
+        every host. When omitted each host's O(card_var) variable names its card.
     type: str
-    required: true
   checksum:
     description:
-      - Expected C(sha256:<hex>) of the card's bytes; the task fails on a mismatch.
+      - Expected C(sha256:<hex>) of the card's bytes; the task fails on a mismatch. When omitted, each
+        host's O(checksum_var) variable is used if set.
     type: str
+  card_var:
+    description:
+      - Host variable naming the host's card (path or https URL), used when O(src) is omitted.
+    type: str
+    default: launchcard_card_src
+  checksum_var:
+    description:
+      - Host variable holding the expected C(sha256:<hex>) of the host's card.
+    type: str
+    default: launchcard_card_checksum
   hosts:
     description:
       - Hosts to plan for. Defaults to every host of the play (C(ansible_play_hosts_all)).
@@ -72,9 +85,8 @@ attributes:
 """
 
 EXAMPLES = r"""
-- name: Plan the card onto this play's hosts
+- name: Plan each host's card (its launchcard_card_src) onto the play's hosts
   launchcard.inference.launch_card:
-    src: "{{ launchcard_card_src }}"
   run_once: true
 
 - name: Plan a card fetched over HTTPS, pinned by checksum
@@ -90,18 +102,18 @@ ansible_facts:
   returned: success
   type: dict
   contains:
-    launch_card:
+    launchcard_cards:
       description: >-
-        The card model: C(model) (repo, revision, weight_gib, weight_bytes), C(hardware)
+        Card source to card model: C(model) (repo, revision, weight_gib, weight_bytes), C(hardware)
         (min_gpus, min_disk_gib, min_disk_bytes with GiB = 2**30 bytes, gpu_models),
         C(checkpoints) and C(recipes) (one per card C(envs) entry, each with name, engine,
         role, tensor_parallel_size, gpus, port, image, argv, env).
       type: dict
     launchcard_plan:
       description: >-
-        C(model) and C(hosts), a dict from host name to C(address), C(gpus_needed) and
-        C(instances) (id, unit, recipe, role, gpu_ids, port, bootstrap_port, url,
-        health_url, probe, argv, env, changes).
+        C(cards) (source to repo, revision, slug) and C(hosts), a dict from host name to C(card)
+        (its card source), C(address), C(gpus_needed) and C(instances) (id, unit, recipe, role,
+        gpu_ids, port, bootstrap_port, url, health_url, probe, argv, env, changes).
       type: dict
 warnings:
   description: Unknown card keys, reported and ignored.

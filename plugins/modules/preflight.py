@@ -68,10 +68,12 @@ attributes:
 EXAMPLES = r"""
 - name: Preflight this host
   launchcard.inference.preflight:
-    needs: "{{ launch_card | launchcard.inference.preflight_needs(launchcard_plan.hosts[inventory_hostname]) }}"
+    needs: "{{ card | launchcard.inference.preflight_needs(launchcard_plan.hosts[inventory_hostname]) }}"
     weights_dir: /var/lib/launchcard/models
-    repo: "{{ launch_card.model.repo }}"
-    revision: "{{ launch_card.model.revision }}"
+    repo: "{{ card.model.repo }}"
+    revision: "{{ card.model.revision }}"
+  vars:
+    card: "{{ launchcard_cards[launchcard_plan.hosts[inventory_hostname].card] }}"
 """
 
 RETURN = r"""

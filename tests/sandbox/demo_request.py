@@ -26,34 +26,41 @@ sys.path.insert(0, os.path.join(ROOT, ".collections"))
 from ansible_collections.launchcard.inference.plugins.module_utils.card import load_card  # noqa: E402
 from ansible_collections.launchcard.inference.plugins.module_utils.planner import (  # noqa: E402
     normalize_placement,
-    plan,
+    plan_fleet,
 )
 
 
 def inventory_plan(inventory):
-    """Plan the inventory's card exactly as the deploy does."""
+    """Plan the inventory's cards exactly as the deploy does (one card per host)."""
     out = subprocess.run(["ansible-inventory", "-i", inventory, "--list"], check=True,
                          capture_output=True, text=True, cwd=ROOT).stdout
     inv = json.loads(out)
     hostvars = inv["_meta"]["hostvars"]
-    hosts = []
+    inventory_dir = os.path.dirname(os.path.abspath(os.path.join(ROOT, inventory)))
+    by_card, seen = {}, set()
 
     def walk(group):
         for h in inv.get(group, {}).get("hosts", []):
-            if h not in [entry[0] for entry in hosts]:
-                hv = hostvars.get(h, {})
-                hosts.append((h, {"address": hv.get("launchcard_address") or hv.get("ansible_host") or h,
-                                  "recipes": hv.get("launchcard_recipes") or [],
-                                  "gpus": hv.get("launchcard_gpus")}))
+            hv = hostvars.get(h, {})
+            if h in seen or "launchcard_card_src" not in hv:
+                continue
+            seen.add(h)
+            # ansible-inventory does not template; the sandbox inventories
+            # only use {{ inventory_dir }} in card paths.
+            src = hv["launchcard_card_src"].replace("{{ inventory_dir }}", inventory_dir)
+            by_card.setdefault(src, []).append((h, {
+                "address": hv.get("launchcard_address") or hv.get("ansible_host") or h,
+                "recipes": hv.get("launchcard_recipes") or [],
+                "gpus": hv.get("launchcard_gpus")}))
         for child in inv.get(group, {}).get("children", []):
             walk(child)
 
     walk("all")
-    src = next(hv["launchcard_card_src"] for hv in hostvars.values() if "launchcard_card_src" in hv)
-    src = src.replace("{{ inventory_dir }}", os.path.dirname(os.path.abspath(os.path.join(ROOT, inventory))))
-    with open(src, "rb") as f:
-        card = load_card(f.read(), source=src)
-    return plan(card, normalize_placement(hosts))
+    cards = {}
+    for src in by_card:
+        with open(src, "rb") as f:
+            cards[src] = load_card(f.read(), source=src)
+    return plan_fleet(cards, {src: normalize_placement(e) for src, e in by_card.items()})
 
 
 def main():

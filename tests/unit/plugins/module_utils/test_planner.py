@@ -206,8 +206,8 @@ def test_two_prefill_two_decode_and_a_router():
     a = Argv(_one(p, "sglang-router")["argv"])
     assert a.groups("--prefill") == [["http://10.3.0.1:31000", "8998"], ["http://10.3.0.2:31000", "8998"]]
     assert a.groups("--decode") == [["http://10.3.0.3:32000"], ["http://10.3.0.4:32000"]]
-    assert [i["id"] for i in _insts(p) if i["role"] == "prefill"] == [SLUG + "-sglang-prefill-0",
-                                                                       SLUG + "-sglang-prefill-1"]
+    prefills = [i["id"] for i in _insts(p) if i["role"] == "prefill"]
+    assert prefills == [SLUG + "-sglang-prefill-0", SLUG + "-sglang-prefill-1"]
     # everything but the peer lists is the card's
     rest = Argv(_one(p, "sglang-router")["argv"])
     rest.replace_groups("--prefill", [])
@@ -326,8 +326,8 @@ def test_prefill_without_decode():
 
 def test_pd_router_without_workers():
     errors = _errors(EX, [_h("r", "10.6.0.1", ["sglang-router"])])
-    assert errors == [(SLUG + "-sglang-router-0", "a PD router needs at least one prefill and one decode placed "
-                                                 "(found 0 prefill, 0 decode)")]
+    want = "a PD router needs at least one prefill and one decode placed (found 0 prefill, 0 decode)"
+    assert errors == [(SLUG + "-sglang-router-0", want)]
 
 
 def test_language_without_encoder():
@@ -415,8 +415,8 @@ def test_normalize_placement_errors(hosts, message):
 
 
 def test_normalize_placement_defaults():
-    out = normalize_placement([("lc-a", {}), ("lc-b", {"address": "10.0.0.2", "recipes": ["x", {"name": "y"}],
-                                                      "gpus": 4})])
+    out = normalize_placement([("lc-a", {}),
+                               ("lc-b", {"address": "10.0.0.2", "recipes": ["x", {"name": "y"}], "gpus": 4})])
     assert out == [
         {"host": "lc-a", "address": "lc-a", "gpus": None, "recipes": []},
         {"host": "lc-b", "address": "10.0.0.2", "gpus": 4,

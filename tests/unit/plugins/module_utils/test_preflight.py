@@ -294,10 +294,12 @@ PROC_NET_TCP = """\
    4: 0100007F:1F40 0100007F:A3B2 06 00000000:00000000 03:00001771 00000000     0        0 0 3 0000000000000000
 """
 
-PROC_NET_TCP6 = """\
-  sl  local_address                         remote_address                        st tx_queue rx_queue tr tm->when retrnsmt   uid  timeout inode
-   0: 00000000000000000000000000000000:7148 00000000000000000000000000000000:0000 0A 00000000:00000000 00:00000000 00000000     0        0 777001 1 0000000000000000 100 0 0 10 0
-"""
+PROC_NET_TCP6 = (
+    "  sl  local_address                         remote_address                        st tx_queue rx_queue tr "
+    "tm->when retrnsmt   uid  timeout inode\n"
+    "   0: 00000000000000000000000000000000:7148 00000000000000000000000000000000:0000 0A 00000000:00000000 "
+    "00:00000000 00000000     0        0 777001 1 0000000000000000 100 0 0 10 0\n"
+)
 
 
 def test_parse_proc_net_tcp():

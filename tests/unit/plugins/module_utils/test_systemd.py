@@ -100,8 +100,8 @@ def test_actions_started():
 
 def test_actions_started_when_all_is_well_does_nothing():
     states = _states(a=("active", "enabled"), b=("reloading", "enabled"))
-    assert actions(["a", "b"], states, set(), "started") == {"enable": [], "disable": [], "start": [],
-                                                              "restart": [], "stop": []}
+    nothing = {"enable": [], "disable": [], "start": [], "restart": [], "stop": []}
+    assert actions(["a", "b"], states, set(), "started") == nothing
 
 
 def test_actions_stopped():
@@ -113,8 +113,10 @@ def test_actions_stopped():
 
 @pytest.mark.parametrize("state", ["started", "stopped"])
 def test_actions_are_sorted(state):
-    states = _states(b=("inactive", "disabled"), a=("active", "enabled"))
-    out = actions(["b", "a", "c"], states if state == "started" else _states(b=("active", "enabled"),
-                                                                              a=("active", "enabled")), set(), state)
+    if state == "started":
+        states = _states(b=("inactive", "disabled"), a=("active", "enabled"))
+    else:
+        states = _states(b=("active", "enabled"), a=("active", "enabled"))
+    out = actions(["b", "a", "c"], states, set(), state)
     for verb, names in out.items():
         assert names == sorted(names), verb

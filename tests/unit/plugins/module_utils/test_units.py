@@ -255,10 +255,10 @@ def test_systemd_analyze_verifies_rendered_native_units(tmp_path):
     venv = _native_venv(tmp_path)
     units_dir = tmp_path / "units"
     units_dir.mkdir()
-    instances = [i for hp in _plan(EX, [("a", "10.0.0.1", ["vllm-monolithic", "sglang-encoder"]),
-                                        ("b", "10.0.0.2", ["sglang-language", "sglang-monolithic"]),
-                                        ("c", "10.0.0.3", ["sglang-prefill", "sglang-decode", "sglang-router"])]
-                                 )["hosts"].values() for i in hp["instances"]]
+    fleet = _plan(EX, [("a", "10.0.0.1", ["vllm-monolithic", "sglang-encoder"]),
+                       ("b", "10.0.0.2", ["sglang-language", "sglang-monolithic"]),
+                       ("c", "10.0.0.3", ["sglang-prefill", "sglang-decode", "sglang-router"])])
+    instances = [i for hp in fleet["hosts"].values() for i in hp["instances"]]
     if os.path.exists(SPECIAL):
         card = _load(SPECIAL)
         instances.append(_inst(card, card["recipes"][0]["name"]))
