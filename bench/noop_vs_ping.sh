@@ -14,14 +14,18 @@ cd "$root"
 inv=${1:-inventories/bench8/gpus.ini}
 runs=${RUNS:-3}
 export ANSIBLE_CONFIG=$root/ansible.cfg PATH=$root/.venv/bin:$PATH
-python tests/sandbox/fleet.py up -i "$inv" >/dev/null
-trap 'python tests/sandbox/fleet.py down >/dev/null' EXIT
+python tests/sandbox/fleet.py up -i "$inv" --state-dir .sandbox-bench >/dev/null
+trap 'python tests/sandbox/fleet.py down --state-dir .sandbox-bench >/dev/null' EXIT
 ansible-playbook playbooks/deploy.yml -i "$inv" >/dev/null
-secs() { local t0; t0=$(date +%s.%N); "$@" >/dev/null; python -c "import sys,time; print(time.time() - float(sys.argv[1]))" "$t0"; }
+secs() {
+  local t0 log; t0=$(date +%s.%N); log=$(mktemp)
+  if ! "$@" >"$log" 2>&1; then echo "bench: failed: $*" >&2; tail -20 "$log" >&2; rm -f "$log"; return 1; fi
+  rm -f "$log"; python -c "import sys,time; print(time.time() - float(sys.argv[1]))" "$t0"
+}
 pings=(); deploys=()
 for _ in $(seq "$runs"); do
-  pings+=("$(secs ansible all -i "$inv" -m ansible.builtin.ping)")
-  deploys+=("$(secs ansible-playbook playbooks/deploy.yml -i "$inv")")
+  t=$(secs ansible all -i "$inv" -m ansible.builtin.ping) || exit 1; pings+=("$t")
+  t=$(secs ansible-playbook playbooks/deploy.yml -i "$inv") || exit 1; deploys+=("$t")
 done
 median() { printf '%s\n' "$@" | sort -g | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
 p=$(median "${pings[@]}"); d=$(median "${deploys[@]}")

@@ -286,9 +286,12 @@ def _url(template, peer, consumer_host, port):
         scheme, host, path = parts.scheme or "http", parts.hostname, parts.path
     if not (peer["host"] == consumer_host and host in LOOPBACK):
         host = peer["address"]
-    if ":" in host and not host.startswith("["):
-        host = "[%s]" % host
-    return "%s://%s:%d%s" % (scheme, host, port, path)
+    return "%s://%s:%d%s" % (scheme, _bracket(host), port, path)
+
+
+def _bracket(host):
+    """An IPv6 address in a URL or ``HOST:PORT`` needs brackets."""
+    return "[%s]" % host if ":" in host and not host.startswith("[") else host
 
 
 def _template_for(urls, peer):
@@ -372,12 +375,17 @@ def _rewrite_peers(inst, instances, hosts, errors):
         _rewrite_multinode(inst, a, hosts)
     inst["argv"] = a.tokens
     bind = Argv(inst["argv"]).get("--host", r["bind_host"])
-    local = "127.0.0.1" if bind in ("0.0.0.0", "::", "") or bind in LOOPBACK else bind
+    if bind in ("0.0.0.0", "::", "", "127.0.0.1", "localhost"):
+        local = "127.0.0.1"
+    elif bind in ("::1", "[::1]"):
+        local = "[::1]"
+    else:
+        local = _bracket(bind)
     if inst["port"] is None:
         inst["url"] = inst["health_url"] = None
         inst["probe"] = "none"
     else:
-        inst["url"] = "http://%s:%d" % (inst["address"], inst["port"])
+        inst["url"] = "http://%s:%d" % (_bracket(inst["address"]), inst["port"])
         inst["health_url"] = "http://%s:%d/health" % (local, inst["port"])
         inst["probe"] = "completion" if inst["role"] in ("monolithic", "language", "router") else "health"
 
@@ -402,7 +410,7 @@ def _rewrite_multinode(inst, a, hosts):
     if r["launcher"] == "sglang":
         old = r.get("dist_init_addr") or ""
         port = old.rsplit(":", 1)[-1] if ":" in old else "5000"
-        a.set("--dist-init-addr", "%s:%s" % ("[%s]" % head if ":" in head else head, port))
+        a.set("--dist-init-addr", "%s:%s" % (_bracket(head), port))
     elif r["launcher"] == "vllm":
         a.set("--master-addr", head)
         if inst["node_rank"] > 0:

@@ -26,6 +26,12 @@ DEFAULT_HEADROOM_MIB = 4096
 SUPPORTED_OS = {"debian": ("12",), "ubuntu": ("22.04", "24.04"), "rhel": ("9",), "rocky": ("9",),
                 "almalinux": ("9",)}
 CHECKS = ("os", "disk", "gpu_count", "gpu_model", "memory_fit", "driver", "fabric", "ports")
+# Units are named UNIT_PREFIX + instance id + ".service" (planner.UNIT_PREFIX), and the
+# docker/podman runtimes name each container after its instance id (units.command), so a
+# port held by container <id> belongs to the unit launchcard-<id>.service.
+UNIT_PREFIX = "launchcard-"
+CONTAINER_OWNER = "container "
+_CONTAINER_CGROUP = re.compile(r"(?:^|/)(?:docker|libpod)[-/]([0-9a-f]{64})(?:\.scope)?(?:/|$)")
 
 
 def _fp8(quant):
@@ -89,6 +95,14 @@ def _validated(model, validated):
     return any(re.match(r"^%s_\d+x$" % re.escape(model), v) for v in validated if model)
 
 
+def _holds(holder, owner):
+    """Whether the listener ``holder`` (see :func:`evaluate`'s ``listening``) is ``owner``'s unit."""
+    if holder == owner:
+        return True
+    return bool(holder) and holder.startswith(CONTAINER_OWNER) and \
+        owner == "%s%s.service" % (UNIT_PREFIX, holder[len(CONTAINER_OWNER):])
+
+
 def _gib(n):
     return "%.1f GiB" % (n / float(GIB))
 
@@ -106,7 +120,8 @@ def evaluate(facts, needs, options=None):
         "present_bytes"}``: statvfs of the weights filesystem and bytes of
         this revision already staged), ``accelerators`` (the
         ``accelerator_facts`` summary), ``listening`` (dict port -> owning
-        unit name or None, from /proc/net/tcp{,6} and the socket's cgroup).
+        unit name, ``container <name>`` for a docker/podman container,
+        or None, from /proc/net/tcp{,6} and the socket's cgroup).
     :param needs: :func:`host_needs` output.
     :param options: ``checks`` (dict check -> bool, default all on),
         ``allow_unvalidated_hardware`` (bool: warn instead of fail),
@@ -183,7 +198,7 @@ def evaluate(facts, needs, options=None):
         busy = []
         for p in needs["ports"]:
             port = p["port"]
-            if port in listening and listening[port] != p["owner"]:
+            if port in listening and not _holds(listening[port], p["owner"]):
                 busy.append("%d (held by %s)" % (port, listening[port] or "another process"))
         out.append(_result("ports", not busy, ", ".join(str(p["port"]) for p in needs["ports"]) + " free",
                            ", ".join(busy) or "all free or ours",
@@ -226,6 +241,22 @@ def unit_from_cgroup(text):
         for part in reversed(path.split("/")):
             if part.endswith(".service"):
                 return part
+    return None
+
+
+def container_from_cgroup(text):
+    """The docker/podman container a process runs in, from ``/proc/PID/cgroup``.
+
+    Docker's systemd cgroup driver puts it in ``docker-<id>.scope``, its
+    cgroupfs driver in ``/docker/<id>``; podman in ``libpod-<id>.scope`` (or
+    ``/libpod_parent/libpod-<id>``).
+
+    :returns: the 64-hex container id, or None outside a container.
+    """
+    for line in text.splitlines():
+        match = _CONTAINER_CGROUP.search(line.rsplit(":", 1)[-1])
+        if match:
+            return match.group(1)
     return None
 
 

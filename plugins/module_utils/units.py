@@ -201,8 +201,10 @@ def command(inst, options=None):
     image = opts["image_refs"].get(inst["image"], inst["image"])
     run = [binary, "run", "--rm", "--name", inst["id"], "--network", "host", "--ipc", "host"]
     if opts["runtime"] == "podman" and opts["vendor"] == "nvidia" and inst["gpus"]:
-        ids = ",".join(str(g) for g in inst["gpu_ids"])
-        run += ["--device", "nvidia.com/gpu=%s" % (ids if inst["gpu_selection"] == "visible_devices" else "all")]
+        # one CDI device name per GPU (nvidia.com/gpu=0, =1, ...; "0,1" names no device)
+        names = [str(g) for g in inst["gpu_ids"]] if inst["gpu_selection"] == "visible_devices" else ["all"]
+        for name in names:
+            run += ["--device", "nvidia.com/gpu=%s" % name]
     else:
         run += _container_vendor_args(inst, opts)
     env["HF_HOME"] = CONTAINER_HF_HOME

@@ -14,7 +14,8 @@ description:
   - Gathers, in one round trip, everything the preflight checks need - the OS from C(/etc/os-release),
     free bytes of the filesystem that will hold the weights (C(statvfs)), bytes of the card's revision
     already in the Hugging Face cache, accelerator facts (the same collectors as
-    M(launchcard.inference.accelerator_facts)) and listening TCP ports with the systemd unit holding each.
+    M(launchcard.inference.accelerator_facts)) and listening TCP ports with the systemd unit (or the docker/podman
+    container) holding each.
   - Evaluates the checks and returns them; it never fails the host by itself and never changes it, so
     one report can cover the whole fleet before anything is touched.
 options:
@@ -100,12 +101,15 @@ facts:
   type: dict
 """
 
+import json
 import os
 
 from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.launchcard.inference.plugins.module_utils import accelerators
 from ansible_collections.launchcard.inference.plugins.module_utils.preflight import (
+    CONTAINER_OWNER,
+    container_from_cgroup,
     evaluate,
     failed,
     parse_os_release,
@@ -140,6 +144,20 @@ def _disk(weights_dir, repo, revision):
             "present_bytes": present}
 
 
+def _container_name(cid):
+    """Name of a docker or podman (root) container from the engines' own state files; else a short id."""
+    try:
+        doc = json.loads(_read("/var/lib/docker/containers/%s/config.v2.json" % cid) or "{}")
+        if doc.get("Name"):
+            return doc["Name"].lstrip("/")
+        for entry in json.loads(_read("/var/lib/containers/storage/overlay-containers/containers.json") or "[]"):
+            if entry.get("id") == cid and entry.get("names"):
+                return entry["names"][0]
+    except (ValueError, AttributeError, TypeError):
+        pass
+    return cid[:12]
+
+
 def _listening():
     inodes = {}
     for table in ("/proc/net/tcp", "/proc/net/tcp6"):
@@ -154,7 +172,11 @@ def _listening():
             continue
         hits = [inodes[link[8:-1]] for link in links if link.startswith("socket:[") and link[8:-1] in inodes]
         if hits:
-            unit = unit_from_cgroup(_read("/proc/%s/cgroup" % pid) or "")
+            cgroup = _read("/proc/%s/cgroup" % pid) or ""
+            unit = unit_from_cgroup(cgroup)
+            cid = None if unit else container_from_cgroup(cgroup)
+            if cid:
+                unit = CONTAINER_OWNER + _container_name(cid)
             for port in hits:
                 owners[port] = owners[port] or unit or "pid %s" % pid
     return owners

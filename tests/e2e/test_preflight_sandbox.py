@@ -232,6 +232,7 @@ def test_deploy_with_a_failure_budget_serves_only_the_good_hosts(fleet, pristine
         assert counts[host]["failed"] == 0 and counts[host]["changed"] > 0, (host, res.stdout[-4000:])
     after = snapshot()
     assert {h: after[h] for h in BAD} == {h: pristine[h] for h in BAD}
+    assert all(after[h] != pristine[h] for h in GOOD)  # the snapshot does see a deploy
     ports = {"pf-good-vllm": 8000, "pf-good-sglang": 30000}
     for host, port in ports.items():
         active = ssh(host, "systemctl is-active 'launchcard-*'")

@@ -42,9 +42,9 @@ NVIDIA_SMI_SRC = HERE / "nvidia_smi_standin.py"
 
 CACHE_DIR = Path(os.environ.get("LAUNCHCARD_SANDBOX_CACHE", "/var/cache/launchcard-sandbox"))
 SUITE = "bookworm"
-ROOTFS_VERSION = 2  # bump when the rootfs preparation changes: a new rootfs is built beside the old one
+ROOTFS_VERSION = 3  # bump when the rootfs preparation changes: a new rootfs is built beside the old one
 ROOTFS = CACHE_DIR / f"rootfs-{SUITE}-v{ROOTFS_VERSION}"
-PACKAGES = "systemd,systemd-sysv,openssh-server,python3,python3-venv,python3-packaging,dbus,iproute2,ca-certificates"
+PACKAGES = "systemd,systemd-sysv,openssh-server,python3,python3-venv,python3-packaging,python3-apt,dbus,iproute2,ca-certificates"  # python3-apt: ansible.builtin.apt
 
 GUEST_WHEELHOUSE = "/srv/launchcard-wheels"
 WHEELHOUSE_PACKAGES = ["sglang-router"]

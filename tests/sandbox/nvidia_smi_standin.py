@@ -15,6 +15,8 @@
 #
 # Unknown query fields fail like the real tool: `Field "X" is not a valid
 # field to query.` and exit status 2. Null values print as `[N/A]`.
+# With the stand-in driver packages of tests/sandbox/pkgrepo installed, it reports the
+# "loaded" driver version and fails with NVML's driver/library mismatch until a reboot.
 # Python 3 standard library only.
 # -----------------------------------------------------------------------------
 """TEST CODE: stand-in nvidia-smi for the launchcard sandbox (not NVIDIA software)."""
@@ -65,15 +67,38 @@ APP_FIELDS = ["timestamp", "gpu_name", "gpu_bus_id", "gpu_serial", "gpu_uuid", "
               "name", "used_gpu_memory", "used_memory"]
 
 
+# Written by the stand-in driver packages of tests/sandbox/pkgrepo (when installed): the version of the
+# "loaded kernel module" (under /run, so a reboot clears it) and of the installed NVML library.
+LOADED_VERSION = "/run/launchcard-sandbox/nvidia/loaded_version"
+LIBRARY_VERSION = "/usr/lib/launchcard-sandbox/nvidia/library_version"
+
+
+def _read_version(path):
+    try:
+        with open(path) as fh:
+            return fh.read().strip() or None
+    except OSError:
+        return None
+
+
 def load():
     try:
         with open(GPUS_JSON) as fh:
-            return json.load(fh)
+            data = json.load(fh)
     except (OSError, ValueError):
         print("NVIDIA-SMI has failed because it couldn't communicate with the NVIDIA driver. "
               "Make sure that the latest NVIDIA driver is installed and running.")
         print(f"(launchcard sandbox stand-in: cannot read {GPUS_JSON})")
         sys.exit(9)
+    loaded, library = _read_version(LOADED_VERSION), _read_version(LIBRARY_VERSION)
+    if loaded and library and loaded != library:
+        # what the real tool prints after a driver upgrade without a reboot
+        print("Failed to initialize NVML: Driver/library version mismatch")
+        print("NVML library version: " + ".".join(library.split(".")[:2]))
+        sys.exit(18)
+    if loaded:
+        data["driver_version"] = loaded
+    return data
 
 
 def value(data, gpu, key, units):

@@ -94,3 +94,18 @@ def test_mirror_rank_prefers_main_archive():
     assert main > fleet._mirror_rank("http://mirror.example/debian", "bookworm-updates", "main")
     assert fleet._mirror_rank("http://mirror.example/debian-security", "bookworm-security", "main") == 0
     assert fleet._mirror_rank("http://mirror.example/debian", "bookworm", "contrib") == 0
+
+
+def test_fabric_state_and_busy_port(tmp_path):
+    plain = fleet.Host("lc-x", {"ansible_host": "198.18.0.20", "sandbox_gpus": 8})
+    assert "fabric_state" not in plain.config() and "busy_port" not in plain.config()  # old boot.json still matches
+    assert {(g["fabric.state"], g["fabric.status"]) for g in fleet.gpus_json(plain)["gpus"]} == {("Completed", "Success")}
+    down = fleet.Host("lc-x", {"ansible_host": "198.18.0.20", "sandbox_gpus": 8, "sandbox_fabric_state": "In Progress",
+                               "sandbox_busy_port": "30000"})
+    assert (down.config()["fabric_state"], down.config()["busy_port"]) == ("In Progress", 30000)
+    path = tmp_path / "gpus.json"
+    path.write_text(json.dumps(fleet.gpus_json(down)))
+    out = smi(path, "--query-gpu=index,fabric.state,fabric.status", "--format=csv,noheader").stdout.splitlines()
+    assert out[0] == "0, In Progress, [N/A]" and len(out) == 8
+    with pytest.raises(fleet.FleetError):
+        fleet.Host("lc-x", {"ansible_host": "198.18.0.20", "sandbox_busy_port": 22})

@@ -92,8 +92,8 @@ def test_completion_probe_requires_one_real_token():
     fake = FakeHTTP({HEALTH: [(200, "")], url: [(200, OK_COMPLETION)]})
     ok, detail = check_once({"url": HEALTH, "probe": "completion", "model": "zai-org/GLM-5.3-Flash"}, fake)
     assert (ok, detail) == (True, "health 200, completion ' pong'")
-    (_, payload, timeout) = fake.calls[1]
-    assert fake.calls[1][0] == url
+    (called, payload, timeout) = fake.calls[1]
+    assert called == url
     assert payload == {"model": "zai-org/GLM-5.3-Flash", "prompt": "ping", "max_tokens": 1, "temperature": 0}
     assert timeout == 120.0
 

@@ -153,7 +153,7 @@ def test_vllm_selects_gpus_outside_argv():
 # -- (2) one role per host -------------------------------------------------------------
 def test_one_role_per_host_rewrites_only_peer_tokens():
     p = _plan(EX, SANDBOX)
-    assert sorted(p["hosts"]) == sorted(h for h, _ in SANDBOX)
+    assert sorted(p["hosts"]) == sorted(h for h, dummy in SANDBOX)
     for host, hv in SANDBOX:
         (inst,) = p["hosts"][host]["instances"]
         assert inst["address"] == hv["address"]
@@ -529,11 +529,16 @@ def test_epd_two_encoders_fidelity_and_spread():
     assert lang["gpu_ids"] == [0, 1, 2, 3] and Argv(lang["argv"]).get("--base-gpu-id") == "0"
 
 
+def _worker_router(doc):
+    doc["envs"][6]["argv"] = ["python", "-m", "sglang_router.launch_router", "--worker-urls",
+                              "http://127.0.0.1:30000", "--host", "0.0.0.0", "--port", "8080"]
+
+
+WORKER_CARD = _variant(_worker_router)
+
+
 def test_worker_urls_router():
-    def mutate(doc):
-        doc["envs"][6]["argv"] = ["python", "-m", "sglang_router.launch_router", "--worker-urls",
-                                  "http://127.0.0.1:30000", "--host", "0.0.0.0", "--port", "8080"]
-    card = _variant(mutate)
+    card = WORKER_CARD
     assert card["recipes"][6]["name"] == "sglang-router"
     p = _plan(card, [_h("c1", "10.9.1.1", ["sglang-monolithic"]), _h("c2", "10.9.1.2", ["sglang-monolithic"]),
                      _h("r", "10.9.1.3", ["sglang-router"])])
@@ -544,9 +549,20 @@ def test_worker_urls_router():
     assert errors == [(SLUG + "-sglang-router-0", "a router with --worker-urls needs at least one server placed")]
 
 
-def test_ipv6_peer_urls_are_bracketed():
+def test_ipv6_urls_are_bracketed():
     p = _plan(EX, [_h("e", "fd00::12", ["sglang-encoder"]), _h("l", "fd00::13", ["sglang-language"])])
     assert Argv(_one(p, "sglang-language")["argv"]).values("--encoder-urls") == ["http://[fd00::12]:30001"]
+    assert _one(p, "sglang-encoder")["url"] == "http://[fd00::12]:30001"
+
+
+@pytest.mark.parametrize("bind,health", [("::1", "http://[::1]:30001/health"),
+                                         ("fd00::12", "http://[fd00::12]:30001/health"),
+                                         ("localhost", "http://127.0.0.1:30001/health"),
+                                         ("::", "http://127.0.0.1:30001/health")])
+def test_health_url_for_each_bind_address(bind, health):
+    card = _variant(_encoder_host(bind))
+    p = _plan(card, [_h("e", "fd00::12", ["sglang-encoder"])])
+    assert _one(p, "sglang-encoder")["health_url"] == health
 
 
 def test_plan_is_json_serialisable_and_private_keys_are_gone():
@@ -577,7 +593,7 @@ def scenario(seed):
     failure report reproduces the placement.
     """
     rnd = random.Random(seed)
-    card = rnd.choice([EX, EX, EX] + list(CORPUS.values()))
+    card = rnd.choice([EX, EX, EX, WORKER_CARD] + list(CORPUS.values()))
     recipes = card["recipes"]
     chosen = rnd.sample(recipes, rnd.randint(1, len(recipes)))
     # add what the chosen recipes need, so most placements can be planned
@@ -595,10 +611,10 @@ def scenario(seed):
     hosts = [["h%d" % k, {"address": addr % (k, k + 1), "recipes": [], "gpus": None}] for k in range(n)]
     for r in chosen:
         if r["nnodes"] > 1:
-            for _ in range(r["nnodes"] * rnd.randint(1, 2)):
+            for dummy in range(r["nnodes"] * rnd.randint(1, 2)):
                 hosts[rnd.randrange(n)][1]["recipes"].append({"name": r["name"]})
         else:
-            for _ in range(rnd.randint(1, 3)):
+            for dummy in range(rnd.randint(1, 3)):
                 hosts[rnd.randrange(n)][1]["recipes"].append({"name": r["name"], "replicas": rnd.randint(1, 2)})
     by_name = {r["name"]: r for r in recipes}
     short = set()
@@ -666,8 +682,8 @@ def check_plan(card, p):
         if r["encoder_urls"]:
             targets = [_resolve(u, i, insts, "encoder") for u in encs]
             assert sorted(t["id"] for t in targets) == sorted(x["id"] for x in insts if x["role"] == "encoder")
-        if i["role"] == "router":
-            pre = [g for g in a.groups("--prefill")]
+        if i["role"] == "router" and r["pd_disaggregation"]:
+            pre = a.groups("--prefill")
             targets = []
             for g in pre:
                 t = _resolve(g[0], i, insts, "prefill")
@@ -676,8 +692,9 @@ def check_plan(card, p):
             assert sorted(targets) == sorted(x["id"] for x in insts if x["role"] == "prefill")
             dec = [_resolve(g[0], i, insts, "decode")["id"] for g in a.groups("--decode")]
             assert sorted(dec) == sorted(x["id"] for x in insts if x["role"] == "decode")
-            for u in a.values("--worker-urls"):
-                _resolve(u, i, insts, "monolithic")
+        if i["role"] == "router" and r["worker_urls"]:
+            workers = [_resolve(u, i, insts, "monolithic")["id"] for u in a.values("--worker-urls")]
+            assert sorted(workers) == sorted(x["id"] for x in insts if x["role"] == "monolithic" and not x["node_rank"])
         # a remote consumer never has to reach a loopback-bound server
         for url in encs + [g[0] for g in a.groups("--prefill")] + [g[0] for g in a.groups("--decode")]:
             host = urlsplit(url).hostname
@@ -702,8 +719,10 @@ def check_plan(card, p):
             if i["node_rank"] > 0:
                 assert i["health_url"] is None and i["port"] is None
         if i["health_url"] is not None:
-            assert i["health_url"].endswith(":%d/health" % i["port"])
-            assert i["url"] == "http://%s:%d" % (i["address"], i["port"])
+            assert urlsplit(i["health_url"]).port == i["port"]
+            assert urlsplit(i["health_url"]).path == "/health"
+            u = urlsplit(i["url"])
+            assert (u.scheme, u.hostname, u.port) == ("http", i["address"], i["port"])
     ranks = {}
     for i in insts:
         ranks.setdefault((i["recipe"], i["replica"]), []).append(i["node_rank"])
@@ -721,7 +740,7 @@ def test_random_placements_plan_consistently(seed):
     except PlanError as exc:
         # with every dependency placed, only GPU shortage on a declared host fails
         assert short, exc.errors
-        assert sorted(w for w, _ in exc.errors) == sorted(short)
+        assert sorted(w for w, dummy in exc.errors) == sorted(short)
         return
     assert not short
     check_plan(card, p)

@@ -133,7 +133,7 @@ def _facts(**over):
     facts = {
         "os": {"id": "debian", "version_id": "12"},
         "disk": {"path": "/var/lib/launchcard/models", "free_bytes": 500 * GIB, "present_bytes": 0},
-        "accelerators": {"vendor": "nvidia", "devices": [_dev() for _ in range(8)],
+        "accelerators": {"vendor": "nvidia", "devices": [_dev()] * 8,
                          "driver": {"installed_version": "570.133.20", "loaded_version": "570.133.20",
                                     "reboot_required": False, "fabric_manager_required": True},
                          "errors": []},
@@ -189,7 +189,7 @@ def test_disk_check_counts_what_is_already_staged():
 
 def test_gpu_count_check():
     few = _facts()
-    few["accelerators"] = dict(few["accelerators"], devices=[_dev() for _ in range(4)])
+    few["accelerators"] = dict(few["accelerators"], devices=[_dev()] * 4)
     r = _by_check(evaluate(few, NEEDS))["gpu_count"]
     assert (r["ok"], r["need"], r["found"]) == (False, "8 GPUs", "4 nvidia GPU(s)")
     assert r["message"] == "the recipes placed here need 8 GPUs"

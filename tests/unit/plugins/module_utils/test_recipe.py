@@ -314,7 +314,7 @@ def test_load_card_reports_the_recipe_error_path(example):
     with pytest.raises(CardError) as exc:
         load_card(json.dumps(doc), "x.json")
     assert ("envs[3].argv", "--tp-size expects an integer, found 'four'") in exc.value.errors
-    assert [p for p, _ in exc.value.errors if p == "envs[6].argv[0]"]
+    assert [p for p, dummy in exc.value.errors if p == "envs[6].argv[0]"]
 
 
 # -- helpers -----------------------------------------------------------------------

@@ -270,7 +270,7 @@ def test_systemd_analyze_verifies_rendered_native_units(tmp_path):
         path.write_text(render(inst, {"runtime": "native", "native_venv": venv, "secrets_env_file": str(secrets)}))
         paths.append(str(path))
     res = subprocess.run(["systemd-analyze", "verify", "--man=no"] + paths, capture_output=True, text=True,
-                         timeout=60)
+                         timeout=60, check=False)
     out = res.stdout + res.stderr
     assert res.returncode == 0, out
     for word in ("Ignoring", "Unbalanced", "Unknown", "bad unit file", "not executable"):
@@ -284,7 +284,7 @@ def test_systemd_analyze_rejects_a_missing_executable(tmp_path):
     path = tmp_path / inst["unit"]
     path.write_text(render(inst, {"runtime": "native", "native_venv": str(tmp_path / "nowhere")}))
     res = subprocess.run(["systemd-analyze", "verify", "--man=no", str(path)], capture_output=True, text=True,
-                         timeout=60)
+                         timeout=60, check=False)
     assert res.returncode != 0
 
 
@@ -294,7 +294,7 @@ def test_the_schema_refuses_a_directive_in_argv():
     doc["envs"][0]["argv"][6] = INJECTION
     with pytest.raises(CardError) as exc:
         load_card(json.dumps(doc), "x")
-    assert [p for p, _ in exc.value.errors if p.startswith("envs[0].argv[6]")]
+    assert [p for p, dummy in exc.value.errors if p.startswith("envs[0].argv[6]")]
     with pytest.raises(CardError):
         _load(os.path.join(MALFORMED, "14-argv-newline-injection.json"))
 
@@ -348,11 +348,11 @@ def test_docker_vllm_unit():
 def test_docker_sglang_uses_all_gpus_and_base_gpu_id():
     p = _plan(EX, [("pd", "10.0.0.1", ["sglang-prefill", "sglang-decode", "sglang-router"])])
     pre, dec, rtr = p["hosts"]["pd"]["instances"]
-    start, _, env = command(dec, {"runtime": "docker"})
+    start, dummy, env = command(dec, {"runtime": "docker"})
     assert start[start.index("--gpus") + 1] == "all"
     assert "CUDA_VISIBLE_DEVICES" not in env
     assert start[start.index("--base-gpu-id") + 1] == "2"
-    start, _, _ = command(rtr, {"runtime": "docker"})
+    start = command(rtr, {"runtime": "docker"})[0]
     assert "--gpus" not in start
     k = start.index("--entrypoint")
     assert start[k:k + 5] == ["--entrypoint", "python", "lmsysorg/sglang:latest", "-m", "sglang_router.launch_router"]
@@ -371,9 +371,12 @@ def test_docker_unit_text():
 
 def test_podman_nvidia_uses_cdi_devices():
     inst = _inst(EX, "vllm-monolithic")
-    start, stop, _ = command(inst, {"runtime": "podman"})
+    start, stop = command(inst, {"runtime": "podman"})[:2]
     assert start[0] == "/usr/bin/podman"
-    assert start[start.index("--device") + 1] == "nvidia.com/gpu=0,1,2,3,4,5,6,7"
+    assert [start[k + 1] for k, w in enumerate(start) if w == "--device"] == [
+        "nvidia.com/gpu=%d" % g for g in range(8)]
+    enc = _inst(EX, "sglang-encoder")
+    assert [w for w in command(enc, {"runtime": "podman"})[0] if w.startswith("nvidia.com/")] == ["nvidia.com/gpu=all"]
     assert stop[:2] == ["/usr/bin/podman", "stop"]
     assert "Requires=docker.service" not in render(inst, {"runtime": "podman"})
 
@@ -384,16 +387,16 @@ def test_container_gpu_selection_per_vendor():
     second = _inst(card, "vllm-monolithic-1", [("h", "10.0.0.1", ["vllm-monolithic-0", "vllm-monolithic-1"])])
     assert second["gpu_ids"] == [2, 3]
     # NVIDIA container: the runtime exposes GPUs 2,3 as 0,1; a CUDA_VISIBLE_DEVICES=2,3 would hide both
-    start, _, env = command(second, {"runtime": "docker"})
+    start, dummy, env = command(second, {"runtime": "docker"})
     assert start[start.index("--gpus") + 1] == '"device=2,3"'
     assert "CUDA_VISIBLE_DEVICES" not in env
     # AMD/Ascend containers see every device: select with the vendor's variable
-    start, _, env = command(second, {"runtime": "docker", "vendor": "amd", "amd_render_gid": 109})
+    start, dummy, env = command(second, {"runtime": "docker", "vendor": "amd", "amd_render_gid": 109})
     assert env["HIP_VISIBLE_DEVICES"] == "2,3" and "CUDA_VISIBLE_DEVICES" not in env
     assert ["--device", "/dev/kfd"] == start[start.index("/dev/kfd") - 1:start.index("/dev/kfd") + 1]
     assert start[start.index("video") + 1:start.index("video") + 3] == ["--cap-add", "SYS_PTRACE"]
     assert "109" in start
-    start, _, env = command(second, {"runtime": "docker", "vendor": "ascend", "ascend_device_count": 4})
+    start, dummy, env = command(second, {"runtime": "docker", "vendor": "ascend", "ascend_device_count": 4})
     assert env["ASCEND_RT_VISIBLE_DEVICES"] == "2,3"
     assert [w for w in start if w.startswith("/dev/davinci") and w[-1].isdigit()] == [
         "/dev/davinci0", "/dev/davinci1", "/dev/davinci2", "/dev/davinci3"]
@@ -418,11 +421,11 @@ def test_native_vllm_unit():
 
 def test_native_sglang_selects_gpus_in_argv_only():
     enc = _inst(EX, "sglang-encoder", [("h", "10.0.0.1", ["vllm-monolithic", "sglang-encoder"])])
-    start, _, env = command(enc, {"runtime": "native", "hf_offline": False})
+    start, dummy, env = command(enc, {"runtime": "native", "hf_offline": False})
     assert "CUDA_VISIBLE_DEVICES" not in env and "HF_HUB_OFFLINE" not in env
     assert start[start.index("--base-gpu-id") + 1] == "8"
     rtr = _inst(EX, "sglang-router", [("h", "10.0.0.1", ["sglang-prefill", "sglang-decode", "sglang-router"])])
-    start, _, _ = command(rtr, {"runtime": "native"})
+    start = command(rtr, {"runtime": "native"})[0]
     assert start[:3] == ["/opt/launchcard/venv/bin/python", "-m", "sglang_router.launch_router"]
 
 
