@@ -696,7 +696,8 @@ def check_plan(card, p):
             workers = [_resolve(u, i, insts, "monolithic")["id"] for u in a.values("--worker-urls")]
             assert sorted(workers) == sorted(x["id"] for x in insts if x["role"] == "monolithic" and not x["node_rank"])
         # a remote consumer never has to reach a loopback-bound server
-        for url in encs + [g[0] for g in a.groups("--prefill")] + [g[0] for g in a.groups("--decode")]:
+        peer_urls = encs + [g[0] for g in a.groups("--prefill")] + [g[0] for g in a.groups("--decode")]
+        for url in peer_urls + a.values("--worker-urls"):
             host = urlsplit(url).hostname
             if host not in LOOPBACK:
                 for peer in insts:
