@@ -23,26 +23,16 @@ import http.client
 import json
 import threading
 import time
-import urllib.error
-import urllib.request
 
-# The endpoints are the engines' own ports on this host: never go through an
-# HTTP proxy from the environment (http_proxy without no_proxy would send
-# 127.0.0.1 to the proxy).
-_OPENER = urllib.request.build_opener(urllib.request.ProxyHandler({}))
+# The HTTP function is injected: the module passes one built on Ansible's
+# open_url (proxies off: the endpoints are the engines' own ports), tests pass
+# their own. Its contract:
+#   request(url, payload=None, timeout=10.0) -> (status: int, body: str)
+# where payload (a dict) makes it a JSON POST, an HTTP error status is
+# returned (not raised), and a connection failure raises.
+
 # What a server that is still starting (or restarting) can make a request raise.
 _NOT_YET = (OSError, ValueError, http.client.HTTPException)
-
-
-def _request(url, payload=None, timeout=10.0):
-    data = None if payload is None else json.dumps(payload).encode("utf-8")
-    req = urllib.request.Request(url, data=data, method="GET" if data is None else "POST",
-                                 headers={"Content-Type": "application/json"} if data else {})
-    try:
-        with _OPENER.open(req, timeout=timeout) as resp:
-            return resp.status, resp.read(65536).decode("utf-8", "replace")
-    except urllib.error.HTTPError as exc:
-        return exc.code, exc.read(4096).decode("utf-8", "replace")
 
 
 def completion_url(health_url):

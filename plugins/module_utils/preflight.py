@@ -188,7 +188,7 @@ def evaluate(facts, needs, options=None):
         for d in devices:
             state = str(d.get("fabric_state") or "unknown")
             counts[state] = counts.get(state, 0) + 1
-        ok = set(s.lower() for s in counts) == {"completed"}
+        ok = {s.lower() for s in counts} == {"completed"}
         found = "%s of %d GPUs" % (", ".join("%s on %d" % (s, n) for s, n in sorted(counts.items())), len(devices))
         out.append(_result("fabric", ok, "fabric state Completed on every GPU", found,
                            "fabric manager ready" if ok else "NVSwitch fabric not ready: start nvidia-fabricmanager "

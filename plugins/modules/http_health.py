@@ -105,7 +105,7 @@ def request(url, payload=None, timeout=10.0):
     """HTTP for the health policy: (status, body); HTTP errors are returned, not raised."""
     data = None if payload is None else json.dumps(payload)
     try:
-        resp = open_url(url, data=data, method="GET" if data is None else "POST", timeout=timeout,
+        resp = open_url(url, data=data, method="GET" if data is None else "POST", timeout=timeout, use_proxy=False,
                         headers={"Content-Type": "application/json"} if data else None)
         return resp.getcode(), resp.read(65536).decode("utf-8", "replace")
     except HTTPError as exc:
