@@ -42,6 +42,7 @@ ENV = dict(os.environ, ANSIBLE_CONFIG=os.path.join(ROOT, "ansible.cfg"), ANSIBLE
            ANSIBLE_NOCOLOR="1", PATH=BIN + os.pathsep + os.environ.get("PATH", ""))
 RECAP = re.compile(r"^(\S+)\s*:\s*ok=(\d+)\s+changed=(\d+)\s+unreachable=(\d+)\s+failed=(\d+)", re.M)
 REPORT_TASK = "TASK [launchcard.inference.preflight : Preflight | Report every host]"
+SUMMARY_TASK = "TASK [Deploy | Summary of every planned instance]"
 
 GOOD = ("pf-good-vllm", "pf-good-sglang")
 VALIDATED = "one of ascend_950pr_8x, b200, gb200, h100, mi355x"
@@ -65,7 +66,7 @@ pytestmark = pytest.mark.skipif(os.geteuid() != 0 or not shutil.which("systemd-n
 
 
 def run(args, **kw):
-    return subprocess.run(args, cwd=ROOT, env=ENV, capture_output=True, text=True, **kw)
+    return subprocess.run(args, cwd=ROOT, env=ENV, capture_output=True, text=True, check=False, **kw)
 
 
 def playbook(name, *extra):
@@ -99,15 +100,15 @@ def flat(text):
     return " ".join(text.split())
 
 
-def report_table(out):
-    """The preflight table as the operator sees it, parsed back into rows.
+def report_table(out, task=REPORT_TASK, columns=("host", "check", "result", "need", "found", "message")):
+    """The preflight table (or another run_once table) as the operator sees it, parsed back into rows.
 
     The debug task prints a YAML (or JSON) document after ``ok: [host] =>``;
     loading it undoes the callback's line folding. Columns are cut at the
     rule line's dashes.
     """
-    assert out.count(REPORT_TASK) == 1, "expected one preflight report, found %d" % out.count(REPORT_TASK)
-    lines = out.split(REPORT_TASK, 1)[1].splitlines()[1:]
+    assert out.count(task) == 1, "expected one %s, found %d" % (task, out.count(task))
+    lines = out.split(task, 1)[1].splitlines()[1:]
     head = next(i for i, line in enumerate(lines) if line.startswith("ok: ["))
     block = [lines[head].split("=>", 1)[1]]
     for line in lines[head + 1:]:
@@ -116,7 +117,7 @@ def report_table(out):
         block.append(line)
     table = yaml.safe_load(textwrap.dedent("\n".join(block)))["msg"]
     header, rule = table[0].split(), table[1]
-    assert header == ["host", "check", "result", "need", "found", "message"], table[:2]
+    assert header == list(columns), table[:2]
     spans = [m.span() for m in re.finditer(r"-+", rule)]
     rows = []
     for line in table[2:]:
@@ -230,6 +231,8 @@ def test_deploy_with_a_failure_budget_serves_only_the_good_hosts(fleet, pristine
         assert counts[host]["failed"] == 1 and counts[host]["changed"] == 0, (host, counts[host])
     for host in GOOD:
         assert counts[host]["failed"] == 0 and counts[host]["changed"] > 0, (host, res.stdout[-4000:])
+    summary = report_table(res.stdout, SUMMARY_TASK, ("host", "recipe", "engine", "role", "port", "state"))
+    assert {r["host"]: r["state"] for r in summary} == dict({h: "healthy" for h in GOOD}, **{h: "not run" for h in BAD})
     after = snapshot()
     assert {h: after[h] for h in BAD} == {h: pristine[h] for h in BAD}
     assert all(after[h] != pristine[h] for h in GOOD)  # the snapshot does see a deploy

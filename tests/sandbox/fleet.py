@@ -44,7 +44,8 @@ CACHE_DIR = Path(os.environ.get("LAUNCHCARD_SANDBOX_CACHE", "/var/cache/launchca
 SUITE = "bookworm"
 ROOTFS_VERSION = 3  # bump when the rootfs preparation changes: a new rootfs is built beside the old one
 ROOTFS = CACHE_DIR / f"rootfs-{SUITE}-v{ROOTFS_VERSION}"
-PACKAGES = "systemd,systemd-sysv,openssh-server,python3,python3-venv,python3-packaging,python3-apt,dbus,iproute2,ca-certificates"  # python3-apt: ansible.builtin.apt
+# python3-packaging: ansible.builtin.pip; python3-apt: ansible.builtin.apt
+PACKAGES = "systemd,systemd-sysv,openssh-server,python3,python3-venv,python3-packaging,python3-apt,dbus,iproute2,ca-certificates"
 
 GUEST_WHEELHOUSE = "/srv/launchcard-wheels"
 WHEELHOUSE_PACKAGES = ["sglang-router"]
@@ -57,8 +58,10 @@ DEFAULTS = {
     "sandbox_disk_gib": 500,
     "launchcard_weights_dir": "/var/lib/launchcard/models",
     "sandbox_default_route": False,
-    "sandbox_fabric_state": "",  # "": Completed on SXM/HBM parts, [N/A] otherwise; e.g. "In Progress" (FM down)
-    "sandbox_busy_port": 0,  # >0: a service that is not launchcard's listens on this TCP port from boot
+    # "": Completed on SXM/HBM parts, [N/A] otherwise; e.g. "In Progress" (fabric manager down)
+    "sandbox_fabric_state": "",
+    # > 0: a service that is not launchcard's listens on this TCP port from boot
+    "sandbox_busy_port": 0,
 }
 SQUATTER_UNIT = "sandbox-squatter.service"
 # PCI bus ids of the eight GPUs on an HGX H100 baseboard

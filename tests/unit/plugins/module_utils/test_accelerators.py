@@ -463,7 +463,7 @@ def test_ascend_version_info():
 def devices_of(model, count, fabric_state=None, model_id=None):
     return [
         {"model": model, "model_id": model_id or normalize_model(model), "fabric_state": fabric_state}
-        for _ in range(count)
+        for dummy in range(count)
     ]
 
 

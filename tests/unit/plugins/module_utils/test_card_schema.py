@@ -108,14 +108,14 @@ def test_valid_card_card_schema(name):
 
 
 def test_valid_corpus_keeps_special_characters_verbatim():
-    doc, _ = parse_card_text(_read(os.path.join(VALID, "07-special-characters.json")))
+    doc, dummy = parse_card_text(_read(os.path.join(VALID, "07-special-characters.json")))
     env = doc["envs"][0]
     assert env["env"]["PROMPT_NOTE"] == "a b $HOME 100%"
     assert any("{% for" in a for a in env["argv"])
 
 
 def test_nixl_kv_transfer_config_is_one_argv_element():
-    doc, _ = parse_card_text(_read(os.path.join(VALID, "03-vllm-pd-nixl.json")))
+    doc, dummy = parse_card_text(_read(os.path.join(VALID, "03-vllm-pd-nixl.json")))
     argv = doc["envs"][0]["argv"]
     value = argv[argv.index("--kv-transfer-config") + 1]
     assert json.loads(value) == {"kv_connector": "NixlConnector", "kv_role": "kv_both"}
@@ -165,7 +165,7 @@ def test_malformed_card_card_schema(name):
 
 
 def test_newline_injection_is_escaped_in_message():
-    _, report = parse_card_text(_read(os.path.join(MALFORMED, "14-argv-newline-injection.json")))
+    dummy, report = parse_card_text(_read(os.path.join(MALFORMED, "14-argv-newline-injection.json")))
     (item,) = report.errors
     assert item.path == "envs[0].argv[6]"
     assert "\\n[Service]\\nExecStartPre" in item.message
@@ -260,7 +260,7 @@ def test_top_level_not_an_object():
 
 
 def test_parse_errors_give_line_and_column():
-    _, report = parse_card_text('{\n  "schema": "onefrontier.launch-card/v1",\n  "hf": {,\n}')
+    dummy, report = parse_card_text('{\n  "schema": "onefrontier.launch-card/v1",\n  "hf": {,\n}')
     (item,) = report.errors
     assert item.path == "$"
     assert "line 3 column" in item.message
@@ -270,7 +270,7 @@ def test_parse_accepts_bytes_and_bom():
     text = _read(EXAMPLE)
     assert parse_card_text(text.encode("utf-8"))[1].ok
     assert parse_card_text("\ufeff" + text)[1].ok
-    _, report = parse_card_text(b"\xff\xfe{}")
+    dummy, report = parse_card_text(b"\xff\xfe{}")
     assert report.errors[0].path == "$" and "UTF-8" in report.errors[0].message
 
 
@@ -386,5 +386,5 @@ def test_never_raises_on_arbitrary_json(key, value):
     for item in _all_messages(report):
         assert not CONTROL.search(item)
     # Same report through the text path.
-    _, again = parse_card_text(json.dumps(doc))
+    dummy, again = parse_card_text(json.dumps(doc))
     assert again.errors == report.errors
