@@ -14,7 +14,7 @@ def table(headers, rows):
     cells = [[str(h) for h in headers]] + [["" if v is None else str(v) for v in r] for r in rows]
     widths = [max(len(r[i]) for r in cells) for i in range(len(headers))]
     fmt = "  ".join("%%-%ds" % w for w in widths)
-    lines = [fmt % tuple(cells[0]), "  ".join("-" * w for w in widths)]
+    lines = [(fmt % tuple(cells[0])).rstrip(), "  ".join("-" * w for w in widths)]
     lines += [(fmt % tuple(r)).rstrip() for r in cells[1:]]
     return lines
 

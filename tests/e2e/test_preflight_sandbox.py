@@ -42,7 +42,7 @@ ENV = dict(os.environ, ANSIBLE_CONFIG=os.path.join(ROOT, "ansible.cfg"), ANSIBLE
            ANSIBLE_NOCOLOR="1", PATH=BIN + os.pathsep + os.environ.get("PATH", ""))
 RECAP = re.compile(r"^(\S+)\s*:\s*ok=(\d+)\s+changed=(\d+)\s+unreachable=(\d+)\s+failed=(\d+)", re.M)
 REPORT_TASK = "TASK [launchcard.inference.preflight : Preflight | Report every host]"
-SUMMARY_TASK = "TASK [Deploy | Summary of every planned instance]"
+SUMMARY_TASK = "Units | Summary of every planned instance]"
 
 GOOD = ("pf-good-vllm", "pf-good-sglang")
 VALIDATED = "one of ascend_950pr_8x, b200, gb200, h100, mi355x"
