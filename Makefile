@@ -48,7 +48,7 @@ deploy:
 	$(BIN)/ansible-playbook playbooks/deploy.yml -i $(INVENTORY)
 
 units: ## Unit tests of the pure-Python core and the modules
-	$(BIN)/python -m pytest -q tests/unit tests/sandbox/test_standin_engine.py
+	$(BIN)/python -m pytest -q tests/unit tests/sandbox
 
 lint:
 	$(BIN)/ansible-lint --offline --profile production

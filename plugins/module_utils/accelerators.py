@@ -939,31 +939,36 @@ def _summarize_nvidia(sources, errors):
     return devices, driver
 
 
+def _parse_tools(sources, errors, table):
+    """Parse each available tool result with its parser.
+
+    :param table: ``(source key, tool name for messages, parser)`` triples.
+    :returns: one parsed value per triple, None where the tool was absent,
+        failed (an ``errors`` entry quoting it) or printed something the
+        parser rejected (an ``errors`` entry).
+    """
+    out = []
+    for key, tool, parser in table:
+        result = sources.get(key)
+        parsed = None
+        if result is not None and result[0] != 0:
+            errors.append(_tool_failed(tool, result))
+        elif result is not None:
+            try:
+                parsed = parser(result[1])
+            except AcceleratorOutputError as exc:
+                errors.append(str(exc))
+        out.append(parsed)
+    return out
+
+
 def _summarize_amd(sources, errors):
     driver = _empty_driver()
-    listed = static = rocm = None
-    for key, tool, parser in (
+    listed, static, rocm = _parse_tools(sources, errors, (
         ("amd_smi_list", "amd-smi list", parse_amd_smi_list),
         ("amd_smi_static", "amd-smi static", parse_amd_smi_static),
         ("rocm_smi", "rocm-smi", parse_rocm_smi_product),
-    ):
-        result = sources.get(key)
-        if result is None:
-            continue
-        if result[0] != 0:
-            errors.append(_tool_failed(tool, result))
-            continue
-        try:
-            parsed = parser(result[1])
-        except AcceleratorOutputError as exc:
-            errors.append(str(exc))
-            continue
-        if key == "amd_smi_list":
-            listed = parsed
-        elif key == "amd_smi_static":
-            static = parsed
-        else:
-            rocm = parsed
+    ))
     if sources.get("amd_smi_list") is None and sources.get("rocm_smi") is None:
         errors.append("neither amd-smi nor rocm-smi found")
 
@@ -1022,26 +1027,10 @@ def _is_known_model(model_id):
 
 def _summarize_ascend(sources, errors):
     driver = _empty_driver()
-    listing = table = None
-    for key, tool, parser in (
+    listing, table = _parse_tools(sources, errors, (
         ("npu_smi_list", "npu-smi info -l", parse_npu_smi_list),
         ("npu_smi_info", "npu-smi info", parse_npu_smi_info),
-    ):
-        result = sources.get(key)
-        if result is None:
-            continue
-        if result[0] != 0:
-            errors.append(_tool_failed(tool, result))
-            continue
-        try:
-            parsed = parser(result[1])
-        except AcceleratorOutputError as exc:
-            errors.append(str(exc))
-            continue
-        if key == "npu_smi_list":
-            listing = parsed
-        else:
-            table = parsed
+    ))
     if sources.get("npu_smi_list") is None and sources.get("npu_smi_info") is None:
         errors.append("npu-smi not found")
 

@@ -113,6 +113,8 @@ def report_table(out, task=REPORT_TASK, columns=("host", "check", "result", "nee
     block = [lines[head].split("=>", 1)[1]]
     for line in lines[head + 1:]:
         if line and not line.startswith(" "):
+            if line == "}":  # the JSON result format closes the document at column 0
+                block.append(line)
             break
         block.append(line)
     table = yaml.safe_load(textwrap.dedent("\n".join(block)))["msg"]
