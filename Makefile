@@ -11,13 +11,13 @@ export PATH := $(BIN):$(PATH)
 export ANSIBLE_CONFIG := $(ROOT)/ansible.cfg
 export PYTHONDONTWRITEBYTECODE := 1
 
-.PHONY: demo test setup venv host-deps sandbox-up sandbox-down deploy units lint sanity e2e bench build clean molecule
+.PHONY: demo test setup venv host-deps sandbox-up sandbox-down deploy units lint sanity integration e2e bench build clean molecule
 
 demo: setup sandbox-up deploy ## Boot the sandbox fleet and deploy the example card (twice is fine)
 	@$(BIN)/python tests/sandbox/demo_request.py -i $(INVENTORY)
 
 test: setup ## Every test: unit, lint, sanity, end to end
-	$(MAKE) units lint sanity e2e
+	$(MAKE) units lint sanity integration e2e
 
 setup: host-deps venv
 
@@ -55,6 +55,9 @@ lint:
 
 sanity: ## ansible-test sanity on a copy of the tracked tree
 	bash tests/sanity/run.sh
+
+integration: ## render.yml for three placements and malformed cards (controller only)
+	$(BIN)/python -m pytest -q tests/integration
 
 e2e: ## Deploy the example card onto the sandbox fleet, twice
 	$(BIN)/python -m pytest -q -x tests/e2e
