@@ -1,0 +1,50 @@
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, launchcard.inference contributors
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The collection builds into a tarball that installs and runs by FQCN."""
+
+from __future__ import annotations
+
+import glob
+import os
+import subprocess
+import sys
+import tarfile
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+BIN = os.path.dirname(sys.executable)
+
+
+def run(args, env=None, cwd=ROOT):
+    return subprocess.run(args, cwd=cwd, env=env, capture_output=True, text=True, check=False)
+
+
+def test_build_install_and_run_by_fqcn(tmp_path):
+    res = run([os.path.join(BIN, "ansible-galaxy"), "collection", "build", "--output-path", str(tmp_path)])
+    assert res.returncode == 0, res.stdout + res.stderr
+    tarball = glob.glob(str(tmp_path / "launchcard-inference-*.tar.gz"))
+    assert len(tarball) == 1
+    with tarfile.open(tarball[0]) as tar:
+        names = set(tar.getnames())
+    for must in ("MANIFEST.json", "plugins/modules/systemd_units.py", "playbooks/deploy.yml",
+                 "roles/units/meta/argument_specs.yml", "cards/glm-5.3-flash.json"):
+        assert must in names, must
+    assert not any(n.startswith((".sandbox", ".venv", ".collections", "build/")) for n in names)
+
+    # Install and run the collection from outside the checkout, with a
+    # configuration that knows only the freshly installed copy.
+    coll = tmp_path / "collections"
+    cfg = tmp_path / "ansible.cfg"
+    cfg.write_text("[defaults]\ncollections_path = %s\n" % coll)
+    env = dict(os.environ, ANSIBLE_CONFIG=str(cfg), PATH=BIN + os.pathsep + os.environ.get("PATH", ""))
+    env.pop("ANSIBLE_COLLECTIONS_PATH", None)
+    res = run([os.path.join(BIN, "ansible-galaxy"), "collection", "install", "-p", str(coll), tarball[0]],
+              env=env, cwd=str(tmp_path))
+    assert res.returncode == 0, res.stdout + res.stderr
+    assert (coll / "ansible_collections" / "launchcard" / "inference" / "playbooks" / "deploy.yml").exists()
+    out = tmp_path / "render"
+    res = run([os.path.join(BIN, "ansible-playbook"), "launchcard.inference.render",
+               "-i", os.path.join(ROOT, "tests", "integration", "render", "card-own.ini"),
+               "-e", "launchcard_render_dir=%s" % out], env=env, cwd=str(tmp_path))
+    assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-2000:]
+    assert os.path.exists(out / "r-pd" / "launchcard-glm-5.3-flash-sglang-router-0.service")
