@@ -39,9 +39,12 @@ def deploy_summary(plan, hostvars):
     return report.table(["host", "recipe", "engine", "role", "port", "state"], report.deploy_rows(plan, results))
 
 
-def preflight_needs(card, host_plan):
-    """What one host needs for its share of the plan (see module_utils.preflight.host_needs)."""
-    return preflight.host_needs(card, host_plan or {})
+def preflight_needs(card, host_plan, plan=None):
+    """What one host needs for its share of the plan (see module_utils.preflight.host_needs).
+
+    With the whole ``plan`` the needs also list the peer ports on other hosts to reach.
+    """
+    return preflight.host_needs(card, host_plan or {}, plan)
 
 
 def preflight_report(hostvars, hosts, result_var="preflight_result"):

@@ -11,11 +11,19 @@ operator why a host cannot serve its recipes.
 
 Units: bytes for disk (GiB = 2**30 bytes, the card's ``min_disk_gib``),
 MiB for device memory (``nvidia-smi memory.total``).
+
+The peer probes (:func:`probe`, :func:`probe_all`) open TCP sockets but take
+the connect function as a parameter, so the classifier is testable without a
+network.
 """
 
 from __future__ import annotations
 
+import errno
+import json
 import re
+import socket
+from concurrent.futures import ThreadPoolExecutor
 
 GIB = 1 << 30
 MIB = 1 << 20
@@ -25,7 +33,21 @@ MIB = 1 << 20
 DEFAULT_HEADROOM_MIB = 4096
 SUPPORTED_OS = {"debian": ("12",), "ubuntu": ("22.04", "24.04"), "rhel": ("9",), "rocky": ("9",),
                 "almalinux": ("9",)}
-CHECKS = ("os", "disk", "gpu_count", "gpu_model", "memory_fit", "driver", "fabric", "ports")
+CHECKS = ("os", "disk", "gpu_count", "gpu_model", "memory_fit", "driver", "fabric", "ports",
+          "peers", "shm", "image_disk")
+# /dev/shm floor where the runtime does not share the host's IPC namespace. NCCL (TP/PP > 1) keeps
+# its intra-node buffers in /dev/shm; Docker's 64 MB default breaks it (vllm issue 1710). 1 GiB is a
+# floor, not a sizing: the engines' own docs run containers with --ipc=host or --shm-size 16g+.
+DEFAULT_SHM_MIN_BYTES = 1 << 30
+# Disk allowance per distinct container image on a host: an estimate (vLLM / SGLang CUDA images
+# are 10-25 GB compressed+unpacked), not a measurement.
+DEFAULT_IMAGE_ALLOWANCE_BYTES = 30 << 30
+DEFAULT_CONNECT_TIMEOUT = 2.0
+# Where each container engine keeps its images unless configured otherwise.
+IMAGE_DATA_ROOTS = {"docker": "/var/lib/docker", "podman": "/var/lib/containers"}
+# probe() states that prove the network path works: a listener answered, or the host's
+# kernel answered with a RST because nothing listens yet (preflight runs before the servers).
+REACHABLE_STATES = ("open", "refused")
 # Units are named UNIT_PREFIX + instance id + ".service" (planner.UNIT_PREFIX), and the
 # docker/podman runtimes name each container after its instance id (units.command), so a
 # port held by container <id> belongs to the unit launchcard-<id>.service.
@@ -38,7 +60,54 @@ def _fp8(quant):
     return bool(quant) and "fp8" in str(quant).lower()
 
 
-def host_needs(card, host_plan):
+def _peers(card, host_plan, plan):
+    """Ports on other hosts that this host's instances must reach (see :func:`host_needs`)."""
+    recipes = {r["name"]: r for r in card["recipes"]}
+    mine = host_plan.get("instances", [])
+    others = [i for h, hp in sorted((plan or {}).get("hosts", {}).items())
+              for i in hp.get("instances", [])]
+
+    def peers_of(inst, role):
+        return [p for p in others if p["role"] == role and p.get("node_rank", 0) == 0
+                and p.get("host") != inst.get("host") and p.get("address")]
+
+    out, index = [], {}
+
+    def add(inst, peer, key, what):
+        port = peer.get(key)
+        if not port:
+            return
+        why = "%s -> %s %s" % (inst["recipe"], peer["recipe"], what)
+        k = (peer["address"], int(port))
+        if k in index:
+            if why not in index[k]["why"].split("; "):
+                index[k]["why"] += "; " + why
+            return
+        index[k] = {"address": peer["address"], "port": int(port), "why": why}
+        out.append(index[k])
+
+    for inst in mine:
+        r = recipes.get(inst["recipe"]) or {}
+        if inst["role"] == "router":
+            if r.get("pd_disaggregation"):
+                for p in peers_of(inst, "prefill"):
+                    add(inst, p, "port", "port")
+                    add(inst, p, "bootstrap_port", "bootstrap port")
+                for p in peers_of(inst, "decode"):
+                    add(inst, p, "port", "port")
+            elif r.get("worker_urls"):
+                for p in peers_of(inst, "monolithic"):
+                    add(inst, p, "port", "port")
+        elif inst["role"] == "decode":
+            for p in peers_of(inst, "prefill"):
+                add(inst, p, "bootstrap_port", "bootstrap port")
+        elif inst["role"] == "language" and r.get("encoder_urls"):
+            for p in peers_of(inst, "encoder"):
+                add(inst, p, "port", "port")
+    return out
+
+
+def host_needs(card, host_plan, plan=None):
     """Compute what one host needs, from the card model and its plan entry.
 
     :returns: dict with ``disk_bytes`` (int or None: the card's
@@ -50,7 +119,15 @@ def host_needs(card, host_plan):
         checkpoint to fp8; None when unknown) and ``ports`` (list of
         ``{"port", "owner"}``: every port the plan assigns here (server,
         bootstrap, router Prometheus, vLLM NIXL side channel), owner = the
-        unit that will hold it).
+        unit that will hold it), ``images`` (sorted distinct container images
+        of the placed instances) and ``peers`` (list of ``{"address",
+        "port", "why"}``: ports on OTHER hosts that the instances here must
+        reach - a router every prefill's server and bootstrap port, every
+        decode's port, or every monolithic worker with ``--worker-urls``; a
+        decode every prefill's bootstrap port; a language-only server every
+        encoder; empty without ``plan``).
+    :param plan: the whole plan (``launchcard_plan``), to find the peers;
+        optional for backward compatibility.
     """
     recipes = {r["name"]: r for r in card["recipes"]}
     validated = set()
@@ -81,6 +158,8 @@ def host_needs(card, host_plan):
         "validated_models": sorted(validated),
         "weights_per_gpu_mib": per_gpu,
         "ports": ports,
+        "images": sorted({i["image"] for i in host_plan.get("instances", []) if i.get("image")}),
+        "peers": _peers(card, host_plan, plan) if plan else [],
     }
 
 
@@ -121,11 +200,20 @@ def evaluate(facts, needs, options=None):
         this revision already staged), ``accelerators`` (the
         ``accelerator_facts`` summary), ``listening`` (dict port -> owning
         unit name, ``container <name>`` for a docker/podman container,
-        or None, from /proc/net/tcp{,6} and the socket's cgroup).
+        or None, from /proc/net/tcp{,6} and the socket's cgroup); optional
+        ``peers`` (:func:`probe_all` output), ``shm`` (``{"path",
+        "size_bytes"}``, statvfs of /dev/shm; None when absent),
+        ``image_disk`` (``{"path", "data_root", "free_bytes"}``: statvfs of
+        the nearest existing ancestor of the container engine's data root).
     :param needs: :func:`host_needs` output.
     :param options: ``checks`` (dict check -> bool, default all on),
         ``allow_unvalidated_hardware`` (bool: warn instead of fail),
-        ``headroom_mib`` (int).
+        ``headroom_mib`` (int), ``host_ipc`` (bool, default True: the
+        runtime shares the host's IPC namespace, so /dev/shm is the host's
+        and the ``shm`` check does not apply), ``shm_min_bytes`` (int),
+        ``runtime`` (``docker``, ``podman`` or ``native``; ``image_disk``
+        applies to docker/podman only), ``image_allowance_bytes`` (int per
+        distinct image).
     :returns: list of result dicts ``{check, ok, need, found, message,
         severity}`` where severity is ``ok``, ``warning`` or ``error``.
     """
@@ -203,7 +291,120 @@ def evaluate(facts, needs, options=None):
         out.append(_result("ports", not busy, ", ".join(str(p["port"]) for p in needs["ports"]) + " free",
                            ", ".join(busy) or "all free or ours",
                            "ports free" if not busy else "ports in use by something else"))
+    if enabled["peers"] and needs.get("peers"):
+        out.append(_peers_result(needs["peers"], facts.get("peers")))
+    if enabled["shm"] and needs.get("gpus") and not options.get("host_ipc", True):
+        want = int(options.get("shm_min_bytes", DEFAULT_SHM_MIN_BYTES))
+        shm = facts.get("shm") or {}
+        size = shm.get("size_bytes")
+        ok = size is not None and size >= want
+        out.append(_result("shm", ok, "%s on /dev/shm (container without host IPC)" % _gib(want),
+                           "%s on %s" % (_gib(size), shm.get("path")) if size is not None else "no /dev/shm",
+                           "enough shared memory for NCCL" if ok else
+                           "/dev/shm too small for NCCL with TP>1: run with --ipc host or a larger --shm-size"))
+    if enabled["image_disk"] and needs.get("images") and options.get("runtime") in IMAGE_DATA_ROOTS:
+        per = int(options.get("image_allowance_bytes", DEFAULT_IMAGE_ALLOWANCE_BYTES))
+        want = per * len(needs["images"])
+        img = facts.get("image_disk") or {}
+        free = img.get("free_bytes")
+        ok = free is not None and free >= want
+        out.append(_result("image_disk", ok, "%s free on %s (%d image(s) x %s, an estimate)" % (
+            _gib(want), img.get("path") or IMAGE_DATA_ROOTS[options["runtime"]], len(needs["images"]), _gib(per)),
+            "%s free" % (_gib(free) if free is not None else "unknown"),
+            "enough space for the images" if ok else "not enough free space for the container images"))
     return out
+
+
+def _peers_result(peers, probes):
+    """The ``peers`` result: every needed peer port reachable (open or refused) from this host."""
+    states = {(p.get("address"), p.get("port")): p for p in (probes or [])}
+    blocked, counts = [], {}
+    for peer in peers:
+        pr = states.get((peer["address"], peer["port"])) or {"state": "not probed"}
+        counts[pr["state"]] = counts.get(pr["state"], 0) + 1
+        if pr["state"] not in REACHABLE_STATES:
+            blocked.append("%s:%d %s (%s)" % (peer["address"], peer["port"], pr["state"], peer["why"]))
+    need = "TCP from here to " + ", ".join("%s:%d" % (p["address"], p["port"]) for p in peers)
+    if blocked:
+        return _result("peers", False, need, "blocked: " + ", ".join(blocked),
+                       "peers cannot be reached: open the firewall / routes between the hosts "
+                       "(a refused connect would do: the servers are not running yet)")
+    return _result("peers", True, need, "reachable: " + ", ".join(
+        "%d %s" % (n, s) for s, n in sorted(counts.items())), "every peer port is reachable")
+
+
+def _tcp_connect(address, port, timeout):
+    sock = socket.create_connection((address, port), timeout)
+    sock.close()
+
+
+def probe(address, port, timeout=DEFAULT_CONNECT_TIMEOUT, connect=None):
+    """Classify one TCP connect to ``address:port``.
+
+    States: ``open`` (connected), ``refused`` (RST: the path works, nothing
+    listens yet), ``timeout``, ``unreachable`` (no route / host or network
+    unreachable, ICMP), ``unresolved`` (name lookup failed) or ``error``.
+    Only ``open`` and ``refused`` are reachable (:data:`REACHABLE_STATES`).
+
+    :param connect: ``connect(address, port, timeout)``, raising like
+        :func:`socket.create_connection`; default a real TCP connect.
+    :returns: dict ``{"address", "port", "state", "reachable", "detail"}``.
+    """
+    connect = connect or _tcp_connect
+    detail = ""
+    try:
+        connect(address, port, timeout)
+        state = "open"
+    except socket.timeout as exc:
+        state, detail = "timeout", str(exc) or "timed out after %ss" % timeout
+    except socket.gaierror as exc:
+        state, detail = "unresolved", str(exc)
+    except OSError as exc:
+        detail = str(exc)
+        code = exc.errno
+        if isinstance(exc, ConnectionRefusedError) or code == errno.ECONNREFUSED:
+            state = "refused"
+        elif code == errno.ETIMEDOUT:
+            state = "timeout"
+        elif code in (errno.EHOSTUNREACH, errno.ENETUNREACH, errno.EHOSTDOWN, errno.ENETDOWN):
+            state = "unreachable"
+        else:
+            state = "error"
+    return {"address": address, "port": port, "state": state, "reachable": state in REACHABLE_STATES,
+            "detail": detail}
+
+
+def probe_all(peers, timeout=DEFAULT_CONNECT_TIMEOUT, connect=None, workers=32):
+    """:func:`probe` every ``{"address", "port"}`` of ``peers`` in parallel threads, in order."""
+    if not peers:
+        return []
+    with ThreadPoolExecutor(max_workers=max(1, min(workers, len(peers)))) as pool:
+        return list(pool.map(lambda p: probe(p["address"], int(p["port"]), timeout, connect), peers))
+
+
+def image_data_root(runtime, daemon_json=None, storage_conf=None):
+    """The container engine's data root: docker's ``data-root`` in
+    /etc/docker/daemon.json, podman's ``graphroot`` in
+    /etc/containers/storage.conf, else the engine's default
+    (:data:`IMAGE_DATA_ROOTS`); None for a runtime without images."""
+    if runtime == "docker" and daemon_json:
+        try:
+            root = json.loads(daemon_json).get("data-root")
+            if root:
+                return root
+        except (ValueError, AttributeError):
+            pass
+    if runtime == "podman" and storage_conf:
+        section = None
+        for line in storage_conf.splitlines():
+            line = line.split("#", 1)[0].strip()
+            if line.startswith("["):
+                section = line.strip("[] ")
+                continue
+            key, sep, value = line.partition("=")
+            if sep and section == "storage" and key.strip() == "graphroot" and value.strip().strip('"\''):
+                return value.strip().strip('"\'')
+    return IMAGE_DATA_ROOTS.get(runtime)
 
 
 def failed(results):

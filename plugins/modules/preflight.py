@@ -14,15 +14,18 @@ description:
   - Gathers, in one round trip, everything the preflight checks need - the OS from C(/etc/os-release),
     free bytes of the filesystem that will hold the weights (C(statvfs)), bytes of the card's revision
     already in the Hugging Face cache, accelerator facts (the same collectors as
-    M(launchcard.inference.accelerator_facts)) and listening TCP ports with the systemd unit (or the docker/podman
-    container) holding each.
+    M(launchcard.inference.accelerator_facts)), listening TCP ports with the systemd unit (or the docker/podman
+    container) holding each, a TCP connect to every peer port this host must reach (all in parallel threads),
+    the size of C(/dev/shm) and the free bytes of the container engine's data root.
+  - A peer connect that is refused (RST) counts as reachable - at preflight time the servers are not running
+    yet, so a refusal proves the network path works; a timeout, no route or an unreachable host is blocked.
   - Evaluates the checks and returns them; it never fails the host by itself and never changes it, so
     one report can cover the whole fleet before anything is touched.
 options:
   needs:
     description:
       - What this host needs, as computed on the controller by the C(launchcard.inference.preflight_needs) filter
-        (C(disk_bytes), C(gpus), C(validated_models), C(weights_per_gpu_mib), C(ports)).
+        (C(disk_bytes), C(gpus), C(validated_models), C(weights_per_gpu_mib), C(ports), C(images), C(peers)).
     type: dict
     required: true
   weights_dir:
@@ -37,7 +40,7 @@ options:
     type: str
   checks:
     description: Checks to run; any left out stays on. Keys C(os), C(disk), C(gpu_count), C(gpu_model),
-      C(memory_fit), C(driver), C(fabric), C(ports).
+      C(memory_fit), C(driver), C(fabric), C(ports), C(peers), C(shm), C(image_disk).
     type: dict
     default: {}
   allow_unvalidated_hardware:
@@ -53,6 +56,37 @@ options:
     type: str
     choices: [auto, nvidia, amd, ascend]
     default: auto
+  connect_timeout:
+    description: Seconds each TCP connect to a peer port (C(needs.peers)) may take before it counts as blocked.
+    type: float
+    default: 2.0
+  host_ipc:
+    description:
+      - Whether the engines share the host's IPC namespace (containers run with C(--ipc host), native engines).
+        Then C(/dev/shm) is the host's and the C(shm) check does not apply; otherwise C(/dev/shm) must hold
+        O(shm_min_gib).
+    type: bool
+    default: true
+  shm_min_gib:
+    description:
+      - Size of C(/dev/shm) (GiB) needed when O(host_ipc=false). NCCL with TP>1 keeps its buffers there and
+        Docker's 64 MB default breaks it (vllm issue 1710); 1 GiB is a floor, not a sizing.
+    type: float
+    default: 1.0
+  runtime:
+    description:
+      - How the engines run. For C(docker) and C(podman) the free space of the engine's data root (C(data-root)
+        in C(/etc/docker/daemon.json), C(graphroot) in C(/etc/containers/storage.conf), else C(/var/lib/docker)
+        or C(/var/lib/containers); its nearest existing ancestor) is checked; C(native) skips that check.
+    type: str
+    choices: [docker, podman, native]
+    default: docker
+  image_allowance_gib:
+    description:
+      - Free space (GiB) needed per distinct container image placed on the host (C(needs.images)). An estimate,
+        not a measurement - vLLM and SGLang CUDA images take 10-25 GB.
+    type: float
+    default: 30.0
 author:
   - launchcard.inference contributors (@launchcard)
 extends_documentation_fragment:
@@ -69,7 +103,7 @@ attributes:
 EXAMPLES = r"""
 - name: Preflight this host
   launchcard.inference.preflight:
-    needs: "{{ card | launchcard.inference.preflight_needs(launchcard_plan.hosts[inventory_hostname]) }}"
+    needs: "{{ card | launchcard.inference.preflight_needs(launchcard_plan.hosts[inventory_hostname], launchcard_plan) }}"
     weights_dir: /var/lib/launchcard/models
     repo: "{{ card.model.repo }}"
     revision: "{{ card.model.revision }}"
@@ -90,13 +124,22 @@ checks:
       need: 417.0 GiB free on /var/lib/launchcard/models
       found: 400.0 GiB free
       message: not enough free space for the weights
+    - check: peers
+      ok: true
+      severity: ok
+      need: TCP from here to 10.0.0.5:31000, 10.0.0.5:8998
+      found: "reachable: 2 refused"
+      message: every peer port is reachable
 failed_checks:
   description: Names of the checks with severity C(error).
   returned: always
   type: list
   elements: str
 facts:
-  description: What was gathered (os, disk, accelerators, listening ports).
+  description:
+    - What was gathered - os, disk, accelerators, listening ports, C(peers) (one C({address, port, state, reachable,
+      detail}) per peer port; state C(open), C(refused), C(timeout), C(unreachable), C(unresolved) or C(error)),
+      C(shm) (C({path, size_bytes}) or null) and C(image_disk) (C({path, data_root, free_bytes}) or null).
   returned: always
   type: dict
 """
@@ -109,10 +152,13 @@ from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.launchcard.inference.plugins.module_utils import accelerators
 from ansible_collections.launchcard.inference.plugins.module_utils.preflight import (
     CONTAINER_OWNER,
+    GIB,
     container_from_cgroup,
     evaluate,
     failed,
+    image_data_root,
     parse_os_release,
+    probe_all,
     parse_proc_net_tcp,
     unit_from_cgroup,
 )
@@ -126,10 +172,31 @@ def _read(path):
         return None
 
 
-def _disk(weights_dir, repo, revision):
-    path = weights_dir
+def _existing(path):
     while not os.path.exists(path) and path not in ("/", ""):
         path = os.path.dirname(path)
+    return path or "/"
+
+
+def _shm():
+    try:
+        st = os.statvfs("/dev/shm")
+    except OSError:
+        return None
+    return {"path": "/dev/shm", "size_bytes": st.f_blocks * st.f_frsize}
+
+
+def _image_disk(runtime):
+    root = image_data_root(runtime, _read("/etc/docker/daemon.json"), _read("/etc/containers/storage.conf"))
+    if not root:
+        return None
+    path = _existing(root)
+    st = os.statvfs(path)
+    return {"path": path, "data_root": root, "free_bytes": st.f_bavail * st.f_frsize}
+
+
+def _disk(weights_dir, repo, revision):
+    path = _existing(weights_dir)
     st = os.statvfs(path or "/")
     present = 0
     if repo and revision:
@@ -193,21 +260,34 @@ def main():
             allow_unvalidated_hardware=dict(type="bool", default=False),
             headroom_mib=dict(type="int", default=4096),
             vendor=dict(type="str", choices=["auto", "nvidia", "amd", "ascend"], default="auto"),
+            connect_timeout=dict(type="float", default=2.0),
+            host_ipc=dict(type="bool", default=True),
+            shm_min_gib=dict(type="float", default=1.0),
+            runtime=dict(type="str", choices=["docker", "podman", "native"], default="docker"),
+            image_allowance_gib=dict(type="float", default=30.0),
         ),
         supports_check_mode=True,
     )
     p = module.params
+    on = dict((c, (p["checks"] or {}).get(c, True)) for c in ("peers", "image_disk"))
     facts = {
         "os": parse_os_release(_read("/etc/os-release") or ""),
         "disk": _disk(p["weights_dir"], p["repo"], p["revision"]),
         "accelerators": accelerators.collect(
             p["vendor"], module.get_bin_path, module.run_command, _read),
         "listening": _listening(),
+        "peers": probe_all(p["needs"].get("peers") or [], p["connect_timeout"]) if on["peers"] else [],
+        "shm": _shm(),
+        "image_disk": _image_disk(p["runtime"]) if on["image_disk"] else None,
     }
     results = evaluate(facts, p["needs"], {
         "checks": p["checks"],
         "allow_unvalidated_hardware": p["allow_unvalidated_hardware"],
         "headroom_mib": p["headroom_mib"],
+        "host_ipc": p["host_ipc"],
+        "shm_min_bytes": int(p["shm_min_gib"] * GIB),
+        "runtime": p["runtime"],
+        "image_allowance_bytes": int(p["image_allowance_gib"] * GIB),
     })
     facts["listening"] = dict((str(k), v) for k, v in facts["listening"].items())
     module.exit_json(changed=False, checks=results, failed_checks=[r["check"] for r in failed(results)],

@@ -116,12 +116,13 @@ def test_needs_of_the_minimal_card():
     p = _plan(card, [("a", "10.0.0.1", ["vllm-monolithic"])])
     needs = host_needs(card, p["hosts"]["a"])
     assert needs == {"disk_bytes": None, "gpus": 1, "validated_models": [], "weights_per_gpu_mib": None,
-                     "ports": [{"port": 8000, "owner": "launchcard-smollm2-1.7b-instruct-vllm-monolithic-0.service"}]}
+                     "ports": [{"port": 8000, "owner": "launchcard-smollm2-1.7b-instruct-vllm-monolithic-0.service"}],
+                     "images": [p["hosts"]["a"]["instances"][0]["image"]], "peers": []}
 
 
 def test_needs_of_an_empty_host():
     assert host_needs(EX, {}) == {"disk_bytes": 417 * GIB, "gpus": 0, "validated_models": [],
-                                  "weights_per_gpu_mib": None, "ports": []}
+                                  "weights_per_gpu_mib": None, "ports": [], "images": [], "peers": []}
 
 
 # -- evaluate --------------------------------------------------------------------------------------
@@ -155,7 +156,8 @@ def _by_check(results):
 
 def test_every_check_passes_on_a_good_host():
     res = _by_check(evaluate(_facts(), NEEDS))
-    assert sorted(res) == sorted(CHECKS)
+    # peers, shm and image_disk need facts/options this host does not have (test_preflight_more.py)
+    assert sorted(res) == sorted(set(CHECKS) - {"peers", "shm", "image_disk"})
     for r in res.values():
         assert r["ok"] is True and r["severity"] == "ok", r
     assert res["disk"]["need"] == "417.0 GiB free on /var/lib/launchcard/models"

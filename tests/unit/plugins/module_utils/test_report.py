@@ -19,7 +19,7 @@ EXAMPLE = os.path.join(ROOT, "cards", "glm-5.3-flash.json")
 def test_table_aligns_columns():
     lines = table(["host", "port", "state"], [["lc-router", 30000, "healthy"], ["b", None, "x"]])
     assert lines == [
-        "host       port   state  ",
+        "host       port   state",
         "---------  -----  -------",
         "lc-router  30000  healthy",
         "b                 x",

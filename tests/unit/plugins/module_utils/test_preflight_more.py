@@ -1,0 +1,296 @@
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, launchcard.inference contributors
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Preflight checks peers, shm and image_disk: needs, probes (real loopback sockets), pass and fail."""
+
+from __future__ import annotations
+
+import errno
+import json
+import os
+import socket
+
+import pytest
+
+from ansible_collections.launchcard.inference.plugins.module_utils.argv import Argv
+from ansible_collections.launchcard.inference.plugins.module_utils.card import load_card
+from ansible_collections.launchcard.inference.plugins.module_utils.planner import normalize_placement, plan
+from ansible_collections.launchcard.inference.plugins.module_utils.preflight import (
+    CHECKS,
+    DEFAULT_IMAGE_ALLOWANCE_BYTES,
+    DEFAULT_SHM_MIN_BYTES,
+    evaluate,
+    failed,
+    host_needs,
+    image_data_root,
+    probe,
+    probe_all,
+)
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(HERE))))
+EXAMPLE = os.path.join(ROOT, "cards", "glm-5.3-flash.json")
+GIB = 2 ** 30
+
+
+def _text(path):
+    with open(path) as f:
+        return f.read()
+
+
+EX_TEXT = _text(EXAMPLE)
+EX = load_card(EX_TEXT, EXAMPLE)
+
+
+def _plan(card, hosts):
+    return plan(card, normalize_placement([(h, {"address": a, "recipes": r}) for h, a, r in hosts]))
+
+
+@pytest.fixture(scope="module")
+def split():
+    """Every PD / EPD role on its own host, so every peer is remote."""
+    return _plan(EX, [("p", "10.0.0.1", ["sglang-prefill"]), ("d", "10.0.0.2", ["sglang-decode"]),
+                      ("r", "10.0.0.3", ["sglang-router"]), ("e", "10.0.0.4", ["sglang-encoder"]),
+                      ("l", "10.0.0.5", ["sglang-language"]), ("v", "10.0.0.6", ["vllm-monolithic"])])
+
+
+# -- host_needs: peers and images -------------------------------------------------------------------
+def test_router_must_reach_prefill_server_and_bootstrap_and_decode(split):
+    peers = host_needs(EX, split["hosts"]["r"], split)["peers"]
+    assert [(p["address"], p["port"]) for p in peers] == [("10.0.0.1", 31000), ("10.0.0.1", 8998),
+                                                          ("10.0.0.2", 32000)]
+    assert peers[1]["why"] == "sglang-router -> sglang-prefill bootstrap port"
+    # the same host:ports the planner wrote into the router's final argv
+    a = Argv(split["hosts"]["r"]["instances"][0]["argv"])
+    in_argv = {"%s:%d" % (p["address"], p["port"]) for p in peers if "bootstrap" not in p["why"]}
+    assert in_argv == {u.split("//")[1] for u in a.values("--prefill") + a.values("--decode") if "//" in u}
+
+
+def test_decode_must_reach_the_prefill_bootstrap_port(split):
+    assert host_needs(EX, split["hosts"]["d"], split)["peers"] == [
+        {"address": "10.0.0.1", "port": 8998, "why": "sglang-decode -> sglang-prefill bootstrap port"}]
+
+
+def test_language_must_reach_each_encoder(split):
+    assert host_needs(EX, split["hosts"]["l"], split)["peers"] == [
+        {"address": "10.0.0.4", "port": 30001, "why": "sglang-language -> sglang-encoder port"}]
+
+
+@pytest.mark.parametrize("host", ["p", "e", "v"])
+def test_servers_that_only_listen_need_no_peers(split, host):
+    assert host_needs(EX, split["hosts"][host], split)["peers"] == []
+
+
+def test_peers_on_the_same_host_are_not_probed():
+    p = _plan(EX, [("pd", "10.0.0.4", ["sglang-prefill", "sglang-decode", "sglang-router"])])
+    assert host_needs(EX, p["hosts"]["pd"], p)["peers"] == []
+
+
+def test_without_the_plan_there_are_no_peers(split):
+    assert host_needs(EX, split["hosts"]["r"])["peers"] == []
+
+
+def test_worker_urls_router_must_reach_every_monolithic_worker():
+    doc = json.loads(EX_TEXT)
+    doc["envs"][6]["argv"] = ["python", "-m", "sglang_router.launch_router", "--worker-urls",
+                              "http://127.0.0.1:30000", "--host", "0.0.0.0", "--port", "8080"]
+    card = load_card(json.dumps(doc), "variant")
+    p = _plan(card, [("c1", "10.9.1.1", ["sglang-monolithic"]), ("c2", "10.9.1.2", ["sglang-monolithic"]),
+                     ("r", "10.9.1.3", ["sglang-router"])])
+    assert [(x["address"], x["port"], x["why"]) for x in host_needs(card, p["hosts"]["r"], p)["peers"]] == [
+        ("10.9.1.1", 30000, "sglang-router -> sglang-monolithic port"),
+        ("10.9.1.2", 30000, "sglang-router -> sglang-monolithic port")]
+
+
+def test_images_are_the_distinct_images_placed(split):
+    p = _plan(EX, [("el", "10.0.0.2", ["sglang-encoder", "sglang-language"])])
+    assert host_needs(EX, p["hosts"]["el"])["images"] == ["lmsysorg/sglang:latest"]
+    assert host_needs(EX, split["hosts"]["v"])["images"] == ["vllm/vllm-openai:nightly"]
+
+
+# -- probe: the reachability classifier ------------------------------------------------------------
+def test_probe_a_closed_loopback_port_is_refused_and_reachable():
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    port = s.getsockname()[1]
+    s.close()  # bound then closed: nothing listens, the kernel answers RST
+    res = probe("127.0.0.1", port, 2)
+    assert (res["state"], res["reachable"]) == ("refused", True), res
+
+
+def test_probe_a_listening_loopback_port_is_open_and_reachable():
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    s.listen(1)
+    try:
+        res = probe("127.0.0.1", s.getsockname()[1], 2)
+    finally:
+        s.close()
+    assert (res["state"], res["reachable"]) == ("open", True), res
+
+
+def _raise(exc):
+    def connect(address, port, timeout):
+        raise exc
+    return connect
+
+
+@pytest.mark.parametrize("exc,state", [
+    (socket.timeout("timed out"), "timeout"),
+    (OSError(errno.ETIMEDOUT, "Connection timed out"), "timeout"),
+    (OSError(errno.EHOSTUNREACH, "No route to host"), "unreachable"),
+    (OSError(errno.ENETUNREACH, "Network is unreachable"), "unreachable"),
+    (socket.gaierror(-2, "Name or service not known"), "unresolved"),
+    (OSError(errno.EACCES, "Permission denied"), "error"),
+    (ConnectionRefusedError(errno.ECONNREFUSED, "Connection refused"), "refused"),
+])
+def test_probe_classifies_failures(exc, state):
+    res = probe("10.0.0.9", 8998, 0.5, connect=_raise(exc))
+    assert res["state"] == state and res["reachable"] is (state == "refused"), res
+    assert res["detail"]
+
+
+def test_probe_all_runs_in_parallel_and_keeps_the_order():
+    seen = []
+
+    def connect(address, port, timeout):
+        seen.append((address, port, timeout))
+        if port == 2:
+            raise socket.timeout("timed out")
+
+    peers = [{"address": "10.0.0.%d" % i, "port": i, "why": "x"} for i in range(1, 6)]
+    res = probe_all(peers, 0.25, connect=connect)
+    assert [(r["address"], r["port"], r["state"]) for r in res] == [
+        ("10.0.0.1", 1, "open"), ("10.0.0.2", 2, "timeout"), ("10.0.0.3", 3, "open"), ("10.0.0.4", 4, "open"),
+        ("10.0.0.5", 5, "open")]
+    assert sorted(seen) == [("10.0.0.%d" % i, i, 0.25) for i in range(1, 6)]
+    assert probe_all([], 1) == []
+
+
+# -- evaluate ---------------------------------------------------------------------------------------
+PEERS = [{"address": "10.0.0.1", "port": 31000, "why": "sglang-router -> sglang-prefill port"},
+         {"address": "10.0.0.1", "port": 8998, "why": "sglang-router -> sglang-prefill bootstrap port"}]
+NEEDS = {"disk_bytes": None, "gpus": 2, "validated_models": [], "weights_per_gpu_mib": None, "ports": [],
+         "images": ["lmsysorg/sglang:latest"], "peers": PEERS}
+
+
+def _probes(*states):
+    return [{"address": p["address"], "port": p["port"], "state": s, "reachable": s in ("open", "refused"),
+             "detail": ""} for p, s in zip(PEERS, states)]
+
+
+def _facts(**over):
+    facts = {"os": {"id": "debian", "version_id": "12"}, "accelerators": {}, "listening": {},
+             "peers": _probes("refused", "open"),
+             "shm": {"path": "/dev/shm", "size_bytes": 64 * 2 ** 20},
+             "image_disk": {"path": "/var/lib/docker", "data_root": "/var/lib/docker", "free_bytes": 100 * GIB}}
+    facts.update(over)
+    return facts
+
+
+def _one(results, check):
+    hits = [r for r in results if r["check"] == check]
+    assert len(hits) <= 1
+    return hits[0] if hits else None
+
+
+def test_new_checks_are_switchable_checks():
+    assert {"peers", "shm", "image_disk"} <= set(CHECKS)
+    opts = {"host_ipc": False, "runtime": "docker",
+            "checks": {"peers": False, "shm": False, "image_disk": False}}
+    bad = _facts(peers=_probes("timeout", "unreachable"), image_disk={"path": "/", "free_bytes": 0})
+    res = evaluate(bad, NEEDS, opts)
+    assert not {"peers", "shm", "image_disk"} & {r["check"] for r in res}
+
+
+def test_peers_pass_when_refused_or_open():
+    r = _one(evaluate(_facts(), NEEDS), "peers")
+    assert r["ok"] and r["severity"] == "ok", r
+    assert r["need"] == "TCP from here to 10.0.0.1:31000, 10.0.0.1:8998"
+    assert r["found"] == "reachable: 1 open, 1 refused"
+
+
+def test_peers_fail_on_timeout_unreachable_or_unprobed():
+    res = evaluate(_facts(peers=_probes("timeout")), NEEDS)
+    r = _one(res, "peers")
+    assert not r["ok"] and r["severity"] == "error"
+    assert r["found"] == ("blocked: 10.0.0.1:31000 timeout (sglang-router -> sglang-prefill port), "
+                          "10.0.0.1:8998 not probed (sglang-router -> sglang-prefill bootstrap port)")
+    assert "firewall" in r["message"]
+    assert "peers" in [x["check"] for x in failed(res)]
+    r = _one(evaluate(_facts(peers=_probes("refused", "unreachable")), NEEDS), "peers")
+    assert not r["ok"] and "8998 unreachable" in r["found"]
+
+
+def test_peers_check_only_with_peers():
+    assert _one(evaluate(_facts(), dict(NEEDS, peers=[])), "peers") is None
+
+
+def test_shm_is_not_checked_with_host_ipc():
+    # 64 MB would fail, but with --ipc host /dev/shm is the host's: no row
+    assert _one(evaluate(_facts(), NEEDS), "shm") is None
+    assert _one(evaluate(_facts(), NEEDS, {"host_ipc": True}), "shm") is None
+
+
+def test_shm_fails_below_the_floor_without_host_ipc():
+    r = _one(evaluate(_facts(), NEEDS, {"host_ipc": False}), "shm")
+    assert not r["ok"] and r["severity"] == "error"
+    assert r["need"] == "1.0 GiB on /dev/shm (container without host IPC)" and DEFAULT_SHM_MIN_BYTES == GIB
+    assert r["found"] == "0.1 GiB on /dev/shm"
+    assert "--ipc host" in r["message"]
+
+
+def test_shm_passes_at_the_floor_and_honours_the_option():
+    big = _facts(shm={"path": "/dev/shm", "size_bytes": 16 * GIB})
+    assert _one(evaluate(big, NEEDS, {"host_ipc": False}), "shm")["ok"]
+    r = _one(evaluate(big, NEEDS, {"host_ipc": False, "shm_min_bytes": 32 * GIB}), "shm")
+    assert not r["ok"] and r["need"].startswith("32.0 GiB")
+    r = _one(evaluate(_facts(shm=None), NEEDS, {"host_ipc": False}), "shm")
+    assert not r["ok"] and r["found"] == "no /dev/shm"
+
+
+def test_shm_only_for_gpu_hosts():
+    assert _one(evaluate(_facts(), dict(NEEDS, gpus=0), {"host_ipc": False}), "shm") is None
+
+
+@pytest.mark.parametrize("runtime", ["docker", "podman"])
+def test_image_disk_passes_with_room_for_each_image(runtime):
+    r = _one(evaluate(_facts(), NEEDS, {"runtime": runtime}), "image_disk")
+    assert r["ok"], r
+    assert r["need"] == "30.0 GiB free on /var/lib/docker (1 image(s) x 30.0 GiB, an estimate)"
+    assert r["found"] == "100.0 GiB free"
+    assert DEFAULT_IMAGE_ALLOWANCE_BYTES == 30 * GIB
+
+
+def test_image_disk_fails_per_distinct_image():
+    needs = dict(NEEDS, images=["a", "b", "c", "d"])
+    r = _one(evaluate(_facts(), needs, {"runtime": "podman"}), "image_disk")
+    assert not r["ok"] and r["severity"] == "error"
+    assert r["need"].startswith("120.0 GiB free on /var/lib/docker (4 image(s)")
+    r = _one(evaluate(_facts(), NEEDS, {"runtime": "docker", "image_allowance_bytes": 200 * GIB}), "image_disk")
+    assert not r["ok"] and "not enough" in r["message"]
+    r = _one(evaluate(_facts(image_disk=None), NEEDS, {"runtime": "docker"}), "image_disk")
+    assert not r["ok"] and r["found"] == "unknown free"
+
+
+@pytest.mark.parametrize("runtime", ["native", None])
+def test_image_disk_skipped_without_a_container_engine(runtime):
+    assert _one(evaluate(_facts(image_disk={"free_bytes": 0}), NEEDS, {"runtime": runtime}), "image_disk") is None
+
+
+def test_image_data_root():
+    assert image_data_root("docker") == "/var/lib/docker"
+    assert image_data_root("podman") == "/var/lib/containers"
+    assert image_data_root("native") is None
+    assert image_data_root("docker", '{"data-root": "/data/docker"}') == "/data/docker"
+    assert image_data_root("docker", "not json") == "/var/lib/docker"
+    conf = '[storage]\ndriver = "overlay"\n# graphroot = "/nope"\ngraphroot = "/srv/containers/storage"\n'
+    assert image_data_root("podman", None, conf) == "/srv/containers/storage"
+    assert image_data_root("podman", None, "[storage.options]\ngraphroot = '/x'\n") == "/var/lib/containers"
+
+
+def test_the_filter_takes_the_plan_optionally(split):
+    from ansible_collections.launchcard.inference.plugins.filter.plan import preflight_needs
+
+    assert preflight_needs(EX, split["hosts"]["d"])["peers"] == []
+    assert [p["port"] for p in preflight_needs(EX, split["hosts"]["d"], split)["peers"]] == [8998]
