@@ -13,6 +13,7 @@ directory), and a malformed card must write nothing.
 from __future__ import annotations
 
 import glob
+import hashlib
 import json
 import os
 import shutil
@@ -124,3 +125,20 @@ def test_malformed_card_writes_nothing(name, venv, tmp_path):
     assert res.returncode != 0
     assert expected["path"] in res.stdout + res.stderr
     assert not os.path.exists(out) or not os.listdir(out)
+
+
+def test_card_checksum_is_enforced(venv, tmp_path):
+    path = os.path.join(ROOT, "cards", "glm-5.3-flash.json")
+    with open(path, "rb") as f:
+        digest = hashlib.sha256(f.read()).hexdigest()
+    wrong = str(tmp_path / "wrong")
+    res = render("tests/integration/render/two-by-two.ini", wrong, venv,
+                 "-e", "launchcard_card_checksum=sha256:%s" % ("0" * 64))
+    assert res.returncode != 0
+    assert "checksum" in res.stdout and digest in res.stdout
+    assert not os.path.exists(wrong) or not os.listdir(wrong)
+    right = str(tmp_path / "right")
+    res = render("tests/integration/render/two-by-two.ini", right, venv,
+                 "-e", "launchcard_card_checksum=sha256:%s" % digest)
+    assert res.returncode == 0, res.stdout[-2000:]
+    assert len(os.listdir(right)) == 5
