@@ -70,7 +70,9 @@ class ActionModule(ActionBase):
             validate_certs=dict(type="bool", default=True),
         ))
         hostvars = task_vars.get("hostvars", {})
-        names = args["hosts"] or task_vars.get("ansible_play_hosts_all") or []
+        # The fleet is the inventory: plan every host, also those outside
+        # this run's --limit, so peer URLs never depend on the limit.
+        names = args["hosts"] or (task_vars.get("groups") or {}).get("all") or []
         by_card, checksums = {}, {}
         for name in names:
             hv = hostvars.get(name, {})

@@ -25,6 +25,7 @@ description:
     C({name, replicas}) dicts), its address from C(launchcard_address), C(ansible_host) or its name,
     and, when set, its GPU count from C(launchcard_gpus).
   - Never contacts a managed host. Run it once (C(run_once=true)); the facts reach every host of the play.
+  - Hosts without a card variable and without recipes are left out of the plan.
 options:
   src:
     description:
@@ -48,7 +49,8 @@ options:
     default: launchcard_card_checksum
   hosts:
     description:
-      - Hosts to plan for. Defaults to every host of the play (C(ansible_play_hosts_all)).
+      - Hosts to plan for. Defaults to every host of the inventory (C(groups.all)), so a run with
+        C(--limit) or a narrower play plans the same fleet and renders the same peer URLs.
     type: list
     elements: str
   recipes_var:

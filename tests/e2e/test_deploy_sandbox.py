@@ -126,6 +126,23 @@ def test_second_deploy_changes_nothing(fleet, first_deploy):
     assert all(c["changed"] == 0 and c["failed"] == 0 for c in counts.values()), counts
 
 
+def test_check_mode_predicts_no_change_and_changes_nothing(fleet, plan, first_deploy):
+    res = playbook("--check", "--diff")
+    assert res.returncode == 0, res.stdout[-4000:]
+    assert all(c["changed"] == 0 and c["failed"] == 0 for c in recap(res.stdout).values())
+
+
+def test_check_mode_shows_a_unit_change_without_making_it(fleet, plan, first_deploy):
+    """A changed stop timeout: check mode reports the diff, the host keeps its unit."""
+    host, hp = sorted(plan["hosts"].items())[0]
+    unit = hp["instances"][0]["unit"]
+    before = ssh(fleet[host], "md5sum /etc/systemd/system/%s" % unit).stdout
+    res = playbook("--check", "--diff", "-e", "units_stop_timeout_s=77", "--limit", host)
+    assert res.returncode == 0, res.stdout[-4000:]
+    assert "TimeoutStopSec=107" in res.stdout and recap(res.stdout)[host]["changed"] == 1
+    assert ssh(fleet[host], "md5sum /etc/systemd/system/%s" % unit).stdout == before
+
+
 def test_hf_token_never_leaks(fleet, plan, first_deploy):
     token = "hf_launchcardSECRETtoken0123456789"
     res = playbook("-e", "launchcard_hf_token=%s" % token, "-v")
