@@ -207,6 +207,7 @@ def build(directory):
     gpg(home, "--armor", "--detach-sign", "-o", str(repo / "Release.gpg"), str(repo / "Release"))
     with open(repo / KEY_NAME, "wb") as fh:
         gpg(home, "--armor", "--export", stdout=fh)
+    subprocess.run(["gpgconf", "--homedir", str(home), "--kill", "gpg-agent"], check=False)
     log(f"built {repo} ({len(packages(kernel))} packages, driver versions {', '.join(VERSIONS)})")
     return repo
 
