@@ -1,4 +1,4 @@
-#!/usr/bin/env python3
+#!/usr/bin/env python
 """TEST CODE: a local apt repository of stand-in NVIDIA packages for the launchcard sandbox.
 
 NOT NVIDIA SOFTWARE. The packages carry the real package names and version
@@ -132,7 +132,9 @@ def packages(kernel):
                 "NVIDIA fabric manager service", "/usr/bin/nv-fabricmanager -c /usr/share/nvidia/nvswitch/fabricmanager.cfg",
                 extra_unit="After=launchcard-sandbox-nvidia-module.service\n"), 0o644),
         }, ""))
-    ctk = (HERE / "standin_nvidia_ctk.py").read_text().replace("@CTK_VERSION@", CTK_VERSION)
+    # The guest has python3 only; the source keeps the shebang ansible-test accepts.
+    ctk = (HERE / "standin_nvidia_ctk.py").read_text().replace("@CTK_VERSION@", CTK_VERSION).replace(
+        "#!/usr/bin/env python\n", "#!/usr/bin/python3\n", 1)
     out.append(("nvidia-container-toolkit", f"{CTK_VERSION}-1", {"Description": "NVIDIA Container toolkit (stand-in)"},
                 {"/usr/bin/nvidia-ctk": (ctk, 0o755)}, ""))
     out.append((f"linux-headers-{kernel}", "1.0-launchcard1", {"Description": f"Header files for {kernel} (stand-in)"},
@@ -232,7 +234,7 @@ def serve(directory, bind, port):
                             stdin=subprocess.DEVNULL, stdout=logf, stderr=subprocess.STDOUT, start_new_session=True)
     stat = Path(f"/proc/{proc.pid}/stat").read_text()
     pidfile.write_text(f"{proc.pid} {stat[stat.rindex(')') + 2:].split()[19]}\n")
-    for _ in range(100):
+    for dummy in range(100):
         with socket.socket() as sock:
             sock.settimeout(0.2)
             if sock.connect_ex((bind, port)) == 0:
@@ -256,7 +258,7 @@ def stop(directory):
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser = argparse.ArgumentParser(description=__doc__.split("\n", maxsplit=1)[0])
     parser.add_argument("action", choices=["build", "serve", "stop"])
     parser.add_argument("--dir", required=True, type=Path, help="where the repository and its key live")
     parser.add_argument("--bind", default="127.0.0.1")

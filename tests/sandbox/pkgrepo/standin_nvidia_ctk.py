@@ -1,4 +1,4 @@
-#!/usr/bin/python3
+#!/usr/bin/env python
 # -----------------------------------------------------------------------------
 # TEST CODE -- NOT NVIDIA SOFTWARE.
 #
@@ -71,7 +71,7 @@ def runtime_configure(args):
 def cdi_generate(args):
     output = opt(args, "--output")
     smi = subprocess.run(["nvidia-smi", "--query-gpu=index,uuid,driver_version", "--format=csv,noheader"],
-                         capture_output=True, text=True)
+                         capture_output=True, text=True, check=False)
     if smi.returncode != 0:
         print('level=error msg="failed to generate CDI spec: failed to initialize NVML: '
               + (smi.stdout + smi.stderr).strip().splitlines()[0] + '"', file=sys.stderr)
@@ -80,7 +80,7 @@ def cdi_generate(args):
     driver = rows[0][2] if rows else "unknown"
     lines = ["---", "# TEST DATA: written by the launchcard sandbox stand-in nvidia-ctk (not NVIDIA software)",
              'cdiVersion: 0.5.0', "kind: nvidia.com/gpu", "devices:"]
-    for index, uuid, _ in rows:
+    for index, uuid, dummy in rows:
         for name in (index, uuid):
             lines += [f"  - name: \"{name}\"", "    containerEdits:", "      deviceNodes:",
                       f"        - path: /dev/nvidia{index}"]
@@ -98,7 +98,7 @@ def cdi_generate(args):
         return 0
     write(output, text)
     os.chmod(output, 0o644)
-    print(f'level=info msg="Generated CDI spec with version 0.5.0"')
+    print('level=info msg="Generated CDI spec with version 0.5.0"')
     return 0
 
 
