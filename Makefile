@@ -17,7 +17,7 @@ demo: setup sandbox-up deploy ## Boot the sandbox fleet and deploy the example c
 	@$(BIN)/python tests/sandbox/demo_request.py -i $(INVENTORY)
 
 test: setup ## Every test: unit, lint, sanity, end to end
-	$(MAKE) units lint sanity integration e2e molecule
+	$(MAKE) units lint sanity molecule integration e2e
 
 setup: host-deps venv
 
