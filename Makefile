@@ -15,6 +15,7 @@ export PYTHONDONTWRITEBYTECODE := 1
 
 demo: setup sandbox-up deploy ## Boot the sandbox fleet and deploy the example card (twice is fine)
 	@$(BIN)/python tests/sandbox/demo_request.py -i $(INVENTORY)
+	@echo "next: ssh -F .sandbox/ssh/config lc-router | make sandbox-down | README, 'Using the sandbox'"
 
 test: setup ## Every test: unit, lint, sanity, end to end
 	$(MAKE) units lint sanity molecule integration e2e

@@ -28,23 +28,23 @@ class ActionModule(ActionBase):
     TRANSFERS_FILES = False
     _requires_connection = False
 
-    def _read(self, src, validate_certs):
+    def _read(self, src, validate_certs, var="src"):
         if src.startswith("https://") or src.startswith("http://"):
             if not src.startswith("https://"):
-                raise AnsibleActionFail("src: only https:// URLs are fetched, found %s" % src)
+                raise AnsibleActionFail("%s: only https:// URLs are fetched, found %s" % (var, src))
             try:
                 return open_url(src, validate_certs=validate_certs, timeout=30).read()
             except Exception as exc:
-                raise AnsibleActionFail("src: could not fetch %s: %s" % (src, to_native(exc)))
+                raise AnsibleActionFail("%s: could not fetch %s: %s" % (var, src, to_native(exc)))
         path = self._find_needle("files", src) if not os.path.isabs(src) else src
         try:
             with open(path, "rb") as f:
                 return f.read()
         except (IOError, OSError) as exc:
-            raise AnsibleActionFail("src: cannot read %s: %s" % (src, to_native(exc)))
+            raise AnsibleActionFail("%s: cannot read %s: %s" % (var, src, to_native(exc)))
 
-    def _card(self, src, checksum, validate_certs):
-        raw = self._read(src, validate_certs)
+    def _card(self, src, checksum, validate_certs, var):
+        raw = self._read(src, validate_certs, var)
         if checksum:
             algo, dummy, want = checksum.partition(":")
             if algo != "sha256" or not want:
@@ -78,6 +78,8 @@ class ActionModule(ActionBase):
             hv = hostvars.get(name, {})
             recipes = hv.get(args["recipes_var"]) or []
             src = args["src"] or hv.get(args["card_var"])
+            if src and "://" not in src:
+                src = os.path.normpath(src)
             if not src:
                 if recipes:
                     raise AnsibleActionFail("%s lists %s but has no %s" % (name, args["recipes_var"], args["card_var"]))
@@ -90,7 +92,8 @@ class ActionModule(ActionBase):
             }))
         if not by_card:
             raise AnsibleActionFail("no card: set src or the %s variable" % args["card_var"])
-        cards = {src: self._card(src, checksums[src], args["validate_certs"]) for src in by_card}
+        var = "src" if args["src"] else args["card_var"]
+        cards = {src: self._card(src, checksums[src], args["validate_certs"], var) for src in by_card}
         try:
             the_plan = plan_fleet(cards, {src: normalize_placement(e) for src, e in by_card.items()})
         except PlanError as exc:

@@ -59,6 +59,15 @@ options:
       - Where unit files are written.
     type: path
     default: /etc/systemd/system
+  verify:
+    description:
+      - Before anything is written, check every unit file that would change with
+        C(systemd-analyze verify) (when the host has it); if any fails, the module fails and no
+        file is written, no unit is touched.
+      - Verification needs the units' executables on the host (for example the virtualenv or
+        C(/usr/bin/docker)), so run it after the runtime is installed.
+    type: bool
+    default: true
   secrets:
     description:
       - Secret environment variables (for example C(HF_TOKEN)) for the units' C(EnvironmentFile=).
@@ -132,6 +141,8 @@ secrets_changed:
 """
 
 import os
+import shutil
+import tempfile
 
 from ansible.module_utils.basic import AnsibleModule
 
@@ -154,6 +165,27 @@ def _read_existing(directory, prefix):
             with open(path) as f:
                 found[name] = f.read()
     return found
+
+
+def _verify(module, desired, names):
+    """Run systemd-analyze verify over the would-be files in a scratch directory."""
+    analyze = module.get_bin_path("systemd-analyze")
+    if not analyze or not names:
+        return
+    scratch = tempfile.mkdtemp(prefix="launchcard-verify-")
+    try:
+        paths = []
+        for name in names:
+            path = os.path.join(scratch, name)
+            with open(path, "w") as f:
+                f.write(desired[name])
+            paths.append(path)
+        rc, out, err = module.run_command([analyze, "verify"] + paths)
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+    if rc != 0:
+        module.fail_json(msg="systemd-analyze verify rejected %s; nothing was changed: %s" % (
+            ", ".join(names), (err or out).strip().replace(scratch + "/", "")), failed_units=names)
 
 
 def _read_text(path):
@@ -194,6 +226,7 @@ def main():
             prune=dict(type="bool", default=True),
             prefix=dict(type="str", default="launchcard-"),
             directory=dict(type="path", default="/etc/systemd/system"),
+            verify=dict(type="bool", default=True),
             secrets=dict(type="dict", default={}, no_log=True),
             secrets_file=dict(type="path", default="/etc/launchcard/secrets.env"),
         ),
@@ -222,10 +255,16 @@ def main():
             return {}
         return parse_show(run(["show", "-p", ",".join(SHOW_PROPERTIES), "--"] + sorted(names)))
 
-    diff = {"before": "", "after": ""}
+    if p["verify"]:
+        _verify(module, desired, plan["write"])
+
+    # One diff per file, headed by its path, as ansible.builtin.copy shows them.
+    diffs = []
     for name in plan["write"] + plan["remove"]:
-        diff["before"] += "# %s\n%s" % (name, existing.get(name, "")) if name in existing else ""
-        diff["after"] += "# %s\n%s" % (name, desired[name]) if name in desired else ""
+        path = os.path.join(p["directory"], name)
+        diffs.append({"before_header": path if name in existing else "(absent)",
+                      "after_header": path if name in desired else "(removed)",
+                      "before": existing.get(name, ""), "after": desired.get(name, "")})
 
     before = show(list(desired))
     todo = actions(list(desired), before, set(plan["write"]), p["state"])
@@ -283,8 +322,8 @@ def main():
         })
     result = dict(changed=changed, units=units, written=plan["write"], removed=plan["remove"],
                   actions=todo, daemon_reloaded=reloaded, secrets_changed=secrets_changed)
-    if module._diff and (plan["write"] or plan["remove"]):
-        result["diff"] = diff
+    if module._diff and diffs:
+        result["diff"] = diffs
     if p["state"] == "started" and not module.check_mode:
         failed = [u["name"] for u in units if u["active_state"] not in ("active", "activating")]
         if failed:

@@ -174,3 +174,17 @@ def test_broken_card_changes_nothing(fleet, plan, first_deploy, tmp_path):
     for h in plan["hosts"]:
         assert ssh(fleet[h], "md5sum /etc/systemd/system/launchcard-*.service").stdout == before[h]
         assert ssh(fleet[h], "test -e /tmp/pwned").returncode != 0
+
+
+def test_unit_that_does_not_verify_changes_nothing(fleet, plan, first_deploy):
+    """Units whose executables are missing are refused before any file is written."""
+    before = {h: ssh(fleet[h], "md5sum /etc/systemd/system/launchcard-*.service").stdout for h in plan["hosts"]}
+    res = playbook("-e", "units_native_venv=/nonexistent/venv")
+    assert res.returncode != 0
+    assert "systemd-analyze verify rejected" in res.stdout
+    assert "/nonexistent/venv/bin/" in res.stdout
+    for h in plan["hosts"]:
+        assert ssh(fleet[h], "md5sum /etc/systemd/system/launchcard-*.service").stdout == before[h]
+    active = ssh(fleet["lc-router"] if "lc-router" in fleet else next(iter(fleet.values())),
+                 "systemctl is-active 'launchcard-*'").stdout.split()
+    assert active and set(active) == {"active"}
