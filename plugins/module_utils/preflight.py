@@ -111,7 +111,8 @@ def host_needs(card, host_plan, plan=None):
     """Compute what one host needs, from the card model and its plan entry.
 
     :returns: dict with ``disk_bytes`` (int or None: the card's
-        ``min_disk_gib`` in bytes), ``gpus`` (GPUs the placed instances
+        ``min_disk_gib`` in bytes; None on a host that runs only routers,
+        which load no weights), ``gpus`` (GPUs the placed instances
         need), ``validated_models`` (lower-case ids the placed recipes are
         validated on; empty: none listed), ``weights_per_gpu_mib`` (largest
         per-GPU share of the resident checkpoint over the placed instances:
@@ -153,7 +154,9 @@ def host_needs(card, host_plan, plan=None):
         if nixl and str(nixl).isdigit():
             ports.append({"port": int(nixl), "owner": inst["unit"]})
     return {
-        "disk_bytes": card["hardware"].get("min_disk_bytes"),
+        # Only engines load weights: a host that runs nothing but routers needs no weights disk.
+        "disk_bytes": card["hardware"].get("min_disk_bytes") if any(
+            i["role"] != "router" for i in host_plan.get("instances", [])) else None,
         "gpus": sum(i["gpus"] for i in host_plan.get("instances", [])),
         "validated_models": sorted(validated),
         "weights_per_gpu_mib": per_gpu,

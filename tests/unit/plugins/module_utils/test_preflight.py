@@ -121,7 +121,7 @@ def test_needs_of_the_minimal_card():
 
 
 def test_needs_of_an_empty_host():
-    assert host_needs(EX, {}) == {"disk_bytes": 417 * GIB, "gpus": 0, "validated_models": [],
+    assert host_needs(EX, {}) == {"disk_bytes": None, "gpus": 0, "validated_models": [],
                                   "weights_per_gpu_mib": None, "ports": [], "images": [], "peers": []}
 
 

@@ -294,3 +294,12 @@ def test_the_filter_takes_the_plan_optionally(split):
 
     assert preflight_needs(EX, split["hosts"]["d"])["peers"] == []
     assert [p["port"] for p in preflight_needs(EX, split["hosts"]["d"], split)["peers"]] == [8998]
+
+
+
+def test_a_router_only_host_needs_no_weights_disk():
+    the_plan = plan(EX, normalize_placement([("p", {"address": "10.0.0.1", "recipes": ["sglang-prefill"]}),
+                                             ("d", {"address": "10.0.0.2", "recipes": ["sglang-decode"]}),
+                                             ("r", {"address": "10.0.0.3", "recipes": ["sglang-router"]})]))
+    assert host_needs(EX, the_plan["hosts"]["r"], the_plan)["disk_bytes"] is None
+    assert host_needs(EX, the_plan["hosts"]["p"], the_plan)["disk_bytes"] == 417 * GIB
