@@ -26,6 +26,22 @@ small scripts that simulate the observable behaviour:
 * ``nvidia-container-toolkit``: the stand-in ``nvidia-ctk`` (``standin_nvidia_ctk.py``).
 * ``linux-headers-<running kernel>``: the guests share this machine's kernel.
 
+AMD (``amd_packages``, for ``roles/rocm``; NOT AMD SOFTWARE either), real names and
+version strings of AMD's ROCm 7.0.x packaging, two ROCm versions (ROCM_VERSIONS):
+
+* ``amdgpu-install`` ``<V>.<code>-1`` (all): the repository package. Installs
+  ``/etc/apt/sources.list.d/rocm.list`` naming this repository (its URL is baked in at
+  build time: ``--bind``/``--port``) signed-by ``/etc/apt/keyrings/rocm.gpg`` (the
+  throwaway key, binary), as the real package names repo.radeon.com.
+* ``amdgpu-dkms``: the "kernel module" ``/usr/lib/launchcard-sandbox/amdgpu/module_version``
+  (one amdgpu driver version, AMDGPU_DKMS_VERSION); depends on ``linux-headers`` like the
+  real DKMS package needs them. No module is loaded in a container, so ``modinfo`` finds
+  nothing and ``accelerator_facts`` reports ``reboot_required`` as unknown.
+* ``rocm`` ``<V>.<code>-1~launchcard1`` (meta): depends on ``rocm-core`` and ``amd-smi-lib``
+  at exactly its version. ``amd-smi-lib`` installs the stand-in ``/opt/rocm/bin/amd-smi``
+  (+ ``/usr/bin`` link) printing ``amd-smi list --json`` and ``amd-smi static --json`` in the
+  shapes ``accelerators.py`` parses: ``AMD_SMI_GPUS`` (default 8) MI300X (0x74a1, 196592 MB).
+
 Every driver package exists in VERSIONS (two driver versions of one branch), so a
 version bump can be tested. The repository is flat (``deb URI /``, as NVIDIA's CUDA
 repository) and signed with a throwaway GPG key generated here (``<dir>/gnupg``,
@@ -60,6 +76,10 @@ KEY_NAME = "launchcard-sandbox-repo.asc"
 KEY_UID = "launchcard sandbox test repository (TEST ONLY, throwaway) <sandbox@launchcard.invalid>"
 LIB = "/usr/lib/launchcard-sandbox/nvidia"
 RUN = "/run/launchcard-sandbox/nvidia"
+# AMD stand-ins (roles/rocm): ROCm releases and the amdgpu driver version their repositories carry.
+ROCM_VERSIONS = ["7.0.1", "7.0.2"]
+AMDGPU_DKMS_VERSION = "1:6.14.14.30100100-2212064.22.04"
+AMD_LIB = "/usr/lib/launchcard-sandbox/amdgpu"
 TEST_NOTE = "TEST CODE: launchcard sandbox stand-in (tests/sandbox/pkgrepo), not NVIDIA software."
 
 
@@ -142,8 +162,69 @@ def packages(kernel):
     return out
 
 
+def rocm_code(version):
+    """ROCm's numeric release code: 7.0.2 -> 70002 (the suffix of every package version of the release)."""
+    major, minor, patch = (version.split(".") + ["0", "0"])[:3]
+    return int(major) * 10000 + int(minor) * 100 + int(patch)
+
+
+AMD_SMI = r"""#!/usr/bin/python3
+# @NOTE@
+# Stand-in amd-smi: `list --json` and `static [--asic --vram --driver] --json` for AMD_SMI_GPUS MI300X.
+import json, os, sys
+count = int(os.environ.get("AMD_SMI_GPUS", "8"))
+driver = open("@LIB@/module_version").read().strip() if os.path.exists("@LIB@/module_version") else "N/A"
+args = sys.argv[1:]
+if "--json" not in args or not args or args[0] not in ("list", "static", "version"):
+    print("amd-smi (launchcard sandbox stand-in): only list/static/version --json", file=sys.stderr)
+    sys.exit(2)
+bdf = lambda i: "0000:%02x:00.0" % (0x05 + 0x10 * i)
+if args[0] == "list":
+    out = [{"gpu": i, "bdf": bdf(i), "uuid": "6cff74a1-0000-1000-80%02x-launchcardsbx" % i, "kfd_id": 1000 + i,
+            "node_id": 2 + i, "partition_id": 0} for i in range(count)]
+elif args[0] == "version":
+    out = [{"tool": "AMDSMI Tool", "version": "@ROCM@+launchcard", "rocm_version": "@ROCM@"}]
+else:
+    out = [{"gpu": i,
+            "asic": {"market_name": "AMD Instinct MI300X", "vendor_id": "0x1002", "device_id": "0x74a1"},
+            "vram": {"type": "HBM", "size": {"value": 196592, "unit": "MB"}},
+            "driver": {"name": "amdgpu", "version": driver}} for i in range(count)]
+print(json.dumps(out, indent=4))
+"""
+
+
+def amd_packages(kernel, base_url, key):
+    """Stand-in AMD ROCm packages (TEST CODE, not AMD software); same tuples as packages()."""
+    out = [("amdgpu-dkms", AMDGPU_DKMS_VERSION, {
+        "Depends": f"linux-headers-{kernel} | linux-headers", "Description": "amdgpu driver in DKMS format (stand-in)"}, {
+        f"{AMD_LIB}/module_version": (AMDGPU_DKMS_VERSION.split(":")[1].split("-")[0] + "\n", 0o644),
+    }, "")]
+    for rocm in ROCM_VERSIONS:
+        code = rocm_code(rocm)
+        full = f"{rocm}.{code}"
+        out.append(("amdgpu-install", f"{full}-1", {
+            "Architecture": "all", "Description": "AMDGPU driver repository and installer (stand-in)"}, {
+            "/etc/apt/sources.list.d/rocm.list": (
+                f"# {TEST_NOTE}\n# ROCm {rocm} (stand-in of repo.radeon.com/rocm/apt/{rocm} and amdgpu/{rocm})\n"
+                f"deb [arch=amd64 signed-by=/etc/apt/keyrings/rocm.gpg] {base_url} ./\n", 0o644),
+            "/etc/apt/keyrings/rocm.gpg": (key, 0o644),
+        }, ""))
+        out.append(("rocm-core", f"{full}-1~launchcard1", {"Description": "ROCm runtime core (stand-in)"}, {
+            f"/opt/rocm-{rocm}/.info/version": (f"{rocm}-{code}\n", 0o644),
+        }, f"ln -sfn /opt/rocm-{rocm} /opt/rocm.launchcard-tmp && mv -T /opt/rocm.launchcard-tmp /opt/rocm\n"))
+        out.append(("amd-smi-lib", f"{full}-1~launchcard1", {
+            "Depends": f"rocm-core (= {full}-1~launchcard1)", "Description": "AMD System Management Interface (stand-in)"}, {
+            f"/opt/rocm-{rocm}/bin/amd-smi": (AMD_SMI.replace("@NOTE@", TEST_NOTE).replace("@LIB@", AMD_LIB)
+                                             .replace("@ROCM@", rocm), 0o755),
+        }, f"ln -sfn /opt/rocm-{rocm}/bin/amd-smi /usr/bin/amd-smi\n"))
+        out.append(("rocm", f"{full}-1~launchcard1", {
+            "Depends": f"rocm-core (= {full}-1~launchcard1), amd-smi-lib (= {full}-1~launchcard1)",
+            "Description": "ROCm meta package (stand-in)"}, {}, ""))
+    return out
+
+
 def build_deb(pool, name, version, fields, files, postinst):
-    deb = pool / f"{name}_{version}_amd64.deb"
+    deb = pool / f"{name}_{version.split(':')[-1]}_{fields.get('Architecture', 'amd64')}.deb"
     digest = hashlib.sha256(repr((name, version, sorted(fields.items()), sorted(files.items()), postinst)).encode())
     stamp = pool / f".{deb.name}.sha256"
     if deb.exists() and stamp.exists() and stamp.read_text() == digest.hexdigest():
@@ -164,7 +245,10 @@ def build_deb(pool, name, version, fields, files, postinst):
         for path, (content, mode) in files.items():
             target = root / path.lstrip("/")
             target.parent.mkdir(parents=True, exist_ok=True)
-            target.write_text(content)
+            if isinstance(content, bytes):
+                target.write_bytes(content)
+            else:
+                target.write_text(content)
             os.chmod(target, mode)
         subprocess.run(["dpkg-deb", "--root-owner-group", "-Zgzip", "--build", str(root), str(deb)],
                        check=True, stdout=subprocess.DEVNULL)
@@ -177,19 +261,21 @@ def gpg(home, *args, **kw):
                           check=True, **kw)
 
 
-def build(directory):
+def build(directory, base_url):
     ensure_tools()
     repo = directory / "repo"
     repo.mkdir(parents=True, exist_ok=True)
     kernel = os.uname().release
     changed = False
-    for pkg in packages(kernel):
-        changed |= build_deb(repo, *pkg)
     home = directory / "gnupg"
     if not (home / "pubring.kbx").exists():
         home.mkdir(mode=0o700, exist_ok=True)
         gpg(home, "--passphrase", "", "--quick-gen-key", KEY_UID, "ed25519", "sign", "never")
         changed = True
+    key = gpg(home, "--export", capture_output=True).stdout
+    every = packages(kernel) + amd_packages(kernel, base_url, key)
+    for pkg in every:
+        changed |= build_deb(repo, *pkg)
     if not changed and (repo / "InRelease").exists():
         return repo
     packages_text = subprocess.run(["dpkg-scanpackages", "-m", "."], cwd=repo, check=True,
@@ -197,7 +283,7 @@ def build(directory):
     (repo / "Packages").write_text(packages_text)
     with gzip.GzipFile(repo / "Packages.gz", "wb", mtime=0) as fh:
         fh.write(packages_text.encode())
-    release = ["Origin: launchcard-sandbox", "Label: launchcard sandbox stand-in NVIDIA packages (TEST ONLY)",
+    release = ["Origin: launchcard-sandbox", "Label: launchcard sandbox stand-in NVIDIA and AMD packages (TEST ONLY)",
                "Architectures: amd64", time.strftime("Date: %a, %d %b %Y %H:%M:%S UTC", time.gmtime())]
     for field, algo in (("MD5Sum", hashlib.md5), ("SHA256", hashlib.sha256)):
         release.append(f"{field}:")
@@ -210,7 +296,7 @@ def build(directory):
     with open(repo / KEY_NAME, "wb") as fh:
         gpg(home, "--armor", "--export", stdout=fh)
     subprocess.run(["gpgconf", "--homedir", str(home), "--kill", "gpg-agent"], check=False)
-    log(f"built {repo} ({len(packages(kernel))} packages, driver versions {', '.join(VERSIONS)})")
+    log(f"built {repo} ({len(every)} packages, driver versions {', '.join(VERSIONS)}, ROCm {', '.join(ROCM_VERSIONS)})")
     return repo
 
 
@@ -224,7 +310,7 @@ def _pid(pidfile):
 
 
 def serve(directory, bind, port):
-    repo = build(directory)
+    repo = build(directory, f"http://{bind}:{port}/")
     pidfile = directory / "http.pid"
     if _pid(pidfile):
         log(f"already serving (pid {_pid(pidfile)})")
@@ -267,7 +353,7 @@ def main(argv=None):
     directory = args.dir.resolve()
     directory.mkdir(parents=True, exist_ok=True)
     if args.action == "build":
-        build(directory)
+        build(directory, f"http://{args.bind}:{args.port}/")
         return 0
     if args.action == "serve":
         return serve(directory, args.bind, args.port)
