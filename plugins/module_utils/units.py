@@ -73,9 +73,22 @@ def exec_word(word, what="argv"):
     return w
 
 
-def exec_line(argv, what="argv"):
-    """Join an argv into an ``ExecStart=`` value, each word escaped."""
-    return " ".join(exec_word(w, "%s[%d]" % (what, i)) for i, w in enumerate(argv))
+def exec_line(argv, what="argv", wrap=False):
+    """Join an argv into an ``ExecStart=`` value, each word escaped.
+
+    With ``wrap``, every option (a word starting with ``-``) after the first
+    word starts a continuation line (`` \\`` + newline + 4 spaces), so a
+    long command reads, and diffs, one option per line. systemd joins
+    continuation lines with a space (systemd.syntax(7)), so the words are
+    the same either way.
+    """
+    words = [exec_word(w, "%s[%d]" % (what, i)) for i, w in enumerate(argv)]
+    if not wrap:
+        return " ".join(words)
+    out = words[:1]
+    for raw, word in zip(argv[1:], words[1:]):
+        out.append((" \\\n    " if raw.startswith("-") else " ") + word)
+    return "".join(out)
 
 
 def env_assignment(name, value):
@@ -250,7 +263,7 @@ def render(inst, options=None):
         lines.append("EnvironmentFile=-%s" % _spec(opts["secrets_env_file"], "secrets_env_file"))
     if stop is not None:
         lines.append("ExecStartPre=-%s" % exec_line([start[0], "rm", "-f", inst["id"]]))
-    lines.append("ExecStart=%s" % exec_line(start))
+    lines.append("ExecStart=%s" % exec_line(start, wrap=True))
     if stop is not None:
         lines.append("ExecStop=%s" % exec_line(stop))
     lines += [

@@ -105,7 +105,8 @@ EXPECT_PEERS = {
 def exec_start_argv(content):
     """The ExecStart= of a unit, split and unescaped as systemd would (the
     renderer only ever writes ``"..."`` quoting, ``\\\\``/``\\"``, ``%%``, ``$$``)."""
-    (line,) = [ln[len("ExecStart="):] for ln in content.splitlines() if ln.startswith("ExecStart=")]
+    joined = content.replace("\\\n", " ")  # systemd joins continuation lines with a space
+    (line,) = [ln[len("ExecStart="):] for ln in joined.splitlines() if ln.startswith("ExecStart=")]
     line = line.replace("%%", "\0")
     assert "%" not in line
     words, word, quoted, i = [], None, False, 0

@@ -131,7 +131,9 @@ def parse_environment(value):
 
 
 def directives(text, key):
-    return [line.split("=", 1)[1] for line in text.splitlines() if line.startswith(key + "=")]
+    """Values of ``key=`` lines, continuation lines joined as systemd does (systemd.syntax(7))."""
+    joined = text.replace("\\\n", " ")
+    return [line.split("=", 1)[1] for line in joined.splitlines() if line.startswith(key + "=")]
 
 
 # -- exec_word / env_assignment -----------------------------------------------------------
