@@ -26,13 +26,18 @@ class CardError(ValueError):
     """A card that cannot be used.
 
     :ivar errors: list of ``(path, message)`` tuples, sorted by path.
-    ``str()`` gives one line per error, ``path: message``.
+    :ivar hints: the card's warnings (unknown keys), shown after the errors
+        because a misspelt key is often the cause of a "missing" error.
+    ``str()`` gives one line per error, ``path: message``, then one
+    ``(note) path: message`` line per hint.
     """
 
-    def __init__(self, errors, source="card"):
+    def __init__(self, errors, source="card", hints=()):
         self.errors = list(errors)
         self.source = source
+        self.hints = list(hints)
         lines = ["%s: %s" % (p, m) for p, m in self.errors]
+        lines += ["(note) %s: %s" % (p, m) for p, m in self.hints]
         super().__init__("%s is not a valid launch card:\n  %s" % (source, "\n  ".join(lines)))
 
 
@@ -64,7 +69,10 @@ def load_card(text, source="card"):
             raise CardError([("$", "not UTF-8 text (%s)" % exc)], source)
     doc, report = card_schema.parse_card_text(text)
     if report.errors:
-        raise CardError([(e.path, e.message) for e in report.errors], source)
+        # Unknown keys are only warnings, but next to an error they are often
+        # the typo behind it (hf.revison beside "hf.revision is missing").
+        raise CardError([(e.path, e.message) for e in report.errors], source,
+                        [(w.path, w.message) for w in report.warnings])
     recipes = []
     errors = []
     for i, env in enumerate(doc["envs"]):

@@ -214,8 +214,8 @@ def amd_packages(kernel, base_url, key):
         }, f"ln -sfn /opt/rocm-{rocm} /opt/rocm.launchcard-tmp && mv -T /opt/rocm.launchcard-tmp /opt/rocm\n"))
         out.append(("amd-smi-lib", f"{full}-1~launchcard1", {
             "Depends": f"rocm-core (= {full}-1~launchcard1)", "Description": "AMD System Management Interface (stand-in)"}, {
-            f"/opt/rocm-{rocm}/bin/amd-smi": (AMD_SMI.replace("@NOTE@", TEST_NOTE).replace("@LIB@", AMD_LIB)
-                                             .replace("@ROCM@", rocm), 0o755),
+            f"/opt/rocm-{rocm}/bin/amd-smi": (
+                AMD_SMI.replace("@NOTE@", TEST_NOTE).replace("@LIB@", AMD_LIB).replace("@ROCM@", rocm), 0o755),
         }, f"ln -sfn /opt/rocm-{rocm}/bin/amd-smi /usr/bin/amd-smi\n"))
         out.append(("rocm", f"{full}-1~launchcard1", {
             "Depends": f"rocm-core (= {full}-1~launchcard1), amd-smi-lib (= {full}-1~launchcard1)",

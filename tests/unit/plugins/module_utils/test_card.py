@@ -1,0 +1,27 @@
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, launchcard.inference contributors
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The card model's error: every problem with its path, plus the hints."""
+
+from __future__ import annotations
+
+import json
+import os
+
+import pytest
+
+from ansible_collections.launchcard.inference.plugins.module_utils.card import CardError, load_card
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))))
+
+
+def test_a_misspelt_key_is_shown_next_to_the_missing_one():
+    with open(os.path.join(ROOT, "cards", "glm-5.3-flash.json")) as f:
+        doc = json.load(f)
+    doc["hf"]["revison"] = doc["hf"].pop("revision")
+    with pytest.raises(CardError) as err:
+        load_card(json.dumps(doc), source="typo.json")
+    text = str(err.value)
+    assert "hf.revision: required key 'revision' is missing" in text
+    assert "(note) hf.revison: unknown key 'revison'" in text
+    assert err.value.errors == [("hf.revision", "required key 'revision' is missing")]
