@@ -11,7 +11,7 @@ export PATH := $(BIN):$(PATH)
 export ANSIBLE_CONFIG := $(ROOT)/ansible.cfg
 export PYTHONDONTWRITEBYTECODE := 1
 
-.PHONY: demo test setup venv host-deps sandbox-up sandbox-down deploy units lint sanity integration e2e bench build clean molecule
+.PHONY: demo test setup venv host-deps sandbox-up sandbox-down deploy units lint sanity integration e2e bench build clean molecule molecule-rocm
 
 demo: setup sandbox-up deploy ## Boot the sandbox fleet and deploy the example card (twice is fine)
 	@$(BIN)/python tests/sandbox/demo_request.py -i $(INVENTORY)
@@ -68,6 +68,10 @@ bench: setup ## No-op re-run of deploy against `ansible all -m ping`
 
 molecule: setup ## roles/nvidia on sandbox hosts against the stand-in package repository (molecule test)
 	cd roles/nvidia && ANSIBLE_ROLES_PATH=$(ROOT)/roles ANSIBLE_COLLECTIONS_PATH=$(ROOT)/.collections \
+	  $(BIN)/molecule test -s default
+
+molecule-rocm: setup ## roles/rocm on sandbox hosts against the stand-in ROCm package repository (molecule test)
+	cd roles/rocm && ANSIBLE_ROLES_PATH=$(ROOT)/roles ANSIBLE_COLLECTIONS_PATH=$(ROOT)/.collections \
 	  $(BIN)/molecule test -s default
 
 build:

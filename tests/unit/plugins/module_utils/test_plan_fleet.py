@@ -68,4 +68,3 @@ def test_a_host_in_two_cards_is_refused(two_cards):
     with pytest.raises(PlanError) as err:
         plan_fleet(two_cards, placements)
     assert err.value.errors[0][0] == "h" and "two cards" in err.value.errors[0][1]
-

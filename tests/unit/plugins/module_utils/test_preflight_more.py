@@ -296,7 +296,6 @@ def test_the_filter_takes_the_plan_optionally(split):
     assert [p["port"] for p in preflight_needs(EX, split["hosts"]["d"], split)["peers"]] == [8998]
 
 
-
 def test_a_router_only_host_needs_no_weights_disk():
     the_plan = plan(EX, normalize_placement([("p", {"address": "10.0.0.1", "recipes": ["sglang-prefill"]}),
                                              ("d", {"address": "10.0.0.2", "recipes": ["sglang-decode"]}),
