@@ -53,6 +53,7 @@ units: ## Unit tests of the pure-Python core and the modules
 
 lint:
 	$(BIN)/ansible-lint --offline --profile production
+	$(BIN)/antsibull-changelog lint
 
 sanity: ## ansible-test sanity on a copy of the tracked tree
 	bash tests/sanity/run.sh
