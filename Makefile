@@ -18,7 +18,7 @@ demo: setup sandbox-up deploy ## Boot the sandbox fleet and deploy the example c
 	@echo "next: ssh -F .sandbox/ssh/config lc-router | make sandbox-down | README, 'Using the sandbox'"
 
 test: setup ## Every test: unit, lint, sanity, end to end
-	$(MAKE) units lint sanity molecule integration e2e
+	$(MAKE) units lint sanity molecule molecule-rocm integration e2e
 
 setup: host-deps venv
 
