@@ -42,7 +42,7 @@ DEFAULT_SHM_MIN_BYTES = 1 << 30
 # Disk allowance per distinct container image on a host: an estimate (vLLM / SGLang CUDA images
 # are 10-25 GB compressed+unpacked), not a measurement.
 DEFAULT_IMAGE_ALLOWANCE_BYTES = 30 << 30
-DEFAULT_CONNECT_TIMEOUT = 2.0
+DEFAULT_CONNECT_TIMEOUT = 5.0  # a dropped SYN is retried after 1 s, then 3 s
 # Where each container engine keeps its images unless configured otherwise.
 IMAGE_DATA_ROOTS = {"docker": "/var/lib/docker", "podman": "/var/lib/containers"}
 # probe() states that prove the network path works: a listener answered, or the host's

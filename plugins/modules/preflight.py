@@ -59,7 +59,7 @@ options:
   connect_timeout:
     description: Seconds each TCP connect to a peer port (C(needs.peers)) may take before it counts as blocked.
     type: float
-    default: 2.0
+    default: 5.0
   host_ipc:
     description:
       - Whether the engines share the host's IPC namespace (containers run with C(--ipc host), native engines).
@@ -260,7 +260,7 @@ def main():
             allow_unvalidated_hardware=dict(type="bool", default=False),
             headroom_mib=dict(type="int", default=4096),
             vendor=dict(type="str", choices=["auto", "nvidia", "amd", "ascend"], default="auto"),
-            connect_timeout=dict(type="float", default=2.0),
+            connect_timeout=dict(type="float", default=5.0),
             host_ipc=dict(type="bool", default=True),
             shm_min_gib=dict(type="float", default=1.0),
             runtime=dict(type="str", choices=["docker", "podman", "native"], default="docker"),

@@ -158,7 +158,8 @@ def test_hf_token_never_leaks(fleet, plan, first_deploy):
         assert token not in head, "token leaked on %s" % host
         assert token in tail  # the engine can still read it from the 0600 file
     # back to the token-less state for the tests that follow
-    assert playbook().returncode == 0
+    res = playbook()
+    assert res.returncode == 0, res.stdout[-5000:]
 
 
 def test_broken_card_changes_nothing(fleet, plan, first_deploy, tmp_path):
