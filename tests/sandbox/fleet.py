@@ -629,13 +629,38 @@ def link_alias(name: str) -> str:
     return ""
 
 
+def fleet_pids(cg_name: str) -> set:
+    """Every process left in a fleet's cgroup, whichever host it belongs to."""
+    return procs_under([Path("/sys/fs/cgroup/systemd") / cg_name, Path("/sys/fs/cgroup/unified") / cg_name])
+
+
+def stale_owner(alias: str, name: str) -> bool:
+    """True when the bridge was made by another sandbox fleet that no longer runs anything.
+
+    A fleet killed before `down` (a cancelled CI job, a removed checkout) leaves its bridge
+    behind. It is ours to reclaim only when the alias says a launchcard sandbox made it, no
+    supervisor recorded in that state dir is alive, and the fleet's cgroup holds no process.
+    """
+    prefix = "launchcard-sandbox:"
+    if not alias.startswith(prefix):
+        return False
+    hosts = Path(alias[len(prefix):]) / "hosts"
+    if hosts.is_dir() and any(read_pidfile(h / "supervisor.pid") for h in hosts.iterdir() if h.is_dir()):
+        return False
+    return not fleet_pids(f"launchcard-sandbox-{name}")
+
+
 def ensure_bridge(name: str, gateway, net, owner: str) -> bool:
     """Create the bridge if needed; return True if this fleet owns it."""
+    if link_exists(name) and link_alias(name) != owner and stale_owner(link_alias(name), name):
+        log(f"bridge {name} was left behind by a fleet that no longer runs ({link_alias(name)}); reclaiming it")
+        run(["ip", "link", "del", name])
     if link_exists(name):
         alias = link_alias(name)
         if alias != owner:
-            raise FleetError(f"bridge {name} already exists and belongs to {alias or 'someone else'}; "
-                             f"not touching it")
+            raise FleetError(f"bridge {name} already exists and belongs to {alias or 'someone else'}, "
+                             f"which still runs hosts; stop it first: tests/sandbox/fleet.py down "
+                             f"--state-dir {alias.split(':', 1)[-1]}")
     else:
         run(["ip", "link", "add", name, "type", "bridge"])
         run(["ip", "link", "set", "dev", name, "alias", owner])
@@ -651,14 +676,19 @@ def cgroup_dirs(cg_name: str, host: str):
     return [Path("/sys/fs/cgroup/systemd") / cg_name / host, Path("/sys/fs/cgroup/unified") / cg_name / host]
 
 
-def cgroup_pids(cg_name: str, host: str) -> set:
+def procs_under(bases) -> set:
+    """PIDs in every cgroup.procs below the given cgroup directories."""
     pids = set()
-    for base in cgroup_dirs(cg_name, host):
+    for base in bases:
         if base.exists():
             for procs in base.rglob("cgroup.procs"):
                 with contextlib.suppress(OSError, ValueError):
                     pids.update(int(p) for p in procs.read_text().split())
     return pids
+
+
+def cgroup_pids(cg_name: str, host: str) -> set:
+    return procs_under(cgroup_dirs(cg_name, host))
 
 
 def remove_cgroups(cg_name: str, host: str) -> None:

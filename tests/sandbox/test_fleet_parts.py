@@ -5,6 +5,7 @@ writes it, and fleet.py's inventory/network/mirror helpers.
 """
 
 import ipaddress
+import os
 import json
 import subprocess
 import sys
@@ -109,3 +110,22 @@ def test_fabric_state_and_busy_port(tmp_path):
     assert out[0] == "0, In Progress, [N/A]" and len(out) == 8
     with pytest.raises(fleet.FleetError):
         fleet.Host("lc-x", {"ansible_host": "198.18.0.20", "sandbox_busy_port": 22})
+
+
+def test_stale_owner_only_for_dead_launchcard_fleets(tmp_path):
+    hosts = tmp_path / "hosts"
+    (hosts / "lc-a").mkdir(parents=True)
+    alias = f"launchcard-sandbox:{tmp_path}"
+    unused = "lcbrtest0"  # no cgroup by that name exists
+    # no pid file at all, and a pid file of a process that has gone: reclaimable
+    assert fleet.stale_owner(alias, unused)
+    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True,
+                          check=True).stdout.strip()
+    (hosts / "lc-a" / "supervisor.pid").write_text(f"{dead} 1\n")
+    assert fleet.stale_owner(alias, unused)
+    # a live supervisor recorded in the owner's state dir: never
+    fleet.write_pidfile(hosts / "lc-a" / "supervisor.pid", os.getpid())
+    assert not fleet.stale_owner(alias, unused)
+    # bridges someone else made are never reclaimed, whatever state they are in
+    assert not fleet.stale_owner("", unused)
+    assert not fleet.stale_owner(f"other-tool:{tmp_path}", unused)
