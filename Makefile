@@ -11,14 +11,14 @@ export PATH := $(BIN):$(PATH)
 export ANSIBLE_CONFIG := $(ROOT)/ansible.cfg
 export PYTHONDONTWRITEBYTECODE := 1
 
-.PHONY: demo test setup venv host-deps sandbox-up sandbox-down deploy units lint sanity integration e2e bench build clean molecule molecule-rocm
+.PHONY: demo test setup venv host-deps sandbox-up sandbox-down deploy units lint sanity integration e2e bench build clean molecule molecule-rocm molecule-ascend
 
 demo: setup sandbox-up deploy ## Boot the sandbox fleet and deploy the example card (twice is fine)
 	@$(BIN)/python tests/sandbox/demo_request.py -i $(INVENTORY)
 	@echo "next: ssh -F .sandbox/ssh/config lc-router | make sandbox-down | README, 'Using the sandbox'"
 
 test: setup ## Every test: unit, lint, sanity, end to end
-	$(MAKE) units lint sanity molecule molecule-rocm integration e2e
+	$(MAKE) units lint sanity molecule molecule-rocm molecule-ascend integration e2e
 
 setup: host-deps venv
 
@@ -73,6 +73,10 @@ molecule: setup ## roles/nvidia on sandbox hosts against the stand-in package re
 
 molecule-rocm: setup ## roles/rocm on sandbox hosts against the stand-in ROCm package repository (molecule test)
 	cd roles/rocm && ANSIBLE_ROLES_PATH=$(ROOT)/roles ANSIBLE_COLLECTIONS_PATH=$(ROOT)/.collections \
+	  $(BIN)/molecule test -s default
+
+molecule-ascend: setup ## roles/ascend on sandbox hosts against stand-in Ascend .run installers (molecule test)
+	cd roles/ascend && ANSIBLE_ROLES_PATH=$(ROOT)/roles ANSIBLE_COLLECTIONS_PATH=$(ROOT)/.collections \
 	  $(BIN)/molecule test -s default
 
 build:

@@ -56,7 +56,9 @@ Where the driver facts come from:
   version amdgpu``. Ascend ``/usr/local/Ascend/driver/version.info``, else
   the ``npu-smi info`` header.
 * ``loaded_version``: NVIDIA ``/proc/driver/nvidia/version``, AMD
-  ``/sys/module/amdgpu/version``; Ascend has no such source (``None``).
+  ``/sys/module/amdgpu/version``; Ascend the ``Version:`` of the ``npu-smi
+  info`` header (npu-smi asks the running driver through DCMI, so after a
+  driver ``.run`` upgrade it reports the old driver until the host reboots).
 * ``reboot_required``: ``True`` on an NVML version mismatch or when the two
   versions differ (a dotted prefix counts as equal: ``570.124`` ~
   ``570.124.06``); ``None`` when either is unknown.
@@ -1070,7 +1072,10 @@ def _summarize_ascend(sources, errors):
 
     version_info = sources.get("ascend_version_info")
     driver["installed_version"] = parse_ascend_version_info(version_info) if version_info else None
-    if driver["installed_version"] is None and table is not None:
+    driver["loaded_version"] = table["version"] if table is not None else None
+    if driver["installed_version"] and driver["loaded_version"]:
+        driver["reboot_required"] = not _same_version(driver["installed_version"], driver["loaded_version"])
+    elif driver["installed_version"] is None and table is not None:
         driver["installed_version"] = table["version"]
     return devices, driver
 

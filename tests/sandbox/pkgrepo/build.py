@@ -42,6 +42,10 @@ version strings of AMD's ROCm 7.0.x packaging, two ROCm versions (ROCM_VERSIONS)
   (+ ``/usr/bin`` link) printing ``amd-smi list --json`` and ``amd-smi static --json`` in the
   shapes ``accelerators.py`` parses: ``AMD_SMI_GPUS`` (default 8) MI300X (0x74a1, 196592 MB).
 
+Huawei Ascend (``ascend_runs.py``, for ``roles/ascend``; NOT HUAWEI SOFTWARE): the
+driver, firmware and CANN ``.run`` installers of two HDK releases, under ``<URI>/ascend/``
+with a ``SHA256SUMS`` file (not part of the apt index).
+
 Every driver package exists in VERSIONS (two driver versions of one branch), so a
 version bump can be tested. The repository is flat (``deb URI /``, as NVIDIA's CUDA
 repository) and signed with a throwaway GPG key generated here (``<dir>/gnupg``,
@@ -66,6 +70,8 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+
+from ascend_runs import build_runs
 
 HERE = Path(__file__).resolve().parent
 BRANCH = "580"
@@ -265,6 +271,8 @@ def build(directory, base_url):
     ensure_tools()
     repo = directory / "repo"
     repo.mkdir(parents=True, exist_ok=True)
+    if build_runs(repo / "ascend"):
+        log(f"built the stand-in Ascend installers in {repo / 'ascend'}")
     kernel = os.uname().release
     changed = False
     home = directory / "gnupg"

@@ -790,8 +790,19 @@ def test_summary_ascend_910b3x8():
     assert [d["health"] for d in summary["devices"]].count("ok") == 7
     assert summary["devices"][0]["driver_version"] == "24.1.rc3"
     assert summary["driver"]["installed_version"] == "24.1.rc3"
-    assert summary["driver"]["loaded_version"] is None
-    assert summary["driver"]["reboot_required"] is None
+    assert summary["driver"]["loaded_version"] == "24.1.rc3"
+    assert summary["driver"]["reboot_required"] is False
+
+
+def test_summary_ascend_upgraded_driver_not_loaded_yet():
+    # version.info names the installed .run; the npu-smi header the driver still running
+    summary = summarize("ascend", {"npu_smi_info": ok("npu-smi-info-910b3x8.txt"),
+                                   "ascend_version_info": "Version=25.2.0\nascendhal_version=7.35.23\n"})
+    assert (summary["driver"]["installed_version"], summary["driver"]["loaded_version"]) == ("25.2.0", "24.1.rc3")
+    assert summary["driver"]["reboot_required"] is True
+    # no npu-smi answer (driver not loaded): cannot tell
+    summary = summarize("ascend", {"ascend_version_info": "Version=25.2.0\n"})
+    assert summary["driver"]["loaded_version"] is None and summary["driver"]["reboot_required"] is None
 
 
 def test_summary_ascend_a3_dual_die_is_910c():
