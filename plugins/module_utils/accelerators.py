@@ -43,6 +43,11 @@ Result of :func:`summarize` (``ansible_facts.launchcard_accelerators``)::
           "kernel_module": "open" | "proprietary" | None,   # NVIDIA only
           "message": str | None,             # e.g. why vendor is "none"
       },
+      "pci": {                           # from sysfs, driver or not (parse_pci_devices)
+          "vendor": "nvidia" | "amd" | "ascend" | None,
+          "count": int,
+          "devices": [{"bus_id": str, "vendor": str, "device_id": str | None}, ...],
+      },
       "errors": [str],                   # tool failures, unparsable output
     }
 
@@ -127,6 +132,24 @@ FILES = {
 }
 """Per vendor, ``(source key, path)`` pairs: the file's text goes to
 :func:`summarize` under the source key, ``None`` when it does not exist."""
+
+PCI_VENDORS = {"0x10de": "nvidia", "0x1002": "amd", "0x19e5": "ascend"}
+"""PCI vendor ids (``/sys/bus/pci/devices/*/vendor``) of the accelerator vendors."""
+
+PCI_CLASSES = {
+    "nvidia": ("0x0300", "0x0302"),
+    "amd": ("0x0300", "0x0380", "0x1200"),
+    "ascend": ("0x1200",),
+}
+"""PCI base class and subclass (the first 6 characters of ``/sys/bus/pci/devices/*/class``)
+that count as an accelerator per vendor: VGA ``0x0300``, 3D controller ``0x0302`` (NVIDIA
+data-center GPUs), display controller ``0x0380`` (AMD Instinct), processing accelerator
+``0x1200`` (AMD MI300 series, Huawei Ascend). NVSwitch (``0x0680``), audio and network
+functions of the same vendors are not accelerators."""
+
+PCI_DEVICES_DIR = "/sys/bus/pci/devices"
+"""Where the kernel lists PCI functions, one directory per bus address."""
+
 
 NVSWITCH_HGX_MODELS = frozenset(("a100", "a800", "h100", "h800", "h200", "h20", "b100", "b200", "b300"))
 """Models sold on 8-GPU HGX baseboards whose GPUs talk through NVSwitch and so
@@ -834,6 +857,56 @@ def parse_ascend_version_info(text):
     return None
 
 
+def parse_pci_devices(entries):
+    """Accelerators on the PCI bus, driver or not.
+
+    Source: ``/sys/bus/pci/devices/<bus id>/{vendor,device,class}`` (what
+    ``lspci -n`` prints), readable before any vendor driver is installed. That
+    is how a bare host shows which vendor's stack it needs.
+
+    :param entries: ``[{"bus_id": str, "vendor": "0x10de", "device": "0x2330",
+        "class": "0x030200"}, ...]`` (:func:`read_pci_devices` output), or ``None``
+        when the bus could not be read.
+    :returns: ``{"vendor": "nvidia" | "amd" | "ascend" | None, "count": int,
+        "devices": [{"bus_id", "vendor", "device_id"}, ...]}``: *vendor* is the
+        vendor with the most accelerators (ties in :data:`VENDORS` order) and
+        *count* how many it has; *devices* lists every accelerator found, by bus id.
+    """
+    devices = []
+    for entry in entries or ():
+        vendor = PCI_VENDORS.get(str(entry.get("vendor") or "").strip().lower())
+        klass = str(entry.get("class") or "").strip().lower()[:6]
+        if vendor and klass in PCI_CLASSES[vendor]:
+            devices.append({"bus_id": normalize_bdf(entry.get("bus_id")), "vendor": vendor,
+                            "device_id": str(entry.get("device") or "").strip().lower() or None})
+    devices.sort(key=lambda d: d["bus_id"] or "")
+    counts = dict((v, sum(1 for d in devices if d["vendor"] == v)) for v in VENDORS)
+    best = max(VENDORS, key=lambda v: (counts[v], -VENDORS.index(v)))
+    vendor = best if counts[best] else None
+    return {"vendor": vendor, "count": counts[best] if vendor else 0, "devices": devices}
+
+
+def read_pci_devices(root=None, read=None, listdir=os.listdir):
+    """The entries :func:`parse_pci_devices` takes, read from sysfs.
+
+    :param root: the devices directory (``/sys/bus/pci/devices``; another path
+        when the host's sysfs is mounted elsewhere, e.g. ``/host/sys/...``).
+    :returns: list of entry dicts, or ``None`` when *root* cannot be listed.
+    """
+    read = read or read_text
+    root = PCI_DEVICES_DIR if root is None else root
+    try:
+        names = sorted(listdir(root))
+    except OSError:
+        return None
+    entries = []
+    for name in names:
+        base = os.path.join(root, name)
+        entries.append({"bus_id": name, "vendor": read(os.path.join(base, "vendor")),
+                        "device": read(os.path.join(base, "device")), "class": read(os.path.join(base, "class"))})
+    return entries
+
+
 # --------------------------------------------------------------------------
 # summary
 
@@ -1117,11 +1190,15 @@ def summarize(vendor, sources=None):
     """
     sources = dict(sources or {})
     errors = []
+    pci = parse_pci_devices(sources.get("pci"))
     if vendor == "none":
         devices, driver = [], _empty_driver()
         driver["message"] = "no accelerator tool found (looked for %s)" % ", ".join(
             tool for vendor_name in VENDORS for tool in VENDOR_TOOLS[vendor_name]
         )
+        if pci["vendor"]:
+            driver["message"] += "; the PCI bus shows %d %s accelerator(s): no driver installed" % (
+                pci["count"], pci["vendor"])
     elif vendor in _SUMMARIZERS:
         devices, driver = _SUMMARIZERS[vendor](sources, errors)
     else:
@@ -1135,6 +1212,7 @@ def summarize(vendor, sources=None):
         "devices": devices,
         "models": sorted(set(d["model_id"] for d in devices if d["model_id"])),
         "driver": driver,
+        "pci": pci,
         "errors": errors,
     }
 
@@ -1204,7 +1282,7 @@ def collect_sources(vendor, which, run, read=None, tools=None):
     return sources
 
 
-def collect(vendor, which, run, read=None):
+def collect(vendor, which, run, read=None, pci_dir=None):
     """Gather and summarise accelerator facts on this host.
 
     :param vendor: ``"auto"`` or one of :data:`VENDORS`. With ``"auto"``
@@ -1216,6 +1294,8 @@ def collect(vendor, which, run, read=None):
     :param which: ``which(name) -> path | None`` (``AnsibleModule.get_bin_path``).
     :param run: ``run(argv) -> (rc, stdout, stderr)`` (``AnsibleModule.run_command``).
     :param read: ``read(path) -> str | None``; default :func:`read_text`.
+    :param pci_dir: the PCI devices directory (:func:`read_pci_devices`);
+        ``None`` for :data:`PCI_DEVICES_DIR`, ``""`` to skip the PCI bus.
     :returns: the :func:`summarize` result.
     :raises ValueError: *vendor* is not ``"auto"`` or a known vendor.
     """
@@ -1226,11 +1306,15 @@ def collect(vendor, which, run, read=None):
         for name in VENDOR_TOOLS[vendor_name]:
             tools[name] = find_tool(name, which)
     vendors = candidate_vendors(name for name, path in tools.items() if path) if vendor == "auto" else [vendor]
+    pci_dir = PCI_DEVICES_DIR if pci_dir is None else pci_dir
+    pci = read_pci_devices(pci_dir, read) if pci_dir else None
     summary = None
     for vendor_name in vendors:
-        attempt = summarize(vendor_name, collect_sources(vendor_name, which, run, read, tools))
+        sources = collect_sources(vendor_name, which, run, read, tools)
+        sources["pci"] = pci
+        attempt = summarize(vendor_name, sources)
         if summary is None:
             summary = attempt
         if attempt["count"] > 0:
             return attempt
-    return summary if summary is not None else summarize("none")
+    return summary if summary is not None else summarize("none", {"pci": pci})

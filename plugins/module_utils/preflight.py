@@ -216,7 +216,11 @@ def evaluate(facts, needs, options=None):
         and the ``shm`` check does not apply), ``shm_min_bytes`` (int),
         ``runtime`` (``docker``, ``podman`` or ``native``; ``image_disk``
         applies to docker/podman only), ``image_allowance_bytes`` (int per
-        distinct image).
+        distinct image), ``install_driver`` (bool: the deploy installs the
+        accelerator stack after preflight, so a host whose accelerators show
+        only on the PCI bus (``accelerators.pci``) passes ``gpu_count`` on
+        that count, with a ``driver`` warning; model and memory are checked
+        on the next run).
     :returns: list of result dicts ``{check, ok, need, found, message,
         severity}`` where severity is ``ok``, ``warning`` or ``error``.
     """
@@ -241,12 +245,21 @@ def evaluate(facts, needs, options=None):
         out.append(_result("disk", ok, "%s free on %s" % (_gib(want), disk.get("path")),
                            "%s free" % (_gib(free) if free is not None else "unknown"),
                            "enough space for the weights" if ok else "not enough free space for the weights"))
+    pci = acc.get("pci") or {}
+    # a bare host: the vendor's tools are missing (or cannot talk to a driver) but the PCI bus
+    # shows its accelerators, and the deploy installs the driver stack right after preflight
+    bare = not devices and bool(pci.get("count")) and bool(options.get("install_driver"))
     if enabled["gpu_count"] and needs.get("gpus"):
-        ok = len(devices) >= needs["gpus"]
-        found = "%d %s GPU(s)" % (len(devices), acc.get("vendor") or "none")
+        count = pci["count"] if bare else len(devices)
+        ok = count >= needs["gpus"]
+        found = "%d %s GPU(s)%s" % (count, (pci.get("vendor") if bare else acc.get("vendor")) or "none",
+                                    " on the PCI bus, no driver yet" if bare else "")
         msg = "enough GPUs" if ok else "the recipes placed here need %d GPUs" % needs["gpus"]
-        if not devices and acc.get("errors"):
+        if not devices and acc.get("errors") and not bare:
             msg += " (%s)" % "; ".join(acc["errors"])[:200]
+        if not devices and not bare and pci.get("count"):
+            msg += " (the PCI bus shows %d %s accelerator(s) without a working driver: install its stack)" % (
+                pci["count"], pci.get("vendor"))
         out.append(_result("gpu_count", ok, "%d GPUs" % needs["gpus"], found, msg))
     if enabled["gpu_model"] and needs.get("gpus") and needs.get("validated_models") and devices:
         models = sorted({d.get("model_id") or "unknown" for d in devices})
@@ -274,6 +287,10 @@ def evaluate(facts, needs, options=None):
         elif devices:
             out.append(_result("driver", True, "a working driver", drv.get("installed_version") or "present",
                                "driver loaded"))
+        elif bare:
+            out.append(_result("driver", False, "a working driver", "none",
+                               "not installed yet: the %s stack is installed next, then model, memory and "
+                               "driver are checked again" % pci.get("vendor"), "warning"))
     if enabled["fabric"] and needs.get("gpus") and drv.get("fabric_manager_required"):
         counts = {}
         for d in devices:

@@ -31,6 +31,8 @@ description:
     C(/sys/module/amdgpu/version) and C(modinfo -F version amdgpu).
   - Ascend facts come from C(npu-smi info -l), C(npu-smi info) and
     C(/usr/local/Ascend/driver/version.info).
+  - The C(pci) part comes from C(/sys/bus/pci/devices/*/{vendor,device,class}) (vendor ids 0x10de NVIDIA,
+    0x1002 AMD, 0x19e5 Huawei; classes VGA, 3D controller, display controller, processing accelerator).
 author:
   - launchcard.inference contributors (@launchcard)
 options:
@@ -45,6 +47,13 @@ options:
     type: str
     choices: [auto, nvidia, amd, ascend]
     default: auto
+  pci_devices_dir:
+    description:
+      - The sysfs directory listing PCI functions; its accelerators are reported in C(pci) whether a
+        driver is installed or not (how a bare host shows which vendor's stack it needs).
+      - Another path when the host's sysfs is mounted elsewhere; an empty string skips the PCI bus.
+    type: str
+    default: /sys/bus/pci/devices
 extends_documentation_fragment:
   - ansible.builtin.action_common_attributes
   - ansible.builtin.action_common_attributes.facts
@@ -199,6 +208,24 @@ ansible_facts:
               description: Explanation when there is nothing to report, for example no tool found.
               type: str
               sample: null
+        pci:
+          description: Accelerators on the PCI bus (sysfs), with or without a driver.
+          returned: always
+          type: dict
+          contains:
+            vendor:
+              description: The vendor with the most accelerators on the bus (V(nvidia), V(amd), V(ascend)), or null.
+              type: str
+              sample: nvidia
+            count:
+              description: How many accelerators of that vendor.
+              type: int
+              sample: 8
+            devices:
+              description: Every accelerator found, by bus id (C(bus_id), C(vendor), C(device_id)).
+              type: list
+              elements: dict
+              sample: [{bus_id: "0000:18:00.0", vendor: nvidia, device_id: "0x2330"}]
         errors:
           description: Tool failures and output that could not be parsed, quoting the tool.
           returned: always
@@ -209,13 +236,14 @@ ansible_facts:
 """
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible_collections.launchcard.inference.plugins.module_utils.accelerators import VENDORS, collect
+from ansible_collections.launchcard.inference.plugins.module_utils.accelerators import PCI_DEVICES_DIR, VENDORS, collect
 
 
 def main():
     module = AnsibleModule(
         argument_spec=dict(
             vendor=dict(type="str", default="auto", choices=["auto"] + list(VENDORS)),
+            pci_devices_dir=dict(type="str", default=PCI_DEVICES_DIR),
         ),
         supports_check_mode=True,
     )
@@ -223,6 +251,7 @@ def main():
         module.params["vendor"],
         which=module.get_bin_path,
         run=module.run_command,
+        pci_dir=module.params["pci_devices_dir"],
     )
     module.exit_json(changed=False, ansible_facts=dict(launchcard_accelerators=summary))
 

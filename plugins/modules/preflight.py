@@ -56,6 +56,21 @@ options:
     type: str
     choices: [auto, nvidia, amd, ascend]
     default: auto
+  install_driver:
+    description:
+      - The play installs the accelerator stack after this check (C(launchcard_install_accelerator_stack)).
+      - A bare host, whose accelerators show on the PCI bus but whose vendor tool is missing or has no
+        driver to talk to, then passes C(gpu_count) on the PCI count, with a C(driver) warning;
+        C(gpu_model), C(memory_fit) and C(driver) are checked when preflight runs again after the install.
+      - With V(false), such a host fails C(gpu_count), naming the accelerators the PCI bus shows.
+    type: bool
+    default: false
+  pci_devices_dir:
+    description:
+      - The sysfs directory listing PCI functions (vendor, device and class of each), read to find
+        accelerators before any driver is installed. Another path when the host's sysfs is mounted elsewhere.
+    type: path
+    default: /sys/bus/pci/devices
   connect_timeout:
     description: Seconds each TCP connect to a peer port (C(needs.peers)) may take before it counts as blocked.
     type: float
@@ -261,6 +276,8 @@ def main():
             headroom_mib=dict(type="int", default=4096),
             vendor=dict(type="str", choices=["auto", "nvidia", "amd", "ascend"], default="auto"),
             connect_timeout=dict(type="float", default=5.0),
+            install_driver=dict(type="bool", default=False),
+            pci_devices_dir=dict(type="path", default="/sys/bus/pci/devices"),
             host_ipc=dict(type="bool", default=True),
             shm_min_gib=dict(type="float", default=1.0),
             runtime=dict(type="str", choices=["docker", "podman", "native"], default="docker"),
@@ -274,7 +291,7 @@ def main():
         "os": parse_os_release(_read("/etc/os-release") or ""),
         "disk": _disk(p["weights_dir"], p["repo"], p["revision"]),
         "accelerators": accelerators.collect(
-            p["vendor"], module.get_bin_path, module.run_command, _read),
+            p["vendor"], module.get_bin_path, module.run_command, _read, pci_dir=p["pci_devices_dir"]),
         "listening": _listening(),
         "peers": probe_all(p["needs"].get("peers") or [], p["connect_timeout"]) if on["peers"] else [],
         "shm": _shm(),
@@ -288,6 +305,7 @@ def main():
         "shm_min_bytes": int(p["shm_min_gib"] * GIB),
         "runtime": p["runtime"],
         "image_allowance_bytes": int(p["image_allowance_gib"] * GIB),
+        "install_driver": p["install_driver"],
     })
     facts["listening"] = dict((str(k), v) for k, v in facts["listening"].items())
     module.exit_json(changed=False, checks=results, failed_checks=[r["check"] for r in failed(results)],

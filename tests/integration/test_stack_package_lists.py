@@ -155,6 +155,7 @@ ROCM = {
     },
 }
 
+
 def _ascend(kernel_headers, hdk_arch, cann_arch, shell):
     return {
         "ascend_prerequisite_packages": ["gcc", "make", "dkms", "net-tools", "pciutils"] + kernel_headers,

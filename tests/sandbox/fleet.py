@@ -62,7 +62,15 @@ DEFAULTS = {
     "sandbox_fabric_state": "",
     # > 0: a service that is not launchcard's listens on this TCP port from boot
     "sandbox_busy_port": 0,
+    # > 0: a bare Ascend host: this many NPUs on a simulated PCI bus (SANDBOX_PCI_DIR), no driver
+    # installed; the stand-in npu-smi the stand-in driver installer brings reports them as
+    # sandbox_npu_model with sandbox_npu_hbm_mib of HBM each (tests/sandbox/pkgrepo/ascend_runs.py)
+    "sandbox_bare_npus": 0,
+    "sandbox_npu_model": "910B3",
+    "sandbox_npu_hbm_mib": 65536,
 }
+# where fleet.py writes the simulated PCI bus of a bare host (its inventory sets launchcard_pci_devices_dir)
+SANDBOX_PCI_DIR = "var/lib/launchcard-sandbox/pci/devices"
 SQUATTER_UNIT = "sandbox-squatter.service"
 # PCI bus ids of the eight GPUs on an HGX H100 baseboard
 PCI_BUS_IDS = ["18", "2A", "3A", "5D", "9A", "AB", "BA", "DB"]
@@ -234,6 +242,11 @@ class Host:
         self.default_route = get("sandbox_default_route", _bool)
         self.fabric_state = get("sandbox_fabric_state", str)
         self.busy_port = get("sandbox_busy_port", int)
+        self.bare_npus = get("sandbox_bare_npus", int)
+        self.npu_model = get("sandbox_npu_model", str)
+        self.npu_hbm_mib = get("sandbox_npu_hbm_mib", int)
+        if not 0 <= self.bare_npus <= 16 or (self.bare_npus and self.gpus):
+            raise FleetError(f"host {name}: sandbox_bare_npus={self.bare_npus} must be 0-16, on a host without sandbox_gpus")
         if self.gpus < 0 or self.gpus > len(PCI_BUS_IDS) * 4:
             raise FleetError(f"host {name}: sandbox_gpus={self.gpus} out of range")
         if self.disk_gib < 1:
@@ -252,6 +265,8 @@ class Host:
             cfg["fabric_state"] = self.fabric_state
         if self.busy_port:
             cfg["busy_port"] = self.busy_port
+        if self.bare_npus:
+            cfg["bare_npus"] = {"count": self.bare_npus, "model": self.npu_model, "hbm_mib": self.npu_hbm_mib}
         return cfg
 
 
@@ -603,6 +618,19 @@ def write_host_files(host: Host, hosts, merged: Path, pubkey: str, net, gateway,
         for path in (squatter_link, squatter):
             if path.exists() or path.is_symlink():
                 path.unlink()
+    # sandbox_bare_npus: Huawei NPUs (vendor 0x19e5, class 0x1200 processing accelerator) on a
+    # simulated PCI bus, and the chips the stand-in npu-smi reports once a driver is installed
+    pci = merged / SANDBOX_PCI_DIR
+    if pci.exists():
+        shutil.rmtree(pci)
+    if host.bare_npus:
+        for i in range(host.bare_npus):
+            for name, value in (("vendor", "0x19e5"), ("device", "0xd806"), ("class", "0x120000")):
+                write_file(pci / ("0000:%02x:00.0" % (0xc1 + i)) / name, value + "\n")
+        write_file(sandbox / "ascend.json", json.dumps({"count": host.bare_npus, "name": host.npu_model,
+                                                        "hbm_mib": host.npu_hbm_mib}) + "\n")
+    elif (sandbox / "ascend.json").exists():
+        (sandbox / "ascend.json").unlink()
     smi = merged / "usr/bin/nvidia-smi"
     if host.gpus > 0:
         write_file(sandbox / "driver_version", host.driver_version + "\n")

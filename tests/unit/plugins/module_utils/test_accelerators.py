@@ -62,7 +62,8 @@ DRIVER_KEYS = {
 
 
 def assert_shape(summary):
-    assert set(summary) == {"vendor", "count", "devices", "models", "driver", "errors"}
+    assert set(summary) == {"vendor", "count", "devices", "models", "driver", "pci", "errors"}
+    assert set(summary["pci"]) == {"vendor", "count", "devices"}
     assert summary["count"] == len(summary["devices"])
     assert set(summary["driver"]) == DRIVER_KEYS
     for device in summary["devices"]:
@@ -1011,3 +1012,53 @@ def test_read_text(tmp_path):
     path.write_text("6.14.14\n")
     assert acc.read_text(str(path)) == "6.14.14\n"
     assert acc.read_text(str(tmp_path / "missing")) is None
+
+
+# ---------------------------------------------------------------- the PCI bus (bare hosts)
+
+
+def pci_tree(root, functions):
+    """Write a sysfs-like devices dir: {bus_id: (vendor, device, class)}."""
+    for bus_id, (vendor, device, klass) in functions.items():
+        base = root / bus_id
+        base.mkdir(parents=True)
+        for name, value in (("vendor", vendor), ("device", device), ("class", klass)):
+            (base / name).write_text(value + "\n")
+    return str(root)
+
+
+HGX_BUS = {
+    "0000:18:00.0": ("0x10de", "0x2330", "0x030200"),   # H100 SXM: 3D controller
+    "0000:2a:00.0": ("0x10de", "0x2330", "0x030200"),
+    "0000:05:00.0": ("0x10de", "0x22a3", "0x068000"),   # NVSwitch: a bridge, not a GPU
+    "0000:03:00.0": ("0x1a03", "0x2000", "0x030000"),   # the BMC's VGA
+    "0000:c1:00.0": ("0x15b3", "0x1021", "0x020000"),   # a NIC
+}
+
+
+def test_parse_pci_devices_counts_accelerators_only():
+    entries = [{"bus_id": k, "vendor": v, "device": d, "class": c} for k, (v, d, c) in HGX_BUS.items()]
+    pci = acc.parse_pci_devices(entries)
+    assert (pci["vendor"], pci["count"]) == ("nvidia", 2)
+    assert [d["bus_id"] for d in pci["devices"]] == ["0000:18:00.0", "0000:2a:00.0"]
+    assert pci["devices"][0] == {"bus_id": "0000:18:00.0", "vendor": "nvidia", "device_id": "0x2330"}
+    ascend = [{"bus_id": "0000:%02x:00.0" % (0xc1 + i), "vendor": "0x19e5", "device": "0xd802", "class": "0x120000"}
+              for i in range(8)] + [{"bus_id": "0000:01:00.0", "vendor": "0x19e5", "device": "0x1822", "class": "0x020000"}]
+    assert acc.parse_pci_devices(ascend)["vendor"] == "ascend" and acc.parse_pci_devices(ascend)["count"] == 8
+    mi300 = [{"bus_id": "0000:0%d:00.0" % i, "vendor": "0x1002", "device": "0x74a1", "class": "0x120000"} for i in range(4)]
+    assert (acc.parse_pci_devices(mi300)["vendor"], acc.parse_pci_devices(mi300)["count"]) == ("amd", 4)
+    assert acc.parse_pci_devices(None) == {"vendor": None, "count": 0, "devices": []}
+    assert acc.parse_pci_devices([{"bus_id": "x", "vendor": None, "device": None, "class": None}])["vendor"] is None
+
+
+def test_collect_on_a_bare_host_reports_the_pci_vendor(tmp_path):
+    root = pci_tree(tmp_path / "devices", HGX_BUS)
+    summary = acc.collect("auto", FakeHost().which, FakeHost().run, acc.read_text, pci_dir=root)
+    assert_shape(summary)
+    assert (summary["vendor"], summary["count"]) == ("none", 0)
+    assert (summary["pci"]["vendor"], summary["pci"]["count"]) == ("nvidia", 2)
+    assert summary["driver"]["message"].endswith("the PCI bus shows 2 nvidia accelerator(s): no driver installed")
+    # an unreadable bus is no error, just nothing found; "" skips it
+    assert acc.collect("auto", FakeHost().which, FakeHost().run, acc.read_text,
+                       pci_dir=str(tmp_path / "absent"))["pci"]["count"] == 0
+    assert acc.collect("auto", FakeHost().which, FakeHost().run, acc.read_text, pci_dir="")["pci"]["vendor"] is None

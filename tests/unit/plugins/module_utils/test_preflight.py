@@ -335,3 +335,27 @@ def test_parse_os_release():
     assert parse_os_release("ID='rocky'\nVERSION_ID=9.4\nID_LIKE=\"rhel centos fedora\"\n") == {
         "id": "rocky", "version_id": "9.4"}
     assert parse_os_release("") == {}
+
+
+def test_bare_host_passes_on_its_pci_count_only_when_the_stack_is_installed_next():
+    pci = {"vendor": "nvidia", "count": 8, "devices": [{"bus_id": "0000:%02x:00.0" % i, "vendor": "nvidia",
+                                                        "device_id": "0x2335"} for i in range(8)]}
+    bare = _facts(accelerators={"vendor": "none", "devices": [], "driver": {"message": "no accelerator tool found"},
+                                "pci": pci, "errors": []})
+    res = _by_check(evaluate(bare, NEEDS, {"install_driver": True}))
+    assert (res["gpu_count"]["ok"], res["gpu_count"]["found"]) == (True, "8 nvidia GPU(s) on the PCI bus, no driver yet")
+    assert (res["driver"]["severity"], res["driver"]["found"]) == ("warning", "none")
+    assert "the nvidia stack is installed next" in res["driver"]["message"]
+    assert "gpu_model" not in res and "memory_fit" not in res  # checked again after the install
+    assert failed(evaluate(bare, NEEDS, {"install_driver": True})) == []
+    # too few on the bus is still too few
+    four = dict(bare, accelerators=dict(bare["accelerators"], pci=dict(pci, count=4)))
+    assert _by_check(evaluate(four, NEEDS, {"install_driver": True}))["gpu_count"]["ok"] is False
+    # without the stack install the host fails, and says what the bus shows
+    r = _by_check(evaluate(bare, NEEDS))["gpu_count"]
+    assert (r["ok"], r["found"]) == (False, "0 none GPU(s)")
+    assert r["message"].endswith("(the PCI bus shows 8 nvidia accelerator(s) without a working driver: install its stack)")
+    # a host whose driver works is judged on its driver's devices, whatever the bus shows
+    good = _facts()
+    good["accelerators"] = dict(good["accelerators"], pci=dict(pci, count=2))
+    assert _by_check(evaluate(good, NEEDS, {"install_driver": True}))["gpu_count"]["found"] == "8 nvidia GPU(s)"

@@ -19,6 +19,7 @@ def host(tmp_path, monkeypatch):
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir()
     monkeypatch.setenv("PATH", str(bin_dir))
+    monkeypatch.setattr(accelerators, "PCI_DEVICES_DIR", str(tmp_path / "no-pci-bus"))
     monkeypatch.setattr(accelerators, "EXTRA_TOOL_DIRS", ())
     for vendor in accelerators.VENDORS:
         monkeypatch.setitem(
