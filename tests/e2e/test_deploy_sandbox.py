@@ -21,6 +21,8 @@ import urllib.request
 
 import pytest
 
+from test_preflight_sandbox import SUMMARY_TASK, report_table
+
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 INVENTORY = "inventories/sandbox/gpus.ini"
 KEY = os.path.join(ROOT, ".sandbox", "ssh", "id_ed25519")
@@ -86,12 +88,12 @@ def test_every_unit_active_and_healthy(fleet, plan, first_deploy):
         for inst in hp["instances"]:
             with urllib.request.urlopen("http://%s:%d/health" % (address, inst["port"]), timeout=10) as resp:
                 assert resp.status == 200
-            assert "%s  %s" % (host, inst["recipe"]) in first_deploy.stdout or inst["recipe"] in first_deploy.stdout
             rows += 1
     assert rows == 7
-    # the summary table ends the run with one healthy row per instance
-    assert first_deploy.stdout.count("healthy") >= 7
-    assert "unhealthy" not in first_deploy.stdout
+    # the summary table ends the run with one healthy row per planned instance, and nothing else
+    table = report_table(first_deploy.stdout, SUMMARY_TASK, ("host", "recipe", "engine", "role", "port", "state"))
+    assert sorted((r["host"], r["recipe"], r["port"], r["state"]) for r in table) == sorted(
+        (host, i["recipe"], str(i["port"]), "healthy") for host, hp in plan["hosts"].items() for i in hp["instances"])
 
 
 def test_units_run_the_planned_argv(fleet, plan, first_deploy):
