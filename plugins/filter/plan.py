@@ -25,17 +25,29 @@ def health_endpoints(host_plan):
             for i in (host_plan or {}).get("instances", []) if i.get("health_url")]
 
 
-def deploy_summary(plan, hostvars):
+def pending_units(converge, check_mode):
+    """Units a check-mode converge would start or restart: name -> verb (empty outside check mode)."""
+    if not check_mode:
+        return {}
+    actions = (converge or {}).get("actions") or {}
+    pending = dict((name, "start") for name in actions.get("start") or [])
+    pending.update((name, "restart") for name in actions.get("restart") or [])
+    return pending
+
+
+def deploy_summary(plan, hostvars, check_mode=False):
     """Deploy summary table lines: host, recipe, engine, role, port, state.
 
     Reads each planned host's registered ``units_converge`` and
-    ``units_health`` results from ``hostvars``.
+    ``units_health`` results from ``hostvars``. In check mode, units the
+    converge would start or restart read ``would start (check mode)``.
     """
     results = {}
     for host in (plan or {}).get("hosts", {}):
         hv = hostvars[host] if host in hostvars else {}
         conv, health = hv.get("units_converge") or {}, hv.get("units_health") or {}
-        results[host] = {"units": conv.get("units"), "health": health.get("endpoints")}
+        results[host] = {"units": conv.get("units"), "health": health.get("endpoints"),
+                         "pending": pending_units(conv, check_mode)}
     return report.table(["host", "recipe", "engine", "role", "port", "state"], report.deploy_rows(plan, results))
 
 
@@ -66,6 +78,7 @@ class FilterModule(object):
             "host_units": host_units,
             "health_endpoints": health_endpoints,
             "deploy_summary": deploy_summary,
+            "pending_units": pending_units,
             "preflight_needs": preflight_needs,
             "preflight_report": preflight_report,
         }

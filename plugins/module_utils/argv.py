@@ -86,11 +86,20 @@ class Argv:
         vals = self.values(flags)
         return vals[0] if vals else default
 
+    def _value_at(self, flags, path):
+        """``(path[i], flag as written)`` of the last occurrence's first value token."""
+        start = list(self._spans(flags))[-1][0]
+        tok = self.tokens[start]
+        index = start if "=" in tok else start + 1
+        return "%s[%d]" % (path, index), tok.split("=", 1)[0]
+
     def get_int(self, flags, default, path="argv"):
         """Return an option's value as an int.
 
-        :raises ValueError: with a message naming the flag as written when
-            the value is not an integer.
+        :param path: where the argv sits in the card (``envs[4].argv``); errors
+            name the value's element, ``envs[4].argv[8]``.
+        :raises ValueError: with a message naming the element and the flag as
+            written when the value is not an integer.
         """
         raw = self.get(flags)
         if raw is None:
@@ -98,9 +107,20 @@ class Argv:
         try:
             return int(raw)
         except ValueError:
-            start = list(self._spans(flags))[-1][0]
-            written = self.tokens[start].split("=", 1)[0]
-            raise ValueError("%s: %s expects an integer, found %r" % (path, written, raw))
+            where, written = self._value_at(flags, path)
+            raise ValueError("%s: %s expects an integer, found %r" % (where, written, raw))
+
+    def get_port(self, flags, default, path="argv"):
+        """Return an option's value as a TCP port (an int from 1 to 65535).
+
+        :raises ValueError: naming the element and the flag, when the value is
+            not an integer or out of range.
+        """
+        port = self.get_int(flags, default, path)
+        if port is not None and port != default and not 1 <= port <= 65535:
+            where, written = self._value_at(flags, path)
+            raise ValueError("%s: %s expects a TCP port from 1 to 65535, found %d" % (where, written, port))
+        return port
 
     def groups(self, flags):
         """Return the value lists of every occurrence, in order."""

@@ -109,7 +109,9 @@ def describe(env, index):
     except ValueError as exc:
         if isinstance(exc, RecipeError):
             raise
-        raise RecipeError(path, str(exc).split(": ", 1)[-1])
+        where, _sep, message = str(exc).partition(": ")
+        # Argv errors name the element (envs[4].argv[8]); keep that finer path
+        raise RecipeError(where if where.startswith(path) else path, message if _sep else str(exc))
     model.update({
         "index": index,
         "engine": engine,
@@ -151,7 +153,7 @@ def _vllm(a, path):
     tp = a.get_int(_V_TP, 1, path)
     pp = a.get_int(_V_PP, 1, path)
     dp = a.get_int(_V_DP, 1, path)
-    m = _base(a, path, tp, pp, dp, a.get_int("--port", VLLM_DEFAULT_PORT, path), a.get("--host", "0.0.0.0"))
+    m = _base(a, path, tp, pp, dp, a.get_port("--port", VLLM_DEFAULT_PORT, path), a.get("--host", "0.0.0.0"))
     kv_raw = a.get("--kv-transfer-config")
     kv = None
     if kv_raw is not None:
@@ -194,7 +196,7 @@ def _sglang(a, path):
     tp = a.get_int(_S_TP, 1, path)
     pp = a.get_int(_S_PP, 1, path)
     dp = a.get_int(_S_DP, 1, path)
-    m = _base(a, path, tp, pp, dp, a.get_int("--port", SGLANG_DEFAULT_PORT, path), a.get("--host", "127.0.0.1"))
+    m = _base(a, path, tp, pp, dp, a.get_port("--port", SGLANG_DEFAULT_PORT, path), a.get("--host", "127.0.0.1"))
     mode = a.get("--disaggregation-mode", "null")
     if mode not in ("null", "prefill", "decode"):
         raise RecipeError(path, "--disaggregation-mode expects prefill, decode or null, found %r" % mode)
@@ -216,7 +218,7 @@ def _sglang(a, path):
         "expert_parallel_size": a.get_int(_S_EP, 1, path),
         "context_parallel_size": a.get_int(_S_CP, 1, path),
         "base_gpu_id": a.get_int("--base-gpu-id", 0, path),
-        "bootstrap_port": (a.get_int("--disaggregation-bootstrap-port", SGLANG_DEFAULT_BOOTSTRAP_PORT, path)
+        "bootstrap_port": (a.get_port("--disaggregation-bootstrap-port", SGLANG_DEFAULT_BOOTSTRAP_PORT, path)
                            if role == "prefill" else None),
         "transfer_backend": a.get("--disaggregation-transfer-backend", "mooncake") if mode != "null" else None,
         "dist_init_addr": a.get("--dist-init-addr"),
@@ -246,7 +248,7 @@ def _router(a, path):
         "node_rank": 0,
         "gpus": 0,
         "gpus_total": 0,
-        "port": a.get_int("--port", ROUTER_DEFAULT_PORT, path),
+        "port": a.get_port("--port", ROUTER_DEFAULT_PORT, path),
         "bind_host": a.get("--host", "127.0.0.1"),
         "pd_disaggregation": a.has("--pd-disaggregation"),
         "bootstrap_port": None,
@@ -256,7 +258,7 @@ def _router(a, path):
         "prefill_urls": prefill,
         "decode_urls": [v[0] for v in a.groups("--decode") if v],
         "worker_urls": a.values("--worker-urls"),
-        "prometheus_port": a.get_int("--prometheus-port", 29000, path),
+        "prometheus_port": a.get_port("--prometheus-port", 29000, path),
         "served_model_name": None,
         "model_arg": a.get("--model-path"),
         "quantization": None,

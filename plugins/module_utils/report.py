@@ -26,6 +26,10 @@ def deploy_rows(plan, results):
     :param results: dict host -> ``{"units": [...], "health": [...]}`` as
         returned by the ``systemd_units`` and ``http_health`` modules (either
         may be missing for a host that failed earlier).
+        A host's result may also hold ``pending``: unit name -> the verb
+        (``start``, ``restart``) a check-mode run would take; such a unit
+        is not health-checked (the change is not applied) and reads
+        ``would <verb> (check mode)``.
     :returns: list of ``[host, recipe, engine, role, port, state]``; state is
         ``healthy`` when the health gate passed, else the unit's active
         state or ``not run``.
@@ -35,10 +39,13 @@ def deploy_rows(plan, results):
         res = results.get(host) or {}
         units = {u["name"]: u for u in res.get("units") or []}
         health = {h["name"]: h for h in res.get("health") or []}
+        pending = res.get("pending") or {}
         for inst in hp["instances"]:
             h = health.get(inst["unit"])
             u = units.get(inst["unit"])
-            if h is not None:
+            if inst["unit"] in pending and h is None:
+                state = "would %s (check mode)" % pending[inst["unit"]]
+            elif h is not None:
                 state = "healthy" if h["healthy"] else "unhealthy: %s" % h["detail"]
             elif u is not None:
                 state = u.get("active_state") or "unknown"

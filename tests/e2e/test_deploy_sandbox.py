@@ -145,6 +145,28 @@ def test_check_mode_shows_a_unit_change_without_making_it(fleet, plan, first_dep
     assert ssh(fleet[host], "md5sum /etc/systemd/system/%s" % unit).stdout == before
 
 
+def test_check_mode_with_a_new_port_reports_the_restart_instead_of_gating_it(fleet, plan, first_deploy, tmp_path):
+    """Check mode does not apply the new port, so the health gate must not probe it: the summary says
+    the unit would restart, the run passes, and the host keeps the old unit running."""
+    host, inst = next((h, i) for h, hp in sorted(plan["hosts"].items()) for i in hp["instances"]
+                      if i["role"] == "monolithic" and i["engine"] == "sglang")
+    with open(os.path.join(ROOT, "cards", "glm-5.3-flash.json")) as f:
+        card = json.load(f)
+    argv = card["envs"][inst["recipe_index"]]["argv"]
+    argv[argv.index("--port") + 1] = str(inst["port"] + 10)
+    moved = tmp_path / "moved-port.json"
+    moved.write_text(json.dumps(card))
+    before = ssh(fleet[host], "md5sum /etc/systemd/system/%s" % inst["unit"]).stdout
+    res = playbook("--check", "--diff", "-e", "launchcard_card_src=%s" % moved)
+    assert res.returncode == 0, res.stdout[-4000:]
+    assert "+    --port %d" % (inst["port"] + 10) in res.stdout
+    table = report_table(res.stdout, SUMMARY_TASK, ("host", "recipe", "engine", "role", "port", "state"))
+    states = {(r["host"], r["recipe"]): r["state"] for r in table}
+    assert states.pop((host, inst["recipe"])) == "would restart (check mode)"
+    assert set(states.values()) == {"healthy"}
+    assert ssh(fleet[host], "md5sum /etc/systemd/system/%s" % inst["unit"]).stdout == before
+
+
 def test_hf_token_never_leaks(fleet, plan, first_deploy):
     token = "hf_launchcardSECRETtoken0123456789"
     res = playbook("-e", "launchcard_hf_token=%s" % token, "-v")

@@ -93,9 +93,18 @@ def test_groups_of_a_repeated_option():
 def test_get_int_error_names_the_flag_as_written():
     with pytest.raises(ValueError) as exc:
         Argv(["sglang", "serve", "--tp", "x"]).get_int(("--tp-size", "--tp"), 1, "envs[1].argv")
-    assert str(exc.value) == "envs[1].argv: --tp expects an integer, found 'x'"
-    with pytest.raises(ValueError, match=r"--tp-size expects an integer, found '4\.0'"):
+    assert str(exc.value) == "envs[1].argv[3]: --tp expects an integer, found 'x'"
+    with pytest.raises(ValueError, match=r"^argv\[2\]: --tp-size expects an integer, found '4\.0'"):
         Argv(["sglang", "serve", "--tp-size=4.0"]).get_int(("--tp-size", "--tp"), 1)
+
+
+@pytest.mark.parametrize("value", ["-30000", "0", "70000"])
+def test_get_port_refuses_what_is_not_a_tcp_port(value):
+    with pytest.raises(ValueError) as exc:
+        Argv(["vllm", "serve", "m", "--port", value]).get_port("--port", 8000, "envs[0].argv")
+    assert str(exc.value) == "envs[0].argv[4]: --port expects a TCP port from 1 to 65535, found %d" % int(value)
+    assert Argv(["vllm", "serve", "m", "--port=65535"]).get_port("--port", 8000) == 65535
+    assert Argv(["vllm", "serve", "m"]).get_port("--port", 8000) == 8000
 
 
 def test_positionals_after():

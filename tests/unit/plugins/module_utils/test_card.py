@@ -25,3 +25,15 @@ def test_a_misspelt_key_is_shown_next_to_the_missing_one():
     assert "hf.revision: required key 'revision' is missing" in text
     assert "(note) hf.revison: unknown key 'revison'" in text
     assert err.value.errors == [("hf.revision", "required key 'revision' is missing")]
+
+
+@pytest.mark.parametrize("env, flag, value", [(1, "--port", "-30000"), (4, "--disaggregation-bootstrap-port", "70000"),
+                                              (5, "--port", "thirty")])
+def test_a_port_that_is_not_a_tcp_port_names_its_argv_element(env, flag, value):
+    with open(os.path.join(ROOT, "cards", "glm-5.3-flash.json")) as f:
+        doc = json.load(f)
+    index = doc["envs"][env]["argv"].index(flag) + 1
+    doc["envs"][env]["argv"][index] = value
+    with pytest.raises((CardError, ValueError)) as err:
+        load_card(json.dumps(doc), source="ports.json")
+    assert "envs[%d].argv[%d]: %s expects " % (env, index, flag) in str(err.value)

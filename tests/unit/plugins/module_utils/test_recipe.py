@@ -275,9 +275,9 @@ def test_engine_mismatch():
 def test_non_integer_tp_names_the_flag():
     with pytest.raises(RecipeError) as exc:
         describe(_env(["sglang", "serve", "--model-path", "m", "--tp-size", "x"]), 1)
-    assert exc.value.path == "envs[1].argv"
+    assert exc.value.path == "envs[1].argv[5]"  # the element holding the value
     assert exc.value.message == "--tp-size expects an integer, found 'x'"
-    with pytest.raises(RecipeError, match=r"envs\[0\]\.argv: --tensor-parallel-size expects an integer"):
+    with pytest.raises(RecipeError, match=r"envs\[0\]\.argv\[3\]: --tensor-parallel-size expects an integer"):
         describe(_env(["vllm", "serve", "m", "--tensor-parallel-size=eight"], "vllm"), 0)
 
 
@@ -302,7 +302,8 @@ def test_bad_kv_transfer_config():
 def test_recipe_errors_carry_the_recipe_path(argv, message):
     with pytest.raises(RecipeError) as exc:
         describe(_env(argv), 5)
-    assert exc.value.path == "envs[5].argv"
+    # a bad value names its element, other errors the recipe's argv
+    assert exc.value.path == ("envs[5].argv[4]" if "expects an integer" in message else "envs[5].argv")
     assert message in exc.value.message
 
 
@@ -313,7 +314,8 @@ def test_load_card_reports_the_recipe_error_path(example):
     doc["envs"][6]["argv"][0] = "nginx"
     with pytest.raises(CardError) as exc:
         load_card(json.dumps(doc), "x.json")
-    assert ("envs[3].argv", "--tp-size expects an integer, found 'four'") in exc.value.errors
+    index = doc["envs"][3]["argv"].index("four")
+    assert ("envs[3].argv[%d]" % index, "--tp-size expects an integer, found 'four'") in exc.value.errors
     assert [p for p, dummy in exc.value.errors if p == "envs[6].argv[0]"]
 
 

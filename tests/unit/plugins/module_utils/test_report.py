@@ -64,3 +64,14 @@ def test_deploy_rows_headless_rank_has_no_port():
                                              "port": None}]}}}
     assert deploy_rows(plan_, {"n1": {"units": [{"name": "u"}]}}) == [
         ["n1", "r", "vllm", "monolithic", "-", "unknown"]]
+
+
+def test_deploy_rows_check_mode_pending_units():
+    with open(EXAMPLE) as f:
+        card = load_card(f.read(), EXAMPLE)
+    p = plan(card, normalize_placement([("h", {"address": "10.0.0.1", "recipes": ["vllm-monolithic"]})]))
+    unit = p["hosts"]["h"]["instances"][0]["unit"]
+    results = {"h": {"units": [{"name": unit, "active_state": "active"}], "health": [], "pending": {unit: "restart"}}}
+    assert [r[5] for r in deploy_rows(p, results)] == ["would restart (check mode)"]
+    results["h"]["pending"] = {}
+    assert [r[5] for r in deploy_rows(p, results)] == ["active"]
