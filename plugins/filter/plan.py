@@ -8,7 +8,7 @@ from __future__ import annotations
 from ansible.errors import AnsibleFilterError
 from ansible.module_utils.common.text.converters import to_text
 
-from ansible_collections.launchcard.inference.plugins.module_utils import preflight, report, units
+from ansible_collections.launchcard.inference.plugins.module_utils import preflight, report, units, versions
 
 
 def host_units(host_plan, options=None):
@@ -25,16 +25,6 @@ def health_endpoints(host_plan):
             for i in (host_plan or {}).get("instances", []) if i.get("health_url")]
 
 
-def pending_units(converge, check_mode):
-    """Units a check-mode converge would start or restart: name -> verb (empty outside check mode)."""
-    if not check_mode:
-        return {}
-    actions = (converge or {}).get("actions") or {}
-    pending = dict((name, "start") for name in actions.get("start") or [])
-    pending.update((name, "restart") for name in actions.get("restart") or [])
-    return pending
-
-
 def deploy_summary(plan, hostvars, check_mode=False):
     """Deploy summary table lines: host, recipe, engine, role, port, state.
 
@@ -47,7 +37,7 @@ def deploy_summary(plan, hostvars, check_mode=False):
         hv = hostvars[host] if host in hostvars else {}
         conv, health = hv.get("units_converge") or {}, hv.get("units_health") or {}
         results[host] = {"units": conv.get("units"), "health": health.get("endpoints"),
-                         "pending": pending_units(conv, check_mode)}
+                         "pending": report.pending_units(conv, check_mode)}
     return report.table(["host", "recipe", "engine", "role", "port", "state"], report.deploy_rows(plan, results))
 
 
@@ -78,7 +68,8 @@ class FilterModule(object):
             "host_units": host_units,
             "health_endpoints": health_endpoints,
             "deploy_summary": deploy_summary,
-            "pending_units": pending_units,
+            "pending_units": report.pending_units,
+            "version_drift": versions.drift,
             "preflight_needs": preflight_needs,
             "preflight_report": preflight_report,
         }

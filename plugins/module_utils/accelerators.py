@@ -40,6 +40,7 @@ Result of :func:`summarize` (``ansible_facts.launchcard_accelerators``)::
           "reboot_required": bool | None,    # None: cannot tell
           "fabric_manager_required": bool,
           "imex_required": bool,
+          "nvlink5_required": bool,          # nvlsm + NSCQ beside fabric manager (HGX B200/B300)
           "kernel_module": "open" | "proprietary" | None,   # NVIDIA only
           "message": str | None,             # e.g. why vendor is "none"
       },
@@ -155,6 +156,10 @@ NVSWITCH_HGX_MODELS = frozenset(("a100", "a800", "h100", "h800", "h200", "h20", 
 """Models sold on 8-GPU HGX baseboards whose GPUs talk through NVSwitch and so
 need ``nvidia-fabricmanager`` at the driver's exact version (CUDA error 802
 without it). See :func:`fabric_manager_required` for the full rule."""
+
+NVLINK5_MODELS = frozenset(("b200", "b300"))
+"""Blackwell HGX parts whose NVSwitch fabric (NVLink5) also needs the NVLink subnet manager
+(``nvlsm``) and NSCQ beside fabric manager."""
 
 IMEX_MODELS = frozenset(("gb200", "gb300"))
 """Grace-Blackwell superchip parts: NVLink domains span trays, managed by the
@@ -422,6 +427,16 @@ def imex_required(devices):
     :returns: ``bool``.
     """
     return any(device.get("model_id") in IMEX_MODELS for device in devices)
+
+
+def nvlink5_required(devices):
+    """Whether this host needs the NVLink5 parts beside fabric manager (``nvlsm``, NSCQ):
+    fabric manager is required (:func:`fabric_manager_required`) and a GPU is a B200/B300.
+
+    :param devices: device dicts as in :func:`summarize`.
+    :returns: ``bool``.
+    """
+    return fabric_manager_required(devices) and any(d.get("model_id") in NVLINK5_MODELS for d in devices)
 
 
 # --------------------------------------------------------------------------
@@ -945,6 +960,7 @@ def _empty_driver():
         "reboot_required": None,
         "fabric_manager_required": False,
         "imex_required": False,
+        "nvlink5_required": False,
         "kernel_module": None,
         "message": None,
     }
@@ -1206,6 +1222,7 @@ def summarize(vendor, sources=None):
     devices.sort(key=lambda device: device["index"])
     driver["fabric_manager_required"] = fabric_manager_required(devices)
     driver["imex_required"] = imex_required(devices)
+    driver["nvlink5_required"] = nvlink5_required(devices)
     return {
         "vendor": vendor,
         "count": len(devices),

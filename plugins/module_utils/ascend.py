@@ -39,6 +39,8 @@ from __future__ import annotations
 
 import re
 
+from ansible_collections.launchcard.inference.plugins.module_utils import versions
+
 COMPONENTS = ("driver", "firmware", "toolkit", "kernels", "nnal")
 """Every component, in the order a first install runs them."""
 
@@ -126,8 +128,10 @@ def install_plan(installed, wanted, devices=(), force=False):
         return {"component": key, "action": "install" if have[key] is None else "upgrade",
                 "installed": have[key], "wanted": managed[key]}
 
-    due = [key for key in COMPONENTS if key in managed and have[key] != managed[key]]
-    drift = ["%s: installed %s, wanted %s" % (key, have[key], managed[key]) for key in due if have[key] is not None]
+    due = [key for key in COMPONENTS
+           if key in managed and (have[key] is None or not versions.matches(have[key], managed[key]))]
+    drift = ["%s: installed %s, wanted %s" % (key, version, managed[key])
+             for key, version in versions.drift(have, dict((key, managed[key]) for key in due))]
     stack = [key for key in DRIVER_STACK if key in due]
     if have["driver"] is not None and "firmware" in stack:
         stack = ["firmware"] + [key for key in stack if key != "firmware"]
@@ -149,3 +153,35 @@ def install_plan(installed, wanted, devices=(), force=False):
         "refused": refused,
         "reboot_expected": any(s["component"] in DRIVER_STACK for s in steps),
     }
+
+
+def installer_sources(steps, urls=None, base_url="", files=None, checksums=None):
+    """Where each step's installer comes from, and the checksum it must match.
+
+    :param steps: :func:`install_plan` steps.
+    :param urls: ``{component: URL or absolute path on the host}``; wins over *base_url*.
+    :param base_url: a URL (or absolute path) of a directory holding the installers
+        under the names in *files*; empty for none.
+    :param files: ``{component: file name}`` (Huawei's names).
+    :param checksums: ``{component: "sha256:<hex>" or "sha256:<URL of a SHA256SUMS>"}``
+        (``ansible.builtin.get_url``'s checksum).
+    :returns: the steps, each with ``url`` (an absolute path becomes ``file://``),
+        ``file`` (the installer's file name) and ``checksum`` added.
+    :raises AscendPlanError: naming every step's component that has no source or
+        no checksum; nothing may run unchecked.
+    """
+    urls, files, checksums = urls or {}, files or {}, checksums or {}
+    out, missing = [], []
+    for step in steps:
+        key = step["component"]
+        url = urls.get(key) or ("%s/%s" % (base_url.rstrip("/"), files[key]) if base_url and files.get(key) else "")
+        if not url or not checksums.get(key):
+            missing.append(key)
+            continue
+        url = "file://" + url if url.startswith("/") else url
+        out.append(dict(step, url=url, file=url.rstrip("/").rsplit("/", 1)[-1], checksum=checksums[key]))
+    if missing:
+        raise AscendPlanError(
+            "%s: each installer to run needs a source (package_urls[<component>] or package_base_url) and a "
+            "checksum (checksums[<component>] = sha256:...); nothing was installed" % ", ".join(missing))
+    return out

@@ -194,6 +194,19 @@ def _result(check, ok, need, found, message, severity="error"):
             "severity": "ok" if ok else severity}
 
 
+def bare_host(accelerators, install_driver):
+    """Whether a host is bare: no device answers through a vendor tool, but the PCI bus
+    (``accelerators.pci``) shows accelerators, and the play installs their stack next.
+
+    Such a host is judged on its PCI count now and checked again after the install.
+
+    :param accelerators: the ``accelerator_facts`` summary.
+    :param install_driver: the play installs the accelerator stack after preflight.
+    """
+    acc = accelerators or {}
+    return bool(install_driver) and not acc.get("devices") and bool((acc.get("pci") or {}).get("count"))
+
+
 def evaluate(facts, needs, options=None):
     """Run every enabled check.
 
@@ -246,9 +259,7 @@ def evaluate(facts, needs, options=None):
                            "%s free" % (_gib(free) if free is not None else "unknown"),
                            "enough space for the weights" if ok else "not enough free space for the weights"))
     pci = acc.get("pci") or {}
-    # a bare host: the vendor's tools are missing (or cannot talk to a driver) but the PCI bus
-    # shows its accelerators, and the deploy installs the driver stack right after preflight
-    bare = not devices and bool(pci.get("count")) and bool(options.get("install_driver"))
+    bare = bare_host(acc, options.get("install_driver"))
     if enabled["gpu_count"] and needs.get("gpus"):
         count = pci["count"] if bare else len(devices)
         ok = count >= needs["gpus"]

@@ -19,6 +19,22 @@ def table(headers, rows):
     return lines
 
 
+def pending_units(converge, check_mode):
+    """Units a check-mode converge would start or restart.
+
+    :param converge: a ``systemd_units`` result (its ``actions`` are read).
+    :param check_mode: whether the run is in check mode.
+    :returns: dict unit name -> ``"start"`` or ``"restart"``; empty outside
+        check mode (a real run applied the change, so its units are gated).
+    """
+    if not check_mode:
+        return {}
+    actions = (converge or {}).get("actions") or {}
+    pending = dict((name, "start") for name in actions.get("start") or [])
+    pending.update((name, "restart") for name in actions.get("restart") or [])
+    return pending
+
+
 def deploy_rows(plan, results):
     """Build the deploy summary rows: one per planned instance.
 

@@ -200,6 +200,10 @@ ansible_facts:
               description: Whether the NVIDIA IMEX daemon must run (GB200/GB300).
               type: bool
               sample: false
+            nvlink5_required:
+              description: Whether the NVLink5 parts (nvlsm, NSCQ) must run beside fabric manager (HGX B200/B300).
+              type: bool
+              sample: false
             kernel_module:
               description: NVIDIA kernel module flavour, V(open) or V(proprietary); null elsewhere.
               type: str

@@ -46,6 +46,24 @@ options:
         V(nnal) C(/usr/local/Ascend/nnal/atb/latest/version.info)."
     type: dict
     default: {}
+  package_urls:
+    description: Per component, the installer's URL (http, https, file) or absolute path on the host; wins over O(package_base_url).
+    type: dict
+    default: {}
+  package_base_url:
+    description: URL (or absolute path on the host) of a directory holding the installers under the names in O(package_files).
+    type: str
+    default: ""
+  package_files:
+    description: Per component, the installer's file name (Huawei's naming).
+    type: dict
+    default: {}
+  checksums:
+    description:
+      - Per component, C(sha256:<hex>) or C(sha256:<URL of a SHA256SUMS file>) (ansible.builtin.get_url's checksum).
+      - Every component with a step to run needs a source and a checksum, else the module fails naming them.
+    type: dict
+    default: {}
   force:
     description: Upgrade even while a chip is unhealthy.
     type: bool
@@ -107,6 +125,15 @@ steps:
     wanted:
       description: The version this step installs.
       type: str
+    url:
+      description: Where the installer comes from (an absolute path given becomes a C(file://) URL).
+      type: str
+    file:
+      description: The installer's file name.
+      type: str
+    checksum:
+      description: The checksum it must match.
+      type: str
   sample: [{component: firmware, action: upgrade, installed: 7.5.0.3.220, wanted: 7.7.0.6.236}]
 drift:
   description: One line per managed component whose installed version is not the wanted one.
@@ -138,6 +165,7 @@ from ansible_collections.launchcard.inference.plugins.module_utils.ascend import
     COMPONENTS,
     AscendPlanError,
     install_plan,
+    installer_sources,
     parse_version_file,
 )
 
@@ -156,6 +184,10 @@ def main():
             wanted=dict(type="dict", required=True),
             version_files=dict(type="dict", default={}),
             force=dict(type="bool", default=False),
+            package_urls=dict(type="dict", default={}),
+            package_base_url=dict(type="str", default=""),
+            package_files=dict(type="dict", default={}),
+            checksums=dict(type="dict", default={}),
         ),
         supports_check_mode=True,
     )
@@ -173,6 +205,9 @@ def main():
     summary = accelerators.collect("ascend", which=module.get_bin_path, run=module.run_command, read=read)
     try:
         result = install_plan(installed, module.params["wanted"], summary["devices"], module.params["force"])
+        result["steps"] = installer_sources(result["steps"], module.params["package_urls"],
+                                            module.params["package_base_url"], module.params["package_files"],
+                                            module.params["checksums"])
     except AscendPlanError as exc:
         module.fail_json(msg=str(exc))
     result.update(installed=installed, accelerators=summary, changed=False)

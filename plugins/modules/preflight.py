@@ -145,6 +145,12 @@ checks:
       need: TCP from here to 10.0.0.5:31000, 10.0.0.5:8998
       found: "reachable: 2 refused"
       message: every peer port is reachable
+bare_host:
+  description:
+    - True when O(install_driver) is set and the host is bare - no device answers through a vendor tool,
+      but the PCI bus shows accelerators. Such a host is checked again after its stack is installed.
+  returned: always
+  type: bool
 failed_checks:
   description: Names of the checks with severity C(error).
   returned: always
@@ -167,6 +173,7 @@ from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.launchcard.inference.plugins.module_utils import accelerators
 from ansible_collections.launchcard.inference.plugins.module_utils.preflight import (
     CONTAINER_OWNER,
+    bare_host,
     GIB,
     container_from_cgroup,
     evaluate,
@@ -309,6 +316,7 @@ def main():
     })
     facts["listening"] = dict((str(k), v) for k, v in facts["listening"].items())
     module.exit_json(changed=False, checks=results, failed_checks=[r["check"] for r in failed(results)],
+                     bare_host=bare_host(facts["accelerators"], p["install_driver"]),
                      facts=facts)
 
 

@@ -22,6 +22,7 @@ from ansible_collections.launchcard.inference.plugins.module_utils.accelerators 
     candidate_vendors,
     fabric_manager_required,
     imex_required,
+    nvlink5_required,
     normalize_bdf,
     normalize_model,
     parse_amd_smi_list,
@@ -57,7 +58,7 @@ DEVICE_KEYS = {
 }
 DRIVER_KEYS = {
     "installed_version", "loaded_version", "reboot_required", "fabric_manager_required",
-    "imex_required", "kernel_module", "message",
+    "imex_required", "nvlink5_required", "kernel_module", "message",
 }
 
 
@@ -500,6 +501,13 @@ def test_imex_rule():
     assert imex_required([]) is False
 
 
+def test_nvlink5_rule():
+    assert nvlink5_required(devices_of("NVIDIA B200", 8)) is True
+    assert nvlink5_required(devices_of("NVIDIA H100 80GB HBM3", 8)) is False  # fabric manager alone
+    assert nvlink5_required(devices_of("NVIDIA B200", 4)) is False  # no NVSwitch on a 4-GPU board
+    assert nvlink5_required(devices_of("NVIDIA GB200", 4)) is False  # IMEX instead
+
+
 def test_candidate_vendors():
     assert candidate_vendors([]) == []
     assert candidate_vendors(["npu-smi"]) == ["ascend"]
@@ -537,6 +545,7 @@ def test_summary_nvidia_h100x8_hgx():
         "reboot_required": False,
         "fabric_manager_required": True,
         "imex_required": False,
+        "nvlink5_required": False,
         "kernel_module": "open",
         "message": None,
     }

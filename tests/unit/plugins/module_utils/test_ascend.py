@@ -10,6 +10,7 @@ import pytest
 from ansible_collections.launchcard.inference.plugins.module_utils.ascend import (
     AscendPlanError,
     install_plan,
+    installer_sources,
     parse_version_file,
     unhealthy_chips,
 )
@@ -89,3 +90,24 @@ def test_bad_requests_name_the_key():
         install_plan({}, {"ops": "1"})
     with pytest.raises(AscendPlanError, match=r"wanted\[driver\]"):
         install_plan({}, {"driver": "25.2.0; reboot"})
+
+
+def test_installer_sources_url_file_and_checksum():
+    steps = install_plan(OLD, NEW)["steps"]  # firmware, driver
+    files = {"driver": "Ascend-hdk-910b-npu-driver_25.2.0_linux-aarch64.run", "firmware": "fw.run"}
+    sums = {"driver": "sha256:" + "a" * 64, "firmware": "sha256:" + "b" * 64}
+    out = installer_sources(steps, {"firmware": "/srv/fw/fw-7.7.run"}, "https://mirror.example/ascend/", files, sums)
+    assert [(s["component"], s["url"], s["file"], s["checksum"]) for s in out] == [
+        ("firmware", "file:///srv/fw/fw-7.7.run", "fw-7.7.run", sums["firmware"]),
+        ("driver", "https://mirror.example/ascend/" + files["driver"], files["driver"], sums["driver"])]
+    assert out[0]["action"] == "upgrade"  # the step itself is kept
+
+
+def test_installer_sources_refuses_what_cannot_be_checked():
+    steps = install_plan({}, OLD)["steps"]
+    with pytest.raises(AscendPlanError, match=r"^driver, kernels: each installer to run needs a source"):
+        installer_sources(steps, {}, "https://m/a", dict.fromkeys(OLD, "x.run"),
+                          dict.fromkeys(["firmware", "toolkit", "nnal"], "sha256:" + "0" * 64))
+    with pytest.raises(AscendPlanError, match=r"^driver, firmware"):
+        installer_sources(steps[:2], {}, "", {}, dict.fromkeys(OLD, "sha256:x"))
+    assert installer_sources([], None, "", None, None) == []

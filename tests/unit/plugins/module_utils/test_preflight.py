@@ -14,6 +14,7 @@ from ansible_collections.launchcard.inference.plugins.module_utils.card import l
 from ansible_collections.launchcard.inference.plugins.module_utils.planner import normalize_placement, plan
 from ansible_collections.launchcard.inference.plugins.module_utils.preflight import (
     CHECKS,
+    bare_host,
     evaluate,
     failed,
     host_needs,
@@ -347,6 +348,8 @@ def test_bare_host_passes_on_its_pci_count_only_when_the_stack_is_installed_next
     assert (res["driver"]["severity"], res["driver"]["found"]) == ("warning", "none")
     assert "the nvidia stack is installed next" in res["driver"]["message"]
     assert "gpu_model" not in res and "memory_fit" not in res  # checked again after the install
+    assert bare_host(bare["accelerators"], True) and not bare_host(bare["accelerators"], False)
+    assert not bare_host(_facts()["accelerators"], True)  # its driver answers
     assert failed(evaluate(bare, NEEDS, {"install_driver": True})) == []
     # too few on the bus is still too few
     four = dict(bare, accelerators=dict(bare["accelerators"], pci=dict(pci, count=4)))

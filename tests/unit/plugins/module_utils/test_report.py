@@ -9,7 +9,7 @@ import os
 
 from ansible_collections.launchcard.inference.plugins.module_utils.card import load_card
 from ansible_collections.launchcard.inference.plugins.module_utils.planner import normalize_placement, plan
-from ansible_collections.launchcard.inference.plugins.module_utils.report import deploy_rows, table
+from ansible_collections.launchcard.inference.plugins.module_utils.report import deploy_rows, pending_units, table
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(HERE))))
@@ -75,3 +75,10 @@ def test_deploy_rows_check_mode_pending_units():
     assert [r[5] for r in deploy_rows(p, results)] == ["would restart (check mode)"]
     results["h"]["pending"] = {}
     assert [r[5] for r in deploy_rows(p, results)] == ["active"]
+
+
+def test_pending_units_only_in_check_mode():
+    conv = {"actions": {"start": ["a.service"], "restart": ["b.service"], "enable": ["a.service"], "stop": []}}
+    assert pending_units(conv, True) == {"a.service": "start", "b.service": "restart"}
+    assert pending_units(conv, False) == {}
+    assert pending_units({}, True) == {} and pending_units(None, True) == {}

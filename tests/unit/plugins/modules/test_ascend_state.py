@@ -50,7 +50,13 @@ def npu_host(host, tmp_path):
     return state
 
 
+# where the installers come from: a directory of Huawei-named files, one checksum file
+SOURCES = {"package_base_url": "/srv/ascend", "package_files": dict((k, "%s.run" % k) for k in WANTED),
+           "checksums": dict.fromkeys(WANTED, "sha256:https://mirror.example/ascend/SHA256SUMS")}
+
+
 def run(capsys, **args):
+    args = dict(SOURCES, **args)
     with patch_module_args(args):
         with pytest.raises(SystemExit) as info:
             ascend_state.main()
@@ -63,6 +69,8 @@ def test_bare_host_installs_everything_driver_first(npu_host, capsys):
     assert [(s["component"], s["action"]) for s in out["steps"]] == [
         ("driver", "install"), ("firmware", "install"), ("toolkit", "install"), ("kernels", "install"), ("nnal", "install")]
     assert out["installed"] == dict.fromkeys(WANTED)
+    assert (out["steps"][0]["url"], out["steps"][0]["file"]) == ("file:///srv/ascend/driver.run", "driver.run")
+    assert out["steps"][0]["checksum"] == "sha256:https://mirror.example/ascend/SHA256SUMS"
     assert out["accelerators"]["count"] == 0  # the stand-in fails like npu-smi without a driver
     assert out["reboot_expected"] is True
 
@@ -98,3 +106,14 @@ def test_installed_but_not_running_driver_and_bad_input(npu_host, capsys):
     assert rc == 1 and "'ops'" in out["msg"]
     rc, out = run(capsys, wanted=WANTED, version_files={"opp": "/x"})
     assert rc == 1 and out["msg"].startswith("version_files: unknown component(s) opp")
+
+
+def test_an_installer_without_source_or_checksum_fails_the_module(npu_host, capsys):
+    files = npu_host({})
+    rc, out = run(capsys, wanted=WANTED, version_files=files, checksums={"driver": "sha256:0"})
+    assert rc == 1 and out["msg"].startswith("firmware, toolkit, kernels, nnal: each installer to run needs a source")
+    rc, out = run(capsys, wanted=WANTED, version_files=files, package_base_url="")
+    assert rc == 1 and out["msg"].startswith("driver, firmware, toolkit, kernels, nnal: each installer")
+    # nothing to run: nothing to fetch, nothing asked for
+    rc, out = run(capsys, wanted=WANTED, version_files=npu_host(WANTED, running="25.2.0"), checksums={})
+    assert rc == 0 and out["steps"] == []
