@@ -14,8 +14,8 @@ from ansible.module_utils.common.text.converters import to_native, to_text
 from ansible.module_utils.urls import open_url
 from ansible.plugins.action import ActionBase
 
-from ansible_collections.launchcard.inference.plugins.module_utils.card import CardError, load_card
-from ansible_collections.launchcard.inference.plugins.module_utils.planner import (
+from ansible_collections.launchcard.inference.plugins.plugin_utils._card import CardError, load_card
+from ansible_collections.launchcard.inference.plugins.plugin_utils._planner import (
     PlanError,
     normalize_placement,
     plan_fleet,

@@ -8,7 +8,10 @@ from __future__ import annotations
 from ansible.errors import AnsibleFilterError
 from ansible.module_utils.common.text.converters import to_text
 
-from ansible_collections.launchcard.inference.plugins.module_utils import preflight, report, units, versions
+from ansible_collections.launchcard.inference.plugins.module_utils import _preflight as preflight
+from ansible_collections.launchcard.inference.plugins.plugin_utils import _report as report
+from ansible_collections.launchcard.inference.plugins.plugin_utils import _units as units
+from ansible_collections.launchcard.inference.plugins.module_utils import _versions as versions
 
 
 def host_units(host_plan, options=None):
@@ -42,7 +45,7 @@ def deploy_summary(plan, hostvars, check_mode=False):
 
 
 def preflight_needs(card, host_plan, plan=None):
-    """What one host needs for its share of the plan (see module_utils.preflight.host_needs).
+    """What one host needs for its share of the plan (see module_utils._preflight.host_needs).
 
     With the whole ``plan`` the needs also list the peer ports on other hosts to reach.
     """

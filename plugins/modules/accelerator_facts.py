@@ -240,7 +240,7 @@ ansible_facts:
 """
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible_collections.launchcard.inference.plugins.module_utils.accelerators import PCI_DEVICES_DIR, VENDORS, collect
+from ansible_collections.launchcard.inference.plugins.module_utils._accelerators import PCI_DEVICES_DIR, VENDORS, collect
 
 
 def main():

@@ -160,8 +160,8 @@ accelerators:
 import os
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible_collections.launchcard.inference.plugins.module_utils import accelerators
-from ansible_collections.launchcard.inference.plugins.module_utils.ascend import (
+from ansible_collections.launchcard.inference.plugins.module_utils import _accelerators as accelerators
+from ansible_collections.launchcard.inference.plugins.module_utils._ascend_installers import (
     COMPONENTS,
     AscendPlanError,
     install_plan,

@@ -98,7 +98,7 @@ from ansible.module_utils.basic import AnsibleModule
 from ansible.module_utils.six.moves.urllib.error import HTTPError
 from ansible.module_utils.urls import open_url
 
-from ansible_collections.launchcard.inference.plugins.module_utils.health import wait_all
+from ansible_collections.launchcard.inference.plugins.module_utils._health import wait_all
 
 
 def request(url, payload=None, timeout=10.0):

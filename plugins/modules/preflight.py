@@ -170,8 +170,8 @@ import os
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.launchcard.inference.plugins.module_utils import accelerators
-from ansible_collections.launchcard.inference.plugins.module_utils.preflight import (
+from ansible_collections.launchcard.inference.plugins.module_utils import _accelerators as accelerators
+from ansible_collections.launchcard.inference.plugins.module_utils._preflight import (
     CONTAINER_OWNER,
     bare_host,
     GIB,

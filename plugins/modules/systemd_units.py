@@ -146,7 +146,7 @@ import tempfile
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.launchcard.inference.plugins.module_utils.systemd import (
+from ansible_collections.launchcard.inference.plugins.module_utils._systemd import (
     SHOW_PROPERTIES,
     actions,
     render_env_file,

@@ -23,8 +23,8 @@ import urllib.request
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 sys.path.insert(0, os.path.join(ROOT, ".collections"))
 
-from ansible_collections.launchcard.inference.plugins.module_utils.card import load_card  # noqa: E402
-from ansible_collections.launchcard.inference.plugins.module_utils.planner import (  # noqa: E402
+from ansible_collections.launchcard.inference.plugins.plugin_utils._card import load_card  # noqa: E402
+from ansible_collections.launchcard.inference.plugins.plugin_utils._planner import (  # noqa: E402
     normalize_placement,
     plan_fleet,
 )

@@ -16,8 +16,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from ansible_collections.launchcard.inference.plugins.module_utils import accelerators as acc
-from ansible_collections.launchcard.inference.plugins.module_utils.accelerators import (
+from ansible_collections.launchcard.inference.plugins.module_utils import _accelerators as acc
+from ansible_collections.launchcard.inference.plugins.module_utils._accelerators import (
     AcceleratorOutputError,
     candidate_vendors,
     fabric_manager_required,

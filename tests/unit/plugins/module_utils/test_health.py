@@ -16,7 +16,7 @@ import urllib.request
 
 import pytest
 
-from ansible_collections.launchcard.inference.plugins.module_utils.health import (
+from ansible_collections.launchcard.inference.plugins.module_utils._health import (
     check_once,
     completion_url,
     wait_all,

@@ -10,9 +10,9 @@ import os
 
 import pytest
 
-from ansible_collections.launchcard.inference.plugins.module_utils.card import load_card
-from ansible_collections.launchcard.inference.plugins.module_utils.planner import normalize_placement, plan
-from ansible_collections.launchcard.inference.plugins.module_utils.preflight import (
+from ansible_collections.launchcard.inference.plugins.plugin_utils._card import load_card
+from ansible_collections.launchcard.inference.plugins.plugin_utils._planner import normalize_placement, plan
+from ansible_collections.launchcard.inference.plugins.module_utils._preflight import (
     CHECKS,
     bare_host,
     evaluate,

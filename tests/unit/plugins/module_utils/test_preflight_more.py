@@ -12,10 +12,10 @@ import socket
 
 import pytest
 
-from ansible_collections.launchcard.inference.plugins.module_utils.argv import Argv
-from ansible_collections.launchcard.inference.plugins.module_utils.card import load_card
-from ansible_collections.launchcard.inference.plugins.module_utils.planner import normalize_placement, plan
-from ansible_collections.launchcard.inference.plugins.module_utils.preflight import (
+from ansible_collections.launchcard.inference.plugins.plugin_utils._argv import Argv
+from ansible_collections.launchcard.inference.plugins.plugin_utils._card import load_card
+from ansible_collections.launchcard.inference.plugins.plugin_utils._planner import normalize_placement, plan
+from ansible_collections.launchcard.inference.plugins.module_utils._preflight import (
     CHECKS,
     DEFAULT_IMAGE_ALLOWANCE_BYTES,
     DEFAULT_SHM_MIN_BYTES,

@@ -7,8 +7,8 @@ from __future__ import annotations
 
 import pytest
 
-from ansible_collections.launchcard.inference.plugins.module_utils import planner
-from ansible_collections.launchcard.inference.plugins.module_utils.preflight import (
+from ansible_collections.launchcard.inference.plugins.plugin_utils import _planner as planner
+from ansible_collections.launchcard.inference.plugins.module_utils._preflight import (
     UNIT_PREFIX,
     container_from_cgroup,
     evaluate,

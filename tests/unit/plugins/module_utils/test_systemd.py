@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pytest
 
-from ansible_collections.launchcard.inference.plugins.module_utils.systemd import (
+from ansible_collections.launchcard.inference.plugins.module_utils._systemd import (
     SHOW_PROPERTIES,
     actions,
     diff_files,

@@ -5,7 +5,7 @@
 
 from __future__ import annotations
 
-from ansible_collections.launchcard.inference.plugins.module_utils.versions import drift, matches
+from ansible_collections.launchcard.inference.plugins.module_utils._versions import drift, matches
 
 
 def test_matches_the_release_with_any_revision():

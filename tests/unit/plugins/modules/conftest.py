@@ -10,7 +10,7 @@ import os
 import pytest
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible_collections.launchcard.inference.plugins.module_utils import accelerators
+from ansible_collections.launchcard.inference.plugins.module_utils import _accelerators as accelerators
 
 
 @pytest.fixture

@@ -22,7 +22,7 @@ import sys
 import pytest
 
 from ansible.module_utils.testing import patch_module_args
-from ansible_collections.launchcard.inference.plugins.module_utils import accelerators
+from ansible_collections.launchcard.inference.plugins.module_utils import _accelerators as accelerators
 from ansible_collections.launchcard.inference.plugins.modules import accelerator_facts
 
 FIXTURES = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", "fixtures", "accelerators"))

@@ -16,9 +16,9 @@ import pytest
 from hypothesis import given, note, settings
 from hypothesis import strategies as st
 
-from ansible_collections.launchcard.inference.plugins.module_utils.argv import Argv
-from ansible_collections.launchcard.inference.plugins.module_utils.card import load_card
-from ansible_collections.launchcard.inference.plugins.module_utils.planner import (
+from ansible_collections.launchcard.inference.plugins.plugin_utils._argv import Argv
+from ansible_collections.launchcard.inference.plugins.plugin_utils._card import load_card
+from ansible_collections.launchcard.inference.plugins.plugin_utils._planner import (
     PlanError,
     normalize_placement,
     plan,

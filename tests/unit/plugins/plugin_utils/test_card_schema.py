@@ -1,7 +1,7 @@
 # -*- coding: utf-8 -*-
 # Copyright: (c) 2026, launchcard.inference contributors
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""Unit tests for plugins/module_utils/card_schema.py (schema, corpus, paths, messages)."""
+"""Unit tests for plugins/plugin_utils/_card_schema.py (schema, corpus, paths, messages)."""
 
 from __future__ import annotations
 
@@ -14,8 +14,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from ansible_collections.launchcard.inference.plugins.module_utils import card_schema
-from ansible_collections.launchcard.inference.plugins.module_utils.card_schema import (
+from ansible_collections.launchcard.inference.plugins.plugin_utils import _card_schema as card_schema
+from ansible_collections.launchcard.inference.plugins.plugin_utils._card_schema import (
     CARD_SCHEMA,
     Issue,
     ValidationReport,

@@ -11,8 +11,8 @@ path (``envs[4].argv[7]``). Validation rules live in
 
 from __future__ import annotations
 
-from ansible_collections.launchcard.inference.plugins.module_utils import card_schema
-from ansible_collections.launchcard.inference.plugins.module_utils.recipe import (
+from ansible_collections.launchcard.inference.plugins.plugin_utils import _card_schema as card_schema
+from ansible_collections.launchcard.inference.plugins.plugin_utils._recipe import (
     RecipeError,
     describe,
     name_recipes,

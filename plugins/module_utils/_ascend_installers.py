@@ -39,7 +39,7 @@ from __future__ import annotations
 
 import re
 
-from ansible_collections.launchcard.inference.plugins.module_utils import versions
+from ansible_collections.launchcard.inference.plugins.module_utils import _versions as versions
 
 COMPONENTS = ("driver", "firmware", "toolkit", "kernels", "nnal")
 """Every component, in the order a first install runs them."""

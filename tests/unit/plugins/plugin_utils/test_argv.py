@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ansible_collections.launchcard.inference.plugins.module_utils.argv import Argv
+from ansible_collections.launchcard.inference.plugins.plugin_utils._argv import Argv
 
 ROUTER = ["python", "-m", "sglang_router.launch_router", "--pd-disaggregation", "--mini-lb",
           "--prefill", "http://127.0.0.1:31000", "8998", "--decode", "http://127.0.0.1:32000",

@@ -20,7 +20,7 @@ from __future__ import annotations
 import json
 import re
 
-from ansible_collections.launchcard.inference.plugins.module_utils.argv import Argv
+from ansible_collections.launchcard.inference.plugins.plugin_utils._argv import Argv
 
 VLLM_DEFAULT_PORT = 8000
 SGLANG_DEFAULT_PORT = 30000

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pytest
 
-from ansible_collections.launchcard.inference.plugins.module_utils.ascend import (
+from ansible_collections.launchcard.inference.plugins.module_utils._ascend_installers import (
     AscendPlanError,
     install_plan,
     installer_sources,

@@ -10,8 +10,8 @@ import os
 
 import pytest
 
-from ansible_collections.launchcard.inference.plugins.module_utils.card import load_card
-from ansible_collections.launchcard.inference.plugins.module_utils.planner import (
+from ansible_collections.launchcard.inference.plugins.plugin_utils._card import load_card
+from ansible_collections.launchcard.inference.plugins.plugin_utils._planner import (
     PlanError,
     normalize_placement,
     plan_fleet,

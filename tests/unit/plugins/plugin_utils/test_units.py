@@ -16,9 +16,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ansible_collections.launchcard.inference.plugins.module_utils.card import CardError, load_card
-from ansible_collections.launchcard.inference.plugins.module_utils.planner import normalize_placement, plan
-from ansible_collections.launchcard.inference.plugins.module_utils.units import (
+from ansible_collections.launchcard.inference.plugins.plugin_utils._card import CardError, load_card
+from ansible_collections.launchcard.inference.plugins.plugin_utils._planner import normalize_placement, plan
+from ansible_collections.launchcard.inference.plugins.plugin_utils._units import (
     UnsafeValue,
     command,
     env_assignment,

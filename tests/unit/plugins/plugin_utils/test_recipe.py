@@ -11,8 +11,8 @@ import os
 
 import pytest
 
-from ansible_collections.launchcard.inference.plugins.module_utils.card import CardError, load_card
-from ansible_collections.launchcard.inference.plugins.module_utils.recipe import (
+from ansible_collections.launchcard.inference.plugins.plugin_utils._card import CardError, load_card
+from ansible_collections.launchcard.inference.plugins.plugin_utils._recipe import (
     RecipeError,
     describe,
     launcher,

@@ -7,9 +7,9 @@ from __future__ import annotations
 
 import os
 
-from ansible_collections.launchcard.inference.plugins.module_utils.card import load_card
-from ansible_collections.launchcard.inference.plugins.module_utils.planner import normalize_placement, plan
-from ansible_collections.launchcard.inference.plugins.module_utils.report import deploy_rows, pending_units, table
+from ansible_collections.launchcard.inference.plugins.plugin_utils._card import load_card
+from ansible_collections.launchcard.inference.plugins.plugin_utils._planner import normalize_placement, plan
+from ansible_collections.launchcard.inference.plugins.plugin_utils._report import deploy_rows, pending_units, table
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(HERE))))

@@ -10,7 +10,7 @@ import os
 
 import pytest
 
-from ansible_collections.launchcard.inference.plugins.module_utils.card import CardError, load_card
+from ansible_collections.launchcard.inference.plugins.plugin_utils._card import CardError, load_card
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))))
 

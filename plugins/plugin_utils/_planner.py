@@ -34,8 +34,8 @@ from __future__ import annotations
 
 from urllib.parse import urlsplit
 
-from ansible_collections.launchcard.inference.plugins.module_utils.argv import Argv
-from ansible_collections.launchcard.inference.plugins.module_utils.recipe import (
+from ansible_collections.launchcard.inference.plugins.plugin_utils._argv import Argv
+from ansible_collections.launchcard.inference.plugins.plugin_utils._recipe import (
     VLLM_DEFAULT_NIXL_SIDE_CHANNEL_PORT,
 )
 
