@@ -1,12 +1,14 @@
 """Unit tests for the sandbox fleet's pure parts (no root, no containers).
 
-Covers the stand-in nvidia-smi (TEST CODE) against gpus.json as fleet.py
-writes it, and fleet.py's inventory/network/mirror helpers.
+Covers the stand-in nvidia-smi (TEST CODE) against gpus.json as the fleet
+(package sandbox_fleet, run as tests/sandbox/fleet.py) writes it, the fleet's
+inventory/network/mirror helpers, and the command line callers use.
 """
 
 import ipaddress
 import os
 import json
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -15,16 +17,17 @@ import pytest
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
-import fleet  # noqa: E402
+from sandbox_fleet import hostfiles, inventory, network, procs, rootfs  # noqa: E402
+from sandbox_fleet.base import FleetError  # noqa: E402
 
 SMI = HERE / "nvidia_smi_standin.py"
 
 
 @pytest.fixture
 def gpus_file(tmp_path):
-    host = fleet.Host("lc-test", {"ansible_host": "198.18.0.11", "sandbox_gpus": 8})
+    host = inventory.Host("lc-test", {"ansible_host": "198.18.0.11", "sandbox_gpus": 8})
     path = tmp_path / "gpus.json"
-    path.write_text(json.dumps(fleet.gpus_json(host)))
+    path.write_text(json.dumps(hostfiles.gpus_json(host)))
     return path
 
 
@@ -70,46 +73,46 @@ def test_list_version_table(gpus_file):
 
 
 def test_host_defaults_and_validation():
-    h = fleet.Host("lc-x", {"ansible_host": "198.18.0.20"})
+    h = inventory.Host("lc-x", {"ansible_host": "198.18.0.20"})
     assert (h.gpus, h.gpu_memory_mib, h.disk_gib, h.weights_dir) == (0, 81559, 500, "/var/lib/launchcard/models")
-    assert fleet.gpus_json(h)["gpus"] == []
-    with pytest.raises(fleet.FleetError):
-        fleet.Host("lc-x", {"ansible_host": "lc-x.example"})
-    with pytest.raises(fleet.FleetError):
-        fleet.Host("lc-x", {"ansible_host": "198.18.0.20", "launchcard_weights_dir": "relative"})
+    assert hostfiles.gpus_json(h)["gpus"] == []
+    with pytest.raises(FleetError):
+        inventory.Host("lc-x", {"ansible_host": "lc-x.example"})
+    with pytest.raises(FleetError):
+        inventory.Host("lc-x", {"ansible_host": "198.18.0.20", "launchcard_weights_dir": "relative"})
 
 
 def test_network_and_bridge_name():
-    hosts = [fleet.Host(f"h{i}", {"ansible_host": f"198.18.0.{i}"}) for i in (11, 12)]
-    net, gw = fleet.network_for(hosts)
-    assert (str(net), str(gw), fleet.bridge_name(net)) == ("198.18.0.0/24", "198.18.0.1", "lcbrc61200")
-    assert fleet.bridge_name(ipaddress.ip_network("198.18.1.0/24")) != "lcbrc61200"
-    with pytest.raises(fleet.FleetError):
-        fleet.network_for(hosts + [fleet.Host("h3", {"ansible_host": "198.18.1.5"})])
-    with pytest.raises(fleet.FleetError):
-        fleet.network_for([fleet.Host("h1", {"ansible_host": "198.18.0.1"})])
+    hosts = [inventory.Host(f"h{i}", {"ansible_host": f"198.18.0.{i}"}) for i in (11, 12)]
+    net, gw = network.network_for(hosts)
+    assert (str(net), str(gw), network.bridge_name(net)) == ("198.18.0.0/24", "198.18.0.1", "lcbrc61200")
+    assert network.bridge_name(ipaddress.ip_network("198.18.1.0/24")) != "lcbrc61200"
+    with pytest.raises(FleetError):
+        network.network_for(hosts + [inventory.Host("h3", {"ansible_host": "198.18.1.5"})])
+    with pytest.raises(FleetError):
+        network.network_for([inventory.Host("h1", {"ansible_host": "198.18.0.1"})])
 
 
 def test_mirror_rank_prefers_main_archive():
-    main = fleet._mirror_rank("http://mirror.example/debian", "bookworm", "main")
-    assert main > fleet._mirror_rank("http://mirror.example/debian", "bookworm-updates", "main")
-    assert fleet._mirror_rank("http://mirror.example/debian-security", "bookworm-security", "main") == 0
-    assert fleet._mirror_rank("http://mirror.example/debian", "bookworm", "contrib") == 0
+    main = rootfs._mirror_rank("http://mirror.example/debian", "bookworm", "main")
+    assert main > rootfs._mirror_rank("http://mirror.example/debian", "bookworm-updates", "main")
+    assert rootfs._mirror_rank("http://mirror.example/debian-security", "bookworm-security", "main") == 0
+    assert rootfs._mirror_rank("http://mirror.example/debian", "bookworm", "contrib") == 0
 
 
 def test_fabric_state_and_busy_port(tmp_path):
-    plain = fleet.Host("lc-x", {"ansible_host": "198.18.0.20", "sandbox_gpus": 8})
+    plain = inventory.Host("lc-x", {"ansible_host": "198.18.0.20", "sandbox_gpus": 8})
     assert "fabric_state" not in plain.config() and "busy_port" not in plain.config()  # old boot.json still matches
-    assert {(g["fabric.state"], g["fabric.status"]) for g in fleet.gpus_json(plain)["gpus"]} == {("Completed", "Success")}
-    down = fleet.Host("lc-x", {"ansible_host": "198.18.0.20", "sandbox_gpus": 8, "sandbox_fabric_state": "In Progress",
+    assert {(g["fabric.state"], g["fabric.status"]) for g in hostfiles.gpus_json(plain)["gpus"]} == {("Completed", "Success")}
+    down = inventory.Host("lc-x", {"ansible_host": "198.18.0.20", "sandbox_gpus": 8, "sandbox_fabric_state": "In Progress",
                                "sandbox_busy_port": "30000"})
     assert (down.config()["fabric_state"], down.config()["busy_port"]) == ("In Progress", 30000)
     path = tmp_path / "gpus.json"
-    path.write_text(json.dumps(fleet.gpus_json(down)))
+    path.write_text(json.dumps(hostfiles.gpus_json(down)))
     out = smi(path, "--query-gpu=index,fabric.state,fabric.status", "--format=csv,noheader").stdout.splitlines()
     assert out[0] == "0, In Progress, [N/A]" and len(out) == 8
-    with pytest.raises(fleet.FleetError):
-        fleet.Host("lc-x", {"ansible_host": "198.18.0.20", "sandbox_busy_port": 22})
+    with pytest.raises(FleetError):
+        inventory.Host("lc-x", {"ansible_host": "198.18.0.20", "sandbox_busy_port": 22})
 
 
 def test_stale_owner_only_for_dead_launchcard_fleets(tmp_path):
@@ -118,14 +121,63 @@ def test_stale_owner_only_for_dead_launchcard_fleets(tmp_path):
     alias = f"launchcard-sandbox:{tmp_path}"
     unused = "lcbrtest0"  # no cgroup by that name exists
     # no pid file at all, and a pid file of a process that has gone: reclaimable
-    assert fleet.stale_owner(alias, unused)
+    assert network.stale_owner(alias, unused)
     dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True,
                           check=True).stdout.strip()
     (hosts / "lc-a" / "supervisor.pid").write_text(f"{dead} 1\n")
-    assert fleet.stale_owner(alias, unused)
+    assert network.stale_owner(alias, unused)
     # a live supervisor recorded in the owner's state dir: never
-    fleet.write_pidfile(hosts / "lc-a" / "supervisor.pid", os.getpid())
-    assert not fleet.stale_owner(alias, unused)
+    procs.write_pidfile(hosts / "lc-a" / "supervisor.pid", os.getpid())
+    assert not network.stale_owner(alias, unused)
     # bridges someone else made are never reclaimed, whatever state they are in
-    assert not fleet.stale_owner("", unused)
-    assert not fleet.stale_owner(f"other-tool:{tmp_path}", unused)
+    assert not network.stale_owner("", unused)
+    assert not network.stale_owner(f"other-tool:{tmp_path}", unused)
+
+
+FLEET = HERE / "fleet.py"
+
+
+def fleet_cli(*args):
+    return subprocess.run([sys.executable, str(FLEET), *args], capture_output=True, text=True, timeout=60, check=False)
+
+
+def test_cli_keeps_the_callers_command_line():
+    """fleet.py is the thin entry the Makefile, molecule, e2e and bench call: same subcommands and options."""
+    top = fleet_cli("--help")
+    assert top.returncode == 0 and "{up,down,status,_supervise}" in top.stdout
+    assert "real Debian 12 hosts on this machine" in top.stdout
+    up = fleet_cli("up", "--help").stdout
+    assert "-i INVENTORY, --inventory INVENTORY" in up and "--state-dir STATE_DIR" in up
+    assert "--purge" in fleet_cli("down", "--help").stdout
+    assert "--host HOST" in fleet_cli("_supervise", "--help").stdout
+    missing = fleet_cli("up")  # -i is required
+    assert missing.returncode == 2 and "-i/--inventory" in missing.stderr
+
+
+def test_cli_status_and_down_on_a_state_dir_without_a_fleet(tmp_path):
+    state = tmp_path / "state"
+    down = fleet_cli("down", "--state-dir", str(state))
+    assert down.returncode == 0 and "nothing to stop" in down.stdout
+    assert not state.exists()
+    status = fleet_cli("status", "--state-dir", str(state))
+    assert status.returncode == 0, status.stderr
+    assert f"state dir: {state}" in status.stdout and "0 of 0 host(s) up" in status.stdout
+
+
+def test_cli_reports_fleet_errors_as_exit_1(tmp_path):
+    """A FleetError from the package ends the command with status 1 and a `fleet: error:` line, no traceback."""
+    inv = tmp_path / "bad.ini"
+    inv.write_text("lc-a ansible_host=198.18.0.11\nlc-b ansible_host=198.18.1.12\n")
+    env = dict(os.environ, PATH=str(Path(sys.executable).parent) + os.pathsep + os.environ.get("PATH", ""))
+    res = subprocess.run([sys.executable, str(FLEET), "up", "-i", str(inv), "--state-dir", str(tmp_path / "s")],
+                         capture_output=True, text=True, timeout=120, check=False, env=env)
+    assert res.returncode == 1, res.stdout + res.stderr
+    assert "Traceback" not in res.stderr
+    # as root on a machine with the sandbox's tools, the inventory's two subnets are what is refused;
+    # elsewhere an earlier check (root, tools, cgroup layout) refuses first, through the same path
+    assert "fleet: error: " in res.stderr, res.stderr
+    tools = ("systemd-nspawn", "debootstrap", "mkfs.ext4", "ip", "ssh", "ssh-keygen", "mount")
+    cgroups = ("/sys/fs/cgroup/systemd/cgroup.procs", "/sys/fs/cgroup/unified/cgroup.procs")
+    if os.geteuid() == 0 and all(map(shutil.which, tools)) and all(map(os.path.exists, cgroups)):
+        assert "all fleet hosts must be in one /24 subnet" in res.stderr, res.stderr
+    assert not (tmp_path / "s").exists()  # refused before anything was made

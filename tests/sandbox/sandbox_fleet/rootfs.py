@@ -1,0 +1,143 @@
+"""The shared, read-only Debian 12 base root filesystem of every sandbox host.
+
+TEST INFRASTRUCTURE (tests/sandbox), not part of the collection.
+"""
+
+import contextlib
+import os
+import re
+import shutil
+import tempfile
+import time
+from pathlib import Path
+
+from .base import CACHE_DIR, FleetError, locked, log, run, write_file
+
+SUITE = "bookworm"
+ROOTFS_VERSION = 3  # bump when the rootfs preparation changes: a new rootfs is built beside the old one
+ROOTFS = CACHE_DIR / f"rootfs-{SUITE}-v{ROOTFS_VERSION}"
+# python3-packaging: ansible.builtin.pip; python3-apt: ansible.builtin.apt
+PACKAGES = "systemd,systemd-sysv,openssh-server,python3,python3-venv,python3-packaging,python3-apt,dbus,iproute2,ca-certificates"
+
+
+def debian_mirror() -> str:
+    """The Debian main archive URI named by this machine's own apt sources."""
+    override = os.environ.get("LAUNCHCARD_SANDBOX_MIRROR")
+    if override:
+        return override
+    candidates = []  # (priority, uri)
+    for path in sorted(Path("/etc/apt/sources.list.d").glob("*.sources")):
+        with contextlib.suppress(OSError):
+            for stanza in re.split(r"\n\s*\n", path.read_text()):
+                fields = {}
+                key = None
+                for line in stanza.splitlines():
+                    if line.startswith("#") or not line.strip():
+                        continue
+                    if line[0] in " \t" and key:
+                        fields[key] += " " + line.strip()
+                        continue
+                    key, _sep, val = line.partition(":")
+                    key = key.strip().lower()
+                    fields[key] = val.strip()
+                if fields.get("enabled", "yes").lower() == "no":
+                    continue
+                if "deb" not in fields.get("types", "").split():
+                    continue
+                for uri in fields.get("uris", "").split():
+                    for suite in fields.get("suites", "").split():
+                        candidates.append((_mirror_rank(uri, suite, fields.get("components", "")), uri))
+    sources_list = Path("/etc/apt/sources.list")
+    files = [sources_list] if sources_list.exists() else []
+    files += sorted(Path("/etc/apt/sources.list.d").glob("*.list"))
+    for path in files:
+        with contextlib.suppress(OSError):
+            for line in path.read_text().splitlines():
+                line = line.split("#", 1)[0].strip()
+                parts = line.split()
+                if not parts or parts[0] != "deb":
+                    continue
+                parts = parts[1:]
+                if parts and parts[0].startswith("["):
+                    while parts and not parts[0].endswith("]"):
+                        parts.pop(0)
+                    parts = parts[1:]
+                if len(parts) >= 3:
+                    candidates.append((_mirror_rank(parts[0], parts[1], " ".join(parts[2:])), parts[0]))
+    candidates = [c for c in candidates if c[0] > 0]
+    if not candidates:
+        raise FleetError("no Debian main archive found in /etc/apt/sources.list{,.d/} "
+                         "(set LAUNCHCARD_SANDBOX_MIRROR=URI to name one)")
+    return max(candidates)[1]
+
+
+def _mirror_rank(uri: str, suite: str, components: str) -> int:
+    if not re.match(r"https?://", uri) or "main" not in components.split():
+        return 0
+    path = uri.rstrip("/").rsplit("/", 1)[-1]
+    if "security" in uri or "-" in suite or path in ("debian-security", "debian-ports"):
+        return 0
+    rank = 1
+    if path == "debian":
+        rank += 2
+    if suite == SUITE:
+        rank += 4
+    return rank
+
+
+def ensure_rootfs() -> Path:
+    if (ROOTFS / "etc/launchcard-sandbox-rootfs").exists():
+        return ROOTFS
+    with locked(CACHE_DIR / ".lock"):
+        if (ROOTFS / "etc/launchcard-sandbox-rootfs").exists():
+            return ROOTFS
+        for stale in CACHE_DIR.glob(f".{ROOTFS.name}.tmp*"):
+            log(f"removing interrupted rootfs build {stale}")
+            shutil.rmtree(stale, ignore_errors=True)
+        if ROOTFS.exists():  # a directory without the marker: never finished
+            shutil.rmtree(ROOTFS)
+        mirror = debian_mirror()
+        tmp = Path(tempfile.mkdtemp(prefix=f".{ROOTFS.name}.tmp", dir=CACHE_DIR))
+        os.chmod(tmp, 0o755)
+        log(f"building the base rootfs (debootstrap {SUITE} from {mirror}); this takes a few minutes, once")
+        started = time.time()
+        res = run(["debootstrap", "--variant=minbase", f"--include={PACKAGES}", SUITE, str(tmp), mirror],
+                  check=False, capture=True)
+        if res.returncode != 0:
+            tail = "\n".join((res.stdout or "").splitlines()[-15:] + (res.stderr or "").splitlines()[-15:])
+            shutil.rmtree(tmp, ignore_errors=True)
+            raise FleetError(f"debootstrap failed ({res.returncode}):\n{tail}")
+        prepare_rootfs(tmp, mirror)
+        os.rename(tmp, ROOTFS)
+        log(f"base rootfs ready in {time.time() - started:.0f}s: {ROOTFS}")
+    return ROOTFS
+
+
+def prepare_rootfs(root: Path, mirror: str) -> None:
+    """One-time edits to the shared, read-only base of every host."""
+    if not (root / "usr/bin/python3").exists():
+        raise FleetError("debootstrap produced no /usr/bin/python3")
+    write_file(root / "etc/ssh/sshd_config.d/10-launchcard-sandbox.conf",
+               "# launchcard sandbox (tests/sandbox/fleet.py): root logs in with the fleet key only\n"
+               "PermitRootLogin prohibit-password\nPasswordAuthentication no\n"
+               "KbdInteractiveAuthentication no\nUseDNS no\n")
+    for key in (root / "etc/ssh").glob("ssh_host_*"):
+        key.unlink()  # every host gets its own host keys in its overlay
+    with contextlib.suppress(FileNotFoundError):
+        (root / "root/.ssh/authorized_keys").unlink()
+    run(["systemctl", f"--root={root}", "enable", "systemd-networkd.service"], capture=True)
+    run(["systemctl", f"--root={root}", "mask",
+         "console-getty.service", "container-getty@.service", "getty@.service", "serial-getty@.service",
+         "systemd-firstboot.service", "apt-daily.timer", "apt-daily-upgrade.timer"], capture=True)
+    write_file(root / "etc/machine-id", "")
+    dbus_id = root / "var/lib/dbus/machine-id"
+    if dbus_id.exists() or dbus_id.is_symlink():
+        dbus_id.unlink()
+        dbus_id.symlink_to("/etc/machine-id")
+    write_file(root / "etc/resolv.conf",
+               "# launchcard sandbox: no DNS and no route out; every fleet host is in /etc/hosts\n")
+    with contextlib.suppress(FileNotFoundError):
+        (root / "etc/hostname").unlink()
+    write_file(root / "etc/launchcard-sandbox-rootfs",
+               f"TEST ROOTFS for the launchcard sandbox (tests/sandbox/fleet.py)\nversion={ROOTFS_VERSION}\n"
+               f"suite={SUITE}\npackages={PACKAGES}\nmirror={mirror}\nbuilt={time.strftime('%Y-%m-%dT%H:%M:%SZ', time.gmtime())}\n")
