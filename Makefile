@@ -11,7 +11,7 @@ export PATH := $(BIN):$(PATH)
 export ANSIBLE_CONFIG := $(ROOT)/ansible.cfg
 export PYTHONDONTWRITEBYTECODE := 1
 
-.PHONY: demo test setup venv host-deps sandbox-up sandbox-down deploy units lint sanity integration e2e bench build clean molecule molecule-rocm molecule-ascend
+.PHONY: demo test setup venv host-deps sandbox-up sandbox-down deploy units lint sanity integration e2e bench build clean molecule molecule-rocm molecule-ascend ee
 
 demo: setup sandbox-up deploy ## Boot the sandbox fleet and deploy the example card (twice is fine)
 	@$(BIN)/python tests/sandbox/demo_request.py -i $(INVENTORY)
@@ -58,7 +58,7 @@ lint:
 sanity: ## ansible-test sanity on a copy of the tracked tree
 	bash tests/sanity/run.sh
 
-integration: ## render.yml for three placements and malformed cards (controller only)
+integration: ## render.yml for three placements and malformed cards, collection build, EE build context (controller only)
 	$(BIN)/python -m pytest -q tests/integration
 
 e2e: ## Deploy the example card onto the sandbox fleet, twice
@@ -78,6 +78,14 @@ molecule-rocm: setup ## roles/rocm on sandbox hosts against the stand-in ROCm pa
 molecule-ascend: setup ## roles/ascend on sandbox hosts against stand-in Ascend .run installers (molecule test)
 	cd roles/ascend && ANSIBLE_ROLES_PATH=$(ROOT)/roles ANSIBLE_COLLECTIONS_PATH=$(ROOT)/.collections \
 	  $(BIN)/molecule test -s default
+
+# meta/execution-environment.yml names its files relative to the collection root (as ansible-builder
+# reads it from an installed collection): give ansible-builder a folder where they resolve that way.
+EE_DIR ?= build/ee
+ee: setup ## Execution environment for AWX / AAP: the build context of meta/execution-environment.yml in $(EE_DIR)/context
+	rm -rf $(EE_DIR) && mkdir -p $(EE_DIR)
+	ln -s $(ROOT)/meta $(EE_DIR)/meta && ln -s $(ROOT)/meta/execution-environment.yml $(EE_DIR)/execution-environment.yml
+	$(BIN)/ansible-builder create -f $(EE_DIR)/execution-environment.yml -c $(EE_DIR)/context --output-filename Containerfile
 
 build:
 	$(BIN)/ansible-galaxy collection build --force --output-path build
