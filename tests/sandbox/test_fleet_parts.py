@@ -17,7 +17,7 @@ import pytest
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
-from sandbox_fleet import hostfiles, inventory, network, procs, rootfs  # noqa: E402
+from sandbox_fleet import hostfiles, inventory, network, procs, rootfs, supervisor  # noqa: E402
 from sandbox_fleet.base import FleetError  # noqa: E402
 
 SMI = HERE / "nvidia_smi_standin.py"
@@ -181,3 +181,30 @@ def test_cli_reports_fleet_errors_as_exit_1(tmp_path):
     if os.geteuid() == 0 and all(map(shutil.which, tools)) and all(map(os.path.exists, cgroups)):
         assert "all fleet hosts must be in one /24 subnet" in res.stderr, res.stderr
     assert not (tmp_path / "s").exists()  # refused before anything was made
+
+
+def test_ssh_client_files_name_every_host_and_its_keys(tmp_path):
+    key = tmp_path / "ssh" / "id_ed25519"
+    hosts = [inventory.Host(n, {"ansible_host": a}) for n, a in (("lc-a", "198.18.0.11"), ("lc-b", "198.18.0.12"))]
+    for h in hosts:  # host keys as `ssh-keygen -A` leaves them (present, so none is generated)
+        etc = tmp_path / "ssh" / "host_keys" / h.name / "etc/ssh"
+        etc.mkdir(parents=True)
+        (etc / "ssh_host_ed25519_key.pub").write_text(f"ssh-ed25519 AAAA{h.name} root@{h.name}\n")
+    hostfiles.write_ssh_client_files(key, hosts)
+    known = (tmp_path / "ssh" / "known_hosts").read_text().splitlines()
+    assert known == ["lc-a,198.18.0.11 ssh-ed25519 AAAAlc-a", "lc-b,198.18.0.12 ssh-ed25519 AAAAlc-b"]
+    config = (tmp_path / "ssh" / "config").read_text()
+    assert "Host lc-a\n    HostName 198.18.0.11\n" in config and "Host lc-b\n    HostName 198.18.0.12\n" in config
+    assert f"Host lc-a lc-b 198.18.0.11 198.18.0.12\n    User root\n    IdentityFile {key}\n" in config
+    assert f"UserKnownHostsFile {tmp_path / 'ssh' / 'known_hosts'}\n    StrictHostKeyChecking yes" in config
+
+
+def test_nspawn_argv_binds_wheelhouse_read_only_and_the_weights_disk():
+    cfg = {"merged": "/s/hosts/lc-a/merged", "name": "lc-a", "bridge": "lcbrc61200", "wheelhouse": "/s/wheelhouse",
+           "weights_mount": "/s/hosts/lc-a/weights", "weights_dir": "/var/lib/launchcard/models"}
+    argv = supervisor.nspawn_argv(cfg)
+    assert argv[:3] == ["systemd-nspawn", "--quiet", "-b"]
+    assert ["-D", "/s/hosts/lc-a/merged", "-M", "lc-a"] == argv[argv.index("-D"):argv.index("-D") + 4]
+    assert "--network-bridge=lcbrc61200" in argv and "--register=no" in argv
+    assert "--bind-ro=/s/wheelhouse:/srv/launchcard-wheels" in argv
+    assert "--bind=/s/hosts/lc-a/weights:/var/lib/launchcard/models" in argv
