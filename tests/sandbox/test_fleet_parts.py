@@ -105,7 +105,7 @@ def test_fabric_state_and_busy_port(tmp_path):
     assert "fabric_state" not in plain.config() and "busy_port" not in plain.config()  # old boot.json still matches
     assert {(g["fabric.state"], g["fabric.status"]) for g in hostfiles.gpus_json(plain)["gpus"]} == {("Completed", "Success")}
     down = inventory.Host("lc-x", {"ansible_host": "198.18.0.20", "sandbox_gpus": 8, "sandbox_fabric_state": "In Progress",
-                               "sandbox_busy_port": "30000"})
+                                   "sandbox_busy_port": "30000"})
     assert (down.config()["fabric_state"], down.config()["busy_port"]) == ("In Progress", 30000)
     path = tmp_path / "gpus.json"
     path.write_text(json.dumps(hostfiles.gpus_json(down)))
