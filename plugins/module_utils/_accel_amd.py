@@ -282,4 +282,14 @@ def summarize_amd(sources, errors):
     )
     if driver["installed_version"] and driver["loaded_version"]:
         driver["reboot_required"] = not same_version(driver["installed_version"], driver["loaded_version"])
+    driver["runtime_version"] = parse_rocm_version_info(sources.get("rocm_version_info"))
     return devices, driver
+
+
+def parse_rocm_version_info(text):
+    """The ROCm release from ``/opt/rocm/.info/version`` (``6.2.0-66``: release and build).
+
+    :returns: ``"6.2.0"``, or ``None`` when the file is absent or holds no version.
+    """
+    match = re.match(r"^\s*(\d+(?:\.\d+)+)", text or "")
+    return match.group(1) if match else None

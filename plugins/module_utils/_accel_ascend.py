@@ -211,4 +211,6 @@ def summarize_ascend(sources, errors):
         driver["reboot_required"] = not same_version(driver["installed_version"], driver["loaded_version"])
     elif driver["installed_version"] is None and table is not None:
         driver["installed_version"] = table["version"]
+    driver["runtime_version"] = (parse_ascend_version_info(sources.get("cann_info_x86_64"))
+                                 or parse_ascend_version_info(sources.get("cann_info_aarch64")))
     return devices, driver

@@ -168,6 +168,8 @@ def empty_driver():
         "fabric_manager_required": False,
         "imex_required": False,
         "nvlink5_required": False,
+        "fabric_manager_active": None,
+        "runtime_version": None,
         "kernel_module": None,
         "message": None,
     }

@@ -285,6 +285,53 @@ def summarize_nvidia(sources, errors):
         driver["reboot_required"] = True
     elif driver["installed_version"] and driver["loaded_version"]:
         driver["reboot_required"] = not same_version(driver["installed_version"], driver["loaded_version"])
+    service = sources.get("nvidia_fabricmanager_service")
+    if service is not None:
+        driver["fabric_manager_active"] = service[0] == 0 and (service[1] or "").strip().splitlines()[:1] == ["active"]
     if main is not None and main[0] != 0 and proc is None:
         driver["message"] = "the NVIDIA kernel module is not loaded (no /proc/driver/nvidia/version)"
     return devices, driver
+
+
+_TRUE = ("true", "yes", "on", "1", "y", "t")
+_FALSE = ("false", "no", "off", "0", "n", "f")
+
+
+def tri_state(value, name):
+    """Read an ``auto``/true/false setting (a bool, or a string Ansible would read as one).
+
+    :returns: ``None`` for ``auto`` (decide from the facts), else the bool.
+    :raises ValueError: anything else, naming the setting.
+    """
+    if isinstance(value, bool):
+        return value
+    text = str(value if value is not None else "auto").strip().lower()
+    if text == "auto":
+        return None
+    if text in _TRUE:
+        return True
+    if text in _FALSE:
+        return False
+    raise ValueError("%s must be auto, true or false, got %r" % (name, value))
+
+
+def services_wanted(driver, fabric_manager="auto", nvlink5="auto", imex="auto"):
+    """Which NVIDIA host services the stack installs and starts.
+
+    Each setting is ``auto`` (the facts decide: ``driver.fabric_manager_required``,
+    ``driver.nvlink5_required``, ``driver.imex_required``, see
+    :func:`fabric_manager_required`, :func:`nvlink5_required`, :func:`imex_required`)
+    or a bool that overrides them (``roles/nvidia``'s ``nvidia_fabric_manager``,
+    ``nvidia_nvlink5``, ``nvidia_imex``).
+
+    :param driver: the summary's ``driver`` dict.
+    :returns: ``{"fabric_manager": bool, "nvlink5": bool, "imex": bool}``.
+    :raises ValueError: a setting that is not auto/true/false.
+    """
+    driver = driver or {}
+    out = {}
+    for key, value, fact in (("fabric_manager", fabric_manager, "fabric_manager_required"),
+                             ("nvlink5", nvlink5, "nvlink5_required"), ("imex", imex, "imex_required")):
+        forced = tri_state(value, key)
+        out[key] = bool(driver.get(fact)) if forced is None else forced
+    return out

@@ -44,6 +44,8 @@ Result of :func:`summarize` (``ansible_facts.launchcard_accelerators``)::
           "loaded_version": str | None,
           "reboot_required": bool | None,    # None: cannot tell
           "fabric_manager_required": bool,
+          "fabric_manager_active": bool | None,   # NVIDIA: systemctl is-active nvidia-fabricmanager
+          "runtime_version": str | None,     # AMD: ROCm release, Ascend: CANN toolkit release
           "imex_required": bool,
           "nvlink5_required": bool,          # nvlsm + NSCQ beside fabric manager (HGX B200/B300)
           "kernel_module": "open" | "proprietary" | None,   # NVIDIA only
@@ -70,6 +72,11 @@ Where the driver facts come from:
   ``/sys/module/amdgpu/version``; Ascend the ``Version:`` of the ``npu-smi
   info`` header (npu-smi asks the running driver through DCMI, so after a
   driver ``.run`` upgrade it reports the old driver until the host reboots).
+* ``fabric_manager_active``: NVIDIA ``systemctl is-active
+  nvidia-fabricmanager.service`` (``None`` without systemctl).
+* ``runtime_version``: AMD ``/opt/rocm/.info/version`` (the ROCm release,
+  build suffix dropped: ``6.2.0-66`` -> ``6.2.0``); Ascend the ``version=`` of
+  CANN's ``ascend_toolkit_install.info`` (x86_64 or aarch64).
 * ``reboot_required``: ``True`` on an NVML version mismatch or when the two
   versions differ (a dotted prefix counts as equal: ``570.124`` ~
   ``570.124.06``); ``None`` when either is unknown.
@@ -103,6 +110,7 @@ COMMANDS = {
         ("nvidia_smi", ["nvidia-smi", "--query-gpu=" + ",".join(NVIDIA_QUERY_FIELDS), "--format=csv,noheader,nounits"]),
         ("nvidia_fabric", ["nvidia-smi", "--query-gpu=index,fabric.state,fabric.status", "--format=csv,noheader"]),
         ("nvidia_modinfo", ["modinfo", "-F", "version", "nvidia"]),
+        ("nvidia_fabricmanager_service", ["systemctl", "is-active", "nvidia-fabricmanager.service"]),
     ),
     "amd": (
         ("amd_smi_list", ["amd-smi", "list", "--json"]),
@@ -129,8 +137,15 @@ searched after the host's own lookup (see :func:`find_tool`)."""
 
 FILES = {
     "nvidia": (("nvidia_proc_version", "/proc/driver/nvidia/version"),),
-    "amd": (("amdgpu_sys_version", "/sys/module/amdgpu/version"),),
-    "ascend": (("ascend_version_info", "/usr/local/Ascend/driver/version.info"),),
+    "amd": (
+        ("amdgpu_sys_version", "/sys/module/amdgpu/version"),
+        ("rocm_version_info", "/opt/rocm/.info/version"),
+    ),
+    "ascend": (
+        ("ascend_version_info", "/usr/local/Ascend/driver/version.info"),
+        ("cann_info_x86_64", "/usr/local/Ascend/ascend-toolkit/latest/x86_64-linux/ascend_toolkit_install.info"),
+        ("cann_info_aarch64", "/usr/local/Ascend/ascend-toolkit/latest/aarch64-linux/ascend_toolkit_install.info"),
+    ),
 }
 """Per vendor, ``(source key, path)`` pairs: the file's text goes to
 :func:`summarize` under the source key, ``None`` when it does not exist."""

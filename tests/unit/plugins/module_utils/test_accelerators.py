@@ -59,7 +59,7 @@ DEVICE_KEYS = {
 }
 DRIVER_KEYS = {
     "installed_version", "loaded_version", "reboot_required", "fabric_manager_required",
-    "imex_required", "nvlink5_required", "kernel_module", "message",
+    "imex_required", "nvlink5_required", "fabric_manager_active", "runtime_version", "kernel_module", "message",
 }
 
 
@@ -553,6 +553,8 @@ def test_summary_nvidia_h100x8_hgx():
         "fabric_manager_required": True,
         "imex_required": False,
         "nvlink5_required": False,
+        "fabric_manager_active": None,
+        "runtime_version": None,
         "kernel_module": "open",
         "message": None,
     }
