@@ -29,7 +29,7 @@ Result of :func:`summarize` (``ansible_facts.launchcard_accelerators``)::
       "devices": [{
           "index": int,                  # the id the vendor tool and runtime use
           "model": str | None,           # marketing name as the tool prints it
-          "model_id": str | None,        # normalize_model(model), e.g. "h100"
+          "model_id": str | None,        # e.g. "h100"; AMD: by PCI device id (pci.ids)
           "memory_mib": int | None,
           "uuid": str | None,
           "bus_id": str | None,          # PCI BDF, "0000:18:00.0", lower case

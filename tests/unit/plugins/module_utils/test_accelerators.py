@@ -4,7 +4,7 @@
 """Unit tests for the accelerator output parsers and the uniform summary.
 
 Fixtures under tests/unit/fixtures/accelerators/ are written from the
-documented output shapes (field notes section 5, upstream tool sources and
+documented output shapes (the tools' documentation, upstream tool sources and
 public bug reports); serial numbers and UUIDs in them are made up.
 """
 
