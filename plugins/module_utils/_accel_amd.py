@@ -41,6 +41,7 @@ from ansible_collections.launchcard.inference.plugins.module_utils._accel_tables
 
 AMD_PCI_VENDOR = "0x1002"
 
+
 def _amd_entries(data, tool):
     if isinstance(data, dict) and isinstance(data.get("gpu_data"), list):
         data = data["gpu_data"]

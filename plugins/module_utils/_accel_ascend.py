@@ -24,6 +24,7 @@ from ansible_collections.launchcard.inference.plugins.module_utils._accel_common
 )
 from ansible_collections.launchcard.inference.plugins.module_utils._accel_tables import normalize_model
 
+
 def parse_npu_smi_list(text):
     """Parse the NPU list.
 

@@ -380,15 +380,16 @@ def check_driver_branch(host):
     version, source = _planned_or_installed(host, "nvidia_driver", host.driver.get("installed_version"))
     gens = sorted({(NVIDIA_GENERATIONS[d.get("model_id")], d.get("model_id")) for d in host.devices
                    if d.get("model_id") in NVIDIA_GENERATIONS})
-    if not version or not gens or not version.split(".")[0].isdigit():
+    major = (version or "").split(".", 1)[0]
+    if not gens or not major.isdigit():
         return None
-    branch = int(version.split(".")[0])
-    too_old = [(gen, model) for gen, model in gens if branch < NVIDIA_MIN_DRIVER_BRANCH[gen]]
+    branch = int(major)
+    too_old = [model for gen, model in gens if branch < NVIDIA_MIN_DRIVER_BRANCH[gen]]
     need = "; ".join("%s (%s): R%d or later" % (model, gen, NVIDIA_MIN_DRIVER_BRANCH[gen]) for gen, model in gens)
     return _result("driver_branch", not too_old, need, "%s (%s)" % (version, source),
                    "the driver branch supports these GPUs" if not too_old else
                    "driver branch R%d does not support %s: pin nvidia_driver_version to a branch that does "
-                   "(see NVIDIA's data-center driver release notes)" % (branch, ", ".join(m for _, m in too_old)))
+                   "(see NVIDIA's data-center driver release notes)" % (branch, ", ".join(too_old)))
 
 
 def check_rocm_release(host):
@@ -529,7 +530,7 @@ REGISTRY = (
 """Every check, in report order: ``(name, function)``. A function takes the host view
 (facts, needs, options) and returns one result dict, or ``None`` where it does not apply."""
 
-CHECKS = tuple(name for name, _check in REGISTRY)
+CHECKS = tuple(entry[0] for entry in REGISTRY)
 
 
 def evaluate(facts, needs, options=None):

@@ -15,7 +15,8 @@ description:
     free bytes of the filesystem that will hold the weights (C(statvfs)), bytes of the card's revision
     already in the Hugging Face cache, accelerator facts (the same collectors as
     M(launchcard.inference.accelerator_facts)), listening TCP ports with the process (name and PID) and the
-    systemd unit (or the docker/podman container) holding each, read from C(/proc), a TCP connect to every peer port this host must reach (all in parallel threads),
+    systemd unit (or the docker/podman container) holding each, read from C(/proc), a TCP connect to every
+    peer port this host must reach (all in parallel threads),
     the size of C(/dev/shm), the free bytes of the container engine's data root, and what container device flags
     need from the host (the C(render) group's id, the C(/dev/davinciN) nodes).
   - A peer connect that is refused (RST) counts as reachable - at preflight time the servers are not running
