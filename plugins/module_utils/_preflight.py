@@ -5,7 +5,12 @@
 
 Pure Python, no Ansible import. :func:`host_needs` runs on the controller
 (from the card model and the plan); :func:`evaluate` runs on the host inside
-the ``preflight`` module, over facts that module gathered. Every result
+the ``preflight`` module, over facts that module gathered: it runs the checks
+of :data:`REGISTRY`, one function per check (``check_<name>``), each
+returning one result or ``None`` where it does not apply. The host readers
+(:func:`listening_sockets`, :func:`runtime_devices`, :func:`container_name`)
+take their roots (:data:`PROC_ROOT`, :data:`DEV_ROOT`,
+:data:`CONTAINER_STATE_ROOT`) as parameters, so tests use fake trees. Every result
 names the check, what was needed and what was found, so one table can tell an
 operator why a host cannot serve its recipes.
 
