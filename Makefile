@@ -25,6 +25,7 @@ setup: host-deps venv
 host-deps: ## Debian packages the sandbox needs (root)
 	@missing=""; for c in systemd-nspawn:systemd-container debootstrap:debootstrap ip:iproute2 ssh:openssh-client mkfs.ext4:e2fsprogs curl:curl; do \
 	  command -v $${c%%:*} >/dev/null || missing="$$missing $${c#*:}"; done; \
+	[ -f /usr/share/misc/pci.ids ] || missing="$$missing pci.ids"; \
 	if [ -n "$$missing" ]; then echo "installing:$$missing"; \
 	  DEBIAN_FRONTEND=noninteractive apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing >/dev/null; fi
 

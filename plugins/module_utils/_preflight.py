@@ -5,7 +5,12 @@
 
 Pure Python, no Ansible import. :func:`host_needs` runs on the controller
 (from the card model and the plan); :func:`evaluate` runs on the host inside
-the ``preflight`` module, over facts that module gathered. Every result
+the ``preflight`` module, over facts that module gathered: it runs the checks
+of :data:`REGISTRY`, one function per check (``check_<name>``), each
+returning one result or ``None`` where it does not apply. The host readers
+(:func:`listening_sockets`, :func:`runtime_devices`, :func:`container_name`)
+take their roots (:data:`PROC_ROOT`, :data:`DEV_ROOT`,
+:data:`CONTAINER_STATE_ROOT`) as parameters, so tests use fake trees. Every result
 names the check, what was needed and what was found, so one table can tell an
 operator why a host cannot serve its recipes.
 
@@ -20,10 +25,19 @@ network.
 from __future__ import annotations
 
 import errno
+import grp
 import json
+import os
 import re
 import socket
 from concurrent.futures import ThreadPoolExecutor
+
+from ansible_collections.launchcard.inference.plugins.module_utils._accel_tables import (
+    CANN_MIN_DRIVER,
+    NVIDIA_GENERATIONS,
+    NVIDIA_MIN_DRIVER_BRANCH,
+    ROCM_MIN_RELEASE,
+)
 
 GIB = 1 << 30
 MIB = 1 << 20
@@ -33,8 +47,6 @@ MIB = 1 << 20
 DEFAULT_HEADROOM_MIB = 4096
 SUPPORTED_OS = {"debian": ("12",), "ubuntu": ("22.04", "24.04"), "rhel": ("9",), "rocky": ("9",),
                 "almalinux": ("9",)}
-CHECKS = ("os", "disk", "gpu_count", "gpu_model", "memory_fit", "driver", "fabric", "ports",
-          "peers", "shm", "image_disk")
 # /dev/shm floor where the runtime does not share the host's IPC namespace. NCCL (TP/PP > 1) keeps
 # its intra-node buffers in /dev/shm; Docker's 64 MB default breaks it (vllm issue 1710). 1 GiB is a
 # floor, not a sizing: the engines' own docs run containers with --ipc=host or --shm-size 16g+.
@@ -207,16 +219,335 @@ def bare_host(accelerators, install_driver):
     return bool(install_driver) and not acc.get("devices") and bool((acc.get("pci") or {}).get("count"))
 
 
+class _Host(object):
+    """What every check reads: the gathered facts, the needs, the options, and views of them."""
+
+    def __init__(self, facts, needs, options):
+        self.facts = facts
+        self.needs = needs
+        self.options = options
+        self.acc = facts.get("accelerators") or {}
+        self.devices = self.acc.get("devices") or []
+        self.pci = self.acc.get("pci") or {}
+        self.driver = self.acc.get("driver") or {}
+        self.bare = bare_host(self.acc, options.get("install_driver"))
+
+
+def check_os(host):
+    """``os``: the OS is one the roles support (``/etc/os-release`` ID and VERSION_ID)."""
+    os_id = (host.facts.get("os") or {}).get("id")
+    ver = (host.facts.get("os") or {}).get("version_id")
+    ok = ver in SUPPORTED_OS.get(os_id, ()) or any(
+        ver and ver.split(".")[0] == v for v in SUPPORTED_OS.get(os_id, ()))
+    return _result("os", ok, "Debian 12, Ubuntu 22.04/24.04, RHEL/Rocky/Alma 9",
+                   "%s %s" % (os_id, ver), "supported" if ok else "OS not supported by the roles")
+
+
+def check_disk(host):
+    """``disk``: free bytes of the weights filesystem cover what of the revision is not staged yet."""
+    if host.needs.get("disk_bytes") is None:
+        return None
+    disk = host.facts.get("disk") or {}
+    free = disk.get("free_bytes")
+    want = max(0, host.needs["disk_bytes"] - (disk.get("present_bytes") or 0))
+    ok = free is not None and free >= want
+    return _result("disk", ok, "%s free on %s" % (_gib(want), disk.get("path")),
+                   "%s free" % (_gib(free) if free is not None else "unknown"),
+                   "enough space for the weights" if ok else "not enough free space for the weights")
+
+
+def check_gpu_count(host):
+    """``gpu_count``: devices the vendor tool lists (a bare host: the PCI bus) cover the placed instances."""
+    needs, acc, pci, devices, bare = host.needs, host.acc, host.pci, host.devices, host.bare
+    if not needs.get("gpus"):
+        return None
+    count = pci["count"] if bare else len(devices)
+    ok = count >= needs["gpus"]
+    found = "%d %s GPU(s)%s" % (count, (pci.get("vendor") if bare else acc.get("vendor")) or "none",
+                                " on the PCI bus, no driver yet" if bare else "")
+    msg = "enough GPUs" if ok else "the recipes placed here need %d GPUs" % needs["gpus"]
+    if not devices and acc.get("errors") and not bare:
+        msg += " (%s)" % "; ".join(acc["errors"])[:200]
+    if not devices and not bare and pci.get("count"):
+        msg += " (the PCI bus shows %d %s accelerator(s) without a working driver: install its stack)" % (
+            pci["count"], pci.get("vendor"))
+    return _result("gpu_count", ok, "%d GPUs" % needs["gpus"], found, msg)
+
+
+def check_gpu_model(host):
+    """``gpu_model``: every device model is in the placed recipes' ``validated_hardware``."""
+    needs = host.needs
+    if not (needs.get("gpus") and needs.get("validated_models") and host.devices):
+        return None
+    models = sorted({d.get("model_id") or "unknown" for d in host.devices})
+    bad = [m for m in models if not _validated(m, needs["validated_models"])]
+    sev = "warning" if host.options.get("allow_unvalidated_hardware") else "error"
+    msg = "validated" if not bad else "not validated for these recipes: %s" % ", ".join(bad)
+    if bad and sev == "warning":
+        msg += " (allowed by allow_unvalidated_hardware)"
+    return _result("gpu_model", not bad, "one of %s" % ", ".join(needs["validated_models"]),
+                   ", ".join(models), msg, sev)
+
+
+def check_memory_fit(host):
+    """``memory_fit``: the smallest device memory holds the weights' per-GPU share plus headroom.
+
+    Memory the tool cannot report (``[N/A]`` on unified-memory parts such as GB10,
+    ``[Insufficient Permissions]`` under MIG) is unknown, never 0: the check warns and says
+    how to state it (``gpu_memory_mib``), which then replaces the unknown values.
+    """
+    needs, options = host.needs, host.options
+    if not (needs.get("weights_per_gpu_mib") and host.devices):
+        return None
+    head = int(options.get("headroom_mib", DEFAULT_HEADROOM_MIB))
+    want = needs["weights_per_gpu_mib"] + head
+    need = "%d MiB per GPU (weights %d + headroom %d)" % (want, needs["weights_per_gpu_mib"], head)
+    stated = options.get("gpu_memory_mib")
+    sizes = [d.get("memory_mib") if d.get("memory_mib") is not None else stated for d in host.devices]
+    unknown = [d.get("index", i) for i, d in enumerate(host.devices) if d.get("memory_mib") is None]
+    if any(size is None for size in sizes):
+        return _result("memory_fit", False, need, "unknown: the %s tool does not report the memory of GPU(s) %s" % (
+            host.acc.get("vendor") or "vendor", ", ".join(str(i) for i in unknown)),
+            "cannot check device memory (unified memory, or MIG without permission): state the memory per GPU "
+            "in MiB with preflight_gpu_memory_mib (module option gpu_memory_mib) to check it", "warning")
+    have = min(sizes)
+    ok = have >= want
+    found = "%d MiB" % have + (" (stated: the tool does not report it)" if unknown else "")
+    return _result("memory_fit", ok, need, found,
+                   "the weights fit" if ok else "the weights do not fit in device memory")
+
+
+def check_driver(host):
+    """``driver``: a working driver whose loaded kernel module is the installed one."""
+    drv, pci = host.driver, host.pci
+    if not host.needs.get("gpus"):
+        return None
+    if drv.get("reboot_required"):
+        return _result("driver", False, "loaded driver = installed driver",
+                       "loaded %s, installed %s" % (drv.get("loaded_version"), drv.get("installed_version")),
+                       "reboot needed: the loaded kernel module differs from the installed driver")
+    if host.devices:
+        return _result("driver", True, "a working driver", drv.get("installed_version") or "present",
+                       "driver loaded")
+    if host.bare:
+        return _result("driver", False, "a working driver", "none",
+                       "not installed yet: the %s stack is installed next, then model, memory and "
+                       "driver are checked again" % pci.get("vendor"), "warning")
+    return None
+
+
+def check_fabric(host):
+    """``fabric``: on a host that needs fabric manager, the NVSwitch fabric is ready.
+
+    GPUs that report a fabric state (Hopper and later) must all read ``completed``.
+    GPUs that report none (``[N/A]``: Ampere, which has no fabric state) are judged by the
+    ``nvidia-fabricmanager`` service instead (``driver.fabric_manager_active``).
+    """
+    drv, devices = host.driver, host.devices
+    if not (host.needs.get("gpus") and drv.get("fabric_manager_required")):
+        return None
+    counts = {}
+    for d in devices:
+        state = str(d.get("fabric_state") or "unknown")
+        counts[state] = counts.get(state, 0) + 1
+    if devices and set(counts) == {"unknown"}:
+        active = drv.get("fabric_manager_active")
+        found = {True: "active", False: "not active"}.get(active, "unknown (systemctl not readable)")
+        return _result("fabric", bool(active), "nvidia-fabricmanager active (these GPUs report no fabric state)",
+                       "nvidia-fabricmanager %s" % found,
+                       "fabric manager running" if active else
+                       "start nvidia-fabricmanager at exactly the driver's version (CUDA error 802 otherwise)",
+                       "error" if active is False else "warning")
+    ok = {s.lower() for s in counts} == {"completed"}
+    found = "%s of %d GPUs" % (", ".join("%s on %d" % (s, n) for s, n in sorted(counts.items())), len(devices))
+    return _result("fabric", ok, "fabric state Completed on every GPU", found,
+                   "fabric manager ready" if ok else "NVSwitch fabric not ready: start nvidia-fabricmanager "
+                   "at exactly the driver's version (CUDA error 802 otherwise)")
+
+
+def _planned_or_installed(host, key, installed):
+    """The version the deploy will run: the stack's pinned one when it installs the stack
+    (``install_driver`` and ``stack_versions[key]``), else what is installed."""
+    planned = (host.options.get("stack_versions") or {}).get(key)
+    if planned and host.options.get("install_driver"):
+        return str(planned), "%s, installed next" % key
+    if installed:
+        return str(installed), "installed"
+    return None, None
+
+
+def check_driver_branch(host):
+    """``driver_branch``: the NVIDIA driver branch supports every GPU generation on the host
+    (:data:`NVIDIA_MIN_DRIVER_BRANCH`: Hopper from R525, Blackwell from R570, Blackwell Ultra
+    from R580, per NVIDIA's data-center driver release notes)."""
+    if host.acc.get("vendor") != "nvidia" or not host.needs.get("gpus"):
+        return None
+    version, source = _planned_or_installed(host, "nvidia_driver", host.driver.get("installed_version"))
+    gens = sorted({(NVIDIA_GENERATIONS[d.get("model_id")], d.get("model_id")) for d in host.devices
+                   if d.get("model_id") in NVIDIA_GENERATIONS})
+    major = (version or "").split(".", 1)[0]
+    if not gens or not major.isdigit():
+        return None
+    branch = int(major)
+    too_old = [model for gen, model in gens if branch < NVIDIA_MIN_DRIVER_BRANCH[gen]]
+    need = "; ".join("%s (%s): R%d or later" % (model, gen, NVIDIA_MIN_DRIVER_BRANCH[gen]) for gen, model in gens)
+    return _result("driver_branch", not too_old, need, "%s (%s)" % (version, source),
+                   "the driver branch supports these GPUs" if not too_old else
+                   "driver branch R%d does not support %s: pin nvidia_driver_version to a branch that does "
+                   "(see NVIDIA's data-center driver release notes)" % (branch, ", ".join(too_old)))
+
+
+def check_rocm_release(host):
+    """``rocm_release``: the ROCm release supports every Instinct model on the host
+    (:data:`ROCM_MIN_RELEASE`, from AMD's ROCm compatibility matrix)."""
+    if host.acc.get("vendor") != "amd" or not host.needs.get("gpus"):
+        return None
+    version, source = _planned_or_installed(host, "rocm", host.driver.get("runtime_version"))
+    models = sorted({d.get("model_id") for d in host.devices if d.get("model_id") in ROCM_MIN_RELEASE})
+    release = _release(version)
+    if not release or not models:
+        return None
+    too_old = [m for m in models if release < ROCM_MIN_RELEASE[m]]
+    need = "; ".join("%s: ROCm %d.%d or later" % ((m,) + ROCM_MIN_RELEASE[m]) for m in models)
+    return _result("rocm_release", not too_old, need, "ROCm %s (%s)" % (version, source),
+                   "the ROCm release supports these GPUs" if not too_old else
+                   "ROCm %s does not support %s: pin rocm_version to a release AMD's compatibility matrix lists"
+                   % (version, ", ".join(too_old)))
+
+
+def check_cann_driver(host):
+    """``cann_driver``: the Ascend NPU driver (HDK) is one the CANN release supports
+    (:data:`CANN_MIN_DRIVER`, from Huawei's CANN/HDK version compatibility table)."""
+    if host.acc.get("vendor") != "ascend" or not host.needs.get("gpus"):
+        return None
+    cann, cann_source = _planned_or_installed(host, "cann", host.driver.get("runtime_version"))
+    drv, drv_source = _planned_or_installed(host, "ascend_driver", host.driver.get("installed_version"))
+    cann_rel, drv_rel = _release(cann), _release(drv)
+    if not cann_rel or not drv_rel:
+        return None
+    wanted = dict(CANN_MIN_DRIVER).get(cann_rel)
+    if wanted is None:
+        return None
+    ok = drv_rel >= wanted
+    return _result("cann_driver", ok, "CANN %s: NPU driver %d.%d or later" % ((cann,) + wanted),
+                   "driver %s (%s), CANN %s (%s)" % (drv, drv_source, cann, cann_source),
+                   "the driver supports this CANN release" if ok else
+                   "NPU driver %s is older than CANN %s supports: pin ascend_driver_version (and its firmware) "
+                   "to the HDK release Huawei's compatibility table pairs with it" % (drv, cann))
+
+
+def _release(version):
+    """``(major, minor)`` of ``7.0.2``, ``6.2.0-66``, ``8.2.RC1``, ``25.2.0``; ``None`` otherwise."""
+    match = re.match(r"^\s*(\d+)\.(\d+)", str(version or ""))
+    return (int(match.group(1)), int(match.group(2))) if match else None
+
+
+def _owner_text(holder):
+    """``python3, pid 812, in ssh.service`` for a :func:`listening_sockets` value (or an owner string)."""
+    if not isinstance(holder, dict):
+        return holder or "another process"
+    parts = []
+    if holder.get("comm"):
+        parts.append(holder["comm"])
+    if holder.get("pid") is not None:
+        parts.append("pid %s" % holder["pid"])
+    if holder.get("unit"):
+        parts.append("in %s" % holder["unit"])
+    return ", ".join(parts) or "another process"
+
+
+def check_ports(host):
+    """``ports``: every planned port is free, or held by the unit the plan gives it."""
+    needs = host.needs
+    if not needs.get("ports"):
+        return None
+    listening = host.facts.get("listening") or {}
+    busy = []
+    for p in needs["ports"]:
+        port = p["port"]
+        holder = listening.get(port, listening.get(str(port))) if (
+            port in listening or str(port) in listening) else _FREE
+        if holder is _FREE:
+            continue
+        unit = holder.get("unit") if isinstance(holder, dict) else holder
+        if not _holds(unit, p["owner"]):
+            busy.append("%d (held by %s)" % (port, _owner_text(holder)))
+    return _result("ports", not busy, ", ".join(str(p["port"]) for p in needs["ports"]) + " free",
+                   ", ".join(busy) or "all free or ours",
+                   "ports free" if not busy else "ports in use by something else")
+
+
+def check_peers(host):
+    """``peers``: every peer port this host's instances must reach answers (open or refused)."""
+    if not host.needs.get("peers"):
+        return None
+    return _peers_result(host.needs["peers"], host.facts.get("peers"))
+
+
+def check_shm(host):
+    """``shm``: ``/dev/shm`` is big enough for NCCL where the runtime has its own IPC namespace."""
+    if not host.needs.get("gpus") or host.options.get("host_ipc", True):
+        return None
+    want = int(host.options.get("shm_min_bytes", DEFAULT_SHM_MIN_BYTES))
+    shm = host.facts.get("shm") or {}
+    size = shm.get("size_bytes")
+    ok = size is not None and size >= want
+    return _result("shm", ok, "%s on /dev/shm (container without host IPC)" % _gib(want),
+                   "%s on %s" % (_gib(size), shm.get("path")) if size is not None else "no /dev/shm",
+                   "enough shared memory for NCCL" if ok else
+                   "/dev/shm too small for NCCL with TP>1: run with --ipc host or a larger --shm-size")
+
+
+def check_image_disk(host):
+    """``image_disk``: the container engine's data root has room for the placed images (an estimate)."""
+    options = host.options
+    if not host.needs.get("images") or options.get("runtime") not in IMAGE_DATA_ROOTS:
+        return None
+    per = int(options.get("image_allowance_bytes", DEFAULT_IMAGE_ALLOWANCE_BYTES))
+    want = per * len(host.needs["images"])
+    img = host.facts.get("image_disk") or {}
+    free = img.get("free_bytes")
+    ok = free is not None and free >= want
+    return _result("image_disk", ok, "%s free on %s (%d image(s) x %s, an estimate)" % (
+        _gib(want), img.get("path") or IMAGE_DATA_ROOTS[options["runtime"]], len(host.needs["images"]), _gib(per)),
+        "%s free" % (_gib(free) if free is not None else "unknown"),
+        "enough space for the images" if ok else "not enough free space for the container images")
+
+
+_FREE = object()
+
+REGISTRY = (
+    ("os", check_os),
+    ("disk", check_disk),
+    ("gpu_count", check_gpu_count),
+    ("gpu_model", check_gpu_model),
+    ("memory_fit", check_memory_fit),
+    ("driver", check_driver),
+    ("driver_branch", check_driver_branch),
+    ("rocm_release", check_rocm_release),
+    ("cann_driver", check_cann_driver),
+    ("fabric", check_fabric),
+    ("ports", check_ports),
+    ("peers", check_peers),
+    ("shm", check_shm),
+    ("image_disk", check_image_disk),
+)
+"""Every check, in report order: ``(name, function)``. A function takes the host view
+(facts, needs, options) and returns one result dict, or ``None`` where it does not apply."""
+
+CHECKS = tuple(entry[0] for entry in REGISTRY)
+
+
 def evaluate(facts, needs, options=None):
-    """Run every enabled check.
+    """Run every enabled check of :data:`REGISTRY`.
 
     :param facts: gathered on the host: ``os`` (``{"id", "version_id"}`` from
         /etc/os-release), ``disk`` (``{"path", "free_bytes",
         "present_bytes"}``: statvfs of the weights filesystem and bytes of
         this revision already staged), ``accelerators`` (the
-        ``accelerator_facts`` summary), ``listening`` (dict port -> owning
-        unit name, ``container <name>`` for a docker/podman container,
-        or None, from /proc/net/tcp{,6} and the socket's cgroup); optional
+        ``accelerator_facts`` summary), ``listening`` (dict port ->
+        :func:`listening_sockets` value ``{"unit", "pid", "comm"}``, or an
+        owner string: a unit name, ``container <name>``, or None); optional
         ``peers`` (:func:`probe_all` output), ``shm`` (``{"path",
         "size_bytes"}``, statvfs of /dev/shm; None when absent),
         ``image_disk`` (``{"path", "data_root", "free_bytes"}``: statvfs of
@@ -224,7 +555,9 @@ def evaluate(facts, needs, options=None):
     :param needs: :func:`host_needs` output.
     :param options: ``checks`` (dict check -> bool, default all on),
         ``allow_unvalidated_hardware`` (bool: warn instead of fail),
-        ``headroom_mib`` (int), ``host_ipc`` (bool, default True: the
+        ``headroom_mib`` (int), ``gpu_memory_mib`` (int: memory per GPU in
+        MiB stated by the operator, used where the tool reports none),
+        ``host_ipc`` (bool, default True: the
         runtime shares the host's IPC namespace, so /dev/shm is the host's
         and the ``shm`` check does not apply), ``shm_min_bytes`` (int),
         ``runtime`` (``docker``, ``podman`` or ``native``; ``image_disk``
@@ -233,116 +566,23 @@ def evaluate(facts, needs, options=None):
         accelerator stack after preflight, so a host whose accelerators show
         only on the PCI bus (``accelerators.pci``) passes ``gpu_count`` on
         that count, with a ``driver`` warning; model and memory are checked
-        on the next run).
+        on the next run), ``stack_versions`` (``{"nvidia_driver", "rocm",
+        "cann", "ascend_driver"}``: the versions the stack roles pin; with
+        ``install_driver`` the compatibility checks judge these instead of
+        what is installed).
     :returns: list of result dicts ``{check, ok, need, found, message,
         severity}`` where severity is ``ok``, ``warning`` or ``error``.
     """
     options = options or {}
     enabled = dict.fromkeys(CHECKS, True)
     enabled.update(options.get("checks") or {})
+    host = _Host(facts, needs, options)
     out = []
-    acc = facts.get("accelerators") or {}
-    devices = acc.get("devices") or []
-    if enabled["os"]:
-        os_id = (facts.get("os") or {}).get("id")
-        ver = (facts.get("os") or {}).get("version_id")
-        ok = ver in SUPPORTED_OS.get(os_id, ()) or any(
-            ver and ver.split(".")[0] == v for v in SUPPORTED_OS.get(os_id, ()))
-        out.append(_result("os", ok, "Debian 12, Ubuntu 22.04/24.04, RHEL/Rocky/Alma 9",
-                           "%s %s" % (os_id, ver), "supported" if ok else "OS not supported by the roles"))
-    if enabled["disk"] and needs.get("disk_bytes") is not None:
-        disk = facts.get("disk") or {}
-        free = disk.get("free_bytes")
-        want = max(0, needs["disk_bytes"] - (disk.get("present_bytes") or 0))
-        ok = free is not None and free >= want
-        out.append(_result("disk", ok, "%s free on %s" % (_gib(want), disk.get("path")),
-                           "%s free" % (_gib(free) if free is not None else "unknown"),
-                           "enough space for the weights" if ok else "not enough free space for the weights"))
-    pci = acc.get("pci") or {}
-    bare = bare_host(acc, options.get("install_driver"))
-    if enabled["gpu_count"] and needs.get("gpus"):
-        count = pci["count"] if bare else len(devices)
-        ok = count >= needs["gpus"]
-        found = "%d %s GPU(s)%s" % (count, (pci.get("vendor") if bare else acc.get("vendor")) or "none",
-                                    " on the PCI bus, no driver yet" if bare else "")
-        msg = "enough GPUs" if ok else "the recipes placed here need %d GPUs" % needs["gpus"]
-        if not devices and acc.get("errors") and not bare:
-            msg += " (%s)" % "; ".join(acc["errors"])[:200]
-        if not devices and not bare and pci.get("count"):
-            msg += " (the PCI bus shows %d %s accelerator(s) without a working driver: install its stack)" % (
-                pci["count"], pci.get("vendor"))
-        out.append(_result("gpu_count", ok, "%d GPUs" % needs["gpus"], found, msg))
-    if enabled["gpu_model"] and needs.get("gpus") and needs.get("validated_models") and devices:
-        models = sorted({d.get("model_id") or "unknown" for d in devices})
-        bad = [m for m in models if not _validated(m, needs["validated_models"])]
-        sev = "warning" if options.get("allow_unvalidated_hardware") else "error"
-        msg = "validated" if not bad else "not validated for these recipes: %s" % ", ".join(bad)
-        if bad and sev == "warning":
-            msg += " (allowed by allow_unvalidated_hardware)"
-        out.append(_result("gpu_model", not bad, "one of %s" % ", ".join(needs["validated_models"]),
-                           ", ".join(models), msg, sev))
-    if enabled["memory_fit"] and needs.get("weights_per_gpu_mib") and devices:
-        head = int(options.get("headroom_mib", DEFAULT_HEADROOM_MIB))
-        want = needs["weights_per_gpu_mib"] + head
-        have = min((d.get("memory_mib") or 0) for d in devices)
-        ok = have >= want
-        out.append(_result("memory_fit", ok, "%d MiB per GPU (weights %d + headroom %d)" % (
-            want, needs["weights_per_gpu_mib"], head), "%d MiB" % have,
-            "the weights fit" if ok else "the weights do not fit in device memory"))
-    drv = acc.get("driver") or {}
-    if enabled["driver"] and needs.get("gpus"):
-        if drv.get("reboot_required"):
-            out.append(_result("driver", False, "loaded driver = installed driver",
-                               "loaded %s, installed %s" % (drv.get("loaded_version"), drv.get("installed_version")),
-                               "reboot needed: the loaded kernel module differs from the installed driver"))
-        elif devices:
-            out.append(_result("driver", True, "a working driver", drv.get("installed_version") or "present",
-                               "driver loaded"))
-        elif bare:
-            out.append(_result("driver", False, "a working driver", "none",
-                               "not installed yet: the %s stack is installed next, then model, memory and "
-                               "driver are checked again" % pci.get("vendor"), "warning"))
-    if enabled["fabric"] and needs.get("gpus") and drv.get("fabric_manager_required"):
-        counts = {}
-        for d in devices:
-            state = str(d.get("fabric_state") or "unknown")
-            counts[state] = counts.get(state, 0) + 1
-        ok = {s.lower() for s in counts} == {"completed"}
-        found = "%s of %d GPUs" % (", ".join("%s on %d" % (s, n) for s, n in sorted(counts.items())), len(devices))
-        out.append(_result("fabric", ok, "fabric state Completed on every GPU", found,
-                           "fabric manager ready" if ok else "NVSwitch fabric not ready: start nvidia-fabricmanager "
-                           "at exactly the driver's version (CUDA error 802 otherwise)"))
-    if enabled["ports"] and needs.get("ports"):
-        listening = facts.get("listening") or {}
-        busy = []
-        for p in needs["ports"]:
-            port = p["port"]
-            if port in listening and not _holds(listening[port], p["owner"]):
-                busy.append("%d (held by %s)" % (port, listening[port] or "another process"))
-        out.append(_result("ports", not busy, ", ".join(str(p["port"]) for p in needs["ports"]) + " free",
-                           ", ".join(busy) or "all free or ours",
-                           "ports free" if not busy else "ports in use by something else"))
-    if enabled["peers"] and needs.get("peers"):
-        out.append(_peers_result(needs["peers"], facts.get("peers")))
-    if enabled["shm"] and needs.get("gpus") and not options.get("host_ipc", True):
-        want = int(options.get("shm_min_bytes", DEFAULT_SHM_MIN_BYTES))
-        shm = facts.get("shm") or {}
-        size = shm.get("size_bytes")
-        ok = size is not None and size >= want
-        out.append(_result("shm", ok, "%s on /dev/shm (container without host IPC)" % _gib(want),
-                           "%s on %s" % (_gib(size), shm.get("path")) if size is not None else "no /dev/shm",
-                           "enough shared memory for NCCL" if ok else
-                           "/dev/shm too small for NCCL with TP>1: run with --ipc host or a larger --shm-size"))
-    if enabled["image_disk"] and needs.get("images") and options.get("runtime") in IMAGE_DATA_ROOTS:
-        per = int(options.get("image_allowance_bytes", DEFAULT_IMAGE_ALLOWANCE_BYTES))
-        want = per * len(needs["images"])
-        img = facts.get("image_disk") or {}
-        free = img.get("free_bytes")
-        ok = free is not None and free >= want
-        out.append(_result("image_disk", ok, "%s free on %s (%d image(s) x %s, an estimate)" % (
-            _gib(want), img.get("path") or IMAGE_DATA_ROOTS[options["runtime"]], len(needs["images"]), _gib(per)),
-            "%s free" % (_gib(free) if free is not None else "unknown"),
-            "enough space for the images" if ok else "not enough free space for the container images"))
+    for name, check in REGISTRY:
+        if enabled.get(name, True):
+            result = check(host)
+            if result is not None:
+                out.append(result)
     return out
 
 
@@ -519,3 +759,143 @@ def report_rows(results_by_host):
             rows.append([host, r["check"], {"ok": "ok", "warning": "WARN", "error": "FAIL"}[r["severity"]],
                          r["need"], r["found"], r["message"]])
     return rows
+
+
+# --------------------------------------------------------------------------
+# host facts read from /proc, /dev and the group database (roots injectable for tests)
+
+PROC_ROOT = "/proc"
+"""Where the kernel's process and socket tables are mounted; tests pass a fake tree."""
+
+DEV_ROOT = "/dev"
+"""Where the device nodes are (``/dev/davinciN`` on Ascend hosts)."""
+
+CONTAINER_STATE_ROOT = "/"
+"""Root under which docker (``var/lib/docker/containers``) and podman
+(``var/lib/containers/storage``) keep their container state."""
+
+
+def _read_text(path):
+    try:
+        with open(path) as handle:
+            return handle.read()
+    except (IOError, OSError, UnicodeDecodeError):
+        return None
+
+
+def container_name(cid, root=None, read=None):
+    """Name of a docker or podman (root) container from the engines' own state files.
+
+    Sources: ``<root>/var/lib/docker/containers/<id>/config.v2.json`` (``Name``) and
+    ``<root>/var/lib/containers/storage/overlay-containers/containers.json`` (``names``).
+    :returns: the name, else the id's first 12 characters.
+    """
+    root = CONTAINER_STATE_ROOT if root is None else root
+    read = read or _read_text
+    try:
+        doc = json.loads(read(os.path.join(root, "var/lib/docker/containers/%s/config.v2.json" % cid)) or "{}")
+        if doc.get("Name"):
+            return doc["Name"].lstrip("/")
+        listing = read(os.path.join(root, "var/lib/containers/storage/overlay-containers/containers.json"))
+        for entry in json.loads(listing or "[]"):
+            if entry.get("id") == cid and entry.get("names"):
+                return entry["names"][0]
+    except (ValueError, AttributeError, TypeError):
+        pass
+    return cid[:12]
+
+
+def listening_sockets(proc=None, read=None, listdir=None, readlink=None, container_root=None):
+    """Who holds each listening TCP port: the process and its systemd unit or container.
+
+    Sources: ``<proc>/net/tcp`` and ``<proc>/net/tcp6`` (port -> socket inode,
+    :func:`parse_proc_net_tcp`), each ``<proc>/<pid>/fd/*`` link (``socket:[inode]``)
+    to find the process holding the inode, its ``<proc>/<pid>/comm`` (the process
+    name, at most 15 characters) and its ``<proc>/<pid>/cgroup`` (the systemd service,
+    :func:`unit_from_cgroup`, or the docker/podman container, :func:`container_from_cgroup`
+    named by :func:`container_name`). Processes whose fds cannot be read (another
+    user's, without root) leave their ports with ``pid`` None.
+
+    :param proc: the proc root (default :data:`PROC_ROOT`); the other callables
+        default to the ``os`` functions and are there for tests.
+    :returns: ``{port (int): {"unit": str | None ("ssh.service", "container
+        jupyter"), "pid": int | None, "comm": str | None}}``; the lowest PID wins when
+        several processes share a socket (a forking server).
+    """
+    proc = PROC_ROOT if proc is None else proc
+    read = read or _read_text
+    listdir = listdir or os.listdir
+    readlink = readlink or os.readlink
+    inodes = {}
+    for table in ("net/tcp", "net/tcp6"):
+        for port, inode in parse_proc_net_tcp(read(os.path.join(proc, table)) or "").items():
+            inodes.setdefault(inode, port)
+    owners = dict((port, {"unit": None, "pid": None, "comm": None}) for port in inodes.values())
+    try:
+        pids = sorted((name for name in listdir(proc) if name.isdigit()), key=int)
+    except OSError:
+        pids = []
+    for pid in pids:
+        fd_dir = os.path.join(proc, pid, "fd")
+        try:
+            links = []
+            for fd in listdir(fd_dir):
+                try:
+                    links.append(readlink(os.path.join(fd_dir, fd)))
+                except OSError:
+                    continue
+        except OSError:
+            continue
+        hits = [inodes[link[8:-1]] for link in links if link.startswith("socket:[") and link[8:-1] in inodes]
+        if not hits:
+            continue
+        cgroup = read(os.path.join(proc, pid, "cgroup")) or ""
+        unit = unit_from_cgroup(cgroup)
+        cid = None if unit else container_from_cgroup(cgroup)
+        if cid:
+            unit = CONTAINER_OWNER + container_name(cid, container_root)
+        comm = (read(os.path.join(proc, pid, "comm")) or "").strip() or None
+        for port in hits:
+            if owners[port]["pid"] is None:
+                owners[port] = {"unit": unit, "pid": int(pid), "comm": comm}
+    return owners
+
+
+def runtime_devices(dev=None, getgrnam=None, listdir=None):
+    """What container device flags need from the host.
+
+    Sources: the group database (``getent group render``: ``grp.getgrnam``, so NSS
+    sources such as LDAP count) for the ``render`` group that owns ``/dev/dri/renderD*``
+    on AMD hosts, and the ``davinciN`` nodes in ``<dev>`` (Ascend NPUs; ``davinci_manager``
+    is not one).
+
+    :returns: ``{"render_gid": int | None (no such group), "davinci": [int, ...]}``
+        (sorted N of each ``/dev/davinciN``; empty when none).
+    """
+    dev = DEV_ROOT if dev is None else dev
+    listdir = listdir or os.listdir
+    getgrnam = getgrnam or grp.getgrnam
+    try:
+        render_gid = int(getgrnam("render").gr_gid)
+    except (KeyError, AttributeError, TypeError, ValueError):
+        render_gid = None
+    try:
+        names = listdir(dev)
+    except OSError:
+        names = []
+    davinci = sorted(int(match.group(1)) for match in (re.match(r"^davinci(\d+)$", n) for n in names) if match)
+    return {"render_gid": render_gid, "davinci": davinci}
+
+
+def stack_vendor(accelerators):
+    """Whose driver stack the host needs: the vendor whose tools answered, else the vendor
+    whose accelerators the PCI bus shows, else ``"none"``.
+
+    :param accelerators: the ``accelerator_facts`` summary.
+    :returns: ``"nvidia"``, ``"amd"``, ``"ascend"`` or ``"none"``.
+    """
+    acc = accelerators or {}
+    vendor = acc.get("vendor") or "none"
+    if vendor != "none":
+        return vendor
+    return (acc.get("pci") or {}).get("vendor") or "none"

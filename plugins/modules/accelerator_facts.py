@@ -28,9 +28,11 @@ description:
     C(modinfo -F version nvidia) (installed kernel module).
   - AMD facts come from C(amd-smi list --json), C(amd-smi static --asic --vram --driver --json),
     C(rocm-smi --showproductname --showmeminfo vram --showbus --json),
-    C(/sys/module/amdgpu/version) and C(modinfo -F version amdgpu).
-  - Ascend facts come from C(npu-smi info -l), C(npu-smi info) and
-    C(/usr/local/Ascend/driver/version.info).
+    C(/sys/module/amdgpu/version), C(modinfo -F version amdgpu), C(/opt/rocm/.info/version) and the PCI id
+    database (C(/usr/share/misc/pci.ids) or C(/usr/share/hwdata/pci.ids)).
+  - NVIDIA also C(systemctl is-active nvidia-fabricmanager.service).
+  - Ascend facts come from C(npu-smi info -l), C(npu-smi info),
+    C(/usr/local/Ascend/driver/version.info) and CANN's C(ascend_toolkit_install.info).
   - The C(pci) part comes from C(/sys/bus/pci/devices/*/{vendor,device,class}) (vendor ids 0x10de NVIDIA,
     0x1002 AMD, 0x19e5 Huawei; classes VGA, 3D controller, display controller, processing accelerator).
 author:
@@ -54,6 +56,24 @@ options:
       - Another path when the host's sysfs is mounted elsewhere; an empty string skips the PCI bus.
     type: str
     default: /sys/bus/pci/devices
+  fabric_manager:
+    description:
+      - Whether the NVIDIA host needs C(nvidia-fabricmanager) - V(auto) (the facts' C(driver.fabric_manager_required)),
+        V(true) or V(false). Decides C(nvidia_services.fabric_manager) only; nothing is changed on the host.
+    type: raw
+    default: auto
+  nvlink5:
+    description:
+      - Whether the NVLink5 parts (C(nvlsm), NSCQ) are needed beside fabric manager - V(auto)
+        (C(driver.nvlink5_required)), V(true) or V(false). Decides C(nvidia_services.nvlink5).
+    type: raw
+    default: auto
+  imex:
+    description:
+      - Whether the NVIDIA IMEX daemon is needed - V(auto) (C(driver.imex_required)), V(true) or V(false).
+        Decides C(nvidia_services.imex).
+    type: raw
+    default: auto
 extends_documentation_fragment:
   - ansible.builtin.action_common_attributes
   - ansible.builtin.action_common_attributes.facts
@@ -96,6 +116,25 @@ EXAMPLES = r"""
 """
 
 RETURN = r"""
+nvidia_services:
+  description:
+    - The NVIDIA host services the stack installs and starts, decided from O(fabric_manager), O(nvlink5) and O(imex)
+      (V(auto) follows the facts' C(driver.*_required)). All false on other vendors unless forced.
+  returned: always
+  type: dict
+  contains:
+    fabric_manager:
+      description: C(nvidia-fabricmanager) at the driver's exact version (8-GPU NVSwitch HGX boards).
+      type: bool
+      sample: true
+    nvlink5:
+      description: The NVLink subnet manager (C(nvlsm)) and NSCQ beside fabric manager (HGX B200/B300).
+      type: bool
+      sample: false
+    imex:
+      description: The IMEX daemon (GB200/GB300).
+      type: bool
+      sample: false
 ansible_facts:
   description: Facts to add to the host's facts.
   returned: always
@@ -137,10 +176,15 @@ ansible_facts:
               description:
                 - Normalised model id (V(h100), V(h200), V(b200), V(gb200), V(mi355x),
                   V(ascend_910b), V(ascend_950pr)...); unknown names become a lower-case slug.
+                - AMD parts are named by PCI device id from the host's PCI id database (C(pci.ids), Debian/Ubuntu package
+                  C(pci.ids), RHEL C(hwdata)) when it knows the id (C(0x7408) is V(mi250x) where rocm-smi names only
+                  the MI200 family); null, with an C(errors) entry, when no tool names the part.
               type: str
               sample: h100
             memory_mib:
-              description: Total device memory in MiB; null when the tool does not report it.
+              description:
+                - Total device memory in MiB; null when the tool does not report it (C([N/A]) for GB10 unified memory,
+                  C([Insufficient Permissions]) under MIG) - unknown, never 0.
               type: int
               sample: 81559
             uuid:
@@ -196,6 +240,19 @@ ansible_facts:
               description: Whether nvidia-fabricmanager must run (8-GPU NVSwitch HGX boards).
               type: bool
               sample: true
+            fabric_manager_active:
+              description:
+                - NVIDIA - whether C(nvidia-fabricmanager.service) is active (C(systemctl is-active)); how the fabric
+                  is judged on GPUs that report no fabric state (Ampere). Null without systemctl or on other vendors.
+              type: bool
+              sample: true
+            runtime_version:
+              description:
+                - The user-space stack release - AMD the ROCm release (C(/opt/rocm/.info/version), build suffix
+                  dropped), Ascend the CANN toolkit release (C(version=) of C(ascend_toolkit_install.info)); null on
+                  NVIDIA or when not installed.
+              type: str
+              sample: 7.0.2
             imex_required:
               description: Whether the NVIDIA IMEX daemon must run (GB200/GB300).
               type: bool
@@ -240,7 +297,10 @@ ansible_facts:
 """
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible_collections.launchcard.inference.plugins.module_utils._accelerators import PCI_DEVICES_DIR, VENDORS, collect
+from ansible_collections.launchcard.inference.plugins.module_utils._accel_nvidia import services_wanted
+from ansible_collections.launchcard.inference.plugins.module_utils._accel_pci import PCI_DEVICES_DIR
+from ansible_collections.launchcard.inference.plugins.module_utils._accel_tables import VENDORS
+from ansible_collections.launchcard.inference.plugins.module_utils._accelerators import collect
 
 
 def main():
@@ -248,16 +308,19 @@ def main():
         argument_spec=dict(
             vendor=dict(type="str", default="auto", choices=["auto"] + list(VENDORS)),
             pci_devices_dir=dict(type="str", default=PCI_DEVICES_DIR),
+            fabric_manager=dict(type="raw", default="auto"),
+            nvlink5=dict(type="raw", default="auto"),
+            imex=dict(type="raw", default="auto"),
         ),
         supports_check_mode=True,
     )
-    summary = collect(
-        module.params["vendor"],
-        which=module.get_bin_path,
-        run=module.run_command,
-        pci_dir=module.params["pci_devices_dir"],
-    )
-    module.exit_json(changed=False, ansible_facts=dict(launchcard_accelerators=summary))
+    p = module.params
+    summary = collect(p["vendor"], which=module.get_bin_path, run=module.run_command, pci_dir=p["pci_devices_dir"])
+    try:
+        wanted = services_wanted(summary["driver"], p["fabric_manager"], p["nvlink5"], p["imex"])
+    except ValueError as exc:
+        module.fail_json(msg=str(exc))
+    module.exit_json(changed=False, nvidia_services=wanted, ansible_facts=dict(launchcard_accelerators=summary))
 
 
 if __name__ == "__main__":

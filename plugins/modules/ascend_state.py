@@ -161,6 +161,7 @@ import os
 
 from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.launchcard.inference.plugins.module_utils import _accelerators as accelerators
+from ansible_collections.launchcard.inference.plugins.module_utils._accel_common import read_text
 from ansible_collections.launchcard.inference.plugins.module_utils._ascend_installers import (
     COMPONENTS,
     AscendPlanError,
@@ -195,12 +196,12 @@ def main():
     unknown = sorted(set(files) - set(COMPONENTS))
     if unknown:
         module.fail_json(msg="version_files: unknown component(s) %s (expected %s)" % (", ".join(unknown), ", ".join(COMPONENTS)))
-    installed = dict((key, parse_version_file(accelerators.read_text(files[key]))) for key in COMPONENTS)
+    installed = dict((key, parse_version_file(read_text(files[key]))) for key in COMPONENTS)
     driver_file = dict(accelerators.FILES["ascend"])["ascend_version_info"]
 
     def read(path):
         # the accelerator facts read the driver's version.info where O(version_files) says it is
-        return accelerators.read_text(files["driver"] if path == driver_file else path)
+        return read_text(files["driver"] if path == driver_file else path)
 
     summary = accelerators.collect("ascend", which=module.get_bin_path, run=module.run_command, read=read)
     try:

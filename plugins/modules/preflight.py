@@ -14,9 +14,11 @@ description:
   - Gathers, in one round trip, everything the preflight checks need - the OS from C(/etc/os-release),
     free bytes of the filesystem that will hold the weights (C(statvfs)), bytes of the card's revision
     already in the Hugging Face cache, accelerator facts (the same collectors as
-    M(launchcard.inference.accelerator_facts)), listening TCP ports with the systemd unit (or the docker/podman
-    container) holding each, a TCP connect to every peer port this host must reach (all in parallel threads),
-    the size of C(/dev/shm) and the free bytes of the container engine's data root.
+    M(launchcard.inference.accelerator_facts)), listening TCP ports with the process (name and PID) and the
+    systemd unit (or the docker/podman container) holding each, read from C(/proc), a TCP connect to every
+    peer port this host must reach (all in parallel threads),
+    the size of C(/dev/shm), the free bytes of the container engine's data root, and what container device flags
+    need from the host (the C(render) group's id, the C(/dev/davinciN) nodes).
   - A peer connect that is refused (RST) counts as reachable - at preflight time the servers are not running
     yet, so a refusal proves the network path works; a timeout, no route or an unreachable host is blocked.
   - Evaluates the checks and returns them; it never fails the host by itself and never changes it, so
@@ -40,7 +42,29 @@ options:
     type: str
   checks:
     description: Checks to run; any left out stays on. Keys C(os), C(disk), C(gpu_count), C(gpu_model),
-      C(memory_fit), C(driver), C(fabric), C(ports), C(peers), C(shm), C(image_disk).
+      C(memory_fit), C(driver), C(driver_branch), C(rocm_release), C(cann_driver), C(fabric), C(ports), C(peers),
+      C(shm), C(image_disk).
+    type: dict
+    default: {}
+  gpu_memory_mib:
+    description:
+      - Device memory per GPU in MiB, stated by the operator for GPUs whose tool cannot report it
+        (C(nvidia-smi) prints C([N/A]) for GB10 unified memory and C([Insufficient Permissions]) under MIG
+        without privileges). Used only where the tool reports nothing; without it such a host gets a
+        C(memory_fit) warning saying the memory is unknown.
+    type: int
+  stack_versions:
+    description:
+      - The versions the accelerator stack roles pin, checked against the hardware when O(install_driver) is set
+        (otherwise the installed versions are checked). Keys C(nvidia_driver) (e.g. C(580.95.05)), C(rocm)
+        (e.g. C(7.0.2)), C(cann) (e.g. C(8.2.RC1)), C(ascend_driver) (e.g. C(25.2.0)); empty values are ignored.
+      - C(driver_branch) - NVIDIA driver branch against the GPU generation (Hopper and Ada from R525, Blackwell from
+        R570, Blackwell Ultra from R580; NVIDIA data-center driver release notes,
+        U(https://docs.nvidia.com/datacenter/tesla/index.html)).
+      - C(rocm_release) - ROCm release against the Instinct model (MI300X/MI300A/MI325X from 6.2, MI350X/MI355X from
+        7.0; U(https://rocm.docs.amd.com/en/latest/compatibility/compatibility-matrix.html)).
+      - C(cann_driver) - Ascend NPU driver against the CANN release (CANN 8.0 with HDK 24.1, 8.1 with 25.0, 8.2 with
+        25.2, 8.3 with 25.3; Huawei's CANN/HDK version compatibility table, U(https://www.hiascend.com/document)).
     type: dict
     default: {}
   allow_unvalidated_hardware:
@@ -156,33 +180,84 @@ failed_checks:
   returned: always
   type: list
   elements: str
+stack_vendor:
+  description:
+    - Whose accelerator driver stack this host needs - the vendor whose tools answered (C(facts.accelerators.vendor)),
+      else the vendor whose accelerators the PCI bus shows (C(facts.accelerators.pci.vendor)), else V(none).
+  returned: always
+  type: str
+  choices: [nvidia, amd, ascend, none]
+  sample: nvidia
 facts:
   description:
-    - What was gathered - os, disk, accelerators, listening ports, C(peers) (one C({address, port, state, reachable,
-      detail}) per peer port; state C(open), C(refused), C(timeout), C(unreachable), C(unresolved) or C(error)),
-      C(shm) (C({path, size_bytes}) or null) and C(image_disk) (C({path, data_root, free_bytes}) or null).
+    - What was gathered.
   returned: always
   type: dict
+  contains:
+    os:
+      description: C(ID) and C(VERSION_ID) of C(/etc/os-release).
+      type: dict
+      sample: {id: debian, version_id: "12"}
+    disk:
+      description:
+        - C(statvfs) of the weights filesystem (its nearest existing directory) - C(path), C(free_bytes),
+          C(total_bytes) (bytes) - and C(present_bytes), the bytes of the card's revision already in the HF cache.
+      type: dict
+    accelerators:
+      description: The M(launchcard.inference.accelerator_facts) summary (same shape as C(launchcard_accelerators)).
+      type: dict
+    listening:
+      description:
+        - Listening TCP ports (keys are port numbers as strings), from C(/proc/net/tcp{,6}), each with the process
+          holding it - C(comm) (the name in C(/proc/PID/comm)), C(pid) (int) - and C(unit), the systemd service of
+          its cgroup or C(container NAME) for a docker/podman container; any of them null when not readable.
+      type: dict
+      sample: {"22": {unit: ssh.service, pid: 412, comm: sshd}}
+    peers:
+      description:
+        - One C({address, port, state, reachable, detail}) per peer port; state C(open), C(refused), C(timeout),
+          C(unreachable), C(unresolved) or C(error).
+      type: list
+      elements: dict
+    shm:
+      description: C({path, size_bytes}) of C(/dev/shm) (bytes), or null when absent.
+      type: dict
+    image_disk:
+      description: C({path, data_root, free_bytes}) of the container engine's data root (bytes), or null.
+      type: dict
+    runtime_devices:
+      description: What container device flags need from the host.
+      type: dict
+      contains:
+        render_gid:
+          description:
+            - The numeric id of group C(render) in the host's group database (NSS, as C(getent group render)), which
+              owns the AMD render nodes C(/dev/dri/renderD*); null when there is no such group.
+          type: int
+          sample: 110
+        davinci:
+          description: N of each Ascend NPU node C(/dev/davinciN) present, sorted (C(/dev/davinci_manager) excluded).
+          type: list
+          elements: int
+          sample: [0, 1, 2, 3, 4, 5, 6, 7]
 """
 
-import json
 import os
 
 from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.launchcard.inference.plugins.module_utils import _accelerators as accelerators
 from ansible_collections.launchcard.inference.plugins.module_utils._preflight import (
-    CONTAINER_OWNER,
-    bare_host,
     GIB,
-    container_from_cgroup,
+    bare_host,
     evaluate,
     failed,
     image_data_root,
+    listening_sockets,
     parse_os_release,
     probe_all,
-    parse_proc_net_tcp,
-    unit_from_cgroup,
+    runtime_devices,
+    stack_vendor,
 )
 
 
@@ -233,44 +308,6 @@ def _disk(weights_dir, repo, revision):
             "present_bytes": present}
 
 
-def _container_name(cid):
-    """Name of a docker or podman (root) container from the engines' own state files; else a short id."""
-    try:
-        doc = json.loads(_read("/var/lib/docker/containers/%s/config.v2.json" % cid) or "{}")
-        if doc.get("Name"):
-            return doc["Name"].lstrip("/")
-        for entry in json.loads(_read("/var/lib/containers/storage/overlay-containers/containers.json") or "[]"):
-            if entry.get("id") == cid and entry.get("names"):
-                return entry["names"][0]
-    except (ValueError, AttributeError, TypeError):
-        pass
-    return cid[:12]
-
-
-def _listening():
-    inodes = {}
-    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
-        for port, inode in parse_proc_net_tcp(_read(table) or "").items():
-            inodes.setdefault(inode, port)
-    owners = dict.fromkeys(inodes.values())
-    for pid in (p for p in os.listdir("/proc") if p.isdigit()):
-        fd_dir = "/proc/%s/fd" % pid
-        try:
-            links = [os.readlink(os.path.join(fd_dir, fd)) for fd in os.listdir(fd_dir)]
-        except OSError:
-            continue
-        hits = [inodes[link[8:-1]] for link in links if link.startswith("socket:[") and link[8:-1] in inodes]
-        if hits:
-            cgroup = _read("/proc/%s/cgroup" % pid) or ""
-            unit = unit_from_cgroup(cgroup)
-            cid = None if unit else container_from_cgroup(cgroup)
-            if cid:
-                unit = CONTAINER_OWNER + _container_name(cid)
-            for port in hits:
-                owners[port] = owners[port] or unit or "pid %s" % pid
-    return owners
-
-
 def main():
     module = AnsibleModule(
         argument_spec=dict(
@@ -289,6 +326,8 @@ def main():
             shm_min_gib=dict(type="float", default=1.0),
             runtime=dict(type="str", choices=["docker", "podman", "native"], default="docker"),
             image_allowance_gib=dict(type="float", default=30.0),
+            gpu_memory_mib=dict(type="int"),
+            stack_versions=dict(type="dict", default={}),
         ),
         supports_check_mode=True,
     )
@@ -299,10 +338,11 @@ def main():
         "disk": _disk(p["weights_dir"], p["repo"], p["revision"]),
         "accelerators": accelerators.collect(
             p["vendor"], module.get_bin_path, module.run_command, _read, pci_dir=p["pci_devices_dir"]),
-        "listening": _listening(),
+        "listening": listening_sockets(),
         "peers": probe_all(p["needs"].get("peers") or [], p["connect_timeout"]) if on["peers"] else [],
         "shm": _shm(),
         "image_disk": _image_disk(p["runtime"]) if on["image_disk"] else None,
+        "runtime_devices": runtime_devices(),
     }
     results = evaluate(facts, p["needs"], {
         "checks": p["checks"],
@@ -313,11 +353,13 @@ def main():
         "runtime": p["runtime"],
         "image_allowance_bytes": int(p["image_allowance_gib"] * GIB),
         "install_driver": p["install_driver"],
+        "gpu_memory_mib": p["gpu_memory_mib"],
+        "stack_versions": dict((k, v) for k, v in (p["stack_versions"] or {}).items() if v),
     })
     facts["listening"] = dict((str(k), v) for k, v in facts["listening"].items())
     module.exit_json(changed=False, checks=results, failed_checks=[r["check"] for r in failed(results)],
                      bare_host=bare_host(facts["accelerators"], p["install_driver"]),
-                     facts=facts)
+                     stack_vendor=stack_vendor(facts["accelerators"]), facts=facts)
 
 
 if __name__ == "__main__":

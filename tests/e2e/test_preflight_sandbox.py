@@ -52,11 +52,12 @@ BAD = {
     # a 400 GiB ext4 shows a little less free (metadata); the card needs 417 GiB
     "pf-small-disk": ("disk", "417.0 GiB free on /var/lib/launchcard/models", re.compile(r"39\d\.\d GiB free")),
     "pf-fabric-down": ("fabric", "fabric state Completed on every GPU", "in_progress on 8 of 8 GPUs"),
-    "pf-port-busy": ("ports", "30000 free", "30000 (held by sandbox-squatter.service)"),
+    # the process holding the port by name and PID, and its unit
+    "pf-port-busy": ("ports", "30000 free", re.compile(r"30000 \(held by python3, pid \d+, in sandbox-squatter\.service\)")),
     "pf-unvalidated": ("gpu_model", VALIDATED, "h200"),
 }
 ALL = GOOD + tuple(BAD)
-GPU_CHECKS = {"os", "disk", "gpu_count", "memory_fit", "driver", "fabric", "ports"}
+GPU_CHECKS = {"os", "disk", "gpu_count", "memory_fit", "driver", "driver_branch", "fabric", "ports"}
 SNAPSHOT = ("find /etc/systemd/system /etc/launchcard /opt /var/lib/launchcard -xdev -printf '%p %s %T@\\n' "
             "2>/dev/null | sort | md5sum; systemctl list-units --all --no-legend --plain 'launchcard-*'; "
             "systemctl list-unit-files --no-legend --plain 'launchcard-*'; true")

@@ -4,12 +4,13 @@
 """Unit tests for the accelerator output parsers and the uniform summary.
 
 Fixtures under tests/unit/fixtures/accelerators/ are written from the
-documented output shapes (field notes section 5, upstream tool sources and
+documented output shapes (the tools' documentation, upstream tool sources and
 public bug reports); serial numbers and UUIDs in them are made up.
 """
 
 from __future__ import annotations
 
+import json
 import os
 
 import pytest
@@ -17,29 +18,29 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from ansible_collections.launchcard.inference.plugins.module_utils import _accelerators as acc
-from ansible_collections.launchcard.inference.plugins.module_utils._accelerators import (
-    AcceleratorOutputError,
-    candidate_vendors,
+from ansible_collections.launchcard.inference.plugins.module_utils import _accel_pci as pci
+from ansible_collections.launchcard.inference.plugins.module_utils._accel_amd import parse_amd_smi_list, parse_amd_smi_static, parse_rocm_smi_product
+from ansible_collections.launchcard.inference.plugins.module_utils._accel_ascend import parse_ascend_version_info, parse_npu_smi_info, parse_npu_smi_list
+from ansible_collections.launchcard.inference.plugins.module_utils._accel_common import AcceleratorOutputError, normalize_bdf, read_text
+from ansible_collections.launchcard.inference.plugins.module_utils._accel_nvidia import (
     fabric_manager_required,
     imex_required,
     nvlink5_required,
-    normalize_bdf,
-    normalize_model,
-    parse_amd_smi_list,
-    parse_amd_smi_static,
-    parse_ascend_version_info,
     parse_modinfo_version,
-    parse_npu_smi_info,
-    parse_npu_smi_list,
     parse_nvidia_fabric,
     parse_nvidia_proc_version,
     parse_nvidia_smi_gpus,
     parse_nvml_mismatch,
-    parse_rocm_smi_product,
-    summarize,
 )
+from ansible_collections.launchcard.inference.plugins.module_utils._accel_tables import normalize_model
+from ansible_collections.launchcard.inference.plugins.module_utils._accelerators import candidate_vendors, summarize
 
 FIXTURES = os.path.join(os.path.dirname(__file__), "..", "..", "fixtures", "accelerators")
+
+
+PCI_IDS_EXCERPT = os.path.join(os.path.dirname(__file__), "..", "..", "fixtures", "pci.ids-excerpt")
+with open(PCI_IDS_EXCERPT) as _handle:
+    PCI_IDS = _handle.read()
 
 
 def fixture(name):
@@ -58,7 +59,7 @@ DEVICE_KEYS = {
 }
 DRIVER_KEYS = {
     "installed_version", "loaded_version", "reboot_required", "fabric_manager_required",
-    "imex_required", "nvlink5_required", "kernel_module", "message",
+    "imex_required", "nvlink5_required", "fabric_manager_active", "runtime_version", "kernel_module", "message",
 }
 
 
@@ -106,8 +107,8 @@ def assert_shape(summary):
         ("AMD INSTINCT MI300X (MCM) OAM AC MBA", "mi300x"),
         ("AMD Instinct MI250X/MI250", "mi250x"),
         ("Instinct MI210", "mi210"),
-        ("0x74a1", "mi300x"),
-        ("0x74A5", "mi325x"),
+        ("Aldebaran/MI200 [Instinct MI250X]", "mi250x"),
+        ("Aqua Vanjaram [Instinct MI300X]", "mi300x"),
         ("910B3", "ascend_910b"),
         ("910B1", "ascend_910b"),
         ("Ascend910B", "ascend_910b"),
@@ -127,12 +128,17 @@ def test_normalize_model_known_names(name, model_id):
         ("NVIDIA RTX A6000", "rtx_a6000"),
         ("Aqua Vanjaram", "aqua_vanjaram"),
         ("Radeon RX 7900 XTX", "radeon_rx_7900_xtx"),
-        ("0x0c34", "0x0c34"),
         ("---", "unknown"),
     ],
 )
 def test_normalize_model_unknown_names_become_slugs(name, slug):
     assert normalize_model(name) == slug
+
+
+@pytest.mark.parametrize("name", ["0x74a1", "0x74A5", "0x0c34"])
+def test_normalize_model_bare_device_id_is_not_a_name(name):
+    # a PCI device id is looked up in the PCI id database (summarize_amd), not guessed
+    assert normalize_model(name) is None
 
 
 @pytest.mark.parametrize("name", [None, "", "   ", "[N/A]"])
@@ -352,14 +358,15 @@ def test_amd_smi_static_string_sizes_and_na():
     ],
 )
 def test_amd_vram_units(size, mib):
-    text = '[{"gpu": 0, "vram": {"size": %s}}]' % acc.json.dumps(size)
+    text = '[{"gpu": 0, "vram": {"size": %s}}]' % json.dumps(size)
     assert parse_amd_smi_static(text)[0]["memory_mib"] == mib
 
 
 def test_rocm_smi_card_series_after_warning():
     cards = parse_rocm_smi_product(fixture("rocm-smi-productname.json"))
     assert sorted(cards) == list(range(8))
-    assert cards[0] == {"name": "AMD Instinct MI300X", "memory_mib": 196592, "bus_id": "0000:05:00.0"}
+    assert cards[0] == {"name": "AMD Instinct MI300X", "device_id": "0x74a1", "memory_mib": 196592,
+                        "bus_id": "0000:05:00.0"}
 
 
 def test_rocm_smi_lowercase_keys_and_system_entry():
@@ -372,8 +379,8 @@ def test_rocm_smi_lowercase_keys_and_system_entry():
 
 def test_rocm_smi_card_model_fallback():
     cards = parse_rocm_smi_product(fixture("rocm-smi-productname-model-only.json"))
-    assert cards == {0: {"name": "0x74a1", "memory_mib": None, "bus_id": None}}
-    assert normalize_model(cards[0]["name"]) == "mi300x"
+    # a Card Model that is a bare id is the device id, not a name
+    assert cards == {0: {"name": None, "device_id": "0x74a1", "memory_mib": None, "bus_id": None}}
 
 
 @pytest.mark.parametrize("text", ["", "WARNING: no GPUs\n", "[1]", '{"card0": "x"}'])
@@ -546,6 +553,8 @@ def test_summary_nvidia_h100x8_hgx():
         "fabric_manager_required": True,
         "imex_required": False,
         "nvlink5_required": False,
+        "fabric_manager_active": None,
+        "runtime_version": None,
         "kernel_module": "open",
         "message": None,
     }
@@ -722,12 +731,21 @@ def test_summary_amd_codename_falls_back_to_device_id_and_rocm_name():
         {
             "amd_smi_list": ok("amd-smi-list-wrapped.json"),
             "amd_smi_static": ok("amd-smi-static-vram-legacy.json"),
+            "pci_ids": PCI_IDS,
         },
     )
     assert summary["count"] == 2
     assert summary["models"] == ["mi300x"]
+    assert summary["errors"] == []
     assert summary["devices"][0]["model"] == "Aqua Vanjaram"
     assert summary["devices"][0]["memory_mib"] == 196592
+
+
+def test_summary_amd_codename_without_a_pci_id_database_is_its_slug():
+    summary = summarize("amd", {"amd_smi_list": ok("amd-smi-list-wrapped.json"),
+                                "amd_smi_static": ok("amd-smi-static-vram-legacy.json")})
+    # not a validated model, so preflight's gpu_model check names it; never a guess from a hand list
+    assert summary["models"] == ["aqua_vanjaram"]
 
 
 def test_summary_amd_rocm_matched_by_bus_not_position():
@@ -755,9 +773,15 @@ def test_summary_amd_rocm_smi_lowercase_keys():
 
 
 def test_summary_amd_rocm_smi_card_model_fallback():
-    summary = summarize("amd", {"rocm_smi": ok("rocm-smi-productname-model-only.json")})
+    summary = summarize("amd", {"rocm_smi": ok("rocm-smi-productname-model-only.json"), "pci_ids": PCI_IDS})
     assert summary["models"] == ["mi300x"]
-    assert summary["devices"][0]["model"] == "0x74a1"
+    assert summary["devices"][0]["model"] == "Aqua Vanjaram [Instinct MI300X]"
+    assert summary["errors"] == []
+    # without the database the id names nothing: an error says so, the model is null
+    bare = summarize("amd", {"rocm_smi": ok("rocm-smi-productname-model-only.json")})
+    assert bare["devices"][0]["model_id"] is None
+    assert bare["errors"] == ["AMD GPU 0: no product name found (rocm-smi Card Series/Card Model/Device Name, "
+                              "amd-smi asic.market_name) and device id 0x74a1 is unknown without a PCI id database"]
 
 
 def test_summary_amd_failures_are_errors():
@@ -888,7 +912,7 @@ JSON_VALUES = st.recursive(
 
 @given(JSON_VALUES)
 def test_amd_parsers_only_raise_their_own_error(value):
-    text = acc.json.dumps(value)
+    text = json.dumps(value)
     for parser in (parse_amd_smi_list, parse_amd_smi_static, parse_rocm_smi_product):
         try:
             parser(text)
@@ -1019,8 +1043,8 @@ def test_find_tool_falls_back_to_extra_dirs(tmp_path):
 def test_read_text(tmp_path):
     path = tmp_path / "version"
     path.write_text("6.14.14\n")
-    assert acc.read_text(str(path)) == "6.14.14\n"
-    assert acc.read_text(str(tmp_path / "missing")) is None
+    assert read_text(str(path)) == "6.14.14\n"
+    assert read_text(str(tmp_path / "missing")) is None
 
 
 # ---------------------------------------------------------------- the PCI bus (bare hosts)
@@ -1047,27 +1071,27 @@ HGX_BUS = {
 
 def test_parse_pci_devices_counts_accelerators_only():
     entries = [{"bus_id": k, "vendor": v, "device": d, "class": c} for k, (v, d, c) in HGX_BUS.items()]
-    pci = acc.parse_pci_devices(entries)
-    assert (pci["vendor"], pci["count"]) == ("nvidia", 2)
-    assert [d["bus_id"] for d in pci["devices"]] == ["0000:18:00.0", "0000:2a:00.0"]
-    assert pci["devices"][0] == {"bus_id": "0000:18:00.0", "vendor": "nvidia", "device_id": "0x2330"}
+    bus = pci.parse_pci_devices(entries)
+    assert (bus["vendor"], bus["count"]) == ("nvidia", 2)
+    assert [d["bus_id"] for d in bus["devices"]] == ["0000:18:00.0", "0000:2a:00.0"]
+    assert bus["devices"][0] == {"bus_id": "0000:18:00.0", "vendor": "nvidia", "device_id": "0x2330"}
     ascend = [{"bus_id": "0000:%02x:00.0" % (0xc1 + i), "vendor": "0x19e5", "device": "0xd802", "class": "0x120000"}
               for i in range(8)] + [{"bus_id": "0000:01:00.0", "vendor": "0x19e5", "device": "0x1822", "class": "0x020000"}]
-    assert acc.parse_pci_devices(ascend)["vendor"] == "ascend" and acc.parse_pci_devices(ascend)["count"] == 8
+    assert pci.parse_pci_devices(ascend)["vendor"] == "ascend" and pci.parse_pci_devices(ascend)["count"] == 8
     mi300 = [{"bus_id": "0000:0%d:00.0" % i, "vendor": "0x1002", "device": "0x74a1", "class": "0x120000"} for i in range(4)]
-    assert (acc.parse_pci_devices(mi300)["vendor"], acc.parse_pci_devices(mi300)["count"]) == ("amd", 4)
-    assert acc.parse_pci_devices(None) == {"vendor": None, "count": 0, "devices": []}
-    assert acc.parse_pci_devices([{"bus_id": "x", "vendor": None, "device": None, "class": None}])["vendor"] is None
+    assert (pci.parse_pci_devices(mi300)["vendor"], pci.parse_pci_devices(mi300)["count"]) == ("amd", 4)
+    assert pci.parse_pci_devices(None) == {"vendor": None, "count": 0, "devices": []}
+    assert pci.parse_pci_devices([{"bus_id": "x", "vendor": None, "device": None, "class": None}])["vendor"] is None
 
 
 def test_collect_on_a_bare_host_reports_the_pci_vendor(tmp_path):
     root = pci_tree(tmp_path / "devices", HGX_BUS)
-    summary = acc.collect("auto", FakeHost().which, FakeHost().run, acc.read_text, pci_dir=root)
+    summary = acc.collect("auto", FakeHost().which, FakeHost().run, read_text, pci_dir=root)
     assert_shape(summary)
     assert (summary["vendor"], summary["count"]) == ("none", 0)
     assert (summary["pci"]["vendor"], summary["pci"]["count"]) == ("nvidia", 2)
     assert summary["driver"]["message"].endswith("the PCI bus shows 2 nvidia accelerator(s): no driver installed")
     # an unreadable bus is no error, just nothing found; "" skips it
-    assert acc.collect("auto", FakeHost().which, FakeHost().run, acc.read_text,
+    assert acc.collect("auto", FakeHost().which, FakeHost().run, read_text,
                        pci_dir=str(tmp_path / "absent"))["pci"]["count"] == 0
-    assert acc.collect("auto", FakeHost().which, FakeHost().run, acc.read_text, pci_dir="")["pci"]["vendor"] is None
+    assert acc.collect("auto", FakeHost().which, FakeHost().run, read_text, pci_dir="")["pci"]["vendor"] is None

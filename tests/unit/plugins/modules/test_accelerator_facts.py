@@ -27,6 +27,7 @@ from ansible_collections.launchcard.inference.plugins.modules import accelerator
 
 FIXTURES = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", "fixtures", "accelerators"))
 REPO_ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", "..", ".."))
+PCI_IDS_EXCERPT = os.path.abspath(os.path.join(FIXTURES, "..", "pci.ids-excerpt"))
 CAT = shutil.which("cat") or "/bin/cat"  # the fake tools run with PATH = their own dir only
 
 
@@ -163,6 +164,35 @@ def test_auto_prefers_the_vendor_that_lists_devices(host, capsys):
     facts = run_module(capsys)["ansible_facts"]["launchcard_accelerators"]
     assert facts["vendor"] == "ascend"
     assert facts["count"] == 8
+
+
+def test_amd_part_from_the_pci_id_database(host, capsys):
+    # rocm-smi on an MI250X names the MI200 family; the device id names the part
+    fake_tool(host["bin"], "rocm-smi", [], (os.path.join("..", "real-inputs", "rocm-smi-mi250x-card-series.json"), 0))
+    host["monkeypatch"].setattr(accelerators, "PCI_IDS_PATHS", (str(host["tmp"] / "absent"), PCI_IDS_EXCERPT))
+    facts = run_module(capsys)["ansible_facts"]["launchcard_accelerators"]
+    assert (facts["vendor"], facts["models"], facts["errors"]) == ("amd", ["mi250x"], [])
+    host["monkeypatch"].setattr(accelerators, "PCI_IDS_PATHS", (str(host["tmp"] / "absent"),))
+    facts = run_module(capsys)["ansible_facts"]["launchcard_accelerators"]
+    assert facts["models"] == ["mi200"] and "needs the PCI id database" in facts["errors"][0]
+
+
+def test_nvidia_services_follow_the_facts_unless_forced(host, capsys):
+    fake_tool(host["bin"], "nvidia-smi", [("fabric.state", "nvidia-fabric-completed.csv", 0)], ("nvidia-smi-h100x8.csv", 0))
+    result = run_module(capsys)
+    assert result["nvidia_services"] == {"fabric_manager": True, "nvlink5": False, "imex": False}
+    forced = run_module(capsys, fabric_manager=False, nvlink5="auto", imex="yes")
+    assert forced["nvidia_services"] == {"fabric_manager": False, "nvlink5": False, "imex": True}
+
+
+@pytest.mark.usefixtures("host")
+def test_bad_service_setting_fails_naming_it(capsys):
+    with patch_module_args({"imex": "sometimes"}):
+        with pytest.raises(SystemExit) as info:
+            accelerator_facts.main()
+    output = json.loads(capsys.readouterr().out)
+    assert info.value.code == 1
+    assert output["msg"] == "imex must be auto, true or false, got 'sometimes'"
 
 
 @pytest.mark.usefixtures("host")
