@@ -75,17 +75,12 @@ options:
     type: raw
     default: auto
 extends_documentation_fragment:
-  - ansible.builtin.action_common_attributes
+  - launchcard.inference.attributes.read_only
+  - launchcard.inference.attributes
   - ansible.builtin.action_common_attributes.facts
 attributes:
-  check_mode:
-    support: full
-  diff_mode:
-    support: none
   facts:
     support: full
-  platform:
-    platforms: posix
 notes:
   - Fabric manager is reported as required for 8-GPU HGX SXM boards (A100,
     A800, H100, H800, H200, H20, B100, B200, B300) and for any such GPU that

@@ -69,14 +69,8 @@ options:
     type: bool
     default: false
 extends_documentation_fragment:
-  - ansible.builtin.action_common_attributes
-attributes:
-  check_mode:
-    support: full
-  diff_mode:
-    support: none
-  platform:
-    platforms: posix
+  - launchcard.inference.attributes.read_only
+  - launchcard.inference.attributes
 notes:
   - Health comes from the C(Health) column of C(npu-smi info) (OK, Warning,
     Alarm, Critical); a host without C(npu-smi), or where it fails, has no

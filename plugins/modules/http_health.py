@@ -50,15 +50,11 @@ options:
 author:
   - launchcard.inference contributors (@launchcard)
 extends_documentation_fragment:
-  - ansible.builtin.action_common_attributes
+  - launchcard.inference.attributes.read_only
+  - launchcard.inference.attributes
 attributes:
   check_mode:
-    support: full
     details: Read-only; in check mode the endpoints are probed once and nothing fails.
-  diff_mode:
-    support: none
-  platform:
-    platforms: posix
 """
 
 EXAMPLES = r"""

@@ -69,15 +69,13 @@ notes:
   - The card is untrusted input. Errors name the JSON path of the offending value, for example
     C(envs[4].argv[7]), and the task fails before any host is touched.
 extends_documentation_fragment:
-  - ansible.builtin.action_common_attributes
+  - launchcard.inference.attributes.controller
+  - launchcard.inference.attributes
   - ansible.builtin.action_common_attributes.flow
 attributes:
-  check_mode:
-    support: full
   diff_mode:
-    support: none
-  platform:
-    platforms: all
+    support: N/A
+    details: Plans on the controller and changes nothing.
   action:
     support: full
   async:

@@ -129,14 +129,8 @@ options:
 author:
   - launchcard.inference contributors (@launchcard)
 extends_documentation_fragment:
-  - ansible.builtin.action_common_attributes
-attributes:
-  check_mode:
-    support: full
-  diff_mode:
-    support: none
-  platform:
-    platforms: posix
+  - launchcard.inference.attributes.read_only
+  - launchcard.inference.attributes
 """
 
 EXAMPLES = r"""

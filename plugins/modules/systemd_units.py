@@ -82,14 +82,11 @@ options:
 author:
   - launchcard.inference contributors (@launchcard)
 extends_documentation_fragment:
-  - ansible.builtin.action_common_attributes
+  - launchcard.inference.attributes
 attributes:
-  check_mode:
-    support: full
   diff_mode:
     support: full
-  platform:
-    platforms: posix
+    details: One diff per unit file written or removed, headed by its path; the secrets file is never diffed.
 notes:
   - Requires systemd on the managed host.
 """

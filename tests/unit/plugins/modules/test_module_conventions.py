@@ -1,0 +1,100 @@
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, launchcard.inference contributors
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Conventions every module keeps: the shared attributes fragment and the action group.
+
+The docs are read through ``ansible-doc --json`` (the same fragment merging
+``ansible-doc`` and ``ansible-test sanity`` do), and the action group is used
+through ``module_defaults`` in a real ``ansible-playbook`` run on localhost.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+import yaml
+
+REPO_ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", "..", ".."))
+MODULES = sorted(n[:-3] for n in os.listdir(os.path.join(REPO_ROOT, "plugins", "modules"))
+                 if n.endswith(".py") and not n.startswith("_"))
+GROUP = "launchcard"
+BIN = os.path.dirname(sys.executable)
+
+# What each module supports; what the fragment gives unless the module says otherwise.
+CHECK_MODE = dict.fromkeys(MODULES, "full")
+DIFF_MODE = dict(dict.fromkeys(MODULES, "N/A"), systemd_units="full")
+PLATFORMS = dict(dict.fromkeys(MODULES, "posix"), launch_card="all")
+
+
+@pytest.fixture(scope="module")
+def env(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("ansible")
+    namespace = tmp / "collections" / "ansible_collections" / "launchcard"
+    namespace.mkdir(parents=True)
+    os.symlink(REPO_ROOT, str(namespace / "inference"))
+    env = dict(os.environ, ANSIBLE_COLLECTIONS_PATH=str(tmp / "collections"), ANSIBLE_HOME=str(tmp / "home"),
+               ANSIBLE_LOCAL_TEMP=str(tmp / "tmp"), ANSIBLE_NOCOLOR="1", ANSIBLE_DEPRECATION_WARNINGS="0")
+    env.pop("ANSIBLE_CONFIG", None)  # no ansible.cfg: the commands run in a scratch directory
+    return env
+
+
+@pytest.fixture(scope="module")
+def docs(env):
+    out = subprocess.run([os.path.join(BIN, "ansible-doc"), "--json"] + ["launchcard.inference." + m for m in MODULES],
+                         env=env, cwd=env["ANSIBLE_HOME"].rsplit("/", 1)[0], capture_output=True, text=True, timeout=300, check=False)
+    assert out.returncode == 0, out.stderr
+    return dict((k.rsplit(".", 1)[1], v["doc"]) for k, v in json.loads(out.stdout).items())
+
+
+def runtime():
+    with open(os.path.join(REPO_ROOT, "meta", "runtime.yml")) as f:
+        return yaml.safe_load(f)
+
+
+def test_the_action_group_names_every_module_and_nothing_else():
+    assert sorted(runtime()["action_groups"][GROUP]) == MODULES
+
+
+@pytest.mark.parametrize("module", MODULES)
+def test_every_module_uses_the_shared_attributes_fragment(module, docs):
+    import ast
+
+    with open(os.path.join(REPO_ROOT, "plugins", "modules", module + ".py")) as f:
+        tree = ast.parse(f.read())
+    text = [n.value.value for n in tree.body if isinstance(n, ast.Assign)
+            and getattr(n.targets[0], "id", None) == "DOCUMENTATION"][0]
+    assert "launchcard.inference.attributes" in yaml.safe_load(text)["extends_documentation_fragment"]
+
+    attributes = docs[module]["attributes"]
+    assert attributes["check_mode"]["support"] == CHECK_MODE[module]
+    assert attributes["diff_mode"]["support"] == DIFF_MODE[module]
+    assert attributes["platform"]["platforms"] == PLATFORMS[module]
+    assert attributes["action_group"]["membership"] == ["launchcard.inference." + GROUP]
+    for name, attribute in attributes.items():
+        assert attribute.get("description"), name
+        assert attribute.get("support") in ("full", "partial", "none", "N/A"), name
+
+
+def test_module_defaults_reach_the_modules_through_the_group(env, tmp_path):
+    # vendor=ascend comes only from the group defaults; without them the module would pick auto
+    playbook = tmp_path / "play.yml"
+    playbook.write_text(yaml.safe_dump([{
+        "hosts": "localhost", "gather_facts": False,
+        "module_defaults": {"group/launchcard.inference." + GROUP: {"vendor": "ascend"}},
+        "tasks": [{"name": "Read the accelerators", "launchcard.inference.accelerator_facts": {}}],
+    }]))
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    run_env = dict(env, PATH=os.pathsep.join([str(bin_dir), BIN, "/usr/bin", "/bin"]),
+                   ANSIBLE_STDOUT_CALLBACK="ansible.builtin.json", ANSIBLE_LOAD_CALLBACK_PLUGINS="1")
+    out = subprocess.run([os.path.join(BIN, "ansible-playbook"), "-c", "local", "-i", "localhost,",
+                          "-e", "ansible_python_interpreter=%s" % sys.executable, str(playbook)],
+                         env=run_env, cwd=str(tmp_path), capture_output=True, text=True, timeout=300, check=False)
+    assert out.returncode == 0, out.stdout + out.stderr
+    result = json.loads(out.stdout)["plays"][0]["tasks"][0]["hosts"]["localhost"]
+    assert result["invocation"]["module_args"]["vendor"] == "ascend"
+    assert result["ansible_facts"]["launchcard_accelerators"]["vendor"] == "ascend"

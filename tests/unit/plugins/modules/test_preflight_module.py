@@ -1,0 +1,264 @@
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, launchcard.inference contributors
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The preflight module in-process, through its public arguments.
+
+The accelerators are a fake ``nvidia-smi`` on the fake host's PATH (the
+fixtures of tests/unit/fixtures/accelerators/) or a sysfs-shaped PCI
+directory (``pci_devices_dir``); the weights disk is a temporary directory
+(``weights_dir``) with a Hugging Face cache layout; peers are real sockets on
+127.0.0.1.
+
+Not injectable through the module's arguments yet, so read from this machine:
+``/proc`` (listening ports and their owners: the tests listen on a port
+themselves, so the owner found is this test process), ``/etc/os-release``
+(the ``os`` check is switched off, its result depends on the machine),
+``/dev/shm`` and the container engines' configuration files.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import socket
+import subprocess
+import sys
+
+import pytest
+
+from ansible.module_utils.testing import patch_module_args
+from ansible_collections.launchcard.inference.plugins.modules import preflight
+
+FIXTURES = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", "fixtures", "accelerators"))
+CAT = shutil.which("cat") or "/bin/cat"
+GIB = 1024 ** 3
+REPO = "zai-org/GLM-5.3-Flash"
+REVISION = "0123456789abcdef0123456789abcdef01234567"
+
+
+def nvidia_smi(bin_dir, gpus="nvidia-smi-h100x8.csv", fabric=("nvidia-fabric-completed.csv", 0)):
+    """A fake nvidia-smi answering the module's two queries from fixtures."""
+    path = os.path.join(bin_dir, "nvidia-smi")
+    with open(path, "w") as f:
+        f.write('#!/bin/sh\ncase "$*" in\n  *fabric.state*) %s "%s"; exit %d;;\n  *) %s "%s";;\nesac\n' % (
+            CAT, os.path.join(FIXTURES, fabric[0]), fabric[1], CAT, os.path.join(FIXTURES, gpus)))
+    os.chmod(path, 0o755)
+
+
+def pci_bus(root, functions):
+    """A sysfs-shaped PCI devices directory: {bus id: (vendor, device, class)}."""
+    for bus_id, (vendor, device, klass) in functions.items():
+        base = os.path.join(root, bus_id)
+        os.makedirs(base)
+        for key, value in (("vendor", vendor), ("device", device), ("class", klass)):
+            with open(os.path.join(base, key), "w") as f:
+                f.write(value + "\n")
+    return root
+
+
+@pytest.fixture
+def listener():
+    """A TCP socket listening on 127.0.0.1 (closed after the test)."""
+    sock = socket.socket()
+    sock.bind(("127.0.0.1", 0))
+    sock.listen(8)
+    yield sock.getsockname()[1]
+    sock.close()
+
+
+@pytest.fixture
+def other_process_listening():
+    """Another process listening on 127.0.0.1: (port, pid)."""
+    child = subprocess.Popen([sys.executable, "-c", (
+        "import socket, sys, time\n"
+        "s = socket.socket(); s.bind(('127.0.0.1', 0)); s.listen(8)\n"
+        "print(s.getsockname()[1], flush=True); time.sleep(120)\n")], stdout=subprocess.PIPE)
+    try:
+        port = int(child.stdout.readline())
+        yield port, child.pid
+    finally:
+        child.kill()
+        child.wait()
+
+
+@pytest.fixture
+def refusing_port():
+    """A port bound on 127.0.0.1 but not listening: a connect is refused (RST)."""
+    sock = socket.socket()
+    sock.bind(("127.0.0.1", 0))
+    yield sock.getsockname()[1]
+    sock.close()
+
+
+def needs(**over):
+    base = {"disk_bytes": 1024, "gpus": 8, "validated_models": ["h100", "h200"], "weights_per_gpu_mib": 40000,
+            "ports": [], "images": [], "peers": []}
+    base.update(over)
+    return base
+
+
+def run_module(capsys, host, **args):
+    args.setdefault("weights_dir", str(host["tmp"] / "models"))
+    args.setdefault("checks", {"os": False})
+    args.setdefault("runtime", "native")
+    args.setdefault("pci_devices_dir", str(host["tmp"] / "no-pci-bus"))
+    args.setdefault("vendor", "auto")
+    with patch_module_args(args):
+        with pytest.raises(SystemExit) as info:
+            preflight.main()
+    result = json.loads(capsys.readouterr().out)
+    assert info.value.code == 0, result  # preflight never fails a host by itself
+    return result
+
+
+def by_check(result):
+    return dict((r["check"], r) for r in result["checks"])
+
+
+def test_a_good_host_passes_every_check(host, capsys):
+    nvidia_smi(host["bin"])
+    result = run_module(capsys, host, needs=needs())
+    checks = by_check(result)
+    assert result["changed"] is False
+    assert result["failed_checks"] == []
+    assert result["bare_host"] is False
+    assert sorted(checks) == ["disk", "driver", "fabric", "gpu_count", "gpu_model", "memory_fit"]
+    assert all(r["ok"] and r["severity"] == "ok" for r in checks.values())
+    assert checks["gpu_count"]["found"] == "8 nvidia GPU(s)"
+    assert checks["gpu_model"]["found"] == "h100"
+    assert checks["memory_fit"]["found"] == "81559 MiB"
+    assert checks["fabric"]["found"] == "completed on 8 of 8 GPUs"
+    assert result["facts"]["accelerators"]["count"] == 8
+    # the weights directory does not exist yet: its nearest existing ancestor is measured, nothing is created
+    assert result["facts"]["disk"]["path"] == str(host["tmp"])
+    assert not os.path.exists(str(host["tmp"] / "models"))
+
+
+def test_each_shortfall_is_reported_and_the_module_still_succeeds(host, capsys):
+    nvidia_smi(host["bin"], fabric=("nvidia-fabric-mixed.csv", 0))
+    result = run_module(capsys, host, needs=needs(gpus=16, validated_models=["b200"], weights_per_gpu_mib=80000))
+    checks = by_check(result)
+    assert result["failed_checks"] == ["gpu_count", "gpu_model", "memory_fit", "fabric"]
+    assert checks["gpu_count"]["message"] == "the recipes placed here need 16 GPUs"
+    assert checks["gpu_model"]["message"] == "not validated for these recipes: h100"
+    assert checks["memory_fit"]["need"] == "84096 MiB per GPU (weights 80000 + headroom 4096)"
+    assert checks["memory_fit"]["message"] == "the weights do not fit in device memory"
+    assert checks["fabric"]["message"].startswith("NVSwitch fabric not ready")
+
+
+def test_unvalidated_hardware_can_be_allowed_as_a_warning(host, capsys):
+    nvidia_smi(host["bin"])
+    result = run_module(capsys, host, needs=needs(validated_models=["b200"]), allow_unvalidated_hardware=True)
+    gpu_model = by_check(result)["gpu_model"]
+    assert result["failed_checks"] == []
+    assert gpu_model["severity"] == "warning" and gpu_model["ok"] is False
+    assert gpu_model["message"].endswith("(allowed by allow_unvalidated_hardware)")
+
+
+def test_disk_counts_what_of_the_revision_is_already_staged(host, capsys):
+    nvidia_smi(host["bin"])
+    weights = host["tmp"] / "models"
+    free = os.statvfs(str(host["tmp"])).f_bavail * os.statvfs(str(host["tmp"])).f_frsize
+    want = free + 10 * GIB  # 10 GiB more than the disk has
+
+    short = by_check(run_module(capsys, host, needs=needs(disk_bytes=want), weights_dir=str(weights)))["disk"]
+    assert short["ok"] is False and short["message"] == "not enough free space for the weights"
+
+    # 20 GiB of this revision already in the HF cache (sparse: it takes no space) -> 10 GiB less is needed
+    snap = weights / "hub" / ("models--" + REPO.replace("/", "--")) / "snapshots" / REVISION
+    os.makedirs(str(snap / "sub"))
+    with open(str(snap / "sub" / "model-00001.safetensors"), "wb") as f:
+        f.truncate(20 * GIB)
+    result = run_module(capsys, host, needs=needs(disk_bytes=want), weights_dir=str(weights), repo=REPO,
+                        revision=REVISION)
+    assert result["facts"]["disk"]["present_bytes"] == 20 * GIB
+    assert result["facts"]["disk"]["path"] == str(weights)
+    assert by_check(result)["disk"]["ok"] is True
+    # another revision's files do not count
+    other = run_module(capsys, host, needs=needs(disk_bytes=want), weights_dir=str(weights), repo=REPO,
+                       revision="f" * 40)
+    assert other["facts"]["disk"]["present_bytes"] == 0
+    assert by_check(other)["disk"]["ok"] is False
+
+
+def test_a_port_held_by_another_process_is_named(host, capsys, other_process_listening):
+    # Listening ports and their owners come from this machine's /proc (not injectable yet).
+    port, pid = other_process_listening
+    nvidia_smi(host["bin"])
+    result = run_module(capsys, host, needs=needs(ports=[
+        {"port": port, "owner": "launchcard-demo-vllm-monolithic-0.service"}]))
+    ports = by_check(result)["ports"]
+    owner = result["facts"]["listening"][str(port)]
+    # outside a systemd service (a test run) the owner is the pid; under one (a CI job), its unit
+    assert owner == "pid %d" % pid or owner.endswith(".service")
+    assert result["failed_checks"] == ["ports"]
+    assert ports["found"] == "%d (held by %s)" % (port, owner)
+    assert ports["message"] == "ports in use by something else"
+
+
+def test_a_free_port_passes(host, capsys, refusing_port):
+    nvidia_smi(host["bin"])
+    result = run_module(capsys, host, needs=needs(ports=[{"port": refusing_port, "owner": "launchcard-x.service"}]))
+    assert by_check(result)["ports"]["ok"] is True
+    assert str(refusing_port) not in result["facts"]["listening"]
+
+
+def test_peers_open_and_refused_are_reachable_an_unresolvable_one_is_not(host, capsys, listener, refusing_port):
+    nvidia_smi(host["bin"])
+    peers = [{"address": "127.0.0.1", "port": listener, "why": "router -> prefill server"},
+             {"address": "127.0.0.1", "port": refusing_port, "why": "decode -> prefill bootstrap"}]
+    result = run_module(capsys, host, needs=needs(peers=peers), connect_timeout=2.0)
+    states = dict((p["port"], p["state"]) for p in result["facts"]["peers"])
+    assert states == {listener: "open", refusing_port: "refused"}
+    assert by_check(result)["peers"]["found"] == "reachable: 1 listening, 1 host up, port not listening yet"
+    assert result["failed_checks"] == []
+
+    bad = peers + [{"address": "peer.invalid", "port": 8998, "why": "decode -> prefill bootstrap"}]
+    result = run_module(capsys, host, needs=needs(peers=bad), connect_timeout=2.0)
+    check = by_check(result)["peers"]
+    assert result["failed_checks"] == ["peers"]
+    assert check["found"] == "blocked: peer.invalid:8998 unresolved (decode -> prefill bootstrap)"
+
+    # checks.peers false: no connect at all
+    result = run_module(capsys, host, needs=needs(peers=bad), checks={"os": False, "peers": False})
+    assert result["facts"]["peers"] == [] and "peers" not in by_check(result)
+
+
+def test_bare_host_passes_on_its_pci_count_only_when_the_stack_comes_next(host, capsys):
+    # no vendor tool at all; 8 Huawei NPUs (processing accelerators) and an NVSwitch-like bridge on the bus
+    functions = dict(("0000:%02x:00.0" % (0x81 + i), ("0x19e5", "0xd802", "0x120000")) for i in range(8))
+    functions["0000:05:00.0"] = ("0x19e5", "0x1822", "0x020000")  # a Huawei NIC: not an accelerator
+    pci = pci_bus(str(host["tmp"] / "sys-bus-pci-devices"), functions)
+
+    result = run_module(capsys, host, needs=needs(), pci_devices_dir=pci, install_driver=True)
+    checks = by_check(result)
+    assert result["bare_host"] is True
+    assert result["failed_checks"] == []
+    assert checks["gpu_count"]["found"] == "8 ascend GPU(s) on the PCI bus, no driver yet"
+    assert checks["driver"]["severity"] == "warning"
+    assert "gpu_model" not in checks and "memory_fit" not in checks
+
+    result = run_module(capsys, host, needs=needs(), pci_devices_dir=pci, install_driver=False)
+    assert result["bare_host"] is False
+    assert result["failed_checks"] == ["gpu_count"]
+    assert "the PCI bus shows 8 ascend accelerator(s) without a working driver" in by_check(result)["gpu_count"]["message"]
+
+
+def test_check_mode_gives_the_same_report_and_changes_nothing(host, capsys):
+    nvidia_smi(host["bin"])
+    before = sorted(os.listdir(str(host["tmp"])))
+    args = dict(needs=needs(disk_bytes=10 ** 18))
+    normal = run_module(capsys, host, **args)
+    checked = run_module(capsys, host, _ansible_check_mode=True, **args)
+    assert checked["changed"] is False
+    assert checked["checks"] == normal["checks"]
+    assert checked["failed_checks"] == normal["failed_checks"] == ["disk"]
+    assert sorted(os.listdir(str(host["tmp"]))) == before
+
+
+def test_checks_can_be_switched_off(host, capsys):
+    nvidia_smi(host["bin"])
+    result = run_module(capsys, host, needs=needs(gpus=16), checks={"os": False, "gpu_count": False, "fabric": False})
+    assert "gpu_count" not in by_check(result) and "fabric" not in by_check(result)
+    assert result["failed_checks"] == []

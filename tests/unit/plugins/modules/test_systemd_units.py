@@ -1,0 +1,434 @@
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, launchcard.inference contributors
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The systemd_units module in-process, against a fake ``systemctl``.
+
+The fake ``systemctl`` (and ``systemd-analyze``) is a small Python script on
+the fake host's PATH. It keeps every unit's state in a JSON file, answers
+``systemctl show -p ... -- UNIT...`` the way systemd does (one ``Key=Value``
+block per unit, blocks separated by an empty line; ``LoadState=not-found``
+for a unit without a file), applies enable/disable/start/stop/restart to that
+state, and logs every call with which of the named unit files existed at that
+moment. The tests read the log to see exactly which verbs the module issued.
+"""
+
+from __future__ import annotations
+
+import builtins
+import json
+import os
+import stat
+import sys
+
+import pytest
+
+from ansible.module_utils.testing import patch_module_args
+from ansible_collections.launchcard.inference.plugins.modules import systemd_units
+
+MUTATING = ("start", "stop", "restart", "enable", "disable", "daemon-reload", "reload", "kill", "mask", "unmask",
+            "reset-failed", "try-restart", "reload-or-restart", "link", "preset", "revert", "set-property")
+
+FAKE_SYSTEMCTL = r'''#!{python}
+import json, os, sys
+STATE, LOG, UNITS = {state!r}, {log!r}, {units!r}
+args = sys.argv[1:]
+with open(STATE) as f:
+    state = json.load(f)
+names = args[args.index("--") + 1:] if "--" in args else []
+with open(LOG, "a") as f:
+    f.write(json.dumps({{"argv": args, "files": {{n: os.path.exists(os.path.join(UNITS, n)) for n in names}},
+                         "dir": sorted(os.listdir(UNITS)) if os.path.isdir(UNITS) else []}}) + "\n")
+verb = args[0]
+fail = state.get("_fail", {{}})
+if verb in fail:
+    sys.stderr.write(fail[verb] + "\n")
+    sys.exit(1)
+def unit(n):
+    return state.setdefault(n, {{"active": "inactive", "sub": "dead", "file": "disabled", "restarts": 0}})
+if verb == "show":
+    blocks = []
+    for n in names:
+        if os.path.exists(os.path.join(UNITS, n)) or n in state:
+            u = unit(n)
+            load = "loaded" if os.path.exists(os.path.join(UNITS, n)) else "not-found"
+            blocks.append("Id=%s\nLoadState=%s\nActiveState=%s\nSubState=%s\nUnitFileState=%s\nNRestarts=%d\nExecMainPID=%d"
+                          % (n, load, u["active"], u["sub"], u["file"] if load == "loaded" else "", u["restarts"],
+                             4242 if u["active"] == "active" else 0))
+        else:
+            blocks.append("Id=%s\nLoadState=not-found\nActiveState=inactive\nSubState=dead\nUnitFileState=\n"
+                          "NRestarts=0\nExecMainPID=0" % n)
+    sys.stdout.write("\n\n".join(blocks) + "\n")
+elif verb in ("start", "restart"):
+    for n in names:
+        if not os.path.exists(os.path.join(UNITS, n)):
+            sys.stderr.write("Failed to %s %s: Unit %s not found.\n" % (verb, n, n))
+            sys.exit(5)
+        u = unit(n)
+        u["active"], u["sub"] = ("failed", "failed") if n in state.get("_crash", []) else ("active", "running")
+elif verb == "stop":
+    for n in names:
+        u = unit(n)
+        u["active"], u["sub"] = "inactive", "dead"
+elif verb == "enable":
+    for n in names:
+        unit(n)["file"] = "enabled"
+elif verb == "disable":
+    for n in names:
+        unit(n)["file"] = "disabled"
+with open(STATE, "w") as f:
+    json.dump(state, f)
+'''
+
+FAKE_ANALYZE = r'''#!{python}
+import json, sys
+with open({log!r}, "a") as f:
+    f.write(json.dumps({{"argv": ["systemd-analyze"] + sys.argv[1:],
+                         "contents": [open(p).read() for p in sys.argv[2:]]}}) + "\n")
+for p in sys.argv[2:]:
+    if "BadDirective" in open(p).read():
+        sys.stderr.write("%s:3: Unknown key name 'BadDirective' in section 'Service', ignoring.\n" % p)
+        sys.exit(1)
+'''
+
+
+def unit_text(cmd, description="demo"):
+    return "[Unit]\nDescription=%s\n\n[Service]\nExecStart=%s\n\n[Install]\nWantedBy=multi-user.target\n" % (
+        description, cmd)
+
+
+class Systemd(object):
+    """A fake systemd: a unit directory, a state file and a call log."""
+
+    def __init__(self, host):
+        tmp = host["tmp"]
+        self.units = str(tmp / "etc-systemd-system")
+        os.mkdir(self.units)
+        self.state_path = str(tmp / "systemd-state.json")
+        self.log_path = str(tmp / "systemctl.log")
+        self.secrets = str(tmp / "etc" / "launchcard" / "secrets.env")
+        self.save({})
+        open(self.log_path, "w").close()
+        for name, text in (("systemctl", FAKE_SYSTEMCTL), ("systemd-analyze", FAKE_ANALYZE)):
+            path = os.path.join(host["bin"], name)
+            with open(path, "w") as f:
+                f.write(text.format(python=sys.executable, state=self.state_path, log=self.log_path, units=self.units))
+            os.chmod(path, 0o755)
+
+    def save(self, state):
+        with open(self.state_path, "w") as f:
+            json.dump(state, f)
+
+    def state(self):
+        with open(self.state_path) as f:
+            return json.load(f)
+
+    def running(self, *names):
+        """Mark units as enabled and running (as after an earlier deploy)."""
+        state = self.state()
+        for n in names:
+            state[n] = {"active": "active", "sub": "running", "file": "enabled", "restarts": 0}
+        self.save(state)
+
+    def put(self, name, text):
+        with open(os.path.join(self.units, name), "w") as f:
+            f.write(text)
+
+    def calls(self):
+        with open(self.log_path) as f:
+            return [json.loads(line) for line in f if line.strip()]
+
+    def systemctl(self):
+        return [c for c in self.calls() if c["argv"][0] != "systemd-analyze"]
+
+    def mutating(self):
+        return [c["argv"] for c in self.systemctl() if c["argv"][0] in MUTATING]
+
+    def reset_log(self):
+        open(self.log_path, "w").close()
+
+    def listing(self):
+        return sorted(os.listdir(self.units))
+
+
+@pytest.fixture
+def systemd(host):
+    return Systemd(host)
+
+
+def run_module(capsys, systemd, units, rc=0, **args):
+    args.setdefault("directory", systemd.units)
+    args.setdefault("secrets_file", systemd.secrets)
+    args["units"] = [{"name": n, "content": c} for n, c in units]
+    with patch_module_args(args):
+        with pytest.raises(SystemExit) as info:
+            systemd_units.main()
+    out = capsys.readouterr().out
+    result = json.loads(out)
+    assert info.value.code == rc, result
+    return result, out
+
+
+A = "launchcard-demo-vllm-monolithic-0.service"
+B = "launchcard-demo-sglang-router-0.service"
+OLD = "launchcard-old-sglang-decode-0.service"
+FOREIGN = "nginx.service"
+
+
+def test_first_run_writes_enables_and_starts(systemd, capsys):
+    result, dummy = run_module(capsys, systemd, [(A, unit_text("/bin/a")), (B, unit_text("/bin/b"))])
+    assert result["changed"] is True
+    assert result["written"] == [B, A]
+    assert result["daemon_reloaded"] is True
+    assert systemd.mutating() == [["daemon-reload"], ["enable", "--", B, A], ["start", "--", B, A]]
+    # daemon-reload ran after both files were on disk, with their final content
+    reload_call = [c for c in systemd.systemctl() if c["argv"] == ["daemon-reload"]][0]
+    assert reload_call["dir"] == [B, A]
+    with open(os.path.join(systemd.units, A)) as f:
+        assert f.read() == unit_text("/bin/a")
+    assert stat.S_IMODE(os.stat(os.path.join(systemd.units, A)).st_mode) == 0o644
+    assert [(u["name"], u["active_state"], u["unit_file_state"]) for u in result["units"]] == [
+        (B, "active", "enabled"), (A, "active", "enabled")]
+    # verify saw both would-be files before anything was written
+    analyze = [c for c in systemd.calls() if c["argv"][0] == "systemd-analyze"]
+    assert len(analyze) == 1 and analyze[0]["argv"][1] == "verify"
+    assert sorted(analyze[0]["contents"]) == sorted([unit_text("/bin/a"), unit_text("/bin/b")])
+    assert systemd.calls().index(analyze[0]) < systemd.calls().index(reload_call)
+
+
+def test_prune_stops_disables_and_deletes_a_stale_unit_and_leaves_foreign_units_alone(systemd, capsys):
+    systemd.put(A, unit_text("/bin/a"))
+    systemd.put(OLD, unit_text("/bin/old"))
+    systemd.put(FOREIGN, unit_text("/usr/sbin/nginx"))
+    systemd.running(A, OLD, FOREIGN)
+
+    result, dummy = run_module(capsys, systemd, [(A, unit_text("/bin/a"))])
+
+    assert result["changed"] is True
+    assert result["removed"] == [OLD]
+    assert result["written"] == []
+    assert result["actions"]["stop"] == [OLD] and result["actions"]["disable"] == [OLD]
+    assert systemd.listing() == [A, FOREIGN]
+    mutating = systemd.mutating()
+    assert mutating == [["stop", "--", OLD], ["disable", "--", OLD], ["daemon-reload"]]
+    calls = systemd.systemctl()
+    by_verb = dict((c["argv"][0], c) for c in calls if c["argv"][0] in MUTATING)
+    # stopped and disabled while its file still existed, reloaded once it was gone
+    assert by_verb["stop"]["files"] == {OLD: True}
+    assert by_verb["disable"]["files"] == {OLD: True}
+    assert OLD not in by_verb["daemon-reload"]["dir"]
+    # the foreign unit is never named in any call, and keeps running
+    assert not [c for c in calls if FOREIGN in c["argv"]]
+    assert systemd.state()[FOREIGN]["active"] == "active"
+    assert systemd.state()[OLD] == {"active": "inactive", "sub": "dead", "file": "disabled", "restarts": 0}
+    # the kept unit was neither restarted nor touched
+    assert not [c for c in calls if A in c["argv"] and c["argv"][0] != "show"]
+
+
+def test_prune_false_keeps_stale_units(systemd, capsys):
+    systemd.put(A, unit_text("/bin/a"))
+    systemd.put(OLD, unit_text("/bin/old"))
+    systemd.running(A, OLD)
+    result, dummy = run_module(capsys, systemd, [(A, unit_text("/bin/a"))], prune=False)
+    assert result["changed"] is False
+    assert result["removed"] == []
+    assert systemd.listing() == [A, OLD]
+    assert systemd.mutating() == []
+
+
+def test_a_changed_file_restarts_exactly_its_unit(systemd, capsys):
+    systemd.put(A, unit_text("/bin/a"))
+    systemd.put(B, unit_text("/bin/b"))
+    systemd.running(A, B)
+
+    result, dummy = run_module(capsys, systemd, [(A, unit_text("/bin/a --new-flag")), (B, unit_text("/bin/b"))])
+
+    assert result["changed"] is True
+    assert result["written"] == [A]
+    assert result["actions"] == {"enable": [], "disable": [], "start": [], "restart": [A], "stop": []}
+    assert systemd.mutating() == [["daemon-reload"], ["restart", "--", A]]
+    assert not [c for c in systemd.systemctl() if B in c["argv"] and c["argv"][0] != "show"]
+    with open(os.path.join(systemd.units, A)) as f:
+        assert f.read() == unit_text("/bin/a --new-flag")
+
+
+def test_an_unchanged_run_changes_nothing(systemd, capsys):
+    units = [(A, unit_text("/bin/a")), (B, unit_text("/bin/b"))]
+    first, dummy = run_module(capsys, systemd, units, secrets={"HF_TOKEN": "hf_idempotent"})
+    assert first["changed"] is True
+    mtimes = dict((n, os.stat(os.path.join(systemd.units, n)).st_mtime_ns) for n in systemd.listing())
+    secrets_mtime = os.stat(systemd.secrets).st_mtime_ns
+    systemd.reset_log()
+
+    second, dummy = run_module(capsys, systemd, units, secrets={"HF_TOKEN": "hf_idempotent"})
+
+    assert second["changed"] is False
+    assert second["written"] == [] and second["removed"] == []
+    assert second["daemon_reloaded"] is False and second["secrets_changed"] is False
+    assert all(v == [] for v in second["actions"].values())
+    assert systemd.mutating() == []
+    assert [c["argv"][0] for c in systemd.calls()] == ["show", "show"]  # before and after, nothing else
+    assert dict((n, os.stat(os.path.join(systemd.units, n)).st_mtime_ns) for n in systemd.listing()) == mtimes
+    assert os.stat(systemd.secrets).st_mtime_ns == secrets_mtime
+
+
+def test_a_stopped_unit_is_started_not_restarted(systemd, capsys):
+    systemd.put(A, unit_text("/bin/a"))
+    systemd.running(A)
+    state = systemd.state()
+    state[A]["active"], state[A]["sub"] = "failed", "failed"
+    systemd.save(state)
+    result, dummy = run_module(capsys, systemd, [(A, unit_text("/bin/a"))])
+    assert result["changed"] is True
+    assert systemd.mutating() == [["start", "--", A]]
+
+
+def test_check_mode_reports_without_mutating_anything(systemd, capsys):
+    systemd.put(A, unit_text("/bin/a"))
+    systemd.put(OLD, unit_text("/bin/old"))
+    systemd.running(A, OLD)
+    before_state = systemd.state()
+    before_files = dict((n, open(os.path.join(systemd.units, n)).read()) for n in systemd.listing())
+
+    result, out = run_module(capsys, systemd, [(A, unit_text("/bin/a --changed")), (B, unit_text("/bin/b"))],
+                             secrets={"HF_TOKEN": "hf_checkmodesecret"}, _ansible_check_mode=True, _ansible_diff=True)
+
+    assert result["changed"] is True
+    assert result["written"] == [B, A]
+    assert result["removed"] == [OLD]
+    assert result["actions"] == {"enable": [B], "disable": [OLD], "start": [B], "restart": [A], "stop": [OLD]}
+    assert result["daemon_reloaded"] is False
+    assert result["secrets_changed"] is True
+    # no mutating verb, only reads
+    assert systemd.mutating() == []
+    assert set(c["argv"][0] for c in systemd.calls()) <= {"show", "systemd-analyze"}
+    assert systemd.state() == before_state
+    assert dict((n, open(os.path.join(systemd.units, n)).read()) for n in systemd.listing()) == before_files
+    assert not os.path.exists(os.path.dirname(systemd.secrets))
+    # the diff shows each file's change, headed by its path
+    diffs = dict((d["after_header"], d) for d in result["diff"])
+    assert diffs[os.path.join(systemd.units, A)]["before"] == unit_text("/bin/a")
+    assert diffs[os.path.join(systemd.units, A)]["after"] == unit_text("/bin/a --changed")
+    assert diffs[os.path.join(systemd.units, B)]["before_header"] == "(absent)"
+    assert diffs["(removed)"]["before_header"] == os.path.join(systemd.units, OLD)
+    assert "hf_checkmodesecret" not in out
+
+
+def test_stopped_state_stops_and_disables(systemd, capsys):
+    systemd.put(A, unit_text("/bin/a"))
+    systemd.running(A)
+    result, dummy = run_module(capsys, systemd, [(A, unit_text("/bin/a"))], state="stopped")
+    assert result["changed"] is True
+    assert systemd.mutating() == [["stop", "--", A], ["disable", "--", A]]
+    assert systemd.listing() == [A]
+
+
+def test_verify_rejection_writes_nothing(systemd, capsys):
+    systemd.put(A, unit_text("/bin/a"))
+    systemd.running(A)
+    bad = unit_text("/bin/a") + "BadDirective=1\n"
+    result, dummy = run_module(capsys, systemd, [(A, bad), (B, unit_text("/bin/b"))], rc=1)
+    assert result["failed"] is True
+    assert "systemd-analyze verify rejected" in result["msg"] and "nothing was changed" in result["msg"]
+    assert "Unknown key name 'BadDirective'" in result["msg"]
+    assert systemd.listing() == [A]
+    with open(os.path.join(systemd.units, A)) as f:
+        assert f.read() == unit_text("/bin/a")
+    assert systemd.mutating() == []
+
+
+def test_a_unit_that_does_not_come_up_fails_the_module(systemd, capsys):
+    state = systemd.state()
+    state["_crash"] = [B]
+    systemd.save(state)
+    result, dummy = run_module(capsys, systemd, [(A, unit_text("/bin/a")), (B, unit_text("/bin/b"))], rc=1)
+    assert result["failed"] is True
+    assert result["msg"].startswith("units not running after start: %s " % B)
+    assert A not in result["msg"]
+
+
+@pytest.mark.parametrize("name", ["../launchcard-x.service", "other-x.service", "launchcard-x.timer"])
+def test_a_bad_unit_name_is_refused_before_any_call(systemd, capsys, name):
+    result, dummy = run_module(capsys, systemd, [(A, unit_text("/bin/a")), (name, unit_text("/bin/x"))], rc=1)
+    assert result["msg"].startswith("units[1].name: expected launchcard-*.service")
+    assert systemd.calls() == []
+    assert systemd.listing() == []
+
+
+class _Watched(object):
+    """A file object that records the file's mode at each write."""
+
+    def __init__(self, handle, seen):
+        self._handle, self._seen = handle, seen
+
+    def write(self, data):
+        self._seen.append((self._handle.name if isinstance(self._handle.name, str) else None,
+                           stat.S_IMODE(os.fstat(self._handle.fileno()).st_mode), data))
+        return self._handle.write(data)
+
+    def __enter__(self):
+        self._handle.__enter__()
+        return self
+
+    def __exit__(self, *exc):
+        return self._handle.__exit__(*exc)
+
+    def __getattr__(self, attr):
+        return getattr(self._handle, attr)
+
+
+def test_secrets_file_is_0600_from_its_first_byte_and_never_printed(systemd, capsys, monkeypatch):
+    token = "hf_s3cr3tT0kenValue"
+    seen = []
+    real_open, real_fdopen = builtins.open, os.fdopen
+    # A permissive umask: a file created without an explicit mode would be 0666.
+    old_umask = os.umask(0)
+    try:
+        with monkeypatch.context() as patch:
+            patch.setattr(os, "fdopen", lambda *a, **k: _Watched(real_fdopen(*a, **k), seen))
+            patch.setattr(builtins, "open", lambda *a, **k: _Watched(real_open(*a, **k), seen)
+                          if (len(a) > 1 and "w" in a[1]) or "w" in k.get("mode", "") else real_open(*a, **k))
+            result, out = run_module(capsys, systemd, [(A, unit_text("/bin/a"))],
+                                     secrets={"HF_TOKEN": token}, _ansible_diff=True)
+    finally:
+        os.umask(old_umask)
+
+    secret_writes = [(mode, data) for dummy, mode, data in seen if token in data]
+    assert secret_writes, "the secret was never written through a watched file object"
+    assert [mode for mode, dummy in secret_writes] == [0o600] * len(secret_writes)
+    assert stat.S_IMODE(os.stat(systemd.secrets).st_mode) == 0o600
+    assert stat.S_IMODE(os.stat(os.path.dirname(systemd.secrets)).st_mode) == 0o700
+    with open(systemd.secrets) as f:
+        assert f.read() == "HF_TOKEN=%s\n" % token
+    assert result["secrets_changed"] is True
+    # never in the module's output (result, diff, invocation), the unit files or any systemctl call
+    assert token not in out
+    assert "diff" in result
+    for name in systemd.listing():
+        with open(os.path.join(systemd.units, name)) as f:
+            assert token not in f.read()
+    assert token not in json.dumps(systemd.calls())
+
+
+def test_a_readable_secrets_file_is_tightened_and_an_empty_one_removed(systemd, capsys):
+    os.makedirs(os.path.dirname(systemd.secrets))
+    with open(systemd.secrets, "w") as f:
+        f.write("HF_TOKEN=hf_same\n")
+    os.chmod(systemd.secrets, 0o644)
+    result, out = run_module(capsys, systemd, [(A, unit_text("/bin/a"))], secrets={"HF_TOKEN": "hf_same"})
+    assert result["secrets_changed"] is True
+    assert stat.S_IMODE(os.stat(systemd.secrets).st_mode) == 0o600
+    assert "hf_same" not in out
+
+    result, dummy = run_module(capsys, systemd, [(A, unit_text("/bin/a"))], secrets={})
+    assert result["secrets_changed"] is True
+    assert not os.path.exists(systemd.secrets)
+
+
+def test_a_secret_that_needs_quoting_is_refused_without_echoing_it(systemd, capsys):
+    result, out = run_module(capsys, systemd, [(A, unit_text("/bin/a"))], rc=1,
+                             secrets={"HF_TOKEN": "hf_with space"})
+    assert result["msg"].startswith("secrets: secret HF_TOKEN holds whitespace")
+    assert "hf_with space" not in out and "with space" not in out
+    assert systemd.mutating() == []
+    assert not os.path.exists(systemd.secrets)
+    assert systemd.listing() == []
