@@ -34,9 +34,9 @@ from __future__ import annotations
 
 from urllib.parse import urlsplit
 
-from ansible_collections.launchcard.inference.plugins.plugin_utils._argv import Argv
 from ansible_collections.launchcard.inference.plugins.plugin_utils._recipe import (
     VLLM_DEFAULT_NIXL_SIDE_CHANNEL_PORT,
+    argv_reader,
 )
 
 LOOPBACK = ("127.0.0.1", "localhost", "::1", "[::1]")
@@ -222,7 +222,7 @@ def _assign_resources(name, h, errors):
     used = {}
     for inst in h["instances"]:
         r = inst["_recipe"]
-        a = Argv(inst["argv"])
+        a = argv_reader(inst["launcher"], inst["argv"])
         if inst["gpus"]:
             inst["gpu_ids"] = list(range(next_gpu, next_gpu + inst["gpus"]))
             next_gpu += inst["gpus"]
@@ -308,7 +308,7 @@ def _template_for(urls, peer):
 
 def _rewrite_peers(inst, instances, hosts, errors):
     r = inst["_recipe"]
-    a = Argv(inst["argv"])
+    a = argv_reader(inst["launcher"], inst["argv"])
 
     def peers_of(role):
         return [p for p in instances if p["role"] == role and p["node_rank"] == 0]
@@ -374,7 +374,7 @@ def _rewrite_peers(inst, instances, hosts, errors):
     if inst["nnodes"] > 1:
         _rewrite_multinode(inst, a, hosts)
     inst["argv"] = a.tokens
-    bind = Argv(inst["argv"]).get("--host", r["bind_host"])
+    bind = argv_reader(inst["launcher"], inst["argv"]).get("--host", r["bind_host"])
     if bind in ("0.0.0.0", "::", "", "127.0.0.1", "localhost"):
         local = "127.0.0.1"
     elif bind in ("::1", "[::1]"):
@@ -391,7 +391,7 @@ def _rewrite_peers(inst, instances, hosts, errors):
 
 
 def _open_to_network(peer, errors):
-    a = Argv(peer["argv"])
+    a = argv_reader(peer["launcher"], peer["argv"])
     if a.has("--host"):
         if a.get("--host") in LOOPBACK:
             errors.append((peer["id"], "binds %s but a peer on another host must reach it; "

@@ -20,7 +20,7 @@ from __future__ import annotations
 import json
 import re
 
-from ansible_collections.launchcard.inference.plugins.plugin_utils._argv import Argv
+from ansible_collections.launchcard.inference.plugins.plugin_utils._argv import Argv, abbreviations
 
 VLLM_DEFAULT_PORT = 8000
 SGLANG_DEFAULT_PORT = 30000
@@ -41,6 +41,27 @@ _S_DP = ("--dp-size", "--dp", "--data-parallel-size")
 _S_EP = ("--ep-size", "--ep", "--expert-parallel-size")
 _S_CP = ("--attn-cp-size",)
 _S_MODEL = ("--model-path", "--model")
+
+#: Every option each dialect reads or the planner rewrites. A long option
+#: written as an abbreviation of one of these is refused (see
+#: :func:`_refuse_unread_forms`).
+KNOWN_OPTIONS = {
+    "vllm": frozenset(_V_TP + _V_PP + _V_DP + _V_DPL + _V_DCP + (
+        "--nnodes", "--node-rank", "--port", "--host", "--kv-transfer-config", "--enable-expert-parallel",
+        "--master-addr", "--master-port", "--headless", "--data-parallel-address", "--served-model-name",
+        "--model", "--quantization", "-q")),
+    "sglang": frozenset(_S_TP + _S_PP + _S_DP + _S_EP + _S_CP + _S_MODEL + (
+        "--nnodes", "--node-rank", "--port", "--host", "--disaggregation-mode", "--encoder-only",
+        "--language-only", "--enable-dp-attention", "--base-gpu-id", "--disaggregation-bootstrap-port",
+        "--disaggregation-transfer-backend", "--dist-init-addr", "--served-model-name", "--quantization",
+        "--encoder-urls")),
+    "router": frozenset((
+        "--prefill", "--decode", "--port", "--host", "--pd-disaggregation", "--worker-urls",
+        "--prometheus-port", "--model-path")),
+}
+#: vLLM options whose value is JSON; vLLM also takes them key by key
+#: (``--kv-transfer-config.kv_role kv_producer``), which the plan would not see.
+_V_JSON = ("--kv-transfer-config",)
 
 
 class RecipeError(ValueError):
@@ -78,6 +99,56 @@ def launcher(argv):
     return None
 
 
+def argv_reader(kind, tokens):
+    """An :class:`Argv` that reads option names the way ``kind``'s parser does
+    (vLLM: underscores for dashes; SGLang and the router: as written)."""
+    return Argv(tokens, underscores=(kind == "vllm"))
+
+
+def _parser_start(argv):
+    """Index of the first argv token the engine's own parser reads."""
+    exe = argv[0].rsplit("/", 1)[-1]
+    if exe.startswith("python") and len(argv) > 2 and argv[1] == "-m":
+        return 3
+    if exe in ("vllm", "sglang") and len(argv) > 1 and argv[1] == "serve":
+        return 2
+    return 1
+
+
+_PROGRAM = {"vllm": "vLLM", "sglang": "SGLang", "router": "the SGLang router"}
+
+
+def _refuse_unread_forms(a, kind, path):
+    """Refuse option spellings the engine reads but this dialect would not.
+
+    argparse, with ``allow_abbrev`` on (its default, kept by vLLM, SGLang and
+    the SGLang router), reads an unambiguous prefix of a long option as that
+    option: https://docs.python.org/3/library/argparse.html#allow-abbrev.
+    ``--tp-si 4`` is TP 4 to SGLang. Whether a prefix is unambiguous depends
+    on every option of the exact engine release (hundreds, changing with each
+    one), which the card does not pin down for us; so rather than guess, a
+    long option that abbreviates one the planner reads is an error naming the
+    element and the option. (Where the engine finds the prefix ambiguous it
+    would refuse to start anyway.) vLLM's key-by-key JSON form
+    (``--kv-transfer-config.kv_role``) is refused for the same reason: the
+    plan would not see the key.
+    """
+    known = KNOWN_OPTIONS[kind]
+    for i, written, full in abbreviations(a.tokens, known, _parser_start(a.tokens), a.underscores):
+        raise RecipeError("%s[%d]" % (path, i), (
+            "%r abbreviates %s: %s's argparse (allow_abbrev) reads an unambiguous prefix of a long "
+            "option as that option, and the planner reads options by their full name; write %s" % (
+                written, " or ".join(full), _PROGRAM[kind],
+                "it in full" if len(full) > 1 else full[0])))
+    if kind == "vllm":
+        for i, tok in enumerate(a.tokens):
+            name = a.name(tok)
+            if name and "." in name and name.split(".", 1)[0] in _V_JSON:
+                raise RecipeError("%s[%d]" % (path, i), (
+                    "%r sets one key of %s; the planner reads that option only as one JSON value: "
+                    "write %s '{...}'" % (tok.split("=", 1)[0], name.split(".", 1)[0], name.split(".", 1)[0])))
+
+
 def describe(env, index):
     """Build the recipe model of ``envs[index]``.
 
@@ -98,7 +169,8 @@ def describe(env, index):
     engine = env["engine"]
     if kind != "router" and kind != engine:
         raise RecipeError(path + "[0]", "engine is %r but argv starts %s" % (engine, kind))
-    a = Argv(argv)
+    a = argv_reader(kind, argv)
+    _refuse_unread_forms(a, kind, path)
     try:
         if kind == "router":
             model = _router(a, path)
@@ -125,48 +197,58 @@ def describe(env, index):
     return model
 
 
+def _size(a, flags, path, what):
+    """A parallel size or count (an int >= 1, default 1); errors name the element."""
+    val = a.get_int(flags, 1, path)
+    if val < 1:
+        where, written = a.where(flags, path)
+        raise RecipeError(where, "%s (%s) must be >= 1, found %d" % (written, what, val))
+    return val
+
+
 def _base(a, path, tp, pp, dp, port, host):
-    nnodes = a.get_int("--nnodes", 1, path)
-    if nnodes < 1:
-        raise RecipeError(path, "--nnodes must be >= 1, found %d" % nnodes)
-    for name, val in (("tensor parallel", tp), ("pipeline parallel", pp), ("data parallel", dp)):
-        if val < 1:
-            raise RecipeError(path, "%s size must be >= 1, found %d" % (name, val))
+    nnodes = _size(a, "--nnodes", path, "number of nodes")
+    rank = a.get_int("--node-rank", 0, path)
+    if not 0 <= rank < nnodes:
+        where, written = a.where("--node-rank", path)
+        raise RecipeError(where, "%s must be from 0 to --nnodes - 1 (%d), found %d" % (written, nnodes - 1, rank))
     return {
         "tensor_parallel_size": tp,
         "pipeline_parallel_size": pp,
         "data_parallel_size": dp,
         "nnodes": nnodes,
-        "node_rank": a.get_int("--node-rank", 0, path),
+        "node_rank": rank,
         "port": port,
         "bind_host": host,
     }
 
 
-def _per_node(total, nnodes, path):
+def _per_node(a, total, nnodes, path):
     if total % nnodes:
-        raise RecipeError(path, "%d GPUs do not split evenly over --nnodes %d" % (total, nnodes))
+        where, written = a.where("--nnodes", path)
+        raise RecipeError(where, "%d GPUs do not split evenly over %s %d" % (total, written, nnodes))
     return total // nnodes
 
 
 def _vllm(a, path):
-    tp = a.get_int(_V_TP, 1, path)
-    pp = a.get_int(_V_PP, 1, path)
-    dp = a.get_int(_V_DP, 1, path)
+    tp = _size(a, _V_TP, path, "tensor parallel size")
+    pp = _size(a, _V_PP, path, "pipeline parallel size")
+    dp = _size(a, _V_DP, path, "data parallel size")
     m = _base(a, path, tp, pp, dp, a.get_port("--port", VLLM_DEFAULT_PORT, path), a.get("--host", "0.0.0.0"))
     kv_raw = a.get("--kv-transfer-config")
     kv = None
     if kv_raw is not None:
+        where, written = a.where("--kv-transfer-config", path)
         try:
             kv = json.loads(kv_raw)
         except ValueError as exc:
-            raise RecipeError(path, "--kv-transfer-config is not valid JSON (%s)" % exc)
+            raise RecipeError(where, "%s is not valid JSON (%s)" % (written, exc))
         if not isinstance(kv, dict):
-            raise RecipeError(path, "--kv-transfer-config must be a JSON object")
+            raise RecipeError(where, "%s must be a JSON object" % written)
     role = {"kv_producer": "prefill", "kv_consumer": "decode"}.get((kv or {}).get("kv_role"), "monolithic")
-    dpl = a.get_int(_V_DPL, None, path)
+    dpl = _size(a, _V_DPL, path, "local data parallel size") if a.has(_V_DPL) else None
     total = tp * pp * dp
-    per_node = tp * pp * dpl if dpl else _per_node(total, m["nnodes"], path)
+    per_node = tp * pp * dpl if dpl else _per_node(a, total, m["nnodes"], path)
     serve = a.tokens.index("serve") if "serve" in a.tokens else None
     model_arg = a.get("--model") or (a.positionals_after(serve) if serve is not None else None)
     m.update({
@@ -193,13 +275,14 @@ def _vllm(a, path):
 
 
 def _sglang(a, path):
-    tp = a.get_int(_S_TP, 1, path)
-    pp = a.get_int(_S_PP, 1, path)
-    dp = a.get_int(_S_DP, 1, path)
+    tp = _size(a, _S_TP, path, "tensor parallel size")
+    pp = _size(a, _S_PP, path, "pipeline parallel size")
+    dp = _size(a, _S_DP, path, "data parallel size")
     m = _base(a, path, tp, pp, dp, a.get_port("--port", SGLANG_DEFAULT_PORT, path), a.get("--host", "127.0.0.1"))
     mode = a.get("--disaggregation-mode", "null")
     if mode not in ("null", "prefill", "decode"):
-        raise RecipeError(path, "--disaggregation-mode expects prefill, decode or null, found %r" % mode)
+        where, written = a.where("--disaggregation-mode", path)
+        raise RecipeError(where, "%s expects prefill, decode or null, found %r" % (written, mode))
     if a.has("--encoder-only"):
         role = "encoder"
     elif a.has("--language-only"):
@@ -213,7 +296,7 @@ def _sglang(a, path):
     total = tp * pp * (1 if a.has("--enable-dp-attention") else dp)
     m.update({
         "role": role,
-        "gpus": _per_node(total, m["nnodes"], path),
+        "gpus": _per_node(a, total, m["nnodes"], path),
         "gpus_total": total,
         "expert_parallel_size": a.get_int(_S_EP, 1, path),
         "context_parallel_size": a.get_int(_S_CP, 1, path),
@@ -234,9 +317,9 @@ def _sglang(a, path):
 
 def _router(a, path):
     prefill = []
-    for vals in a.groups("--prefill"):
+    for start, vals in a.occurrences("--prefill"):
         if not vals:
-            raise RecipeError(path, "--prefill expects URL [BOOTSTRAP_PORT]")
+            raise RecipeError("%s[%d]" % (path, start), "--prefill expects URL [BOOTSTRAP_PORT]")
         port = vals[1] if len(vals) > 1 else None
         prefill.append({"url": vals[0], "bootstrap_port": port})
     return {

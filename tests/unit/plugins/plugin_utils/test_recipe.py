@@ -284,27 +284,89 @@ def test_non_integer_tp_names_the_flag():
 def test_bad_kv_transfer_config():
     with pytest.raises(RecipeError) as exc:
         describe(_env(["vllm", "serve", "m", "--kv-transfer-config", "{kv_connector: Nixl}"], "vllm"), 2)
-    assert exc.value.path == "envs[2].argv"
+    assert exc.value.path == "envs[2].argv[4]"
     assert "--kv-transfer-config is not valid JSON" in exc.value.message
     with pytest.raises(RecipeError, match="must be a JSON object"):
         describe(_env(["vllm", "serve", "m", "--kv-transfer-config", "[1]"], "vllm"), 0)
 
 
-@pytest.mark.parametrize("argv,message", [
-    (["sglang", "serve", "--tp-size", "0"], "tensor parallel size must be >= 1, found 0"),
-    (["sglang", "serve", "--nnodes", "0"], "--nnodes must be >= 1, found 0"),
-    (["sglang", "serve", "--tp-size", "3", "--nnodes", "2"], "3 GPUs do not split evenly over --nnodes 2"),
-    (["sglang", "serve", "--disaggregation-mode", "both"], "--disaggregation-mode expects prefill, decode or null"),
-    (["python", "-m", "sglang_router.launch_router", "--prefill", "--decode", "http://d:1"],
+@pytest.mark.parametrize("argv,path,message", [
+    (["sglang", "serve", "--tp-size", "0"], "[3]", "--tp-size (tensor parallel size) must be >= 1, found 0"),
+    (["sglang", "serve", "--tp=0"], "[2]", "--tp (tensor parallel size) must be >= 1, found 0"),
+    (["vllm", "serve", "m", "-pp", "-1"], "[4]", "-pp (pipeline parallel size) must be >= 1, found -1"),
+    (["vllm", "serve", "m", "--data-parallel-size-local", "0"], "[4]",
+     "--data-parallel-size-local (local data parallel size) must be >= 1"),
+    (["sglang", "serve", "--nnodes", "0"], "[3]", "--nnodes (number of nodes) must be >= 1, found 0"),
+    (["sglang", "serve", "--nnodes", "x"], "[3]", "--nnodes expects an integer, found 'x'"),
+    (["sglang", "serve", "--nnodes", "2", "--node-rank", "2"], "[5]", "--node-rank must be from 0 to --nnodes - 1 (1)"),
+    (["sglang", "serve", "--tp-size", "3", "--nnodes", "2"], "[5]", "3 GPUs do not split evenly over --nnodes 2"),
+    (["vllm", "serve", "m", "-tp", "3", "--nnodes=2"], "[5]", "3 GPUs do not split evenly over --nnodes 2"),
+    (["sglang", "serve", "--disaggregation-mode", "both"], "[3]", "--disaggregation-mode expects prefill, decode or null"),
+    (["python", "-m", "sglang_router.launch_router", "--prefill", "--decode", "http://d:1"], "[3]",
      "--prefill expects URL [BOOTSTRAP_PORT]"),
-    (["python", "-m", "sglang_router.launch_router", "--port", "http"], "--port expects an integer"),
+    (["python", "-m", "sglang_router.launch_router", "--port", "http"], "[4]", "--port expects an integer"),
 ])
-def test_recipe_errors_carry_the_recipe_path(argv, message):
+def test_recipe_errors_name_the_element(argv, path, message):
     with pytest.raises(RecipeError) as exc:
-        describe(_env(argv), 5)
-    # a bad value names its element, other errors the recipe's argv
-    assert exc.value.path == ("envs[5].argv[4]" if "expects an integer" in message else "envs[5].argv")
+        describe(_env(argv, "vllm" if argv[0] == "vllm" else "sglang"), 5)
+    assert exc.value.path == "envs[5].argv" + path
     assert message in exc.value.message
+
+
+@pytest.mark.parametrize("argv,index,written,full", [
+    (["sglang", "serve", "--model-path", "m", "--tp-si", "4"], 4, "--tp-si", "--tp-size"),
+    (["python", "-m", "sglang.launch_server", "--model-path", "m", "--tp-si=4"], 5, "--tp-si", "--tp-size"),
+    (["sglang", "serve", "--model-path", "m", "--disaggregation-m", "prefill"], 4, "--disaggregation-m",
+     "--disaggregation-mode"),
+    (["sglang", "serve", "--model-pa", "m"], 2, "--model-pa", "--model-path"),
+    (["sglang", "serve", "--model-path", "m", "--nno", "2"], 4, "--nno", "--nnodes"),
+    (["vllm", "serve", "m", "--tensor-parallel", "4"], 3, "--tensor-parallel", "--tensor-parallel-size"),
+    (["vllm", "serve", "m", "--tensor_parallel_si", "4"], 3, "--tensor_parallel_si", "--tensor-parallel-size"),
+    (["vllm", "serve", "m", "--kv-transfer", "{}"], 3, "--kv-transfer", "--kv-transfer-config"),
+    (["python", "-m", "sglang_router.launch_router", "--pd-dis", "--prefill", "http://p:1"], 3, "--pd-dis",
+     "--pd-disaggregation"),
+])
+def test_an_abbreviated_option_is_refused_naming_the_option(argv, index, written, full):
+    engine = "vllm" if argv[0] == "vllm" else "sglang"
+    with pytest.raises(RecipeError) as exc:
+        describe(_env(argv, engine), 0)
+    assert exc.value.path == "envs[0].argv[%d]" % index
+    assert exc.value.message.startswith("%r abbreviates %s: " % (written, full))
+    assert "allow_abbrev" in exc.value.message and exc.value.message.endswith("write %s" % full)
+
+
+def test_an_ambiguous_abbreviation_lists_every_option():
+    with pytest.raises(RecipeError) as exc:
+        describe(_env(["sglang", "serve", "--model-path", "m", "--disaggregation", "prefill"]), 0)
+    assert "abbreviates --disaggregation-bootstrap-port or --disaggregation-mode or " \
+           "--disaggregation-transfer-backend" in exc.value.message
+    assert exc.value.message.endswith("write it in full")
+
+
+@pytest.mark.parametrize("argv", [
+    ["sglang", "serve", "--model-path", "m", "--tp", "4"],                      # an alias, not an abbreviation
+    ["vllm", "serve", "m", "--data-parallel-size", "2"],                        # a prefix of -local, but exact
+    ["sglang", "serve", "--model-path", "m", "--max-running", "4"],             # a prefix of an option not read
+    ["sglang", "serve", "--model-path", "m", "--", "--tp-si"],                  # after --: a positional
+    ["python", "-m", "sglang.launch_server", "--model-path", "m"],              # python's own -m
+])
+def test_exact_options_and_options_not_read_pass(argv):
+    describe(_env(argv, "vllm" if argv[0] == "vllm" else "sglang"), 0)
+
+
+def test_vllm_reads_underscores_as_dashes_like_its_parser():
+    m = describe(_env(["vllm", "serve", "m", "--tensor_parallel_size", "4", "--data_parallel_size=2"], "vllm"), 0)
+    assert (m["tensor_parallel_size"], m["data_parallel_size"], m["gpus"]) == (4, 2, 8)
+    # SGLang's plain argparse does not: there an underscore option is just an unknown option
+    m = describe(_env(["sglang", "serve", "--model-path", "m", "--tp_size", "4"]), 0)
+    assert m["tensor_parallel_size"] == 1
+
+
+def test_vllm_json_option_by_key_is_refused():
+    with pytest.raises(RecipeError) as exc:
+        describe(_env(["vllm", "serve", "m", "--kv-transfer-config.kv_role", "kv_producer"], "vllm"), 1)
+    assert exc.value.path == "envs[1].argv[3]"
+    assert "sets one key of --kv-transfer-config" in exc.value.message
 
 
 def test_load_card_reports_the_recipe_error_path(example):
