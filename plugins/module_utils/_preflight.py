@@ -104,6 +104,12 @@ def _peers(card, host_plan, plan):
         elif inst["role"] == "language" and r.get("encoder_urls"):
             for p in peers_of(inst, "encoder"):
                 add(inst, p, "port", "port")
+        if inst.get("node_rank"):
+            # a multi-node rank > 0 connects to its rank 0's init port (--dist-init-addr / --master-port)
+            for p in others:
+                if (p["recipe"], p.get("replica"), p.get("node_rank")) == (inst["recipe"], inst.get("replica"), 0) \
+                        and p.get("host") != inst.get("host") and p.get("address"):
+                    add(inst, p, "dist_init_port", "init port")
     return out
 
 
@@ -119,14 +125,16 @@ def host_needs(card, host_plan, plan=None):
         resident GiB / (TP x PP), halved when the recipe quantizes a non-fp8
         checkpoint to fp8; None when unknown) and ``ports`` (list of
         ``{"port", "owner"}``: every port the plan assigns here (server,
-        bootstrap, router Prometheus, vLLM NIXL side channel), owner = the
-        unit that will hold it), ``images`` (sorted distinct container images
+        bootstrap, router Prometheus, vLLM NIXL side channel, a multi-node
+        rank 0's init ports: the instance's ``ports``), owner = the unit
+        that will hold it), ``images`` (sorted distinct container images
         of the placed instances) and ``peers`` (list of ``{"address",
         "port", "why"}``: ports on OTHER hosts that the instances here must
         reach - a router every prefill's server and bootstrap port, every
         decode's port, or every monolithic worker with ``--worker-urls``; a
         decode every prefill's bootstrap port; a language-only server every
-        encoder; empty without ``plan``).
+        encoder; a multi-node rank > 0 its rank 0's init port; empty without
+        ``plan``).
     :param plan: the whole plan (``launchcard_plan``), to find the peers;
         optional for backward compatibility.
     """
@@ -147,6 +155,11 @@ def host_needs(card, host_plan, plan=None):
             if resident:
                 mib = resident * GIB / MIB / shards / (2 if halve else 1)
                 per_gpu = max(per_gpu or 0, int(mib))
+        if "ports" in inst:
+            # every port the planner gave the instance (server, bootstrap, Prometheus,
+            # NIXL side channel, multi-node init ports)
+            ports.extend({"port": x["port"], "owner": inst["unit"]} for x in inst["ports"])
+            continue
         for key in ("port", "bootstrap_port", "prometheus_port"):
             if inst.get(key):
                 ports.append({"port": inst[key], "owner": inst["unit"]})

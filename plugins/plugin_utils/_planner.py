@@ -22,9 +22,12 @@ change is listed in the instance's ``changes``:
   ``--worker-urls``: one entry per placed peer instance;
 - ``--host 0.0.0.0`` added when a server bound to loopback by default must be
   reached from another host;
-- multi-node: ``--node-rank``, ``--dist-init-addr`` (SGLang),
-  ``--master-addr``, ``--headless`` added on ranks > 0 and removed on rank 0
-  (vLLM);
+- multi-node: ``--node-rank``, ``--dist-init-addr HOST:PORT`` (SGLang),
+  ``--master-addr``, ``--master-port`` when its port moved, ``--headless``
+  added on ranks > 0 and removed on rank 0 (vLLM). Rank 0 holds the init
+  port like any other port (SGLang: the block P .. P+6 it opens from it, see
+  ``SGLANG_DIST_INIT_PORT_SPAN``), so two groups whose rank 0 shares a host
+  get different ones;
 - environment: ``CUDA_VISIBLE_DEVICES`` is never written into argv; vLLM
   instances select GPUs through the runtime (see :mod:`units`), and vLLM NIXL
   instances get ``VLLM_NIXL_SIDE_CHANNEL_HOST``/``_PORT``.
@@ -105,6 +108,10 @@ def plan(card, placement):
         ``gpu_ids`` (list of int), ``gpu_selection``
         (``base_gpu_id`` | ``visible_devices`` | ``none``), ``port``,
         ``bootstrap_port``, ``prometheus_port`` (routers; else None),
+        ``dist_init_port`` (multi-node: the port rank 0 listens on for its
+        group, ``--dist-init-addr`` / ``--master-port``; else None),
+        ``ports`` (every port the instance holds on its host, a list of
+        ``{"port", "what"}``: what preflight checks free),
         ``url``, ``health_url`` (None on headless ranks), ``probe``
         (``completion`` where a request can be served end to end, else
         ``health``; ``none`` on headless ranks), ``served_model``,
@@ -206,6 +213,8 @@ def _instance(r, model, host, address, replica, rank, group):
         "port": r["port"],
         "bootstrap_port": r["bootstrap_port"],
         "prometheus_port": None,
+        "dist_init_port": None,
+        "ports": [],
         "image": r["image"],
         "checkpoint": r["checkpoint"],
         "served_model": r.get("served_model_name") or r.get("model_arg") or model["repo"],
@@ -238,6 +247,11 @@ def _assign_resources(name, h, errors):
         if r["launcher"] == "router":
             inst["prometheus_port"] = _take_port(used, inst, "prometheus port", r["prometheus_port"], a,
                                                  "--prometheus-port")
+        if inst["nnodes"] > 1 and not headless:
+            # rank 0 listens here; the other ranks of its group connect to it (see _rewrite_multinode)
+            inst["dist_init_port"] = _take_port(
+                used, inst, "--dist-init-addr port" if r["launcher"] == "sglang" else "--master-port",
+                r["dist_init_port"], None, None, r["dist_init_port_span"])
         kv = r.get("kv_transfer_config") or {}
         if kv.get("kv_connector") == "NixlConnector":
             raw = inst["env"].get("VLLM_NIXL_SIDE_CHANNEL_PORT", VLLM_DEFAULT_NIXL_SIDE_CHANNEL_PORT)
@@ -259,15 +273,22 @@ def _assign_resources(name, h, errors):
             h["gpus"])))
 
 
-def _take_port(used, inst, what, want, argv, flag):
+def _take_port(used, inst, what, want, argv, flag, span=1):
+    """Give ``inst`` the first port at or above ``want`` that no earlier
+    instance on the host holds (``span`` consecutive ports when the process
+    opens a block), record it in ``inst["ports"]`` and, when ``argv`` is
+    given, rewrite ``flag`` to it."""
     port = want
-    while port in used:
+    while any(p in used for p in range(port, port + span)):
         port += 1
-    if port > 65535:
+    if port + span - 1 > 65535:
         raise PlanError([(inst["host"], "no free port at or above %d for %s" % (want, inst["id"]))])
-    used[port] = inst["id"]
+    for p in range(port, port + span):
+        used[p] = inst["id"]
+        inst["ports"].append({"port": p, "what": what if span == 1 else "%s + %d" % (what, p - port)})
     if port != want:
-        inst["changes"].append("%s %d (card: %d, taken by %s)" % (flag or what, port, want, used[want]))
+        taken = next(used[p] for p in range(want, want + span) if used[p] != inst["id"])
+        inst["changes"].append("%s %d (card: %d, taken by %s)" % (flag or what, port, want, taken))
         if argv is not None:
             argv.set(flag, port)
     return port
@@ -372,7 +393,7 @@ def _rewrite_peers(inst, instances, hosts, errors):
     if inst["role"] == "prefill" and not peers_of("decode"):
         errors.append((inst["id"], "a prefill server needs a decode server placed"))
     if inst["nnodes"] > 1:
-        _rewrite_multinode(inst, a, hosts)
+        _rewrite_multinode(inst, a, hosts, instances)
     inst["argv"] = a.tokens
     bind = argv_reader(inst["launcher"], inst["argv"]).get("--host", r["bind_host"])
     if bind in ("0.0.0.0", "::", "", "127.0.0.1", "localhost"):
@@ -402,17 +423,20 @@ def _open_to_network(peer, errors):
     peer["changes"].append("--host 0.0.0.0 (a peer on another host reaches it)")
 
 
-def _rewrite_multinode(inst, a, hosts):
+def _rewrite_multinode(inst, a, hosts, instances):
     r = inst["_recipe"]
     head = hosts[inst["_group"][0]]["address"]
+    rank0 = next(i for i in instances if i["recipe"] == inst["recipe"] and i["replica"] == inst["replica"]
+                 and i["node_rank"] == 0)
+    port = inst["dist_init_port"] = rank0["dist_init_port"]
     if a.has("--node-rank") or inst["node_rank"]:
         a.set("--node-rank", inst["node_rank"])
     if r["launcher"] == "sglang":
-        old = r.get("dist_init_addr") or ""
-        port = old.rsplit(":", 1)[-1] if ":" in old else "5000"
-        a.set("--dist-init-addr", "%s:%s" % (_bracket(head), port))
+        a.set("--dist-init-addr", "%s:%d" % (_bracket(head), port))
     elif r["launcher"] == "vllm":
         a.set("--master-addr", head)
+        if port != r["dist_init_port"] or a.has("--master-port"):
+            a.set("--master-port", port)
         if inst["node_rank"] > 0:
             a.add_flag("--headless")
         elif a.has("--headless"):

@@ -27,6 +27,18 @@ SGLANG_DEFAULT_PORT = 30000
 ROUTER_DEFAULT_PORT = 30000
 SGLANG_DEFAULT_BOOTSTRAP_PORT = 8998
 VLLM_DEFAULT_NIXL_SIDE_CHANNEL_PORT = 5600
+#: vLLM multi-node without Ray: rank 0 listens on ``--master-port`` (vLLM
+#: ``vllm/config/parallel.py``, ``master_port``, default 29501).
+VLLM_DEFAULT_MASTER_PORT = 29501
+#: SGLang multi-node: the port of ``--dist-init-addr HOST:PORT`` has no
+#: default; 5000 is the one SGLang's docs and this planner use.
+SGLANG_DEFAULT_DIST_INIT_PORT = 5000
+#: Ports SGLang's rank 0 opens from the ``--dist-init-addr`` port P: P itself
+#: (torch.distributed's TCP store) and P+1 .. P+6 (ZMQ sockets at
+#: ``port_base = P + 1`` plus offsets, ``PortArgs.init_new`` in
+#: ``python/sglang/srt/server_args.py``); with ``--enable-dp-attention`` one
+#: more per DP rank, up to P+5+dp_size.
+SGLANG_DIST_INIT_PORT_SPAN = 7
 
 ROLES = ("monolithic", "encoder", "language", "prefill", "decode", "router")
 
@@ -261,6 +273,8 @@ def _vllm(a, path):
         "transfer_backend": (kv or {}).get("kv_connector"),
         "kv_transfer_config": kv,
         "master_addr": a.get("--master-addr"),
+        "dist_init_port": a.get_port("--master-port", VLLM_DEFAULT_MASTER_PORT, path),
+        "dist_init_port_span": 1,
         "headless": a.has("--headless"),
         "data_parallel_address": a.get("--data-parallel-address"),
         "served_model_name": a.get("--served-model-name"),
@@ -305,6 +319,8 @@ def _sglang(a, path):
                            if role == "prefill" else None),
         "transfer_backend": a.get("--disaggregation-transfer-backend", "mooncake") if mode != "null" else None,
         "dist_init_addr": a.get("--dist-init-addr"),
+        "dist_init_port": _dist_init_port(a, path),
+        "dist_init_port_span": max(SGLANG_DIST_INIT_PORT_SPAN, 6 + dp if a.has("--enable-dp-attention") else 0),
         "served_model_name": a.get("--served-model-name"),
         "model_arg": a.get(_S_MODEL),
         "quantization": a.get("--quantization"),
@@ -313,6 +329,19 @@ def _sglang(a, path):
         "decode_urls": [],
     })
     return m
+
+
+def _dist_init_port(a, path):
+    """The port of SGLang's ``--dist-init-addr HOST:PORT`` (``[v6]:PORT``), or the default."""
+    raw = a.get("--dist-init-addr")
+    if raw is None:
+        return SGLANG_DEFAULT_DIST_INIT_PORT
+    host, sep, port = raw.rpartition(":")
+    where, written = a.where("--dist-init-addr", path)
+    if not sep or not host or not port.isdigit() or not 1 <= int(port) <= 65535:
+        raise RecipeError(where, "%s expects HOST:PORT (a TCP port from 1 to 65535; IPv6 as [ADDR]:PORT), "
+                          "found %r" % (written, raw))
+    return int(port)
 
 
 def _router(a, path):

@@ -17,7 +17,7 @@ from hypothesis import given, note, settings
 from hypothesis import strategies as st
 
 from ansible_collections.launchcard.inference.plugins.plugin_utils._argv import Argv
-from ansible_collections.launchcard.inference.plugins.plugin_utils._card import load_card
+from ansible_collections.launchcard.inference.plugins.plugin_utils._card import CardError, load_card
 from ansible_collections.launchcard.inference.plugins.plugin_utils._planner import (
     PlanError,
     normalize_placement,
@@ -483,6 +483,68 @@ def test_vllm_multinode_two_groups_on_four_hosts():
                      (1, 0): ("n2", "10.7.2.2"), (1, 1): ("n3", "10.7.2.2")}
 
 
+def test_sglang_groups_whose_rank0_share_a_host_get_their_own_init_ports():
+    c = CORPUS["02-sglang-multinode-tp16.json"]
+    p = _plan(c, [_h("a", "10.7.3.1", ["sglang-monolithic-0", "sglang-monolithic-1"]),
+                  _h("b", "10.7.3.2", ["sglang-monolithic-0"]), _h("c", "10.7.3.3", ["sglang-monolithic-1"])])
+    g0 = [_one(p, "sglang-monolithic-0", 0, k) for k in (0, 1)]
+    g1 = [_one(p, "sglang-monolithic-1", 0, k) for k in (0, 1)]
+    assert [i["host"] for i in g0 + g1] == ["a", "b", "a", "c"]
+    # SGLang opens P .. P+6 from the init port: the second group starts past that block
+    assert [Argv(i["argv"]).get("--dist-init-addr") for i in g0] == ["10.7.3.1:5000"] * 2
+    assert [Argv(i["argv"]).get("--dist-init-addr") for i in g1] == ["10.7.3.1:5007"] * 2
+    assert [i["dist_init_port"] for i in g0 + g1] == [5000, 5000, 5007, 5007]
+    assert "--dist-init-addr port 5007 (card: 5000, taken by deepseek-r1-0528-sglang-monolithic-0-0-rank0)" \
+        in g1[0]["changes"]
+    held = {h: sorted(x["port"] for i in p["hosts"][h]["instances"] for x in i["ports"]) for h in p["hosts"]}
+    assert held == {"a": list(range(5000, 5014)) + [30000, 30001], "b": [], "c": []}
+    assert [x for x in g1[0]["ports"] if x["port"] in (5007, 5013)] == [
+        {"port": 5007, "what": "--dist-init-addr port + 0"}, {"port": 5013, "what": "--dist-init-addr port + 6"}]
+
+
+def test_sglang_dp_attention_widens_the_init_port_block():
+    doc = json.loads(_read(os.path.join(VALID, "02-sglang-multinode-tp16.json")))
+    for env in doc["envs"]:
+        env["argv"] += ["--enable-dp-attention", "--dp-size", "8"]
+    c = load_card(json.dumps(doc), "dp")
+    p = _plan(c, [_h("a", "10.7.4.1", ["sglang-monolithic-0", "sglang-monolithic-1"]),
+                  _h("b", "10.7.4.2", ["sglang-monolithic-0"]), _h("c", "10.7.4.3", ["sglang-monolithic-1"])])
+    # P .. P+5+dp_size: 14 ports
+    assert _one(p, "sglang-monolithic-1")["dist_init_port"] == 5014
+
+
+def test_vllm_groups_whose_rank0_share_a_host_get_their_own_master_ports():
+    c = CORPUS["01-vllm-multinode-tp16.json"]
+    p = _plan(c, [_h("a", "10.7.5.1", ["vllm-monolithic-0", "vllm-monolithic-1"]),
+                  _h("b", "10.7.5.2", ["vllm-monolithic-0"]), _h("c", "10.7.5.3", ["vllm-monolithic-1"])])
+    g1 = [_one(p, "vllm-monolithic-1", 0, k) for k in (0, 1)]
+    assert [Argv(i["argv"]).get("--master-port") for i in g1] == ["29502", "29502"]
+    assert [Argv(i["argv"]).get("--master-addr") for i in g1] == ["10.7.5.1", "10.7.5.1"]
+    assert Argv(_one(p, "vllm-monolithic-0")["argv"]).get("--master-port") == "29501"
+    assert {"port": 29502, "what": "--master-port"} in g1[0]["ports"]
+
+
+def test_every_port_an_instance_holds_is_listed():
+    p = _plan(EX, [_h("all", "10.7.6.1", sorted(CARD_ARGV))])
+    for inst in _insts(p):
+        named = [inst[k] for k in ("port", "bootstrap_port", "prometheus_port") if inst[k]]
+        assert sorted(x["port"] for x in inst["ports"]) == sorted(named), inst["id"]
+    router = next(i for i in _insts(p) if i["role"] == "router")
+    assert [x["what"] for x in router["ports"]] == ["port", "prometheus port"]
+
+
+@pytest.mark.parametrize("value", ["10.0.0.1", "10.0.0.1:x", "10.0.0.1:70000", ":5000"])
+def test_a_bad_dist_init_addr_names_its_element(value):
+    doc = json.loads(_read(os.path.join(VALID, "02-sglang-multinode-tp16.json")))
+    argv = doc["envs"][1]["argv"]
+    k = argv.index("--dist-init-addr")
+    argv[k + 1] = value
+    with pytest.raises(CardError) as exc:
+        load_card(json.dumps(doc), "x")
+    assert exc.value.errors == [("envs[1].argv[%d]" % (k + 1), "--dist-init-addr expects HOST:PORT (a TCP port from "
+                                 "1 to 65535; IPv6 as [ADDR]:PORT), found %r" % value)]
+
+
 # -- (8) vLLM NIXL -------------------------------------------------------------------------
 def test_vllm_nixl_side_channel_per_instance():
     c = CORPUS["03-vllm-pd-nixl.json"]
@@ -575,7 +637,7 @@ def test_plan_is_json_serialisable_and_private_keys_are_gone():
 # -- (9) properties over random placements ------------------------------------------------------
 DEPS = {"language": ("encoder",), "prefill": ("decode",), "decode": ("prefill",)}
 DOC_FLAGS = ("--port", "--disaggregation-bootstrap-port", "--prometheus-port", "--base-gpu-id", "--encoder-urls",
-             "--prefill", "--decode", "--worker-urls", "--host", "--node-rank", "--dist-init-addr",
+             "--prefill", "--decode", "--worker-urls", "--host", "--node-rank", "--dist-init-addr", "--master-port",
              "--master-addr")
 
 
@@ -646,6 +708,10 @@ def _strip(argv):
 def check_plan(card, p):
     insts = _insts(p)
     recipes = {r["name"]: r for r in card["recipes"]}
+    for hp in p["hosts"].values():
+        # no two instances of a host hold one port, whatever it is for
+        held = [x["port"] for i in hp["instances"] for x in i["ports"]]
+        assert len(held) == len(set(held)), held
     for host, hp in p["hosts"].items():
         gids = [g for i in hp["instances"] for g in i["gpu_ids"]]
         assert len(gids) == len(set(gids)), (host, gids)
@@ -711,11 +777,15 @@ def check_plan(card, p):
             assert len(head) == 1
             head_addr = head[0]["address"]
             assert a.get("--node-rank") == str(i["node_rank"])
+            assert i["dist_init_port"] == head[0]["dist_init_port"]
+            assert {"port": head[0]["dist_init_port"], "what": "--dist-init-addr port + 0"
+                    if i["launcher"] == "sglang" else "--master-port"} in head[0]["ports"]
             if i["launcher"] == "sglang":
                 want = "[%s]" % head_addr if ":" in head_addr else head_addr
-                assert a.get("--dist-init-addr").rsplit(":", 1)[0] == want
+                assert a.get("--dist-init-addr") == "%s:%d" % (want, i["dist_init_port"])
             else:
                 assert a.get("--master-addr") == head_addr
+                assert a.get("--master-port", "29501") == str(i["dist_init_port"])
                 assert a.has("--headless") == (i["node_rank"] > 0)
             if i["node_rank"] > 0:
                 assert i["health_url"] is None and i["port"] is None
