@@ -96,7 +96,7 @@ def _peers(card, host_plan, plan):
                 for p in peers_of(inst, "decode"):
                     add(inst, p, "port", "port")
             elif r.get("worker_urls"):
-                for p in peers_of(inst, "monolithic"):
+                for p in peers_of(inst, "aggregated"):
                     add(inst, p, "port", "port")
         elif inst["role"] == "decode":
             for p in peers_of(inst, "prefill"):
@@ -127,11 +127,12 @@ def host_needs(card, host_plan, plan=None):
         ``{"port", "owner"}``: every port the plan assigns here (server,
         bootstrap, router Prometheus, vLLM NIXL side channel, a multi-node
         rank 0's init ports: the instance's ``ports``), owner = the unit
-        that will hold it), ``images`` (sorted distinct container images
+        that will hold it, and where it has any, ``former_owners`` = its
+        unit's names in earlier releases, pruned before it starts), ``images`` (sorted distinct container images
         of the placed instances) and ``peers`` (list of ``{"address",
         "port", "why"}``: ports on OTHER hosts that the instances here must
         reach - a router every prefill's server and bootstrap port, every
-        decode's port, or every monolithic worker with ``--worker-urls``; a
+        decode's port, or every aggregated worker with ``--worker-urls``; a
         decode every prefill's bootstrap port; a language-only server every
         encoder; a multi-node rank > 0 its rank 0's init port; empty without
         ``plan``).
@@ -158,7 +159,8 @@ def host_needs(card, host_plan, plan=None):
         if "ports" in inst:
             # every port the planner gave the instance (server, bootstrap, Prometheus,
             # NIXL side channel, multi-node init ports)
-            ports.extend({"port": x["port"], "owner": inst["unit"]} for x in inst["ports"])
+            former = {"former_owners": inst["former_units"]} if inst.get("former_units") else {}
+            ports.extend(dict({"port": x["port"], "owner": inst["unit"]}, **former) for x in inst["ports"])
             continue
         for key in ("port", "bootstrap_port", "prometheus_port"):
             if inst.get(key):
@@ -330,7 +332,8 @@ def evaluate(facts, needs, options=None):
         busy = []
         for p in needs["ports"]:
             port = p["port"]
-            if port in listening and not _holds(listening[port], p["owner"]):
+            if port in listening and not any(_holds(listening[port], o)
+                                             for o in [p["owner"]] + list(p.get("former_owners") or [])):
                 busy.append("%d (held by %s)" % (port, listening[port] or "another process"))
         out.append(_result("ports", not busy, ", ".join(str(p["port"]) for p in needs["ports"]) + " free",
                            ", ".join(busy) or "all free or ours",

@@ -38,8 +38,10 @@ from __future__ import annotations
 from urllib.parse import urlsplit
 
 from ansible_collections.launchcard.inference.plugins.plugin_utils._recipe import (
+    FORMER_ROLES,
     VLLM_DEFAULT_NIXL_SIDE_CHANNEL_PORT,
     argv_reader,
+    current_name,
 )
 
 LOOPBACK = ("127.0.0.1", "localhost", "::1", "[::1]")
@@ -101,8 +103,10 @@ def plan(card, placement):
     :param card: the card model (:func:`card.load_card`).
     :param placement: output of :func:`normalize_placement`.
     :returns: ``{"model": {...}, "hosts": {host: {"address", "gpus",
-        "gpus_needed", "instances": [instance, ...]}}}``; hosts that run
-        nothing of this card are left out. An instance is a dict with
+        "gpus_needed", "instances": [instance, ...]}}, "deprecations": [str]}``;
+        hosts that run nothing of this card are left out; ``deprecations``
+        names each recipe reference that used a former role name
+        (``vllm-monolithic``, still planned as ``vllm-aggregated``). An instance is a dict with
         ``id``, ``unit``, ``recipe``, ``engine``, ``role``, ``launcher``,
         ``host``, ``address``, ``replica``, ``nnodes``, ``node_rank``,
         ``gpu_ids`` (list of int), ``gpu_selection``
@@ -112,6 +116,10 @@ def plan(card, placement):
         group, ``--dist-init-addr`` / ``--master-port``; else None),
         ``ports`` (every port the instance holds on its host, a list of
         ``{"port", "what"}``: what preflight checks free),
+        ``former_units`` (the instance's unit names under former role
+        names, e.g. ``...-vllm-monolithic-0.service``: a port one of them
+        holds is this instance's for preflight, since the upgrade prunes
+        it before starting this one),
         ``url``, ``health_url`` (None on headless ranks), ``probe``
         (``completion`` where a request can be served end to end, else
         ``health``; ``none`` on headless ranks), ``served_model``,
@@ -125,6 +133,7 @@ def plan(card, placement):
     recipes = card["recipes"]
     by_name = {r["name"]: r for r in recipes}
     errors = []
+    deprecations = []
     model = card["model"]
 
     # 1. resolve references and build instances ---------------------------
@@ -133,6 +142,10 @@ def plan(card, placement):
         for item in entry["recipes"]:
             ref = item["ref"]
             r = by_name.get(ref) if isinstance(ref, str) else (recipes[ref] if 0 <= ref < len(recipes) else None)
+            if r is None and current_name(ref) in by_name:
+                r = by_name[current_name(ref)]
+                deprecations.append("%s: launchcard_recipes names %r; the role is now called 'aggregated' "
+                                    "(aggregated serving): write %r" % (entry["host"], ref, r["name"]))
             if r is None:
                 errors.append((entry["host"], "no recipe %r in the card; it has %s" % (
                     ref, ", ".join(sorted(by_name)))))
@@ -186,6 +199,7 @@ def plan(card, placement):
     return {
         "model": {"repo": model["repo"], "revision": model["revision"], "slug": model["slug"]},
         "hosts": {n: h for n, h in hosts.items() if h["instances"]},
+        "deprecations": deprecations,
     }
 
 
@@ -193,9 +207,18 @@ def _instance(r, model, host, address, replica, rank, group):
     iid = "%s-%s-%d" % (model["slug"], r["name"], replica)
     if r["nnodes"] > 1:
         iid += "-rank%d" % rank
+    # The same instance's unit under a former role name (launchcard-...-vllm-monolithic-0.service):
+    # an upgrade prunes it before starting this one, so a port it holds is this instance's.
+    former = []
+    for old, new in sorted(FORMER_ROLES.items()):
+        if new == r["role"]:
+            name = "%s-%s%s" % (r["engine"], old, r["name"][len("%s-%s" % (r["engine"], new)):])
+            former.append("%s%s-%s-%d%s.service" % (UNIT_PREFIX, model["slug"], name, replica,
+                                                   "-rank%d" % rank if r["nnodes"] > 1 else ""))
     return {
         "id": iid,
         "unit": UNIT_PREFIX + iid + ".service",
+        "former_units": former,
         "recipe": r["name"],
         "recipe_index": r["index"],
         "engine": r["engine"],
@@ -378,7 +401,7 @@ def _rewrite_peers(inst, instances, hosts, errors):
                 a.replace_groups("--decode", dgroups)
                 inst["changes"].append("--decode %s" % " ; ".join(g[0] for g in dgroups))
         elif r["worker_urls"]:
-            workers = peers_of("monolithic")
+            workers = peers_of("aggregated")
             if not workers:
                 errors.append((inst["id"], "a router with --worker-urls needs at least one server placed"))
             urls = []
@@ -408,7 +431,7 @@ def _rewrite_peers(inst, instances, hosts, errors):
     else:
         inst["url"] = "http://%s:%d" % (_bracket(inst["address"]), inst["port"])
         inst["health_url"] = "http://%s:%d/health" % (local, inst["port"])
-        inst["probe"] = "completion" if inst["role"] in ("monolithic", "language", "router") else "health"
+        inst["probe"] = "completion" if inst["role"] in ("aggregated", "language", "router") else "health"
 
 
 def _open_to_network(peer, errors):
@@ -452,12 +475,13 @@ def plan_fleet(cards, placements):
     :param placements: dict card key -> :func:`normalize_placement` output
         for the hosts that serve that card. A host belongs to one card.
     :returns: ``{"cards": {key: {"repo", "revision", "slug"}}, "hosts":
-        {host: {..., "card": key}}}``: the hosts of every card's
-        :func:`plan`, each tagged with its card.
+        {host: {..., "card": key}}, "deprecations": [str]}``: the hosts of
+        every card's :func:`plan`, each tagged with its card, and every
+        card's deprecations prefixed with its key.
     :raises PlanError: every card's placement errors, each prefixed with the
         card key; a host placed by two cards.
     """
-    merged = {"cards": {}, "hosts": {}}
+    merged = {"cards": {}, "hosts": {}, "deprecations": []}
     errors = []
     for key in sorted(cards):
         try:
@@ -466,6 +490,7 @@ def plan_fleet(cards, placements):
             errors.extend(("%s: %s" % (key, where), msg) for where, msg in exc.errors)
             continue
         merged["cards"][key] = one["model"]
+        merged["deprecations"].extend("%s: %s" % (key, d) for d in one["deprecations"])
         for host, hp in one["hosts"].items():
             if host in merged["hosts"]:
                 errors.append((host, "placed by two cards: %s and %s" % (merged["hosts"][host]["card"], key)))

@@ -40,7 +40,14 @@ SGLANG_DEFAULT_DIST_INIT_PORT = 5000
 #: more per DP rank, up to P+5+dp_size.
 SGLANG_DIST_INIT_PORT_SPAN = 7
 
-ROLES = ("monolithic", "encoder", "language", "prefill", "decode", "router")
+#: What a recipe does. ``aggregated``: one server does prefill and decode
+#: (aggregated serving, the engines' own term, as opposed to prefill/decode
+#: disaggregation).
+ROLES = ("aggregated", "encoder", "language", "prefill", "decode", "router")
+#: Role names of earlier releases, still accepted where an operator types a
+#: recipe name (``launchcard_recipes``), with a deprecation warning.
+FORMER_ROLES = {"monolithic": "aggregated"}
+_RECIPE_NAME = re.compile(r"^(?P<engine>[a-z0-9]+)-(?P<role>[a-z]+)(?P<index>-[0-9]+)?$")
 
 _V_TP = ("--tensor-parallel-size", "-tp")
 _V_PP = ("--pipeline-parallel-size", "-pp")
@@ -257,7 +264,7 @@ def _vllm(a, path):
             raise RecipeError(where, "%s is not valid JSON (%s)" % (written, exc))
         if not isinstance(kv, dict):
             raise RecipeError(where, "%s must be a JSON object" % written)
-    role = {"kv_producer": "prefill", "kv_consumer": "decode"}.get((kv or {}).get("kv_role"), "monolithic")
+    role = {"kv_producer": "prefill", "kv_consumer": "decode"}.get((kv or {}).get("kv_role"), "aggregated")
     dpl = _size(a, _V_DPL, path, "local data parallel size") if a.has(_V_DPL) else None
     total = tp * pp * dp
     per_node = tp * pp * dpl if dpl else _per_node(a, total, m["nnodes"], path)
@@ -304,7 +311,7 @@ def _sglang(a, path):
     elif mode != "null":
         role = mode
     else:
-        role = "monolithic"
+        role = "aggregated"
     # With --enable-dp-attention the DP ranks share the TP GPUs; without it
     # SGLang starts dp_size copies of a TP group (server_args.py).
     total = tp * pp * (1 if a.has("--enable-dp-attention") else dp)
@@ -385,11 +392,21 @@ def slug(text):
     return _SLUG.sub("-", text.lower()).strip("-.") or "x"
 
 
+def current_name(name):
+    """The recipe name ``name`` is in this release, when it uses a former role
+    name (``vllm-monolithic`` -> ``vllm-aggregated``, ``sglang-monolithic-3``
+    -> ``sglang-aggregated-3``); None when it does not."""
+    m = _RECIPE_NAME.match(name) if isinstance(name, str) else None
+    if not m or m.group("role") not in FORMER_ROLES:
+        return None
+    return "%s-%s%s" % (m.group("engine"), FORMER_ROLES[m.group("role")], m.group("index") or "")
+
+
 def name_recipes(recipes):
     """Give each recipe model a stable ``name``: ``<engine>-<role>``.
 
     When two recipes of a card share engine and role, each of them gets its
-    index appended (``sglang-monolithic-3``), so names stay unique.
+    index appended (``sglang-aggregated-3``), so names stay unique.
     Mutates and returns ``recipes``.
     """
     counts = {}

@@ -14,6 +14,7 @@ import pytest
 from ansible_collections.launchcard.inference.plugins.plugin_utils._card import CardError, load_card
 from ansible_collections.launchcard.inference.plugins.plugin_utils._recipe import (
     RecipeError,
+    current_name,
     describe,
     launcher,
     name_recipes,
@@ -48,10 +49,10 @@ def _env(argv, engine="sglang", env=None):
 # -- the example card -----------------------------------------------------------
 EXAMPLE_EXPECT = [
     # name, role, engine, launcher, tp, gpus, port, bootstrap, base_gpu_id
-    ("vllm-monolithic", "monolithic", "vllm", "vllm", 8, 8, 8000, None, None),
+    ("vllm-aggregated", "aggregated", "vllm", "vllm", 8, 8, 8000, None, None),
     ("sglang-encoder", "encoder", "sglang", "sglang", 4, 4, 30001, None, 0),
     ("sglang-language", "language", "sglang", "sglang", 4, 4, 30000, None, 0),
-    ("sglang-monolithic", "monolithic", "sglang", "sglang", 4, 4, 30000, None, 0),
+    ("sglang-aggregated", "aggregated", "sglang", "sglang", 4, 4, 30000, None, 0),
     ("sglang-prefill", "prefill", "sglang", "sglang", 2, 2, 31000, 8998, 0),
     ("sglang-decode", "decode", "sglang", "sglang", 2, 2, 32000, None, 2),
     ("sglang-router", "router", "sglang", "router", 0, 0, 30000, None, None),
@@ -83,7 +84,7 @@ def test_example_card_has_seven_recipes_with_unique_names(example):
     assert len({r["name"] for r in example["recipes"]}) == 7
 
 
-def test_example_vllm_monolithic(example):
+def test_example_vllm_aggregated(example):
     r = example["recipes"][0]
     assert r["env"] == {"VLLM_ENGINE_READY_TIMEOUT_S": "3600", "VLLM_USE_RUST_FRONTEND": "1"}
     assert r["model_arg"] == "zai-org/GLM-5.3-Flash"
@@ -136,14 +137,14 @@ def test_recipe_models_are_json_serialisable(example):
 def test_vllm_multinode_tp16():
     c = _valid("01-vllm-multinode-tp16.json")
     r0, r1 = c["recipes"]
-    assert [r["name"] for r in c["recipes"]] == ["vllm-monolithic-0", "vllm-monolithic-1"]
+    assert [r["name"] for r in c["recipes"]] == ["vllm-aggregated-0", "vllm-aggregated-1"]
     for r in (r0, r1):
         assert r["tensor_parallel_size"] == 16
         assert r["nnodes"] == 2
         assert r["gpus"] == 8
         assert r["gpus_total"] == 16
         assert r["master_addr"] == "10.20.0.11"
-        assert r["role"] == "monolithic"
+        assert r["role"] == "aggregated"
     assert (r0["node_rank"], r0["headless"], r0["port"]) == (0, False, 8000)
     assert (r1["node_rank"], r1["headless"], r1["port"]) == (1, True, 8000)
     assert r0["env"]["NCCL_SOCKET_IFNAME"] == "ib0"
@@ -165,7 +166,7 @@ def test_sglang_multinode_tp16():
 def test_vllm_pd_nixl_kv_both():
     c = _valid("03-vllm-pd-nixl.json")
     for r, port in zip(c["recipes"], (8100, 8200)):
-        assert r["role"] == "monolithic"  # kv_both: neither producer nor consumer
+        assert r["role"] == "aggregated"  # kv_both: neither producer nor consumer
         assert r["kv_transfer_config"] == {"kv_connector": "NixlConnector", "kv_role": "kv_both"}
         assert r["transfer_backend"] == "NixlConnector"
         assert r["gpus"] == 2
@@ -174,7 +175,7 @@ def test_vllm_pd_nixl_kv_both():
 
 
 @pytest.mark.parametrize("kv_role,role", [("kv_producer", "prefill"), ("kv_consumer", "decode"),
-                                          ("kv_both", "monolithic")])
+                                          ("kv_both", "aggregated")])
 def test_vllm_kv_role_gives_the_role(kv_role, role):
     kv = json.dumps({"kv_connector": "NixlConnector", "kv_role": kv_role})
     r = describe(_env(["vllm", "serve", "m", "--kv-transfer-config", kv], "vllm"), 0)
@@ -232,7 +233,7 @@ def test_sglang_dp_without_dp_attention_multiplies():
 def test_minimal_card():
     c = _valid("10-minimal-required-only.json")
     r = c["recipes"][0]
-    assert (r["name"], r["gpus"], r["port"], r["env"], r["checkpoint"]) == ("vllm-monolithic", 1, 8000, {}, None)
+    assert (r["name"], r["gpus"], r["port"], r["env"], r["checkpoint"]) == ("vllm-aggregated", 1, 8000, {}, None)
     assert r["validated_hardware"] == []
 
 
@@ -244,7 +245,7 @@ def test_every_valid_card_models_consistently(path):
     names = [r["name"] for r in c["recipes"]]
     assert len(names) == len(set(names))
     for r in c["recipes"]:
-        assert r["role"] in ("monolithic", "encoder", "language", "prefill", "decode", "router")
+        assert r["role"] in ("aggregated", "encoder", "language", "prefill", "decode", "router")
         assert r["name"].startswith("%s-%s" % (r["engine"], r["role"]))
         if r["launcher"] == "router":
             assert r["gpus"] == 0
@@ -399,10 +400,23 @@ def test_launcher(argv, kind):
 
 
 def test_name_recipes_suffixes_only_duplicates():
-    rs = [{"engine": "vllm", "role": "monolithic", "index": 0},
-          {"engine": "sglang", "role": "monolithic", "index": 1},
-          {"engine": "vllm", "role": "monolithic", "index": 2}]
-    assert [r["name"] for r in name_recipes(rs)] == ["vllm-monolithic-0", "sglang-monolithic", "vllm-monolithic-2"]
+    rs = [{"engine": "vllm", "role": "aggregated", "index": 0},
+          {"engine": "sglang", "role": "aggregated", "index": 1},
+          {"engine": "vllm", "role": "aggregated", "index": 2}]
+    assert [r["name"] for r in name_recipes(rs)] == ["vllm-aggregated-0", "sglang-aggregated", "vllm-aggregated-2"]
+
+
+@pytest.mark.parametrize("name, current", [
+    ("vllm-monolithic", "vllm-aggregated"),
+    ("sglang-monolithic-3", "sglang-aggregated-3"),
+    ("vllm-aggregated", None),
+    ("sglang-prefill", None),
+    ("monolithic", None),
+    ("vllm-monolithic-x", None),
+    (3, None),
+])
+def test_current_name_of_a_former_role_name(name, current):
+    assert current_name(name) == current
 
 
 def test_slug():
