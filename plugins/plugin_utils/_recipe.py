@@ -31,7 +31,8 @@ VLLM_DEFAULT_NIXL_SIDE_CHANNEL_PORT = 5600
 #: ``vllm/config/parallel.py``, ``master_port``, default 29501).
 VLLM_DEFAULT_MASTER_PORT = 29501
 #: SGLang multi-node: the port of ``--dist-init-addr HOST:PORT`` has no
-#: default; 5000 is the one SGLang's docs and this planner use.
+#: default (SGLang needs the option with ``--nnodes`` > 1); the planner writes
+#: 5000 when the card gives none.
 SGLANG_DEFAULT_DIST_INIT_PORT = 5000
 #: Ports SGLang's rank 0 opens from the ``--dist-init-addr`` port P: P itself
 #: (torch.distributed's TCP store) and P+1 .. P+6 (ZMQ sockets at
@@ -152,8 +153,9 @@ def _refuse_unread_forms(a, kind, path):
     (``--kv-transfer-config.kv_role``) is refused for the same reason: the
     plan would not see the key.
     """
-    known = KNOWN_OPTIONS[kind]
-    for i, written, full in abbreviations(a.tokens, known, _parser_start(a.tokens), a.underscores):
+    found = abbreviations(a.tokens, KNOWN_OPTIONS[kind], _parser_start(a.tokens), a.underscores)
+    if found:
+        i, written, full = found[0]
         raise RecipeError("%s[%d]" % (path, i), (
             "%r abbreviates %s: %s's argparse (allow_abbrev) reads an unambiguous prefix of a long "
             "option as that option, and the planner reads options by their full name; write %s" % (
