@@ -13,6 +13,7 @@ from ansible.errors import AnsibleActionFail
 from ansible.module_utils.common.text.converters import to_native, to_text
 from ansible.module_utils.urls import open_url
 from ansible.plugins.action import ActionBase
+from ansible.utils.display import Display
 
 from ansible_collections.launchcard.inference.plugins.plugin_utils._card import CardError, load_card
 from ansible_collections.launchcard.inference.plugins.plugin_utils._planner import (
@@ -20,6 +21,9 @@ from ansible_collections.launchcard.inference.plugins.plugin_utils._planner impo
     normalize_placement,
     plan_fleet,
 )
+
+
+display = Display()
 
 
 class ActionModule(ActionBase):
@@ -98,6 +102,8 @@ class ActionModule(ActionBase):
             the_plan = plan_fleet(cards, {src: normalize_placement(e) for src, e in by_card.items()})
         except PlanError as exc:
             raise AnsibleActionFail(to_text(exc))
+        for msg in the_plan.get("deprecations", ()):
+            display.deprecated(msg, version="2.0.0", collection_name="launchcard.inference")
         warnings = ["%s: %s" % (src, w) for src, card in cards.items() for w in card["warnings"]]
         if warnings:
             result["warnings"] = warnings

@@ -108,7 +108,7 @@ def _peers(card, host_plan, plan):
                 for p in peers_of(inst, "decode"):
                     add(inst, p, "port", "port")
             elif r.get("worker_urls"):
-                for p in peers_of(inst, "monolithic"):
+                for p in peers_of(inst, "aggregated"):
                     add(inst, p, "port", "port")
         elif inst["role"] == "decode":
             for p in peers_of(inst, "prefill"):
@@ -116,6 +116,12 @@ def _peers(card, host_plan, plan):
         elif inst["role"] == "language" and r.get("encoder_urls"):
             for p in peers_of(inst, "encoder"):
                 add(inst, p, "port", "port")
+        if inst.get("node_rank"):
+            # a multi-node rank > 0 connects to its rank 0's init port (--dist-init-addr / --master-port)
+            for p in others:
+                if (p["recipe"], p.get("replica"), p.get("node_rank")) == (inst["recipe"], inst.get("replica"), 0) \
+                        and p.get("host") != inst.get("host") and p.get("address"):
+                    add(inst, p, "dist_init_port", "init port")
     return out
 
 
@@ -131,14 +137,17 @@ def host_needs(card, host_plan, plan=None):
         resident GiB / (TP x PP), halved when the recipe quantizes a non-fp8
         checkpoint to fp8; None when unknown) and ``ports`` (list of
         ``{"port", "owner"}``: every port the plan assigns here (server,
-        bootstrap, router Prometheus, vLLM NIXL side channel), owner = the
-        unit that will hold it), ``images`` (sorted distinct container images
+        bootstrap, router Prometheus, vLLM NIXL side channel, a multi-node
+        rank 0's init ports: the instance's ``ports``), owner = the unit
+        that will hold it, and where it has any, ``former_owners`` = its
+        unit's names in earlier releases, pruned before it starts), ``images`` (sorted distinct container images
         of the placed instances) and ``peers`` (list of ``{"address",
         "port", "why"}``: ports on OTHER hosts that the instances here must
         reach - a router every prefill's server and bootstrap port, every
-        decode's port, or every monolithic worker with ``--worker-urls``; a
+        decode's port, or every aggregated worker with ``--worker-urls``; a
         decode every prefill's bootstrap port; a language-only server every
-        encoder; empty without ``plan``).
+        encoder; a multi-node rank > 0 its rank 0's init port; empty without
+        ``plan``).
     :param plan: the whole plan (``launchcard_plan``), to find the peers;
         optional for backward compatibility.
     """
@@ -159,6 +168,12 @@ def host_needs(card, host_plan, plan=None):
             if resident:
                 mib = resident * GIB / MIB / shards / (2 if halve else 1)
                 per_gpu = max(per_gpu or 0, int(mib))
+        if "ports" in inst:
+            # every port the planner gave the instance (server, bootstrap, Prometheus,
+            # NIXL side channel, multi-node init ports)
+            former = {"former_owners": inst["former_units"]} if inst.get("former_units") else {}
+            ports.extend(dict({"port": x["port"], "owner": inst["unit"]}, **former) for x in inst["ports"])
+            continue
         for key in ("port", "bootstrap_port", "prometheus_port"):
             if inst.get(key):
                 ports.append({"port": inst[key], "owner": inst["unit"]})
@@ -470,7 +485,7 @@ def check_ports(host):
         if holder is _FREE:
             continue
         unit = holder.get("unit") if isinstance(holder, dict) else holder
-        if not _holds(unit, p["owner"]):
+        if not any(_holds(unit, o) for o in [p["owner"]] + list(p.get("former_owners") or [])):
             busy.append("%d (held by %s)" % (port, _owner_text(holder)))
     return _result("ports", not busy, ", ".join(str(p["port"]) for p in needs["ports"]) + " free",
                    ", ".join(busy) or "all free or ours",

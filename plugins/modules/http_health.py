@@ -61,7 +61,7 @@ EXAMPLES = r"""
 - name: Gate on all endpoints of this host
   launchcard.inference.http_health:
     endpoints:
-      - name: launchcard-demo-vllm-monolithic-0.service
+      - name: launchcard-demo-vllm-aggregated-0.service
         url: http://127.0.0.1:8000/health
         probe: completion
         model: Qwen/Qwen2.5-7B-Instruct
@@ -75,7 +75,7 @@ endpoints:
   type: list
   elements: dict
   sample:
-    - name: launchcard-demo-vllm-monolithic-0.service
+    - name: launchcard-demo-vllm-aggregated-0.service
       url: http://127.0.0.1:8000/health
       probe: completion
       healthy: true

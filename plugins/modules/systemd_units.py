@@ -95,7 +95,7 @@ EXAMPLES = r"""
 - name: Converge this host's units
   launchcard.inference.systemd_units:
     units:
-      - name: launchcard-demo-vllm-monolithic-0.service
+      - name: launchcard-demo-vllm-aggregated-0.service
         content: "{{ lookup('ansible.builtin.template', 'unit.j2') }}"
     state: started
 """
@@ -107,7 +107,7 @@ units:
   type: list
   elements: dict
   sample:
-    - name: launchcard-demo-vllm-monolithic-0.service
+    - name: launchcard-demo-vllm-aggregated-0.service
       active_state: active
       sub_state: running
       unit_file_state: enabled

@@ -13,6 +13,13 @@ takes every following token up to the next option (a token starting with
 :class:`Argv` keeps the original tokens and only touches the tokens of the
 option it is asked to change, so a recipe whose placement needs no rewrite
 comes back token for token (the "recipe fidelity" rule of the planner).
+
+vLLM's parser (``FlexibleArgumentParser``, ``vllm/utils/argparse_utils.py``)
+also accepts underscores for dashes in a long option's name
+(``--tensor_parallel_size``, up to the first ``.``): an :class:`Argv` made
+with ``underscores=True`` reads names that way. Abbreviated options (argparse's
+``allow_abbrev``) are not resolved here: :func:`abbreviations` finds them so
+the recipe model can refuse them.
 """
 
 from __future__ import annotations
@@ -38,8 +45,20 @@ class Argv:
         executable). The list is copied; :attr:`tokens` is the current state.
     """
 
-    def __init__(self, tokens):
+    def __init__(self, tokens, underscores=False):
         self.tokens = list(tokens)
+        self.underscores = underscores
+
+    def name(self, token):
+        """The option name a token is read as (``--a_b=1`` -> ``--a-b`` with
+        ``underscores``), or None when the token is not an option."""
+        if not _is_option(token):
+            return None
+        name = token.split("=", 1)[0]
+        if self.underscores and name.startswith("--"):
+            head, dot, rest = name[2:].partition(".")
+            name = "--" + head.replace("_", "-") + dot + rest
+        return name
 
     # -- reading ---------------------------------------------------------
     def _spans(self, flags):
@@ -54,8 +73,8 @@ class Argv:
         toks = self.tokens
         while i < len(toks):
             tok = toks[i]
-            name, eq, inline = tok.partition("=")
-            if tok.startswith("-") and name in flags:
+            dummy, eq, inline = tok.partition("=")
+            if tok.startswith("-") and self.name(tok) in flags:
                 if eq:
                     yield i, i + 1, [inline]
                     i += 1
@@ -88,10 +107,23 @@ class Argv:
 
     def _value_at(self, flags, path):
         """``(path[i], flag as written)`` of the last occurrence's first value token."""
-        start = list(self._spans(flags))[-1][0]
+        start, end, dummy = list(self._spans(flags))[-1]
         tok = self.tokens[start]
-        index = start if "=" in tok else start + 1
+        index = start if "=" in tok or end == start + 1 else start + 1
         return "%s[%d]" % (path, index), tok.split("=", 1)[0]
+
+    def where(self, flags, path="argv"):
+        """Where the last occurrence of ``flags`` sets its value.
+
+        :param path: the argv's own path in the card (``envs[4].argv``).
+        :returns: ``(element path, flag as written)``: the value's element
+            (``envs[4].argv[8]``; the flag's own element for ``--flag=value``
+            or a flag without value), or ``(path, None)`` when the flag is
+            absent.
+        """
+        if not self.has(flags):
+            return path, None
+        return self._value_at(flags, path)
 
     def get_int(self, flags, default, path="argv"):
         """Return an option's value as an int.
@@ -121,6 +153,10 @@ class Argv:
             where, written = self._value_at(flags, path)
             raise ValueError("%s: %s expects a TCP port from 1 to 65535, found %d" % (where, written, port))
         return port
+
+    def occurrences(self, flags):
+        """Return ``(index of the flag, value tokens)`` of every occurrence, in order."""
+        return [(span[0], span[2]) for span in self._spans(flags)]
 
     def groups(self, flags):
         """Return the value lists of every occurrence, in order."""
@@ -165,7 +201,7 @@ class Argv:
         the flag are left in place.
         """
         flags = (flags,) if isinstance(flags, str) else tuple(flags)
-        self.tokens = [t for t in self.tokens if not (t.startswith("-") and t in flags)]
+        self.tokens = [t for t in self.tokens if not ("=" not in t and self.name(t) in flags)]
 
     def replace_groups(self, flags, groups):
         """Replace every occurrence of a repeatable option with ``groups``.
@@ -185,6 +221,36 @@ class Argv:
             new.append(name)
             new.extend(str(v) for v in vals)
         self.tokens[at:at] = new
+
+
+def abbreviations(tokens, known, start=1, underscores=False):
+    """Find long options written as an abbreviation of an option in ``known``.
+
+    argparse (``allow_abbrev=True``, its default, which vLLM, SGLang and the
+    SGLang router keep) reads an unambiguous prefix of a long option as that
+    option (https://docs.python.org/3/library/argparse.html#allow-abbrev):
+    ``--tp-si 4`` is ``--tp-size 4`` to SGLang.
+
+    :param tokens: the argv.
+    :param known: option names the caller reads (exact names are fine).
+    :param start: index of the first token that belongs to the engine's
+        parser (after ``vllm serve`` or ``python -m module``).
+    :returns: list of ``(index, written name, [known options it is a prefix
+        of])``, in argv order; tokens after a bare ``--`` are positionals.
+    """
+    reader = Argv([], underscores=underscores)
+    out = []
+    for i in range(start, len(tokens)):
+        tok = tokens[i]
+        if tok == "--":
+            break
+        name = reader.name(tok)
+        if name is None or not name.startswith("--") or name in known:
+            continue
+        full = sorted(k for k in known if k.startswith("--") and k.startswith(name))
+        if full:
+            out.append((i, tok.split("=", 1)[0], full))
+    return out
 
 
 def _first(flags):

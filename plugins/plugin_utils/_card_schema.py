@@ -58,6 +58,7 @@ from __future__ import annotations
 
 import collections
 import json
+import math
 import re
 
 try:
@@ -141,9 +142,39 @@ def _nullable(type_name, **extra):
     return d
 
 
-_SIZE = {"type": ["number", "null"], "minimum": 0,
-         "description": "A size in GiB (2^30 bytes); null = not known."}
-_COUNT = {"type": ["integer", "null"], "minimum": 0}
+#: The largest size a card may state, in GiB: 1 PiB (2^20 GiB). No model's
+#: weights and no host's disk come near it; a larger value is a typo or an
+#: attack (``1e300`` GiB overflows to infinity once converted to bytes).
+MAX_GIB = 1 << 20
+#: The largest count a card may state: 2^53 - 1, the largest integer a JSON
+#: number holds exactly in every implementation (RFC 7493, I-JSON, section
+#: 2.2). ``1e300`` is an integer to JSON Schema but not a usable count.
+MAX_COUNT = (1 << 53) - 1
+#: The largest parameter count, in billions (``hf.params_b``): 10^6 B.
+MAX_PARAMS_B = 1000000
+
+#: Linux refuses to exec a command line with an argument or an environment
+#: string longer than MAX_ARG_STRLEN = 32 pages = 131072 bytes, counting the
+#: terminating NUL (include/uapi/linux/binfmts.h; fs/exec.c copy_strings()
+#: fails with E2BIG). Measured in UTF-8 bytes, not characters.
+MAX_ARG_STRLEN = 131072
+#: The most bytes (UTF-8, one NUL per string) that a recipe's argv and env
+#: strings may hold together: 256 KiB. Two documented limits sit above it:
+#: systemd reads a unit file's logical line (``ExecStart=`` with its
+#: continuation lines joined) of at most LONG_LINE_MAX = 1 MiB
+#: (src/basic/fileio.h; src/shared/conf-parser.c refuses a longer one with
+#: "Line too long" / "Continuation line too long", and the unit does not
+#: load), and Linux's execve() takes at most a quarter of the stack limit,
+#: 2 MiB with the default 8 MiB RLIMIT_STACK, for argv and environment
+#: together (fs/exec.c, bprm_stack_limits()). Escaping a word for
+#: ``ExecStart=`` at most doubles it (``%%``, ``$$``, ``\\``, ``\"``) plus
+#: quotes, so 256 KiB of card argv stays under 1 MiB with room for the
+#: runtime's own flags (container devices, mounts, environment).
+MAX_COMMAND_BYTES = 256 * 1024
+
+_SIZE = {"type": ["number", "null"], "minimum": 0, "maximum": MAX_GIB,
+         "description": "A size in GiB (2^30 bytes), at most 2^20 (1 PiB); null = not known."}
+_COUNT = {"type": ["integer", "null"], "minimum": 0, "maximum": MAX_COUNT}
 _TEXT = {"type": ["string", "null"]}
 _STRINGS = {"type": ["array", "null"], "items": {"type": "string"}}
 
@@ -196,7 +227,7 @@ CARD_SCHEMA = {
                 },
                 "license": _TEXT,
                 "gated": _nullable("boolean"),
-                "params_b": _nullable("number", minimum=0),
+                "params_b": _nullable("number", minimum=0, maximum=MAX_PARAMS_B),
                 "modality": _STRINGS,
                 "weight_gib": _SIZE,
                 "last_modified": _TEXT,
@@ -511,6 +542,8 @@ def _issues_from_error(error):
             return []
         return [Issue(format_path(parts + [k]), "required key %s is missing" % show(k))
                 for k in expect if k not in inst]
+    if v == "type" and _non_finite(inst):
+        return [Issue(path, _finite_message(inst))]
     if v == "type":
         types = expect if isinstance(expect, list) else [expect]
         wanted = " or ".join(_JSON_TYPE_NAMES.get(t, t) for t in types)
@@ -537,6 +570,11 @@ def _issues_from_error(error):
         if expect == 1:
             return [Issue(path, "expected a non-empty array, found an empty array")]
         return [Issue(path, "expected at least %d items, found %d" % (expect, len(inst)))]
+    if v in ("minimum", "maximum") and _non_finite(inst):
+        return [Issue(path, _finite_message(inst))]
+    if v == "maximum":
+        return [Issue(path, "expected a number <= %s (a larger value is not a usable size or count), "
+                      "found %s" % (expect, show(inst)))]
     if v == "minimum":
         return [Issue(path, "expected a number >= %s (negative sizes/counts are not allowed), "
                       "found %s" % (expect, show(inst)))]
@@ -580,9 +618,87 @@ def _issues_from_alternatives(error):
 # Semantic checks and unknown keys
 # ---------------------------------------------------------------------------
 
+def _non_finite(value):
+    return isinstance(value, float) and not math.isfinite(value)
+
+
+def _finite_message(value):
+    if math.isnan(value):
+        return "expected a finite number, found NaN"
+    return ("expected a finite number, found %s (a number literal too large for a double, "
+            "such as 1e400, reads as infinity)" % show(value))
+
+
+def _non_finite_issues(value, parts, out):
+    """Every infinite or NaN number anywhere in the card, at its path.
+
+    JSON has no such values, but Python's decoder turns an overflowing
+    literal (``1e400``) into ``inf``, and a caller may hand
+    :func:`validate_card` a decoded ``float('nan')``, which no ``minimum`` /
+    ``maximum`` keyword catches (every comparison with NaN is false).
+    """
+    stack = [(value, parts)]
+    while stack:
+        value, parts = stack.pop()
+        if _non_finite(value):
+            out.append(Issue(format_path(parts), _finite_message(value)))
+        elif isinstance(value, dict):
+            stack.extend((v, parts + [k]) for k, v in value.items())
+        elif isinstance(value, list):
+            stack.extend((v, parts + [i]) for i, v in enumerate(value))
+
+
+def _utf8_len(text):
+    return len(text.encode("utf-8", "surrogatepass"))
+
+
+def _command_size_issues(envs, out):
+    """Argv and env strings the kernel or systemd would refuse (see MAX_ARG_STRLEN)."""
+    if not isinstance(envs, list):
+        return
+    for i, env in enumerate(envs):
+        if not isinstance(env, dict):
+            continue
+        total = 0
+        argv = env.get("argv")
+        if isinstance(argv, list):
+            for j, word in enumerate(argv):
+                if not isinstance(word, str):
+                    continue
+                size = _utf8_len(word) + 1
+                total += size
+                if size > MAX_ARG_STRLEN:
+                    out.append(Issue(format_path(["envs", i, "argv", j]), (
+                        "expected an argument of at most %d bytes, found %d bytes (UTF-8, with the "
+                        "terminating NUL): Linux refuses to start a command with an argument over "
+                        "MAX_ARG_STRLEN (%d bytes)" % (MAX_ARG_STRLEN - 1, size - 1, MAX_ARG_STRLEN))))
+        argv_total = total
+        variables = env.get("env")
+        if isinstance(variables, dict):
+            for name, val in variables.items():
+                if not isinstance(name, str) or not isinstance(val, str):
+                    continue
+                size = _utf8_len(name) + 1 + _utf8_len(val) + 1
+                total += size
+                if size > MAX_ARG_STRLEN:
+                    out.append(Issue(format_path(["envs", i, "env", name]), (
+                        "expected NAME=VALUE of at most %d bytes, found %d bytes: Linux refuses to "
+                        "start a command with an environment string over MAX_ARG_STRLEN (%d bytes)" % (
+                            MAX_ARG_STRLEN - 1, size - 1, MAX_ARG_STRLEN))))
+        if total > MAX_COMMAND_BYTES:
+            out.append(Issue(format_path(["envs", i, "argv"]), (
+                "expected at most %d bytes of argv and env together, found %d (argv %d, env %d; "
+                "UTF-8 with one NUL per string): the escaped ExecStart= line of a larger recipe can "
+                "pass systemd's 1 MiB line limit, and the unit would not load" % (
+                    MAX_COMMAND_BYTES, total, argv_total, total - argv_total))))
+
+
 def _semantic_issues(doc):
-    """Rules JSON Schema can't say: checkpoint references and uniqueness."""
+    """Rules JSON Schema can't say: finite numbers, command sizes, checkpoint
+    references and uniqueness."""
     issues = []
+    _non_finite_issues(doc, [], issues)
+    _command_size_issues(doc.get("envs"), issues)
     checkpoints = doc.get("checkpoints")
     names = {}
     if isinstance(checkpoints, list):

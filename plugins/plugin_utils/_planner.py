@@ -22,9 +22,12 @@ change is listed in the instance's ``changes``:
   ``--worker-urls``: one entry per placed peer instance;
 - ``--host 0.0.0.0`` added when a server bound to loopback by default must be
   reached from another host;
-- multi-node: ``--node-rank``, ``--dist-init-addr`` (SGLang),
-  ``--master-addr``, ``--headless`` added on ranks > 0 and removed on rank 0
-  (vLLM);
+- multi-node: ``--node-rank``, ``--dist-init-addr HOST:PORT`` (SGLang),
+  ``--master-addr``, ``--master-port`` when its port moved, ``--headless``
+  added on ranks > 0 and removed on rank 0 (vLLM). Rank 0 holds the init
+  port like any other port (SGLang: the block P .. P+6 it opens from it, see
+  ``SGLANG_DIST_INIT_PORT_SPAN``), so two groups whose rank 0 shares a host
+  get different ones;
 - environment: ``CUDA_VISIBLE_DEVICES`` is never written into argv; vLLM
   instances select GPUs through the runtime (see :mod:`units`), and vLLM NIXL
   instances get ``VLLM_NIXL_SIDE_CHANNEL_HOST``/``_PORT``.
@@ -34,9 +37,11 @@ from __future__ import annotations
 
 from urllib.parse import urlsplit
 
-from ansible_collections.launchcard.inference.plugins.plugin_utils._argv import Argv
 from ansible_collections.launchcard.inference.plugins.plugin_utils._recipe import (
+    FORMER_ROLES,
     VLLM_DEFAULT_NIXL_SIDE_CHANNEL_PORT,
+    argv_reader,
+    current_name,
 )
 
 LOOPBACK = ("127.0.0.1", "localhost", "::1", "[::1]")
@@ -98,13 +103,23 @@ def plan(card, placement):
     :param card: the card model (:func:`card.load_card`).
     :param placement: output of :func:`normalize_placement`.
     :returns: ``{"model": {...}, "hosts": {host: {"address", "gpus",
-        "gpus_needed", "instances": [instance, ...]}}}``; hosts that run
-        nothing of this card are left out. An instance is a dict with
+        "gpus_needed", "instances": [instance, ...]}}, "deprecations": [str]}``;
+        hosts that run nothing of this card are left out; ``deprecations``
+        names each recipe reference that used a former role name
+        (``vllm-monolithic``, still planned as ``vllm-aggregated``). An instance is a dict with
         ``id``, ``unit``, ``recipe``, ``engine``, ``role``, ``launcher``,
         ``host``, ``address``, ``replica``, ``nnodes``, ``node_rank``,
         ``gpu_ids`` (list of int), ``gpu_selection``
         (``base_gpu_id`` | ``visible_devices`` | ``none``), ``port``,
         ``bootstrap_port``, ``prometheus_port`` (routers; else None),
+        ``dist_init_port`` (multi-node: the port rank 0 listens on for its
+        group, ``--dist-init-addr`` / ``--master-port``; else None),
+        ``ports`` (every port the instance holds on its host, a list of
+        ``{"port", "what"}``: what preflight checks free),
+        ``former_units`` (the instance's unit names under former role
+        names, e.g. ``...-vllm-monolithic-0.service``: a port one of them
+        holds is this instance's for preflight, since the upgrade prunes
+        it before starting this one),
         ``url``, ``health_url`` (None on headless ranks), ``probe``
         (``completion`` where a request can be served end to end, else
         ``health``; ``none`` on headless ranks), ``served_model``,
@@ -118,6 +133,7 @@ def plan(card, placement):
     recipes = card["recipes"]
     by_name = {r["name"]: r for r in recipes}
     errors = []
+    deprecations = []
     model = card["model"]
 
     # 1. resolve references and build instances ---------------------------
@@ -126,6 +142,10 @@ def plan(card, placement):
         for item in entry["recipes"]:
             ref = item["ref"]
             r = by_name.get(ref) if isinstance(ref, str) else (recipes[ref] if 0 <= ref < len(recipes) else None)
+            if r is None and current_name(ref) in by_name:
+                r = by_name[current_name(ref)]
+                deprecations.append("%s: launchcard_recipes names %r; the role is now called 'aggregated' "
+                                    "(aggregated serving): write %r" % (entry["host"], ref, r["name"]))
             if r is None:
                 errors.append((entry["host"], "no recipe %r in the card; it has %s" % (
                     ref, ", ".join(sorted(by_name)))))
@@ -179,6 +199,7 @@ def plan(card, placement):
     return {
         "model": {"repo": model["repo"], "revision": model["revision"], "slug": model["slug"]},
         "hosts": {n: h for n, h in hosts.items() if h["instances"]},
+        "deprecations": deprecations,
     }
 
 
@@ -186,9 +207,18 @@ def _instance(r, model, host, address, replica, rank, group):
     iid = "%s-%s-%d" % (model["slug"], r["name"], replica)
     if r["nnodes"] > 1:
         iid += "-rank%d" % rank
+    # The same instance's unit under a former role name (launchcard-...-vllm-monolithic-0.service):
+    # an upgrade prunes it before starting this one, so a port it holds is this instance's.
+    former = []
+    for old, new in sorted(FORMER_ROLES.items()):
+        if new == r["role"]:
+            name = "%s-%s%s" % (r["engine"], old, r["name"][len("%s-%s" % (r["engine"], new)):])
+            former.append("%s%s-%s-%d%s.service" % (UNIT_PREFIX, model["slug"], name, replica,
+                                                   "-rank%d" % rank if r["nnodes"] > 1 else ""))
     return {
         "id": iid,
         "unit": UNIT_PREFIX + iid + ".service",
+        "former_units": former,
         "recipe": r["name"],
         "recipe_index": r["index"],
         "engine": r["engine"],
@@ -206,6 +236,8 @@ def _instance(r, model, host, address, replica, rank, group):
         "port": r["port"],
         "bootstrap_port": r["bootstrap_port"],
         "prometheus_port": None,
+        "dist_init_port": None,
+        "ports": [],
         "image": r["image"],
         "checkpoint": r["checkpoint"],
         "served_model": r.get("served_model_name") or r.get("model_arg") or model["repo"],
@@ -222,7 +254,7 @@ def _assign_resources(name, h, errors):
     used = {}
     for inst in h["instances"]:
         r = inst["_recipe"]
-        a = Argv(inst["argv"])
+        a = argv_reader(inst["launcher"], inst["argv"])
         if inst["gpus"]:
             inst["gpu_ids"] = list(range(next_gpu, next_gpu + inst["gpus"]))
             next_gpu += inst["gpus"]
@@ -238,6 +270,11 @@ def _assign_resources(name, h, errors):
         if r["launcher"] == "router":
             inst["prometheus_port"] = _take_port(used, inst, "prometheus port", r["prometheus_port"], a,
                                                  "--prometheus-port")
+        if inst["nnodes"] > 1 and not headless:
+            # rank 0 listens here; the other ranks of its group connect to it (see _rewrite_multinode)
+            inst["dist_init_port"] = _take_port(
+                used, inst, "--dist-init-addr port" if r["launcher"] == "sglang" else "--master-port",
+                r["dist_init_port"], None, None, r["dist_init_port_span"])
         kv = r.get("kv_transfer_config") or {}
         if kv.get("kv_connector") == "NixlConnector":
             raw = inst["env"].get("VLLM_NIXL_SIDE_CHANNEL_PORT", VLLM_DEFAULT_NIXL_SIDE_CHANNEL_PORT)
@@ -259,15 +296,22 @@ def _assign_resources(name, h, errors):
             h["gpus"])))
 
 
-def _take_port(used, inst, what, want, argv, flag):
+def _take_port(used, inst, what, want, argv, flag, span=1):
+    """Give ``inst`` the first port at or above ``want`` that no earlier
+    instance on the host holds (``span`` consecutive ports when the process
+    opens a block), record it in ``inst["ports"]`` and, when ``argv`` is
+    given, rewrite ``flag`` to it."""
     port = want
-    while port in used:
+    while any(p in used for p in range(port, port + span)):
         port += 1
-    if port > 65535:
+    if port + span - 1 > 65535:
         raise PlanError([(inst["host"], "no free port at or above %d for %s" % (want, inst["id"]))])
-    used[port] = inst["id"]
+    for p in range(port, port + span):
+        used[p] = inst["id"]
+        inst["ports"].append({"port": p, "what": what if span == 1 else "%s + %d" % (what, p - port)})
     if port != want:
-        inst["changes"].append("%s %d (card: %d, taken by %s)" % (flag or what, port, want, used[want]))
+        taken = next(used[p] for p in range(want, want + span) if used[p] != inst["id"])
+        inst["changes"].append("%s %d (card: %d, taken by %s)" % (flag or what, port, want, taken))
         if argv is not None:
             argv.set(flag, port)
     return port
@@ -308,7 +352,7 @@ def _template_for(urls, peer):
 
 def _rewrite_peers(inst, instances, hosts, errors):
     r = inst["_recipe"]
-    a = Argv(inst["argv"])
+    a = argv_reader(inst["launcher"], inst["argv"])
 
     def peers_of(role):
         return [p for p in instances if p["role"] == role and p["node_rank"] == 0]
@@ -357,7 +401,7 @@ def _rewrite_peers(inst, instances, hosts, errors):
                 a.replace_groups("--decode", dgroups)
                 inst["changes"].append("--decode %s" % " ; ".join(g[0] for g in dgroups))
         elif r["worker_urls"]:
-            workers = peers_of("monolithic")
+            workers = peers_of("aggregated")
             if not workers:
                 errors.append((inst["id"], "a router with --worker-urls needs at least one server placed"))
             urls = []
@@ -372,9 +416,9 @@ def _rewrite_peers(inst, instances, hosts, errors):
     if inst["role"] == "prefill" and not peers_of("decode"):
         errors.append((inst["id"], "a prefill server needs a decode server placed"))
     if inst["nnodes"] > 1:
-        _rewrite_multinode(inst, a, hosts)
+        _rewrite_multinode(inst, a, hosts, instances)
     inst["argv"] = a.tokens
-    bind = Argv(inst["argv"]).get("--host", r["bind_host"])
+    bind = argv_reader(inst["launcher"], inst["argv"]).get("--host", r["bind_host"])
     if bind in ("0.0.0.0", "::", "", "127.0.0.1", "localhost"):
         local = "127.0.0.1"
     elif bind in ("::1", "[::1]"):
@@ -387,11 +431,11 @@ def _rewrite_peers(inst, instances, hosts, errors):
     else:
         inst["url"] = "http://%s:%d" % (_bracket(inst["address"]), inst["port"])
         inst["health_url"] = "http://%s:%d/health" % (local, inst["port"])
-        inst["probe"] = "completion" if inst["role"] in ("monolithic", "language", "router") else "health"
+        inst["probe"] = "completion" if inst["role"] in ("aggregated", "language", "router") else "health"
 
 
 def _open_to_network(peer, errors):
-    a = Argv(peer["argv"])
+    a = argv_reader(peer["launcher"], peer["argv"])
     if a.has("--host"):
         if a.get("--host") in LOOPBACK:
             errors.append((peer["id"], "binds %s but a peer on another host must reach it; "
@@ -402,17 +446,20 @@ def _open_to_network(peer, errors):
     peer["changes"].append("--host 0.0.0.0 (a peer on another host reaches it)")
 
 
-def _rewrite_multinode(inst, a, hosts):
+def _rewrite_multinode(inst, a, hosts, instances):
     r = inst["_recipe"]
     head = hosts[inst["_group"][0]]["address"]
+    rank0 = next(i for i in instances if i["recipe"] == inst["recipe"] and i["replica"] == inst["replica"]
+                 and i["node_rank"] == 0)
+    port = inst["dist_init_port"] = rank0["dist_init_port"]
     if a.has("--node-rank") or inst["node_rank"]:
         a.set("--node-rank", inst["node_rank"])
     if r["launcher"] == "sglang":
-        old = r.get("dist_init_addr") or ""
-        port = old.rsplit(":", 1)[-1] if ":" in old else "5000"
-        a.set("--dist-init-addr", "%s:%s" % (_bracket(head), port))
+        a.set("--dist-init-addr", "%s:%d" % (_bracket(head), port))
     elif r["launcher"] == "vllm":
         a.set("--master-addr", head)
+        if port != r["dist_init_port"] or a.has("--master-port"):
+            a.set("--master-port", port)
         if inst["node_rank"] > 0:
             a.add_flag("--headless")
         elif a.has("--headless"):
@@ -428,12 +475,13 @@ def plan_fleet(cards, placements):
     :param placements: dict card key -> :func:`normalize_placement` output
         for the hosts that serve that card. A host belongs to one card.
     :returns: ``{"cards": {key: {"repo", "revision", "slug"}}, "hosts":
-        {host: {..., "card": key}}}``: the hosts of every card's
-        :func:`plan`, each tagged with its card.
+        {host: {..., "card": key}}, "deprecations": [str]}``: the hosts of
+        every card's :func:`plan`, each tagged with its card, and every
+        card's deprecations prefixed with its key.
     :raises PlanError: every card's placement errors, each prefixed with the
         card key; a host placed by two cards.
     """
-    merged = {"cards": {}, "hosts": {}}
+    merged = {"cards": {}, "hosts": {}, "deprecations": []}
     errors = []
     for key in sorted(cards):
         try:
@@ -442,6 +490,7 @@ def plan_fleet(cards, placements):
             errors.extend(("%s: %s" % (key, where), msg) for where, msg in exc.errors)
             continue
         merged["cards"][key] = one["model"]
+        merged["deprecations"].extend("%s: %s" % (key, d) for d in one["deprecations"])
         for host, hp in one["hosts"].items():
             if host in merged["hosts"]:
                 errors.append((host, "placed by two cards: %s and %s" % (merged["hosts"][host]["card"], key)))

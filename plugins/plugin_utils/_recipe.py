@@ -20,15 +20,35 @@ from __future__ import annotations
 import json
 import re
 
-from ansible_collections.launchcard.inference.plugins.plugin_utils._argv import Argv
+from ansible_collections.launchcard.inference.plugins.plugin_utils._argv import Argv, abbreviations
 
 VLLM_DEFAULT_PORT = 8000
 SGLANG_DEFAULT_PORT = 30000
 ROUTER_DEFAULT_PORT = 30000
 SGLANG_DEFAULT_BOOTSTRAP_PORT = 8998
 VLLM_DEFAULT_NIXL_SIDE_CHANNEL_PORT = 5600
+#: vLLM multi-node without Ray: rank 0 listens on ``--master-port`` (vLLM
+#: ``vllm/config/parallel.py``, ``master_port``, default 29501).
+VLLM_DEFAULT_MASTER_PORT = 29501
+#: SGLang multi-node: the port of ``--dist-init-addr HOST:PORT`` has no
+#: default (SGLang needs the option with ``--nnodes`` > 1); the planner writes
+#: 5000 when the card gives none.
+SGLANG_DEFAULT_DIST_INIT_PORT = 5000
+#: Ports SGLang's rank 0 opens from the ``--dist-init-addr`` port P: P itself
+#: (torch.distributed's TCP store) and P+1 .. P+6 (ZMQ sockets at
+#: ``port_base = P + 1`` plus offsets, ``PortArgs.init_new`` in
+#: ``python/sglang/srt/server_args.py``); with ``--enable-dp-attention`` one
+#: more per DP rank, up to P+5+dp_size.
+SGLANG_DIST_INIT_PORT_SPAN = 7
 
-ROLES = ("monolithic", "encoder", "language", "prefill", "decode", "router")
+#: What a recipe does. ``aggregated``: one server does prefill and decode
+#: (aggregated serving, the engines' own term, as opposed to prefill/decode
+#: disaggregation).
+ROLES = ("aggregated", "encoder", "language", "prefill", "decode", "router")
+#: Role names of earlier releases, still accepted where an operator types a
+#: recipe name (``launchcard_recipes``), with a deprecation warning.
+FORMER_ROLES = {"monolithic": "aggregated"}
+_RECIPE_NAME = re.compile(r"^(?P<engine>[a-z0-9]+)-(?P<role>[a-z]+)(?P<index>-[0-9]+)?$")
 
 _V_TP = ("--tensor-parallel-size", "-tp")
 _V_PP = ("--pipeline-parallel-size", "-pp")
@@ -41,6 +61,27 @@ _S_DP = ("--dp-size", "--dp", "--data-parallel-size")
 _S_EP = ("--ep-size", "--ep", "--expert-parallel-size")
 _S_CP = ("--attn-cp-size",)
 _S_MODEL = ("--model-path", "--model")
+
+#: Every option each dialect reads or the planner rewrites. A long option
+#: written as an abbreviation of one of these is refused (see
+#: :func:`_refuse_unread_forms`).
+KNOWN_OPTIONS = {
+    "vllm": frozenset(_V_TP + _V_PP + _V_DP + _V_DPL + _V_DCP + (
+        "--nnodes", "--node-rank", "--port", "--host", "--kv-transfer-config", "--enable-expert-parallel",
+        "--master-addr", "--master-port", "--headless", "--data-parallel-address", "--served-model-name",
+        "--model", "--quantization", "-q")),
+    "sglang": frozenset(_S_TP + _S_PP + _S_DP + _S_EP + _S_CP + _S_MODEL + (
+        "--nnodes", "--node-rank", "--port", "--host", "--disaggregation-mode", "--encoder-only",
+        "--language-only", "--enable-dp-attention", "--base-gpu-id", "--disaggregation-bootstrap-port",
+        "--disaggregation-transfer-backend", "--dist-init-addr", "--served-model-name", "--quantization",
+        "--encoder-urls")),
+    "router": frozenset((
+        "--prefill", "--decode", "--port", "--host", "--pd-disaggregation", "--worker-urls",
+        "--prometheus-port", "--model-path")),
+}
+#: vLLM options whose value is JSON; vLLM also takes them key by key
+#: (``--kv-transfer-config.kv_role kv_producer``), which the plan would not see.
+_V_JSON = ("--kv-transfer-config",)
 
 
 class RecipeError(ValueError):
@@ -78,6 +119,57 @@ def launcher(argv):
     return None
 
 
+def argv_reader(kind, tokens):
+    """An :class:`Argv` that reads option names the way ``kind``'s parser does
+    (vLLM: underscores for dashes; SGLang and the router: as written)."""
+    return Argv(tokens, underscores=(kind == "vllm"))
+
+
+def _parser_start(argv):
+    """Index of the first argv token the engine's own parser reads."""
+    exe = argv[0].rsplit("/", 1)[-1]
+    if exe.startswith("python") and len(argv) > 2 and argv[1] == "-m":
+        return 3
+    if exe in ("vllm", "sglang") and len(argv) > 1 and argv[1] == "serve":
+        return 2
+    return 1
+
+
+_PROGRAM = {"vllm": "vLLM", "sglang": "SGLang", "router": "the SGLang router"}
+
+
+def _refuse_unread_forms(a, kind, path):
+    """Refuse option spellings the engine reads but this dialect would not.
+
+    argparse, with ``allow_abbrev`` on (its default, kept by vLLM, SGLang and
+    the SGLang router), reads an unambiguous prefix of a long option as that
+    option: https://docs.python.org/3/library/argparse.html#allow-abbrev.
+    ``--tp-si 4`` is TP 4 to SGLang. Whether a prefix is unambiguous depends
+    on every option of the exact engine release (hundreds, changing with each
+    one), which the card does not pin down for us; so rather than guess, a
+    long option that abbreviates one the planner reads is an error naming the
+    element and the option. (Where the engine finds the prefix ambiguous it
+    would refuse to start anyway.) vLLM's key-by-key JSON form
+    (``--kv-transfer-config.kv_role``) is refused for the same reason: the
+    plan would not see the key.
+    """
+    found = abbreviations(a.tokens, KNOWN_OPTIONS[kind], _parser_start(a.tokens), a.underscores)
+    if found:
+        i, written, full = found[0]
+        raise RecipeError("%s[%d]" % (path, i), (
+            "%r abbreviates %s: %s's argparse (allow_abbrev) reads an unambiguous prefix of a long "
+            "option as that option, and the planner reads options by their full name; write %s" % (
+                written, " or ".join(full), _PROGRAM[kind],
+                "it in full" if len(full) > 1 else full[0])))
+    if kind == "vllm":
+        for i, tok in enumerate(a.tokens):
+            name = a.name(tok)
+            if name and "." in name and name.split(".", 1)[0] in _V_JSON:
+                raise RecipeError("%s[%d]" % (path, i), (
+                    "%r sets one key of %s; the planner reads that option only as one JSON value: "
+                    "write %s '{...}'" % (tok.split("=", 1)[0], name.split(".", 1)[0], name.split(".", 1)[0])))
+
+
 def describe(env, index):
     """Build the recipe model of ``envs[index]``.
 
@@ -98,7 +190,8 @@ def describe(env, index):
     engine = env["engine"]
     if kind != "router" and kind != engine:
         raise RecipeError(path + "[0]", "engine is %r but argv starts %s" % (engine, kind))
-    a = Argv(argv)
+    a = argv_reader(kind, argv)
+    _refuse_unread_forms(a, kind, path)
     try:
         if kind == "router":
             model = _router(a, path)
@@ -125,48 +218,58 @@ def describe(env, index):
     return model
 
 
+def _size(a, flags, path, what):
+    """A parallel size or count (an int >= 1, default 1); errors name the element."""
+    val = a.get_int(flags, 1, path)
+    if val < 1:
+        where, written = a.where(flags, path)
+        raise RecipeError(where, "%s (%s) must be >= 1, found %d" % (written, what, val))
+    return val
+
+
 def _base(a, path, tp, pp, dp, port, host):
-    nnodes = a.get_int("--nnodes", 1, path)
-    if nnodes < 1:
-        raise RecipeError(path, "--nnodes must be >= 1, found %d" % nnodes)
-    for name, val in (("tensor parallel", tp), ("pipeline parallel", pp), ("data parallel", dp)):
-        if val < 1:
-            raise RecipeError(path, "%s size must be >= 1, found %d" % (name, val))
+    nnodes = _size(a, "--nnodes", path, "number of nodes")
+    rank = a.get_int("--node-rank", 0, path)
+    if not 0 <= rank < nnodes:
+        where, written = a.where("--node-rank", path)
+        raise RecipeError(where, "%s must be from 0 to --nnodes - 1 (%d), found %d" % (written, nnodes - 1, rank))
     return {
         "tensor_parallel_size": tp,
         "pipeline_parallel_size": pp,
         "data_parallel_size": dp,
         "nnodes": nnodes,
-        "node_rank": a.get_int("--node-rank", 0, path),
+        "node_rank": rank,
         "port": port,
         "bind_host": host,
     }
 
 
-def _per_node(total, nnodes, path):
+def _per_node(a, total, nnodes, path):
     if total % nnodes:
-        raise RecipeError(path, "%d GPUs do not split evenly over --nnodes %d" % (total, nnodes))
+        where, written = a.where("--nnodes", path)
+        raise RecipeError(where, "%d GPUs do not split evenly over %s %d" % (total, written, nnodes))
     return total // nnodes
 
 
 def _vllm(a, path):
-    tp = a.get_int(_V_TP, 1, path)
-    pp = a.get_int(_V_PP, 1, path)
-    dp = a.get_int(_V_DP, 1, path)
+    tp = _size(a, _V_TP, path, "tensor parallel size")
+    pp = _size(a, _V_PP, path, "pipeline parallel size")
+    dp = _size(a, _V_DP, path, "data parallel size")
     m = _base(a, path, tp, pp, dp, a.get_port("--port", VLLM_DEFAULT_PORT, path), a.get("--host", "0.0.0.0"))
     kv_raw = a.get("--kv-transfer-config")
     kv = None
     if kv_raw is not None:
+        where, written = a.where("--kv-transfer-config", path)
         try:
             kv = json.loads(kv_raw)
         except ValueError as exc:
-            raise RecipeError(path, "--kv-transfer-config is not valid JSON (%s)" % exc)
+            raise RecipeError(where, "%s is not valid JSON (%s)" % (written, exc))
         if not isinstance(kv, dict):
-            raise RecipeError(path, "--kv-transfer-config must be a JSON object")
-    role = {"kv_producer": "prefill", "kv_consumer": "decode"}.get((kv or {}).get("kv_role"), "monolithic")
-    dpl = a.get_int(_V_DPL, None, path)
+            raise RecipeError(where, "%s must be a JSON object" % written)
+    role = {"kv_producer": "prefill", "kv_consumer": "decode"}.get((kv or {}).get("kv_role"), "aggregated")
+    dpl = _size(a, _V_DPL, path, "local data parallel size") if a.has(_V_DPL) else None
     total = tp * pp * dp
-    per_node = tp * pp * dpl if dpl else _per_node(total, m["nnodes"], path)
+    per_node = tp * pp * dpl if dpl else _per_node(a, total, m["nnodes"], path)
     serve = a.tokens.index("serve") if "serve" in a.tokens else None
     model_arg = a.get("--model") or (a.positionals_after(serve) if serve is not None else None)
     m.update({
@@ -179,6 +282,8 @@ def _vllm(a, path):
         "transfer_backend": (kv or {}).get("kv_connector"),
         "kv_transfer_config": kv,
         "master_addr": a.get("--master-addr"),
+        "dist_init_port": a.get_port("--master-port", VLLM_DEFAULT_MASTER_PORT, path),
+        "dist_init_port_span": 1,
         "headless": a.has("--headless"),
         "data_parallel_address": a.get("--data-parallel-address"),
         "served_model_name": a.get("--served-model-name"),
@@ -193,13 +298,14 @@ def _vllm(a, path):
 
 
 def _sglang(a, path):
-    tp = a.get_int(_S_TP, 1, path)
-    pp = a.get_int(_S_PP, 1, path)
-    dp = a.get_int(_S_DP, 1, path)
+    tp = _size(a, _S_TP, path, "tensor parallel size")
+    pp = _size(a, _S_PP, path, "pipeline parallel size")
+    dp = _size(a, _S_DP, path, "data parallel size")
     m = _base(a, path, tp, pp, dp, a.get_port("--port", SGLANG_DEFAULT_PORT, path), a.get("--host", "127.0.0.1"))
     mode = a.get("--disaggregation-mode", "null")
     if mode not in ("null", "prefill", "decode"):
-        raise RecipeError(path, "--disaggregation-mode expects prefill, decode or null, found %r" % mode)
+        where, written = a.where("--disaggregation-mode", path)
+        raise RecipeError(where, "%s expects prefill, decode or null, found %r" % (written, mode))
     if a.has("--encoder-only"):
         role = "encoder"
     elif a.has("--language-only"):
@@ -207,13 +313,13 @@ def _sglang(a, path):
     elif mode != "null":
         role = mode
     else:
-        role = "monolithic"
+        role = "aggregated"
     # With --enable-dp-attention the DP ranks share the TP GPUs; without it
     # SGLang starts dp_size copies of a TP group (server_args.py).
     total = tp * pp * (1 if a.has("--enable-dp-attention") else dp)
     m.update({
         "role": role,
-        "gpus": _per_node(total, m["nnodes"], path),
+        "gpus": _per_node(a, total, m["nnodes"], path),
         "gpus_total": total,
         "expert_parallel_size": a.get_int(_S_EP, 1, path),
         "context_parallel_size": a.get_int(_S_CP, 1, path),
@@ -222,6 +328,8 @@ def _sglang(a, path):
                            if role == "prefill" else None),
         "transfer_backend": a.get("--disaggregation-transfer-backend", "mooncake") if mode != "null" else None,
         "dist_init_addr": a.get("--dist-init-addr"),
+        "dist_init_port": _dist_init_port(a, path),
+        "dist_init_port_span": max(SGLANG_DIST_INIT_PORT_SPAN, 6 + dp if a.has("--enable-dp-attention") else 0),
         "served_model_name": a.get("--served-model-name"),
         "model_arg": a.get(_S_MODEL),
         "quantization": a.get("--quantization"),
@@ -232,11 +340,24 @@ def _sglang(a, path):
     return m
 
 
+def _dist_init_port(a, path):
+    """The port of SGLang's ``--dist-init-addr HOST:PORT`` (``[v6]:PORT``), or the default."""
+    raw = a.get("--dist-init-addr")
+    if raw is None:
+        return SGLANG_DEFAULT_DIST_INIT_PORT
+    host, sep, port = raw.rpartition(":")
+    where, written = a.where("--dist-init-addr", path)
+    if not sep or not host or not port.isdigit() or not 1 <= int(port) <= 65535:
+        raise RecipeError(where, "%s expects HOST:PORT (a TCP port from 1 to 65535; IPv6 as [ADDR]:PORT), "
+                          "found %r" % (written, raw))
+    return int(port)
+
+
 def _router(a, path):
     prefill = []
-    for vals in a.groups("--prefill"):
+    for start, vals in a.occurrences("--prefill"):
         if not vals:
-            raise RecipeError(path, "--prefill expects URL [BOOTSTRAP_PORT]")
+            raise RecipeError("%s[%d]" % (path, start), "--prefill expects URL [BOOTSTRAP_PORT]")
         port = vals[1] if len(vals) > 1 else None
         prefill.append({"url": vals[0], "bootstrap_port": port})
     return {
@@ -273,11 +394,21 @@ def slug(text):
     return _SLUG.sub("-", text.lower()).strip("-.") or "x"
 
 
+def current_name(name):
+    """The recipe name ``name`` is in this release, when it uses a former role
+    name (``vllm-monolithic`` -> ``vllm-aggregated``, ``sglang-monolithic-3``
+    -> ``sglang-aggregated-3``); None when it does not."""
+    m = _RECIPE_NAME.match(name) if isinstance(name, str) else None
+    if not m or m.group("role") not in FORMER_ROLES:
+        return None
+    return "%s-%s%s" % (m.group("engine"), FORMER_ROLES[m.group("role")], m.group("index") or "")
+
+
 def name_recipes(recipes):
     """Give each recipe model a stable ``name``: ``<engine>-<role>``.
 
     When two recipes of a card share engine and role, each of them gets its
-    index appended (``sglang-monolithic-3``), so names stay unique.
+    index appended (``sglang-aggregated-3``), so names stay unique.
     Mutates and returns ``recipes``.
     """
     counts = {}

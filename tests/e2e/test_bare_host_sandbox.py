@@ -85,7 +85,7 @@ def test_one_deploy_installs_the_stack_it_finds_on_the_pci_bus(fleet):
     assert (after["driver"]["result"], after["driver"]["found"]) == ("ok", "25.2.0")
     assert after["memory_fit"]["result"] == "ok" and after["gpu_count"]["found"] == "8 ascend GPU(s)"
     summary = report_table(res.stdout, SUMMARY_TASK, ("host", "recipe", "engine", "role", "port", "state"))
-    assert [(r["host"], r["recipe"], r["state"]) for r in summary] == [(HOST, "vllm-monolithic", "healthy")]
+    assert [(r["host"], r["recipe"], r["state"]) for r in summary] == [(HOST, "vllm-aggregated", "healthy")]
 
     # on the host: Huawei's order, one reboot, the driver running is the one installed
     state = ssh("sed -E 's/^\\[[^]]*\\] Ascend-(hdk-910b-npu-|cann-)?([a-z]+)[-_].* (--[a-z]+): .*/\\2 \\3/' "

@@ -149,7 +149,7 @@ def test_check_mode_with_a_new_port_reports_the_restart_instead_of_gating_it(fle
     """Check mode does not apply the new port, so the health gate must not probe it: the summary says
     the unit would restart, the run passes, and the host keeps the old unit running."""
     host, inst = next((h, i) for h, hp in sorted(plan["hosts"].items()) for i in hp["instances"]
-                      if i["role"] == "monolithic" and i["engine"] == "sglang")
+                      if i["role"] == "aggregated" and i["engine"] == "sglang")
     with open(os.path.join(ROOT, "cards", "glm-5.3-flash.json")) as f:
         card = json.load(f)
     argv = card["envs"][inst["recipe_index"]]["argv"]

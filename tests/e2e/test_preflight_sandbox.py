@@ -223,7 +223,7 @@ def test_deploy_with_no_failure_budget_changes_no_host(fleet, pristine):
 
 def test_deploy_with_a_failure_budget_serves_only_the_good_hosts(fleet, pristine):
     """With a budget the bad hosts fit in (5 of 7 hosts = 71 % <= 72 %), the
-    good hosts carry on: each runs a monolithic recipe that depends on no
+    good hosts carry on: each runs an aggregated recipe that depends on no
     other host (no PD pair, no router, no encoder), so a partial deploy is
     meaningful. The bad hosts, stopped at preflight, still hold nothing."""
     budget = 100 * len(BAD) // len(ALL) + 1

@@ -98,6 +98,19 @@ def test_card_own_placement_keeps_the_card_argv(venv, tmp_path):
     assert [i["gpu_ids"] for i in pd] == [[0, 1], [2, 3], []]
 
 
+def test_former_recipe_names_render_under_the_new_names_with_a_deprecation(venv, tmp_path):
+    out = str(tmp_path / "out")
+    res = render("tests/integration/render/former-names.ini", out, venv)
+    assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-2000:]
+    text = " ".join((res.stdout + res.stderr).split())
+    assert "[DEPRECATION WARNING]" in text
+    assert "launchcard_recipes names 'vllm-monolithic'; the role is now called 'aggregated'" in text
+    hosts = rendered(out)
+    assert {h: [i["recipe"] for i in hp["instances"]] for h, hp in hosts.items()} == {
+        "f-vllm": ["vllm-aggregated"], "f-cp": ["sglang-aggregated"]}
+    assert os.path.exists(os.path.join(out, "f-vllm", "launchcard-glm-5.3-flash-vllm-aggregated-0.service"))
+
+
 def test_two_by_two_router_lists_every_worker(venv, tmp_path):
     out = str(tmp_path / "out")
     assert render("tests/integration/render/two-by-two.ini", out, venv).returncode == 0

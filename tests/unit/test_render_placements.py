@@ -31,18 +31,18 @@ def _h(name, address, recipes):
 PLACEMENTS = {
     # the card's own layout: recipes 4-6 together, every other recipe on its own host
     "as-in-the-card": [
-        _h("g-vllm", "10.10.0.1", ["vllm-monolithic"]),
+        _h("g-vllm", "10.10.0.1", ["vllm-aggregated"]),
         _h("g-enc", "10.10.0.2", ["sglang-encoder"]),
         _h("g-lang", "10.10.0.3", ["sglang-language"]),
-        _h("g-cp", "10.10.0.4", ["sglang-monolithic"]),
+        _h("g-cp", "10.10.0.4", ["sglang-aggregated"]),
         _h("g-pd", "10.10.0.5", ["sglang-prefill", "sglang-decode", "sglang-router"]),
     ],
     # inventories/sandbox/gpus.ini: one role per host
     "one-role-per-host": [
-        _h("lc-vllm", "198.18.0.11", ["vllm-monolithic"]),
+        _h("lc-vllm", "198.18.0.11", ["vllm-aggregated"]),
         _h("lc-encoder", "198.18.0.12", ["sglang-encoder"]),
         _h("lc-language", "198.18.0.13", ["sglang-language"]),
-        _h("lc-cp", "198.18.0.14", ["sglang-monolithic"]),
+        _h("lc-cp", "198.18.0.14", ["sglang-aggregated"]),
         _h("lc-prefill", "198.18.0.15", ["sglang-prefill"]),
         _h("lc-decode", "198.18.0.16", ["sglang-decode"]),
         _h("lc-router", "198.18.0.17", ["sglang-router"]),
@@ -58,17 +58,17 @@ PLACEMENTS = {
 
 EXPECT_UNITS = {
     "as-in-the-card": {
-        "g-vllm": ["vllm-monolithic-0"],
+        "g-vllm": ["vllm-aggregated-0"],
         "g-enc": ["sglang-encoder-0"],
         "g-lang": ["sglang-language-0"],
-        "g-cp": ["sglang-monolithic-0"],
+        "g-cp": ["sglang-aggregated-0"],
         "g-pd": ["sglang-prefill-0", "sglang-decode-0", "sglang-router-0"],
     },
     "one-role-per-host": {
-        "lc-vllm": ["vllm-monolithic-0"],
+        "lc-vllm": ["vllm-aggregated-0"],
         "lc-encoder": ["sglang-encoder-0"],
         "lc-language": ["sglang-language-0"],
-        "lc-cp": ["sglang-monolithic-0"],
+        "lc-cp": ["sglang-aggregated-0"],
         "lc-prefill": ["sglang-prefill-0"],
         "lc-decode": ["sglang-decode-0"],
         "lc-router": ["sglang-router-0"],

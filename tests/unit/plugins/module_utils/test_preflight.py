@@ -46,9 +46,9 @@ def _plan(card, hosts):
 
 @pytest.fixture(scope="module")
 def fleet():
-    return _plan(EX, [("v", "10.0.0.1", ["vllm-monolithic"]),
+    return _plan(EX, [("v", "10.0.0.1", ["vllm-aggregated"]),
                       ("el", "10.0.0.2", ["sglang-encoder", "sglang-language"]),
-                      ("cp", "10.0.0.3", ["sglang-monolithic"]),
+                      ("cp", "10.0.0.3", ["sglang-aggregated"]),
                       ("pd", "10.0.0.4", ["sglang-prefill", "sglang-decode", "sglang-router"])])
 
 
@@ -60,7 +60,8 @@ def test_needs_for_the_vllm_host(fleet):
     assert needs["validated_models"] == ["ascend_950pr_8x", "b200", "gb200", "h100", "mi355x"]
     # 305.8 GiB bf16 over TP8
     assert needs["weights_per_gpu_mib"] == int(305.8 * 1024 / 8) == 39142
-    assert needs["ports"] == [{"port": 8000, "owner": "launchcard-glm-5.3-flash-vllm-monolithic-0.service"}]
+    assert needs["ports"] == [{"port": 8000, "owner": "launchcard-glm-5.3-flash-vllm-aggregated-0.service",
+                               "former_owners": ["launchcard-glm-5.3-flash-vllm-monolithic-0.service"]}]
 
 
 def test_needs_fp8_halves_the_per_gpu_share(fleet):
@@ -95,7 +96,7 @@ def test_needs_an_fp8_checkpoint_is_not_halved_again():
         env["argv"] += ["--quantization", "fp8"]
     card = load_card(json.dumps(doc), "x")
     assert card["checkpoints"]["root"]["format"] == "fp8"
-    p = _plan(card, [("a", "10.0.0.1", ["vllm-monolithic-0"]), ("b", "10.0.0.2", ["vllm-monolithic-0"])])
+    p = _plan(card, [("a", "10.0.0.1", ["vllm-aggregated-0"]), ("b", "10.0.0.2", ["vllm-aggregated-0"])])
     needs = host_needs(card, p["hosts"]["b"])
     assert needs["weights_per_gpu_mib"] == int(641.3 * 1024 / 16)
     assert needs["validated_models"] == ["h100"]
@@ -106,7 +107,7 @@ def test_needs_an_fp8_checkpoint_is_not_halved_again():
 
 def test_needs_vllm_nixl_side_channel_ports():
     card = _load(os.path.join(VALID, "03-vllm-pd-nixl.json"))
-    p = _plan(card, [("a", "10.0.0.1", ["vllm-monolithic-0", "vllm-monolithic-1"])])
+    p = _plan(card, [("a", "10.0.0.1", ["vllm-aggregated-0", "vllm-aggregated-1"])])
     needs = host_needs(card, p["hosts"]["a"])
     assert sorted(x["port"] for x in needs["ports"]) == [5600, 5601, 8100, 8200]
     assert needs["validated_models"] == ["h100", "h200"]
@@ -114,10 +115,11 @@ def test_needs_vllm_nixl_side_channel_ports():
 
 def test_needs_of_the_minimal_card():
     card = _load(os.path.join(VALID, "10-minimal-required-only.json"))
-    p = _plan(card, [("a", "10.0.0.1", ["vllm-monolithic"])])
+    p = _plan(card, [("a", "10.0.0.1", ["vllm-aggregated"])])
     needs = host_needs(card, p["hosts"]["a"])
     assert needs == {"disk_bytes": None, "gpus": 1, "validated_models": [], "weights_per_gpu_mib": None,
-                     "ports": [{"port": 8000, "owner": "launchcard-smollm2-1.7b-instruct-vllm-monolithic-0.service"}],
+                     "ports": [{"port": 8000, "owner": "launchcard-smollm2-1.7b-instruct-vllm-aggregated-0.service",
+                                "former_owners": ["launchcard-smollm2-1.7b-instruct-vllm-monolithic-0.service"]}],
                      "images": [p["hosts"]["a"]["instances"][0]["image"]], "peers": []}
 
 

@@ -51,7 +51,7 @@ def split():
     """Every PD / EPD role on its own host, so every peer is remote."""
     return _plan(EX, [("p", "10.0.0.1", ["sglang-prefill"]), ("d", "10.0.0.2", ["sglang-decode"]),
                       ("r", "10.0.0.3", ["sglang-router"]), ("e", "10.0.0.4", ["sglang-encoder"]),
-                      ("l", "10.0.0.5", ["sglang-language"]), ("v", "10.0.0.6", ["vllm-monolithic"])])
+                      ("l", "10.0.0.5", ["sglang-language"]), ("v", "10.0.0.6", ["vllm-aggregated"])])
 
 
 # -- host_needs: peers and images -------------------------------------------------------------------
@@ -90,16 +90,16 @@ def test_without_the_plan_there_are_no_peers(split):
     assert host_needs(EX, split["hosts"]["r"])["peers"] == []
 
 
-def test_worker_urls_router_must_reach_every_monolithic_worker():
+def test_worker_urls_router_must_reach_every_aggregated_worker():
     doc = json.loads(EX_TEXT)
     doc["envs"][6]["argv"] = ["python", "-m", "sglang_router.launch_router", "--worker-urls",
                               "http://127.0.0.1:30000", "--host", "0.0.0.0", "--port", "8080"]
     card = load_card(json.dumps(doc), "variant")
-    p = _plan(card, [("c1", "10.9.1.1", ["sglang-monolithic"]), ("c2", "10.9.1.2", ["sglang-monolithic"]),
+    p = _plan(card, [("c1", "10.9.1.1", ["sglang-aggregated"]), ("c2", "10.9.1.2", ["sglang-aggregated"]),
                      ("r", "10.9.1.3", ["sglang-router"])])
     assert [(x["address"], x["port"], x["why"]) for x in host_needs(card, p["hosts"]["r"], p)["peers"]] == [
-        ("10.9.1.1", 30000, "sglang-router -> sglang-monolithic port"),
-        ("10.9.1.2", 30000, "sglang-router -> sglang-monolithic port")]
+        ("10.9.1.1", 30000, "sglang-router -> sglang-aggregated port"),
+        ("10.9.1.2", 30000, "sglang-router -> sglang-aggregated port")]
 
 
 def test_images_are_the_distinct_images_placed(split):

@@ -15,7 +15,7 @@ from ansible_collections.launchcard.inference.plugins.module_utils._preflight im
 )
 
 CID = "4f1c3a9e" * 8
-OWNER = "launchcard-glm-5.3-flash-vllm-monolithic-0.service"
+OWNER = "launchcard-glm-5.3-flash-vllm-aggregated-0.service"
 
 
 def _needs(**over):
@@ -57,13 +57,13 @@ def test_container_from_cgroup(text, cid):
 
 
 def test_a_port_held_by_our_own_container_is_ours():
-    ours = _facts(listening={8000: "container glm-5.3-flash-vllm-monolithic-0"})
+    ours = _facts(listening={8000: "container glm-5.3-flash-vllm-aggregated-0"})
     assert _check(evaluate(ours, _needs()), "ports")["ok"] is True
     other = _facts(listening={8000: "container jupyter"})
     r = _check(evaluate(other, _needs()), "ports")
     assert (r["ok"], r["found"]) == (False, "8000 (held by container jupyter)")
     # a unit of another instance is not ours either
-    sibling = _facts(listening={8000: "launchcard-glm-5.3-flash-vllm-monolithic-1.service"})
+    sibling = _facts(listening={8000: "launchcard-glm-5.3-flash-vllm-aggregated-1.service"})
     assert _check(evaluate(sibling, _needs()), "ports")["ok"] is False
 
 

@@ -37,3 +37,19 @@ def test_a_port_that_is_not_a_tcp_port_names_its_argv_element(env, flag, value):
     with pytest.raises((CardError, ValueError)) as err:
         load_card(json.dumps(doc), source="ports.json")
     assert "envs[%d].argv[%d]: %s expects " % (env, index, flag) in str(err.value)
+
+
+@pytest.mark.parametrize("section, key, literal, path", [
+    ("hardware", "min_disk_gib", "1e300", "hardware.min_disk_gib"),
+    ("hf", "weight_gib", "1e308", "hf.weight_gib"),
+    ("hardware", "min_disk_gib", "1e999", "hardware.min_disk_gib"),
+])
+def test_a_huge_size_is_a_card_error_with_its_path_not_a_crash(section, key, literal, path):
+    with open(os.path.join(ROOT, "cards", "glm-5.3-flash.json")) as f:
+        doc = json.load(f)
+    doc[section][key] = 4242.25
+    text = json.dumps(doc).replace("4242.25", literal)
+    with pytest.raises(CardError) as err:
+        load_card(text, source="huge.json")
+    assert [p for p, dummy in err.value.errors] == [path]
+    assert "infinity to integer" not in str(err.value)

@@ -388,3 +388,80 @@ def test_never_raises_on_arbitrary_json(key, value):
     # Same report through the text path.
     dummy, again = parse_card_text(json.dumps(doc))
     assert again.errors == report.errors
+
+
+# --------------------------------------------------------------------------
+# Numbers that are not finite or absurdly large; commands too long to run
+# --------------------------------------------------------------------------
+
+@pytest.mark.parametrize("where, value, message", [
+    (("hardware", "min_disk_gib"), 1e300, "expected a number <= 1048576"),
+    (("hf", "weight_gib"), 1e308, "expected a number <= 1048576"),
+    (("hardware", "min_gpus"), 1e300, "expected a number <= 9007199254740991"),
+    (("hardware", "context_tokens"), float("inf"), "expected a finite number, found Infinity"),
+    (("hardware", "min_disk_gib"), float("nan"), "expected a finite number, found NaN"),
+    (("hf", "weight_gib"), float("-inf"), "expected a finite number, found -Infinity"),
+    (("hf", "params_b"), 1e7, "expected a number <= 1000000"),
+    (("hf", "downloads"), float("nan"), "expected a finite number, found NaN"),
+])
+def test_numbers_that_are_not_usable_are_refused_at_their_path(where, value, message):
+    doc = copy.deepcopy(EXAMPLE_DOC)
+    doc[where[0]][where[1]] = value
+    report = validate_card(doc)
+    assert [(i.path, message in i.message) for i in report.errors] == [(".".join(where), True)], report.format()
+
+
+def test_a_nan_in_a_field_without_bounds_is_refused_too():
+    doc = copy.deepcopy(EXAMPLE_DOC)
+    doc["gaps"] = [{"field": "x", "why": "y", "score": float("nan")}]
+    report = validate_card(doc)
+    assert report.errors == [Issue("gaps[0].score", "expected a finite number, found NaN")]
+
+
+def test_the_largest_sizes_and_counts_still_pass():
+    doc = copy.deepcopy(EXAMPLE_DOC)
+    doc["hardware"]["min_disk_gib"] = card_schema.MAX_GIB
+    doc["hardware"]["min_gpus"] = card_schema.MAX_COUNT
+    assert validate_card(doc).ok
+
+
+@pytest.mark.parametrize("word, ok", [
+    ("x" * (card_schema.MAX_ARG_STRLEN - 1), True),     # 131071 bytes + NUL = MAX_ARG_STRLEN
+    ("x" * card_schema.MAX_ARG_STRLEN, False),
+    ("\u00e9" * (card_schema.MAX_ARG_STRLEN // 2), False),  # 65536 characters, 131072 UTF-8 bytes
+])
+def test_an_argv_element_over_max_arg_strlen_is_refused_at_its_element(word, ok):
+    doc = copy.deepcopy(EXAMPLE_DOC)
+    doc["envs"][0]["argv"][5] = word
+    report = validate_card(doc)
+    assert report.ok is ok
+    if not ok:
+        (item,) = report.errors
+        assert item.path == "envs[0].argv[5]"
+        assert "MAX_ARG_STRLEN (131072 bytes)" in item.message and "found %d bytes" % len(word.encode()) in item.message
+
+
+def test_an_env_string_over_max_arg_strlen_is_refused_at_its_name():
+    doc = copy.deepcopy(EXAMPLE_DOC)
+    doc["envs"][1]["env"] = {"BIG": "v" * card_schema.MAX_ARG_STRLEN}
+    (item,) = validate_card(doc).errors
+    assert item.path == "envs[1].env.BIG" and "environment string over MAX_ARG_STRLEN" in item.message
+
+
+def test_a_command_line_too_big_for_a_unit_is_refused_at_the_argv():
+    doc = copy.deepcopy(EXAMPLE_DOC)
+    argv = doc["envs"][2]["argv"]
+    base = sum(len(w.encode()) + 1 for w in argv)
+    # every element is legal on its own; together they pass the limit by one byte
+    room = card_schema.MAX_COMMAND_BYTES - base
+    chunk = 100000
+    while room > 0:
+        size = min(chunk, room)
+        argv.append("y" * (size - 1))
+        room -= size
+    assert validate_card(doc).ok
+    argv.append("")  # one more NUL
+    (item,) = validate_card(doc).errors
+    assert item.path == "envs[2].argv"
+    assert "expected at most 262144 bytes of argv and env together, found 262145" in item.message
+    assert "1 MiB line limit" in item.message

@@ -29,7 +29,7 @@ def _card(path):
 def two_cards():
     glm = os.path.join(ROOT, "cards", "glm-5.3-flash.json")
     small = next(p for p in sorted(glob.glob(os.path.join(ROOT, "tests", "unit", "cards", "valid", "*.json")))
-                 if [r["role"] for r in _card(p)["recipes"]] == ["monolithic"] and _card(p)["recipes"][0]["gpus"] == 1)
+                 if [r["role"] for r in _card(p)["recipes"]] == ["aggregated"] and _card(p)["recipes"][0]["gpus"] == 1)
     return {glm: _card(glm), small: _card(small)}
 
 
@@ -62,9 +62,21 @@ def test_errors_name_the_card(two_cards):
 def test_a_host_in_two_cards_is_refused(two_cards):
     glm, small = sorted(two_cards, key=lambda k: "glm" not in k)
     placements = {
-        glm: normalize_placement([("h", {"address": "10.0.0.1", "recipes": ["vllm-monolithic"]})]),
+        glm: normalize_placement([("h", {"address": "10.0.0.1", "recipes": ["vllm-aggregated"]})]),
         small: normalize_placement([("h", {"address": "10.0.0.1", "recipes": [0]})]),
     }
     with pytest.raises(PlanError) as err:
         plan_fleet(two_cards, placements)
     assert err.value.errors[0][0] == "h" and "two cards" in err.value.errors[0][1]
+
+
+def test_deprecations_name_the_card(two_cards):
+    glm, small = sorted(two_cards, key=lambda k: "glm" not in k)
+    placements = {
+        glm: normalize_placement([("a1", {"address": "10.0.0.1", "recipes": ["vllm-monolithic"]})]),
+        small: normalize_placement([("b1", {"address": "10.0.1.1", "recipes": ["vllm-aggregated"]})]),
+    }
+    fleet = plan_fleet(two_cards, placements)
+    assert fleet["deprecations"] == [
+        "%s: a1: launchcard_recipes names 'vllm-monolithic'; the role is now called 'aggregated' "
+        "(aggregated serving): write 'vllm-aggregated'" % glm]

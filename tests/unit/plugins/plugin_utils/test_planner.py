@@ -17,7 +17,7 @@ from hypothesis import given, note, settings
 from hypothesis import strategies as st
 
 from ansible_collections.launchcard.inference.plugins.plugin_utils._argv import Argv
-from ansible_collections.launchcard.inference.plugins.plugin_utils._card import load_card
+from ansible_collections.launchcard.inference.plugins.plugin_utils._card import CardError, load_card
 from ansible_collections.launchcard.inference.plugins.plugin_utils._planner import (
     PlanError,
     normalize_placement,
@@ -76,10 +76,10 @@ def _diff(a, b):
 
 # The sandbox fleet (inventories/sandbox/gpus.ini): one role per host.
 SANDBOX = [
-    _h("lc-vllm", "198.18.0.11", ["vllm-monolithic"], 8),
+    _h("lc-vllm", "198.18.0.11", ["vllm-aggregated"], 8),
     _h("lc-encoder", "198.18.0.12", ["sglang-encoder"], 4),
     _h("lc-language", "198.18.0.13", ["sglang-language"], 4),
-    _h("lc-cp", "198.18.0.14", ["sglang-monolithic"], 4),
+    _h("lc-cp", "198.18.0.14", ["sglang-aggregated"], 4),
     _h("lc-prefill", "198.18.0.15", ["sglang-prefill"], 2),
     _h("lc-decode", "198.18.0.16", ["sglang-decode"], 2),
     _h("lc-router", "198.18.0.17", ["sglang-router"], 0),
@@ -120,7 +120,7 @@ def test_placement_order_on_a_host_does_not_matter():
         assert inst["changes"] == []
 
 
-@pytest.mark.parametrize("recipe", ["vllm-monolithic", "sglang-encoder", "sglang-monolithic"])
+@pytest.mark.parametrize("recipe", ["vllm-aggregated", "sglang-encoder", "sglang-aggregated"])
 def test_a_standalone_recipe_alone_keeps_its_argv(recipe):
     p = _plan(EX, [_h("solo", "10.1.0.9", [recipe], 8)])
     inst = _one(p, recipe)
@@ -131,20 +131,20 @@ def test_a_standalone_recipe_alone_keeps_its_argv(recipe):
 
 def test_recipe_by_index():
     p = _plan(EX, [_h("solo", "10.1.0.9", [0, {"index": 3}])])
-    assert [i["recipe"] for i in _insts(p)] == ["vllm-monolithic", "sglang-monolithic"]
-    assert _one(p, "sglang-monolithic")["gpu_ids"] == [8, 9, 10, 11]
+    assert [i["recipe"] for i in _insts(p)] == ["vllm-aggregated", "sglang-aggregated"]
+    assert _one(p, "sglang-aggregated")["gpu_ids"] == [8, 9, 10, 11]
 
 
 def test_vllm_selects_gpus_outside_argv():
-    p = _plan(EX, [_h("a", "10.1.0.9", ["sglang-encoder", "vllm-monolithic"])])
-    v = _one(p, "vllm-monolithic")
+    p = _plan(EX, [_h("a", "10.1.0.9", ["sglang-encoder", "vllm-aggregated"])])
+    v = _one(p, "vllm-aggregated")
     assert v["gpu_ids"] == list(range(8))
     enc = _one(p, "sglang-encoder")
     assert enc["gpu_ids"] == [8, 9, 10, 11]
     assert enc["changes"] == ["--base-gpu-id 8 (card: 0)"]
     assert Argv(enc["argv"]).get("--base-gpu-id") == "8"
     assert v["gpu_selection"] == "visible_devices"
-    assert v["argv"] == CARD_ARGV["vllm-monolithic"]
+    assert v["argv"] == CARD_ARGV["vllm-aggregated"]
     assert "CUDA_VISIBLE_DEVICES" not in v["env"]
     assert v["env"] == {"VLLM_ENGINE_READY_TIMEOUT_S": "3600", "VLLM_USE_RUST_FRONTEND": "1"}
     assert v["served_model"] == "zai-org/GLM-5.3-Flash"
@@ -158,9 +158,9 @@ def test_one_role_per_host_rewrites_only_peer_tokens():
         (inst,) = p["hosts"][host]["instances"]
         assert inst["address"] == hv["address"]
     expect_changes = {
-        "vllm-monolithic": [],
+        "vllm-aggregated": [],
         "sglang-encoder": [],
-        "sglang-monolithic": [],
+        "sglang-aggregated": [],
         "sglang-prefill": [],
         "sglang-language": ["--encoder-urls http://198.18.0.12:30001"],
         "sglang-decode": ["--base-gpu-id 0 (card: 2)"],
@@ -247,10 +247,10 @@ def test_two_prefill_replicas_on_one_host_get_distinct_bootstrap_ports():
 def test_language_cp_and_router_on_one_host_move_ports():
     p = _plan(EX, [
         _h("e", "10.4.0.1", ["sglang-encoder"]),
-        _h("big", "10.4.0.2", ["sglang-language", "sglang-monolithic", "sglang-router"], 8),
+        _h("big", "10.4.0.2", ["sglang-language", "sglang-aggregated", "sglang-router"], 8),
         _h("pd", "10.4.0.3", ["sglang-prefill", "sglang-decode"]),
     ])
-    lang, cp, rtr = _one(p, "sglang-language"), _one(p, "sglang-monolithic"), _one(p, "sglang-router")
+    lang, cp, rtr = _one(p, "sglang-language"), _one(p, "sglang-aggregated"), _one(p, "sglang-router")
     ports = [lang["port"], cp["port"], rtr["port"], rtr["prometheus_port"]]
     assert ports == [30000, 30001, 30002, 29000]
     assert cp["changes"] == ["--base-gpu-id 4 (card: 0)",
@@ -338,8 +338,8 @@ def test_language_without_encoder():
 def test_unknown_recipe_lists_the_names():
     (where, msg), = _errors(EX, [_h("x", "10.6.0.1", ["sglang-prefil"])])
     assert where == "x"
-    assert msg == ("no recipe 'sglang-prefil' in the card; it has sglang-decode, sglang-encoder, sglang-language, "
-                   "sglang-monolithic, sglang-prefill, sglang-router, vllm-monolithic")
+    assert msg == ("no recipe 'sglang-prefil' in the card; it has sglang-aggregated, sglang-decode, sglang-encoder, "
+                   "sglang-language, sglang-prefill, sglang-router, vllm-aggregated")
     (where, msg), = _errors(EX, [_h("x", "10.6.0.1", [7])])
     assert msg.startswith("no recipe 7 in the card")
 
@@ -353,11 +353,11 @@ def test_error_message_lists_every_error():
 
 def test_multinode_on_the_wrong_host_count():
     c = CORPUS["02-sglang-multinode-tp16.json"]
-    errors = _errors(c, [_h("a", "10.6.0.1", ["sglang-monolithic-0"]), _h("b", "10.6.0.2", ["sglang-monolithic-0"]),
-                         _h("c", "10.6.0.3", ["sglang-monolithic-0"])])
-    assert errors == [("sglang-monolithic-0", "spans --nnodes 2 but is placed on 3 host(s): a, b, c")]
-    errors = _errors(c, [_h("a", "10.6.0.1", [{"name": "sglang-monolithic-0", "replicas": 2}])])
-    assert errors == [("a", "sglang-monolithic-0 spans 2 nodes; list it once per host instead of replicas")]
+    errors = _errors(c, [_h("a", "10.6.0.1", ["sglang-aggregated-0"]), _h("b", "10.6.0.2", ["sglang-aggregated-0"]),
+                         _h("c", "10.6.0.3", ["sglang-aggregated-0"])])
+    assert errors == [("sglang-aggregated-0", "spans --nnodes 2 but is placed on 3 host(s): a, b, c")]
+    errors = _errors(c, [_h("a", "10.6.0.1", [{"name": "sglang-aggregated-0", "replicas": 2}])])
+    assert errors == [("a", "sglang-aggregated-0 spans 2 nodes; list it once per host instead of replicas")]
 
 
 def _encoder_host(value):
@@ -425,15 +425,51 @@ def test_normalize_placement_defaults():
 
 
 def test_hosts_without_recipes_are_left_out():
-    p = _plan(EX, [_h("idle", "10.6.2.1", []), _h("v", "10.6.2.2", ["vllm-monolithic"])])
+    p = _plan(EX, [_h("idle", "10.6.2.1", []), _h("v", "10.6.2.2", ["vllm-aggregated"])])
     assert list(p["hosts"]) == ["v"]
+
+
+# -- former role names -------------------------------------------------------------------
+def test_former_role_names_are_planned_under_the_new_name_with_a_deprecation():
+    p = _plan(EX, [_h("v", "10.6.3.1", ["vllm-monolithic"]),
+                   _h("c", "10.6.3.2", [{"name": "sglang-monolithic", "replicas": 2}], 8)])
+    assert [i["recipe"] for i in _insts(p)] == ["vllm-aggregated", "sglang-aggregated", "sglang-aggregated"]
+    assert [i["role"] for i in _insts(p)] == ["aggregated"] * 3
+    assert _one(p, "vllm-aggregated")["unit"] == "launchcard-glm-5.3-flash-vllm-aggregated-0.service"
+    assert p["deprecations"] == [
+        "v: launchcard_recipes names 'vllm-monolithic'; the role is now called 'aggregated' (aggregated serving): "
+        "write 'vllm-aggregated'",
+        "c: launchcard_recipes names 'sglang-monolithic'; the role is now called 'aggregated' (aggregated serving): "
+        "write 'sglang-aggregated'"]
+    # the same placement under the new names plans the same, without deprecations
+    q = _plan(EX, [_h("v", "10.6.3.1", ["vllm-aggregated"]),
+                   _h("c", "10.6.3.2", [{"name": "sglang-aggregated", "replicas": 2}], 8)])
+    assert q["deprecations"] == [] and q["hosts"] == p["hosts"]
+
+
+def test_former_names_with_an_index_and_unknown_names():
+    c = CORPUS["03-vllm-pd-nixl.json"]
+    p = _plan(c, [_h("a", "10.6.4.1", ["vllm-monolithic-1"])])
+    assert [i["recipe"] for i in _insts(p)] == ["vllm-aggregated-1"]
+    assert len(p["deprecations"]) == 1
+    assert _insts(p)[0]["former_units"] == ["launchcard-qwen3-32b-vllm-monolithic-1-0.service"]
+    m = _plan(CORPUS["02-sglang-multinode-tp16.json"], [_h("n0", "10.6.4.3", ["sglang-aggregated-0"]),
+                                                       _h("n1", "10.6.4.4", ["sglang-aggregated-0"])])
+    assert [i["former_units"] for i in _insts(m)] == [
+        ["launchcard-deepseek-r1-0528-sglang-monolithic-0-0-rank%d.service" % k] for k in (0, 1)]
+    assert _plan(EX, [_h("r", "10.6.4.5", ["sglang-router"]), _h("p", "10.6.4.6", ["sglang-prefill"]),
+                      _h("d", "10.6.4.7", ["sglang-decode"])])["hosts"]["r"]["instances"][0]["former_units"] == []
+    # a former name with no current recipe is still an unknown recipe
+    (err,) = _errors(EX, [_h("a", "10.6.4.2", ["vllm-monolithic-7"])])
+    assert err[0] == "a" and err[1].startswith("no recipe 'vllm-monolithic-7' in the card; it has ")
+    assert "vllm-aggregated" in err[1]
 
 
 # -- (7) multi-node ----------------------------------------------------------------------
 def test_sglang_multinode_ranks_and_init_address():
     c = CORPUS["02-sglang-multinode-tp16.json"]
-    p = _plan(c, [_h("n0", "10.7.0.1", ["sglang-monolithic-0"], 8), _h("n1", "10.7.0.2", ["sglang-monolithic-0"], 8)])
-    r0, r1 = _one(p, "sglang-monolithic-0", 0, 0), _one(p, "sglang-monolithic-0", 0, 1)
+    p = _plan(c, [_h("n0", "10.7.0.1", ["sglang-aggregated-0"], 8), _h("n1", "10.7.0.2", ["sglang-aggregated-0"], 8)])
+    r0, r1 = _one(p, "sglang-aggregated-0", 0, 0), _one(p, "sglang-aggregated-0", 0, 1)
     assert (r0["host"], r1["host"]) == ("n0", "n1")
     for inst, rank in ((r0, 0), (r1, 1)):
         a = Argv(inst["argv"])
@@ -442,7 +478,7 @@ def test_sglang_multinode_ranks_and_init_address():
         assert a.get("--nnodes") == "2"
         assert inst["gpu_ids"] == list(range(8))
         assert inst["nnodes"] == 2 and inst["node_rank"] == rank
-        assert inst["id"] == "deepseek-r1-0528-sglang-monolithic-0-0-rank%d" % rank
+        assert inst["id"] == "deepseek-r1-0528-sglang-aggregated-0-0-rank%d" % rank
         assert "multi-node rank %d of 2, head 10.7.0.1" % rank in inst["changes"]
     assert (r0["port"], r0["probe"], r0["health_url"]) == (30000, "completion", "http://127.0.0.1:30000/health")
     assert (r1["port"], r1["probe"], r1["health_url"], r1["url"]) == (None, "none", None, None)
@@ -453,12 +489,12 @@ def test_sglang_multinode_ranks_and_init_address():
 
 def test_sglang_multinode_ipv6_head_is_bracketed():
     c = CORPUS["02-sglang-multinode-tp16.json"]
-    p = _plan(c, [_h("n0", "fd00::1", ["sglang-monolithic-1"]), _h("n1", "fd00::2", ["sglang-monolithic-1"])])
-    assert Argv(_one(p, "sglang-monolithic-1", 0, 1)["argv"]).get("--dist-init-addr") == "[fd00::1]:5000"
-    assert Argv(_one(p, "sglang-monolithic-1", 0, 0)["argv"]).get("--node-rank") == "0"
+    p = _plan(c, [_h("n0", "fd00::1", ["sglang-aggregated-1"]), _h("n1", "fd00::2", ["sglang-aggregated-1"])])
+    assert Argv(_one(p, "sglang-aggregated-1", 0, 1)["argv"]).get("--dist-init-addr") == "[fd00::1]:5000"
+    assert Argv(_one(p, "sglang-aggregated-1", 0, 0)["argv"]).get("--node-rank") == "0"
 
 
-@pytest.mark.parametrize("recipe", ["vllm-monolithic-0", "vllm-monolithic-1"])
+@pytest.mark.parametrize("recipe", ["vllm-aggregated-0", "vllm-aggregated-1"])
 def test_vllm_multinode_master_addr_and_headless(recipe):
     c = CORPUS["01-vllm-multinode-tp16.json"]
     p = _plan(c, [_h("n0", "10.7.1.1", [recipe]), _h("n1", "10.7.1.2", [recipe])])
@@ -477,40 +513,102 @@ def test_vllm_multinode_master_addr_and_headless(recipe):
 
 def test_vllm_multinode_two_groups_on_four_hosts():
     c = CORPUS["01-vllm-multinode-tp16.json"]
-    p = _plan(c, [_h("n%d" % k, "10.7.2.%d" % k, ["vllm-monolithic-0"]) for k in range(4)])
+    p = _plan(c, [_h("n%d" % k, "10.7.2.%d" % k, ["vllm-aggregated-0"]) for k in range(4)])
     heads = {(i["replica"], i["node_rank"]): (i["host"], Argv(i["argv"]).get("--master-addr")) for i in _insts(p)}
     assert heads == {(0, 0): ("n0", "10.7.2.0"), (0, 1): ("n1", "10.7.2.0"),
                      (1, 0): ("n2", "10.7.2.2"), (1, 1): ("n3", "10.7.2.2")}
 
 
+def test_sglang_groups_whose_rank0_share_a_host_get_their_own_init_ports():
+    c = CORPUS["02-sglang-multinode-tp16.json"]
+    p = _plan(c, [_h("a", "10.7.3.1", ["sglang-aggregated-0", "sglang-aggregated-1"]),
+                  _h("b", "10.7.3.2", ["sglang-aggregated-0"]), _h("c", "10.7.3.3", ["sglang-aggregated-1"])])
+    g0 = [_one(p, "sglang-aggregated-0", 0, k) for k in (0, 1)]
+    g1 = [_one(p, "sglang-aggregated-1", 0, k) for k in (0, 1)]
+    assert [i["host"] for i in g0 + g1] == ["a", "b", "a", "c"]
+    # SGLang opens P .. P+6 from the init port: the second group starts past that block
+    assert [Argv(i["argv"]).get("--dist-init-addr") for i in g0] == ["10.7.3.1:5000"] * 2
+    assert [Argv(i["argv"]).get("--dist-init-addr") for i in g1] == ["10.7.3.1:5007"] * 2
+    assert [i["dist_init_port"] for i in g0 + g1] == [5000, 5000, 5007, 5007]
+    assert "--dist-init-addr port 5007 (card: 5000, taken by deepseek-r1-0528-sglang-aggregated-0-0-rank0)" \
+        in g1[0]["changes"]
+    held = {h: sorted(x["port"] for i in p["hosts"][h]["instances"] for x in i["ports"]) for h in p["hosts"]}
+    assert held == {"a": list(range(5000, 5014)) + [30000, 30001], "b": [], "c": []}
+    assert [x for x in g1[0]["ports"] if x["port"] in (5007, 5013)] == [
+        {"port": 5007, "what": "--dist-init-addr port + 0"}, {"port": 5013, "what": "--dist-init-addr port + 6"}]
+
+
+def test_sglang_dp_attention_widens_the_init_port_block():
+    doc = json.loads(_read(os.path.join(VALID, "02-sglang-multinode-tp16.json")))
+    for env in doc["envs"]:
+        env["argv"] += ["--enable-dp-attention", "--dp-size", "8"]
+    c = load_card(json.dumps(doc), "dp")
+    p = _plan(c, [_h("a", "10.7.4.1", ["sglang-aggregated-0", "sglang-aggregated-1"]),
+                  _h("b", "10.7.4.2", ["sglang-aggregated-0"]), _h("c", "10.7.4.3", ["sglang-aggregated-1"])])
+    # P .. P+5+dp_size: 14 ports
+    assert _one(p, "sglang-aggregated-1")["dist_init_port"] == 5014
+
+
+def test_vllm_groups_whose_rank0_share_a_host_get_their_own_master_ports():
+    c = CORPUS["01-vllm-multinode-tp16.json"]
+    p = _plan(c, [_h("a", "10.7.5.1", ["vllm-aggregated-0", "vllm-aggregated-1"]),
+                  _h("b", "10.7.5.2", ["vllm-aggregated-0"]), _h("c", "10.7.5.3", ["vllm-aggregated-1"])])
+    g1 = [_one(p, "vllm-aggregated-1", 0, k) for k in (0, 1)]
+    assert [Argv(i["argv"]).get("--master-port") for i in g1] == ["29502", "29502"]
+    assert [Argv(i["argv"]).get("--master-addr") for i in g1] == ["10.7.5.1", "10.7.5.1"]
+    assert Argv(_one(p, "vllm-aggregated-0")["argv"]).get("--master-port") == "29501"
+    assert {"port": 29502, "what": "--master-port"} in g1[0]["ports"]
+
+
+def test_every_port_an_instance_holds_is_listed():
+    p = _plan(EX, [_h("all", "10.7.6.1", sorted(CARD_ARGV))])
+    for inst in _insts(p):
+        named = [inst[k] for k in ("port", "bootstrap_port", "prometheus_port") if inst[k]]
+        assert sorted(x["port"] for x in inst["ports"]) == sorted(named), inst["id"]
+    router = next(i for i in _insts(p) if i["role"] == "router")
+    assert [x["what"] for x in router["ports"]] == ["port", "prometheus port"]
+
+
+@pytest.mark.parametrize("value", ["10.0.0.1", "10.0.0.1:x", "10.0.0.1:70000", ":5000"])
+def test_a_bad_dist_init_addr_names_its_element(value):
+    doc = json.loads(_read(os.path.join(VALID, "02-sglang-multinode-tp16.json")))
+    argv = doc["envs"][1]["argv"]
+    k = argv.index("--dist-init-addr")
+    argv[k + 1] = value
+    with pytest.raises(CardError) as exc:
+        load_card(json.dumps(doc), "x")
+    assert exc.value.errors == [("envs[1].argv[%d]" % (k + 1), "--dist-init-addr expects HOST:PORT (a TCP port from "
+                                 "1 to 65535; IPv6 as [ADDR]:PORT), found %r" % value)]
+
+
 # -- (8) vLLM NIXL -------------------------------------------------------------------------
 def test_vllm_nixl_side_channel_per_instance():
     c = CORPUS["03-vllm-pd-nixl.json"]
-    p = _plan(c, [_h("a", "10.8.0.1", ["vllm-monolithic-0", {"name": "vllm-monolithic-1", "replicas": 2}], 6)])
+    p = _plan(c, [_h("a", "10.8.0.1", ["vllm-aggregated-0", {"name": "vllm-aggregated-1", "replicas": 2}], 6)])
     insts = p["hosts"]["a"]["instances"]
     assert [i["env"]["VLLM_NIXL_SIDE_CHANNEL_HOST"] for i in insts] == ["10.8.0.1"] * 3
     assert [i["env"]["VLLM_NIXL_SIDE_CHANNEL_PORT"] for i in insts] == ["5600", "5601", "5602"]
     assert [i["port"] for i in insts] == [8100, 8200, 8201]
     assert [i["gpu_ids"] for i in insts] == [[0, 1], [2, 3], [4, 5]]
-    assert "NIXL side channel port 5602 (card: 5601, taken by qwen3-32b-vllm-monolithic-1-0)" in insts[2]["changes"]
+    assert "NIXL side channel port 5602 (card: 5601, taken by qwen3-32b-vllm-aggregated-1-0)" in insts[2]["changes"]
     assert insts[0]["argv"] == c["recipes"][0]["argv"]
     assert insts[0]["env"]["UCX_NET_DEVICES"] == "all"
 
 
 def test_vllm_nixl_side_channel_host_on_each_host():
     c = CORPUS["03-vllm-pd-nixl.json"]
-    p = _plan(c, [_h("a", "10.8.0.1", ["vllm-monolithic-0"]), _h("b", "10.8.0.2", ["vllm-monolithic-1"])])
-    assert _one(p, "vllm-monolithic-0")["env"]["VLLM_NIXL_SIDE_CHANNEL_HOST"] == "10.8.0.1"
-    assert _one(p, "vllm-monolithic-1")["env"]["VLLM_NIXL_SIDE_CHANNEL_HOST"] == "10.8.0.2"
-    assert _one(p, "vllm-monolithic-1")["env"]["VLLM_NIXL_SIDE_CHANNEL_PORT"] == "5601"
+    p = _plan(c, [_h("a", "10.8.0.1", ["vllm-aggregated-0"]), _h("b", "10.8.0.2", ["vllm-aggregated-1"])])
+    assert _one(p, "vllm-aggregated-0")["env"]["VLLM_NIXL_SIDE_CHANNEL_HOST"] == "10.8.0.1"
+    assert _one(p, "vllm-aggregated-1")["env"]["VLLM_NIXL_SIDE_CHANNEL_HOST"] == "10.8.0.2"
+    assert _one(p, "vllm-aggregated-1")["env"]["VLLM_NIXL_SIDE_CHANNEL_PORT"] == "5601"
 
 
 def test_vllm_nixl_side_channel_port_must_be_a_number():
     doc = json.loads(_read(os.path.join(VALID, "03-vllm-pd-nixl.json")))
     doc["envs"][0]["env"]["VLLM_NIXL_SIDE_CHANNEL_PORT"] = "fifty"
     card = load_card(json.dumps(doc), "x")
-    errors = _errors(card, [_h("a", "10.8.0.1", ["vllm-monolithic-0"])])
-    assert errors == [("qwen3-32b-vllm-monolithic-0-0",
+    errors = _errors(card, [_h("a", "10.8.0.1", ["vllm-aggregated-0"])])
+    assert errors == [("qwen3-32b-vllm-aggregated-0-0",
                        "env VLLM_NIXL_SIDE_CHANNEL_PORT must be a port number, found 'fifty'")]
 
 
@@ -540,7 +638,7 @@ WORKER_CARD = _variant(_worker_router)
 def test_worker_urls_router():
     card = WORKER_CARD
     assert card["recipes"][6]["name"] == "sglang-router"
-    p = _plan(card, [_h("c1", "10.9.1.1", ["sglang-monolithic"]), _h("c2", "10.9.1.2", ["sglang-monolithic"]),
+    p = _plan(card, [_h("c1", "10.9.1.1", ["sglang-aggregated"]), _h("c2", "10.9.1.2", ["sglang-aggregated"]),
                      _h("r", "10.9.1.3", ["sglang-router"])])
     rtr = _one(p, "sglang-router")
     assert Argv(rtr["argv"]).values("--worker-urls") == ["http://10.9.1.1:30000", "http://10.9.1.2:30000"]
@@ -575,13 +673,13 @@ def test_plan_is_json_serialisable_and_private_keys_are_gone():
 # -- (9) properties over random placements ------------------------------------------------------
 DEPS = {"language": ("encoder",), "prefill": ("decode",), "decode": ("prefill",)}
 DOC_FLAGS = ("--port", "--disaggregation-bootstrap-port", "--prometheus-port", "--base-gpu-id", "--encoder-urls",
-             "--prefill", "--decode", "--worker-urls", "--host", "--node-rank", "--dist-init-addr",
+             "--prefill", "--decode", "--worker-urls", "--host", "--node-rank", "--dist-init-addr", "--master-port",
              "--master-addr")
 
 
 def _deps(recipe):
     if recipe["role"] == "router":
-        return ("prefill", "decode") if recipe["pd_disaggregation"] else ("monolithic",)
+        return ("prefill", "decode") if recipe["pd_disaggregation"] else ("aggregated",)
     return DEPS.get(recipe["role"], ())
 
 
@@ -646,6 +744,10 @@ def _strip(argv):
 def check_plan(card, p):
     insts = _insts(p)
     recipes = {r["name"]: r for r in card["recipes"]}
+    for hp in p["hosts"].values():
+        # no two instances of a host hold one port, whatever it is for
+        held = [x["port"] for i in hp["instances"] for x in i["ports"]]
+        assert len(held) == len(set(held)), held
     for host, hp in p["hosts"].items():
         gids = [g for i in hp["instances"] for g in i["gpu_ids"]]
         assert len(gids) == len(set(gids)), (host, gids)
@@ -693,8 +795,8 @@ def check_plan(card, p):
             dec = [_resolve(g[0], i, insts, "decode")["id"] for g in a.groups("--decode")]
             assert sorted(dec) == sorted(x["id"] for x in insts if x["role"] == "decode")
         if i["role"] == "router" and r["worker_urls"]:
-            workers = [_resolve(u, i, insts, "monolithic")["id"] for u in a.values("--worker-urls")]
-            assert sorted(workers) == sorted(x["id"] for x in insts if x["role"] == "monolithic" and not x["node_rank"])
+            workers = [_resolve(u, i, insts, "aggregated")["id"] for u in a.values("--worker-urls")]
+            assert sorted(workers) == sorted(x["id"] for x in insts if x["role"] == "aggregated" and not x["node_rank"])
         # a remote consumer never has to reach a loopback-bound server
         peer_urls = encs + [g[0] for g in a.groups("--prefill")] + [g[0] for g in a.groups("--decode")]
         for url in peer_urls + a.values("--worker-urls"):
@@ -711,11 +813,15 @@ def check_plan(card, p):
             assert len(head) == 1
             head_addr = head[0]["address"]
             assert a.get("--node-rank") == str(i["node_rank"])
+            assert i["dist_init_port"] == head[0]["dist_init_port"]
+            assert {"port": head[0]["dist_init_port"], "what": "--dist-init-addr port + 0"
+                    if i["launcher"] == "sglang" else "--master-port"} in head[0]["ports"]
             if i["launcher"] == "sglang":
                 want = "[%s]" % head_addr if ":" in head_addr else head_addr
-                assert a.get("--dist-init-addr").rsplit(":", 1)[0] == want
+                assert a.get("--dist-init-addr") == "%s:%d" % (want, i["dist_init_port"])
             else:
                 assert a.get("--master-addr") == head_addr
+                assert a.get("--master-port", "29501") == str(i["dist_init_port"])
                 assert a.has("--headless") == (i["node_rank"] > 0)
             if i["node_rank"] > 0:
                 assert i["health_url"] is None and i["port"] is None

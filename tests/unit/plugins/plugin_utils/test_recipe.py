@@ -14,6 +14,7 @@ import pytest
 from ansible_collections.launchcard.inference.plugins.plugin_utils._card import CardError, load_card
 from ansible_collections.launchcard.inference.plugins.plugin_utils._recipe import (
     RecipeError,
+    current_name,
     describe,
     launcher,
     name_recipes,
@@ -48,10 +49,10 @@ def _env(argv, engine="sglang", env=None):
 # -- the example card -----------------------------------------------------------
 EXAMPLE_EXPECT = [
     # name, role, engine, launcher, tp, gpus, port, bootstrap, base_gpu_id
-    ("vllm-monolithic", "monolithic", "vllm", "vllm", 8, 8, 8000, None, None),
+    ("vllm-aggregated", "aggregated", "vllm", "vllm", 8, 8, 8000, None, None),
     ("sglang-encoder", "encoder", "sglang", "sglang", 4, 4, 30001, None, 0),
     ("sglang-language", "language", "sglang", "sglang", 4, 4, 30000, None, 0),
-    ("sglang-monolithic", "monolithic", "sglang", "sglang", 4, 4, 30000, None, 0),
+    ("sglang-aggregated", "aggregated", "sglang", "sglang", 4, 4, 30000, None, 0),
     ("sglang-prefill", "prefill", "sglang", "sglang", 2, 2, 31000, 8998, 0),
     ("sglang-decode", "decode", "sglang", "sglang", 2, 2, 32000, None, 2),
     ("sglang-router", "router", "sglang", "router", 0, 0, 30000, None, None),
@@ -83,7 +84,7 @@ def test_example_card_has_seven_recipes_with_unique_names(example):
     assert len({r["name"] for r in example["recipes"]}) == 7
 
 
-def test_example_vllm_monolithic(example):
+def test_example_vllm_aggregated(example):
     r = example["recipes"][0]
     assert r["env"] == {"VLLM_ENGINE_READY_TIMEOUT_S": "3600", "VLLM_USE_RUST_FRONTEND": "1"}
     assert r["model_arg"] == "zai-org/GLM-5.3-Flash"
@@ -136,14 +137,14 @@ def test_recipe_models_are_json_serialisable(example):
 def test_vllm_multinode_tp16():
     c = _valid("01-vllm-multinode-tp16.json")
     r0, r1 = c["recipes"]
-    assert [r["name"] for r in c["recipes"]] == ["vllm-monolithic-0", "vllm-monolithic-1"]
+    assert [r["name"] for r in c["recipes"]] == ["vllm-aggregated-0", "vllm-aggregated-1"]
     for r in (r0, r1):
         assert r["tensor_parallel_size"] == 16
         assert r["nnodes"] == 2
         assert r["gpus"] == 8
         assert r["gpus_total"] == 16
         assert r["master_addr"] == "10.20.0.11"
-        assert r["role"] == "monolithic"
+        assert r["role"] == "aggregated"
     assert (r0["node_rank"], r0["headless"], r0["port"]) == (0, False, 8000)
     assert (r1["node_rank"], r1["headless"], r1["port"]) == (1, True, 8000)
     assert r0["env"]["NCCL_SOCKET_IFNAME"] == "ib0"
@@ -165,7 +166,7 @@ def test_sglang_multinode_tp16():
 def test_vllm_pd_nixl_kv_both():
     c = _valid("03-vllm-pd-nixl.json")
     for r, port in zip(c["recipes"], (8100, 8200)):
-        assert r["role"] == "monolithic"  # kv_both: neither producer nor consumer
+        assert r["role"] == "aggregated"  # kv_both: neither producer nor consumer
         assert r["kv_transfer_config"] == {"kv_connector": "NixlConnector", "kv_role": "kv_both"}
         assert r["transfer_backend"] == "NixlConnector"
         assert r["gpus"] == 2
@@ -174,7 +175,7 @@ def test_vllm_pd_nixl_kv_both():
 
 
 @pytest.mark.parametrize("kv_role,role", [("kv_producer", "prefill"), ("kv_consumer", "decode"),
-                                          ("kv_both", "monolithic")])
+                                          ("kv_both", "aggregated")])
 def test_vllm_kv_role_gives_the_role(kv_role, role):
     kv = json.dumps({"kv_connector": "NixlConnector", "kv_role": kv_role})
     r = describe(_env(["vllm", "serve", "m", "--kv-transfer-config", kv], "vllm"), 0)
@@ -232,7 +233,7 @@ def test_sglang_dp_without_dp_attention_multiplies():
 def test_minimal_card():
     c = _valid("10-minimal-required-only.json")
     r = c["recipes"][0]
-    assert (r["name"], r["gpus"], r["port"], r["env"], r["checkpoint"]) == ("vllm-monolithic", 1, 8000, {}, None)
+    assert (r["name"], r["gpus"], r["port"], r["env"], r["checkpoint"]) == ("vllm-aggregated", 1, 8000, {}, None)
     assert r["validated_hardware"] == []
 
 
@@ -244,7 +245,7 @@ def test_every_valid_card_models_consistently(path):
     names = [r["name"] for r in c["recipes"]]
     assert len(names) == len(set(names))
     for r in c["recipes"]:
-        assert r["role"] in ("monolithic", "encoder", "language", "prefill", "decode", "router")
+        assert r["role"] in ("aggregated", "encoder", "language", "prefill", "decode", "router")
         assert r["name"].startswith("%s-%s" % (r["engine"], r["role"]))
         if r["launcher"] == "router":
             assert r["gpus"] == 0
@@ -284,27 +285,89 @@ def test_non_integer_tp_names_the_flag():
 def test_bad_kv_transfer_config():
     with pytest.raises(RecipeError) as exc:
         describe(_env(["vllm", "serve", "m", "--kv-transfer-config", "{kv_connector: Nixl}"], "vllm"), 2)
-    assert exc.value.path == "envs[2].argv"
+    assert exc.value.path == "envs[2].argv[4]"
     assert "--kv-transfer-config is not valid JSON" in exc.value.message
     with pytest.raises(RecipeError, match="must be a JSON object"):
         describe(_env(["vllm", "serve", "m", "--kv-transfer-config", "[1]"], "vllm"), 0)
 
 
-@pytest.mark.parametrize("argv,message", [
-    (["sglang", "serve", "--tp-size", "0"], "tensor parallel size must be >= 1, found 0"),
-    (["sglang", "serve", "--nnodes", "0"], "--nnodes must be >= 1, found 0"),
-    (["sglang", "serve", "--tp-size", "3", "--nnodes", "2"], "3 GPUs do not split evenly over --nnodes 2"),
-    (["sglang", "serve", "--disaggregation-mode", "both"], "--disaggregation-mode expects prefill, decode or null"),
-    (["python", "-m", "sglang_router.launch_router", "--prefill", "--decode", "http://d:1"],
+@pytest.mark.parametrize("argv,path,message", [
+    (["sglang", "serve", "--tp-size", "0"], "[3]", "--tp-size (tensor parallel size) must be >= 1, found 0"),
+    (["sglang", "serve", "--tp=0"], "[2]", "--tp (tensor parallel size) must be >= 1, found 0"),
+    (["vllm", "serve", "m", "-pp", "-1"], "[4]", "-pp (pipeline parallel size) must be >= 1, found -1"),
+    (["vllm", "serve", "m", "--data-parallel-size-local", "0"], "[4]",
+     "--data-parallel-size-local (local data parallel size) must be >= 1"),
+    (["sglang", "serve", "--nnodes", "0"], "[3]", "--nnodes (number of nodes) must be >= 1, found 0"),
+    (["sglang", "serve", "--nnodes", "x"], "[3]", "--nnodes expects an integer, found 'x'"),
+    (["sglang", "serve", "--nnodes", "2", "--node-rank", "2"], "[5]", "--node-rank must be from 0 to --nnodes - 1 (1)"),
+    (["sglang", "serve", "--tp-size", "3", "--nnodes", "2"], "[5]", "3 GPUs do not split evenly over --nnodes 2"),
+    (["vllm", "serve", "m", "-tp", "3", "--nnodes=2"], "[5]", "3 GPUs do not split evenly over --nnodes 2"),
+    (["sglang", "serve", "--disaggregation-mode", "both"], "[3]", "--disaggregation-mode expects prefill, decode or null"),
+    (["python", "-m", "sglang_router.launch_router", "--prefill", "--decode", "http://d:1"], "[3]",
      "--prefill expects URL [BOOTSTRAP_PORT]"),
-    (["python", "-m", "sglang_router.launch_router", "--port", "http"], "--port expects an integer"),
+    (["python", "-m", "sglang_router.launch_router", "--port", "http"], "[4]", "--port expects an integer"),
 ])
-def test_recipe_errors_carry_the_recipe_path(argv, message):
+def test_recipe_errors_name_the_element(argv, path, message):
     with pytest.raises(RecipeError) as exc:
-        describe(_env(argv), 5)
-    # a bad value names its element, other errors the recipe's argv
-    assert exc.value.path == ("envs[5].argv[4]" if "expects an integer" in message else "envs[5].argv")
+        describe(_env(argv, "vllm" if argv[0] == "vllm" else "sglang"), 5)
+    assert exc.value.path == "envs[5].argv" + path
     assert message in exc.value.message
+
+
+@pytest.mark.parametrize("argv,index,written,full", [
+    (["sglang", "serve", "--model-path", "m", "--tp-si", "4"], 4, "--tp-si", "--tp-size"),
+    (["python", "-m", "sglang.launch_server", "--model-path", "m", "--tp-si=4"], 5, "--tp-si", "--tp-size"),
+    (["sglang", "serve", "--model-path", "m", "--disaggregation-m", "prefill"], 4, "--disaggregation-m",
+     "--disaggregation-mode"),
+    (["sglang", "serve", "--model-pa", "m"], 2, "--model-pa", "--model-path"),
+    (["sglang", "serve", "--model-path", "m", "--nno", "2"], 4, "--nno", "--nnodes"),
+    (["vllm", "serve", "m", "--tensor-parallel", "4"], 3, "--tensor-parallel", "--tensor-parallel-size"),
+    (["vllm", "serve", "m", "--tensor_parallel_si", "4"], 3, "--tensor_parallel_si", "--tensor-parallel-size"),
+    (["vllm", "serve", "m", "--kv-transfer", "{}"], 3, "--kv-transfer", "--kv-transfer-config"),
+    (["python", "-m", "sglang_router.launch_router", "--pd-dis", "--prefill", "http://p:1"], 3, "--pd-dis",
+     "--pd-disaggregation"),
+])
+def test_an_abbreviated_option_is_refused_naming_the_option(argv, index, written, full):
+    engine = "vllm" if argv[0] == "vllm" else "sglang"
+    with pytest.raises(RecipeError) as exc:
+        describe(_env(argv, engine), 0)
+    assert exc.value.path == "envs[0].argv[%d]" % index
+    assert exc.value.message.startswith("%r abbreviates %s: " % (written, full))
+    assert "allow_abbrev" in exc.value.message and exc.value.message.endswith("write %s" % full)
+
+
+def test_an_ambiguous_abbreviation_lists_every_option():
+    with pytest.raises(RecipeError) as exc:
+        describe(_env(["sglang", "serve", "--model-path", "m", "--disaggregation", "prefill"]), 0)
+    assert "abbreviates --disaggregation-bootstrap-port or --disaggregation-mode or " \
+           "--disaggregation-transfer-backend" in exc.value.message
+    assert exc.value.message.endswith("write it in full")
+
+
+@pytest.mark.parametrize("argv", [
+    ["sglang", "serve", "--model-path", "m", "--tp", "4"],                      # an alias, not an abbreviation
+    ["vllm", "serve", "m", "--data-parallel-size", "2"],                        # a prefix of -local, but exact
+    ["sglang", "serve", "--model-path", "m", "--max-running", "4"],             # a prefix of an option not read
+    ["sglang", "serve", "--model-path", "m", "--", "--tp-si"],                  # after --: a positional
+    ["python", "-m", "sglang.launch_server", "--model-path", "m"],              # python's own -m
+])
+def test_exact_options_and_options_not_read_pass(argv):
+    describe(_env(argv, "vllm" if argv[0] == "vllm" else "sglang"), 0)
+
+
+def test_vllm_reads_underscores_as_dashes_like_its_parser():
+    m = describe(_env(["vllm", "serve", "m", "--tensor_parallel_size", "4", "--data_parallel_size=2"], "vllm"), 0)
+    assert (m["tensor_parallel_size"], m["data_parallel_size"], m["gpus"]) == (4, 2, 8)
+    # SGLang's plain argparse does not: there an underscore option is just an unknown option
+    m = describe(_env(["sglang", "serve", "--model-path", "m", "--tp_size", "4"]), 0)
+    assert m["tensor_parallel_size"] == 1
+
+
+def test_vllm_json_option_by_key_is_refused():
+    with pytest.raises(RecipeError) as exc:
+        describe(_env(["vllm", "serve", "m", "--kv-transfer-config.kv_role", "kv_producer"], "vllm"), 1)
+    assert exc.value.path == "envs[1].argv[3]"
+    assert "sets one key of --kv-transfer-config" in exc.value.message
 
 
 def test_load_card_reports_the_recipe_error_path(example):
@@ -337,10 +400,23 @@ def test_launcher(argv, kind):
 
 
 def test_name_recipes_suffixes_only_duplicates():
-    rs = [{"engine": "vllm", "role": "monolithic", "index": 0},
-          {"engine": "sglang", "role": "monolithic", "index": 1},
-          {"engine": "vllm", "role": "monolithic", "index": 2}]
-    assert [r["name"] for r in name_recipes(rs)] == ["vllm-monolithic-0", "sglang-monolithic", "vllm-monolithic-2"]
+    rs = [{"engine": "vllm", "role": "aggregated", "index": 0},
+          {"engine": "sglang", "role": "aggregated", "index": 1},
+          {"engine": "vllm", "role": "aggregated", "index": 2}]
+    assert [r["name"] for r in name_recipes(rs)] == ["vllm-aggregated-0", "sglang-aggregated", "vllm-aggregated-2"]
+
+
+@pytest.mark.parametrize("name, current", [
+    ("vllm-monolithic", "vllm-aggregated"),
+    ("sglang-monolithic-3", "sglang-aggregated-3"),
+    ("vllm-aggregated", None),
+    ("sglang-prefill", None),
+    ("monolithic", None),
+    ("vllm-monolithic-x", None),
+    (3, None),
+])
+def test_current_name_of_a_former_role_name(name, current):
+    assert current_name(name) == current
 
 
 def test_slug():

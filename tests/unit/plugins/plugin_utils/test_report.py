@@ -35,7 +35,7 @@ def test_deploy_rows():
         card = load_card(f.read(), EXAMPLE)
     p = plan(card, normalize_placement([
         ("b-pd", {"address": "10.0.0.2", "recipes": ["sglang-prefill", "sglang-decode", "sglang-router"]}),
-        ("a-v", {"address": "10.0.0.1", "recipes": ["vllm-monolithic"]}),
+        ("a-v", {"address": "10.0.0.1", "recipes": ["vllm-aggregated"]}),
     ]))
     unit = "launchcard-glm-5.3-flash-sglang-%s-0.service"
     results = {
@@ -49,7 +49,7 @@ def test_deploy_rows():
     }
     rows = deploy_rows(p, results)
     assert rows == [
-        ["a-v", "vllm-monolithic", "vllm", "monolithic", 8000, "not run"],
+        ["a-v", "vllm-aggregated", "vllm", "aggregated", 8000, "not run"],
         ["b-pd", "sglang-prefill", "sglang", "prefill", 31000, "healthy"],
         ["b-pd", "sglang-decode", "sglang", "decode", 32000, "failed"],
         ["b-pd", "sglang-router", "sglang", "router", 30000, "unhealthy: health answered 503"],
@@ -60,16 +60,16 @@ def test_deploy_rows():
 
 
 def test_deploy_rows_headless_rank_has_no_port():
-    plan_ = {"hosts": {"n1": {"instances": [{"unit": "u", "recipe": "r", "engine": "vllm", "role": "monolithic",
+    plan_ = {"hosts": {"n1": {"instances": [{"unit": "u", "recipe": "r", "engine": "vllm", "role": "aggregated",
                                              "port": None}]}}}
     assert deploy_rows(plan_, {"n1": {"units": [{"name": "u"}]}}) == [
-        ["n1", "r", "vllm", "monolithic", "-", "unknown"]]
+        ["n1", "r", "vllm", "aggregated", "-", "unknown"]]
 
 
 def test_deploy_rows_check_mode_pending_units():
     with open(EXAMPLE) as f:
         card = load_card(f.read(), EXAMPLE)
-    p = plan(card, normalize_placement([("h", {"address": "10.0.0.1", "recipes": ["vllm-monolithic"]})]))
+    p = plan(card, normalize_placement([("h", {"address": "10.0.0.1", "recipes": ["vllm-aggregated"]})]))
     unit = p["hosts"]["h"]["instances"][0]["unit"]
     results = {"h": {"units": [{"name": unit, "active_state": "active"}], "health": [], "pending": {unit: "restart"}}}
     assert [r[5] for r in deploy_rows(p, results)] == ["would restart (check mode)"]

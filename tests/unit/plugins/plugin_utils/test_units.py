@@ -257,8 +257,8 @@ def test_systemd_analyze_verifies_rendered_native_units(tmp_path):
     venv = _native_venv(tmp_path)
     units_dir = tmp_path / "units"
     units_dir.mkdir()
-    fleet = _plan(EX, [("a", "10.0.0.1", ["vllm-monolithic", "sglang-encoder"]),
-                       ("b", "10.0.0.2", ["sglang-language", "sglang-monolithic"]),
+    fleet = _plan(EX, [("a", "10.0.0.1", ["vllm-aggregated", "sglang-encoder"]),
+                       ("b", "10.0.0.2", ["sglang-language", "sglang-aggregated"]),
                        ("c", "10.0.0.3", ["sglang-prefill", "sglang-decode", "sglang-router"])])
     instances = [i for hp in fleet["hosts"].values() for i in hp["instances"]]
     if os.path.exists(SPECIAL):
@@ -282,7 +282,7 @@ def test_systemd_analyze_verifies_rendered_native_units(tmp_path):
 @pytest.mark.skipif(shutil.which("systemd-analyze") is None, reason="systemd-analyze is not installed")
 def test_systemd_analyze_rejects_a_missing_executable(tmp_path):
     """The verify test above can fail: a unit whose binary is absent does."""
-    inst = _inst(EX, "vllm-monolithic")
+    inst = _inst(EX, "vllm-aggregated")
     path = tmp_path / inst["unit"]
     path.write_text(render(inst, {"runtime": "native", "native_venv": str(tmp_path / "nowhere")}))
     res = subprocess.run(["systemd-analyze", "verify", "--man=no", str(path)], capture_output=True, text=True,
@@ -303,7 +303,7 @@ def test_the_schema_refuses_a_directive_in_argv():
 
 @pytest.mark.parametrize("field", ["argv", "env", "host", "id"])
 def test_render_refuses_a_directive_fed_directly(field):
-    inst = dict(_inst(EX, "vllm-monolithic"))
+    inst = dict(_inst(EX, "vllm-aggregated"))
     inst["env"] = dict(inst["env"])
     if field == "argv":
         inst["argv"] = inst["argv"] + ["--x", INJECTION]
@@ -317,7 +317,7 @@ def test_render_refuses_a_directive_fed_directly(field):
 
 
 def test_native_refuses_an_executable_path_trick():
-    inst = dict(_inst(EX, "vllm-monolithic"))
+    inst = dict(_inst(EX, "vllm-aggregated"))
     inst["argv"] = ["-vllm"] + inst["argv"][1:]
     with pytest.raises(UnsafeValue, match="not a plain program name"):
         command(inst, {"runtime": "native"})
@@ -325,7 +325,7 @@ def test_native_refuses_an_executable_path_trick():
 
 # -- docker --------------------------------------------------------------------------------------
 def test_docker_vllm_unit():
-    inst = _inst(EX, "vllm-monolithic")
+    inst = _inst(EX, "vllm-aggregated")
     digest = "vllm/vllm-openai@sha256:" + "a" * 64
     start, stop, env = command(inst, {"runtime": "docker", "image_refs": {"vllm/vllm-openai:nightly": digest},
                                       "secrets_env_file": "/etc/launchcard/secrets.env"})
@@ -361,7 +361,7 @@ def test_docker_sglang_uses_all_gpus_and_base_gpu_id():
 
 
 def test_docker_unit_text():
-    inst = _inst(EX, "vllm-monolithic")
+    inst = _inst(EX, "vllm-aggregated")
     text = render(inst, {"runtime": "docker", "stop_timeout_s": 45})
     assert "Requires=docker.service" in text.splitlines()
     assert directives(text, "ExecStartPre") == ["-/usr/bin/docker rm -f %s" % inst["id"]]
@@ -372,7 +372,7 @@ def test_docker_unit_text():
 
 
 def test_podman_nvidia_uses_cdi_devices():
-    inst = _inst(EX, "vllm-monolithic")
+    inst = _inst(EX, "vllm-aggregated")
     start, stop = command(inst, {"runtime": "podman"})[:2]
     assert start[0] == "/usr/bin/podman"
     assert [start[k + 1] for k, w in enumerate(start) if w == "--device"] == [
@@ -386,7 +386,7 @@ def test_podman_nvidia_uses_cdi_devices():
 def test_container_gpu_selection_per_vendor():
     """Two vLLM TP2 instances on one host (card 03 pins CUDA_VISIBLE_DEVICES 0,1 / 2,3)."""
     card = _load(os.path.join(VALID, "03-vllm-pd-nixl.json"))
-    second = _inst(card, "vllm-monolithic-1", [("h", "10.0.0.1", ["vllm-monolithic-0", "vllm-monolithic-1"])])
+    second = _inst(card, "vllm-aggregated-1", [("h", "10.0.0.1", ["vllm-aggregated-0", "vllm-aggregated-1"])])
     assert second["gpu_ids"] == [2, 3]
     # NVIDIA container: the runtime exposes GPUs 2,3 as 0,1; a CUDA_VISIBLE_DEVICES=2,3 would hide both
     start, dummy, env = command(second, {"runtime": "docker"})
@@ -403,13 +403,13 @@ def test_container_gpu_selection_per_vendor():
     assert [w for w in start if w.startswith("/dev/davinci") and w[-1].isdigit()] == [
         "/dev/davinci0", "/dev/davinci1", "/dev/davinci2", "/dev/davinci3"]
     # alone on a host it gets GPUs 0,1 whatever the card pinned
-    alone = _inst(card, "vllm-monolithic-1")
+    alone = _inst(card, "vllm-aggregated-1")
     assert command(alone, {"runtime": "native"})[2]["CUDA_VISIBLE_DEVICES"] == "0,1"
 
 
 # -- native ---------------------------------------------------------------------------------------
 def test_native_vllm_unit():
-    inst = _inst(EX, "vllm-monolithic", [("h", "10.0.0.1", ["sglang-encoder", "vllm-monolithic"])])
+    inst = _inst(EX, "vllm-aggregated", [("h", "10.0.0.1", ["sglang-encoder", "vllm-aggregated"])])
     start, stop, env = command(inst, {"runtime": "native", "native_venv": "/opt/lc/venv/"})
     assert start == ["/opt/lc/venv/bin/vllm"] + inst["argv"][1:]
     assert stop is None
@@ -422,7 +422,7 @@ def test_native_vllm_unit():
 
 
 def test_native_sglang_selects_gpus_in_argv_only():
-    enc = _inst(EX, "sglang-encoder", [("h", "10.0.0.1", ["vllm-monolithic", "sglang-encoder"])])
+    enc = _inst(EX, "sglang-encoder", [("h", "10.0.0.1", ["vllm-aggregated", "sglang-encoder"])])
     start, dummy, env = command(enc, {"runtime": "native", "hf_offline": False})
     assert "CUDA_VISIBLE_DEVICES" not in env and "HF_HUB_OFFLINE" not in env
     assert start[start.index("--base-gpu-id") + 1] == "8"
@@ -432,7 +432,7 @@ def test_native_sglang_selects_gpus_in_argv_only():
 
 
 def test_native_secrets_file():
-    inst = _inst(EX, "vllm-monolithic")
+    inst = _inst(EX, "vllm-aggregated")
     text = render(inst, {"runtime": "native", "secrets_env_file": "/etc/launch card/secrets$1.env"})
     # EnvironmentFile= is a literal path: no quotes, no $$; % doubled
     assert directives(text, "EnvironmentFile") == ["-/etc/launch card/secrets$1.env"]
@@ -448,7 +448,7 @@ def test_native_secrets_file():
     ("docker", "soon", 1800, 1800),
 ])
 def test_timeout_start_exceeds_the_engine_ready_timeout(runtime, ready, start, expect):
-    inst = dict(_inst(EX, "vllm-monolithic"))
+    inst = dict(_inst(EX, "vllm-aggregated"))
     inst["env"] = {k: v for k, v in inst["env"].items() if k != "VLLM_ENGINE_READY_TIMEOUT_S"}
     if ready is not None:
         inst["env"]["VLLM_ENGINE_READY_TIMEOUT_S"] = ready
@@ -457,12 +457,12 @@ def test_timeout_start_exceeds_the_engine_ready_timeout(runtime, ready, start, e
 
 
 def test_card_ready_timeout_gives_a_start_timeout_above_it():
-    text = render(_inst(EX, "vllm-monolithic"))
+    text = render(_inst(EX, "vllm-aggregated"))
     assert int(directives(text, "TimeoutStartSec")[0]) >= 3600 + 300
 
 
 def test_options_are_validated():
-    inst = _inst(EX, "vllm-monolithic")
+    inst = _inst(EX, "vllm-aggregated")
     with pytest.raises(ValueError, match="runtime must be one of docker, podman, native, found 'lxc'"):
         render(inst, {"runtime": "lxc"})
     with pytest.raises(ValueError, match="vendor must be one of"):
@@ -472,7 +472,7 @@ def test_options_are_validated():
 def test_secret_token_never_in_a_unit(tmp_path):
     secrets = tmp_path / "secrets.env"
     secrets.write_text("HF_TOKEN=%s\n" % TOKEN)
-    p = _plan(EX, [("a", "10.0.0.1", ["vllm-monolithic"]), ("b", "10.0.0.2", ["sglang-encoder", "sglang-language"]),
+    p = _plan(EX, [("a", "10.0.0.1", ["vllm-aggregated"]), ("b", "10.0.0.2", ["sglang-encoder", "sglang-language"]),
                    ("c", "10.0.0.3", ["sglang-prefill", "sglang-decode", "sglang-router"])])
     for runtime in ("docker", "podman", "native"):
         for host, hp in p["hosts"].items():
@@ -492,7 +492,7 @@ def test_host_units_names_and_order():
 
 
 def test_description_and_syslog_identifier_escape_specifiers():
-    inst = dict(_inst(EX, "vllm-monolithic"))
+    inst = dict(_inst(EX, "vllm-aggregated"))
     inst["host"] = "gpu%h"
     text = render(inst)
     assert directives(text, "Description")[0].endswith("on gpu%%h")

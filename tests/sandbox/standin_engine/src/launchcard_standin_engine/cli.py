@@ -50,7 +50,7 @@ class ServerConfig:
     served_model_names: List[str]
     host: str
     port: int
-    role: str = "monolithic"  # monolithic | prefill | decode | encoder | language
+    role: str = "aggregated"  # aggregated | prefill | decode | encoder | language
     tp_size: int = 1
     bootstrap_port: Optional[int] = None  # prefill only
     encoder_urls: List[str] = field(default_factory=list)  # language only
@@ -167,7 +167,7 @@ def parse_sglang(argv: List[str]) -> ServerConfig:
         raise UsageError("--encoder-only and --language-only are mutually exclusive")
     if mode != "null" and (encoder_only or language_only):
         raise UsageError("stand-in: --disaggregation-mode cannot be combined with --encoder-only/--language-only")
-    role = "monolithic"
+    role = "aggregated"
     if mode != "null":
         role = mode
     elif encoder_only:
