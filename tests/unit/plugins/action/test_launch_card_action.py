@@ -30,10 +30,10 @@ MALFORMED = os.path.join(REPO_ROOT, "tests", "unit", "cards", "malformed")
 
 # inventories/sandbox/gpus.ini: host -> (address, recipes)
 FLEET = {
-    "lc-vllm": ("198.18.0.11", ["vllm-monolithic"]),
+    "lc-vllm": ("198.18.0.11", ["vllm-aggregated"]),
     "lc-encoder": ("198.18.0.12", ["sglang-encoder"]),
     "lc-language": ("198.18.0.13", ["sglang-language"]),
-    "lc-cp": ("198.18.0.14", ["sglang-monolithic"]),
+    "lc-cp": ("198.18.0.14", ["sglang-aggregated"]),
     "lc-prefill": ("198.18.0.15", ["sglang-prefill"]),
     "lc-decode": ("198.18.0.16", ["sglang-decode"]),
     "lc-router": ("198.18.0.17", ["sglang-router"]),

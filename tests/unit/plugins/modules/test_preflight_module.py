@@ -123,7 +123,7 @@ def test_a_good_host_passes_every_check(host, capsys):
     assert result["changed"] is False
     assert result["failed_checks"] == []
     assert result["bare_host"] is False
-    assert sorted(checks) == ["disk", "driver", "fabric", "gpu_count", "gpu_model", "memory_fit"]
+    assert sorted(checks) == ["disk", "driver", "driver_branch", "fabric", "gpu_count", "gpu_model", "memory_fit"]
     assert all(r["ok"] and r["severity"] == "ok" for r in checks.values())
     assert checks["gpu_count"]["found"] == "8 nvidia GPU(s)"
     assert checks["gpu_model"]["found"] == "h100"
@@ -183,17 +183,17 @@ def test_disk_counts_what_of_the_revision_is_already_staged(host, capsys):
 
 
 def test_a_port_held_by_another_process_is_named(host, capsys, other_process_listening):
-    # Listening ports and their owners come from this machine's /proc (not injectable yet).
+    # Listening ports and their owners come from this machine's /proc.
     port, pid = other_process_listening
     nvidia_smi(host["bin"])
     result = run_module(capsys, host, needs=needs(ports=[
-        {"port": port, "owner": "launchcard-demo-vllm-monolithic-0.service"}]))
+        {"port": port, "owner": "launchcard-demo-vllm-aggregated-0.service"}]))
     ports = by_check(result)["ports"]
     owner = result["facts"]["listening"][str(port)]
-    # outside a systemd service (a test run) the owner is the pid; under one (a CI job), its unit
-    assert owner == "pid %d" % pid or owner.endswith(".service")
+    # the process holding it, by name and PID (and its unit, where it runs under one)
+    assert owner["pid"] == pid
     assert result["failed_checks"] == ["ports"]
-    assert ports["found"] == "%d (held by %s)" % (port, owner)
+    assert ports["found"].startswith("%d (held by %s, pid %d" % (port, owner["comm"], pid))
     assert ports["message"] == "ports in use by something else"
 
 

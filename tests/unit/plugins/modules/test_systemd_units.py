@@ -168,7 +168,7 @@ def run_module(capsys, systemd, units, rc=0, **args):
     return result, out
 
 
-A = "launchcard-demo-vllm-monolithic-0.service"
+A = "launchcard-demo-vllm-aggregated-0.service"
 B = "launchcard-demo-sglang-router-0.service"
 OLD = "launchcard-old-sglang-decode-0.service"
 FOREIGN = "nginx.service"
