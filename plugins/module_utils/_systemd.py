@@ -11,8 +11,11 @@ output, and runs the few batched ``systemctl`` calls it returns.
 from __future__ import annotations
 
 import re
+import signal
 
 SHOW_PROPERTIES = ("Id", "LoadState", "ActiveState", "SubState", "UnitFileState", "NRestarts", "ExecMainPID")
+# What the health gate reads to tell a crash (see CrashWatch).
+WATCH_PROPERTIES = SHOW_PROPERTIES + ("Result", "ExecMainCode", "ExecMainStatus")
 
 
 def diff_files(desired, existing, prefix):
@@ -103,3 +106,91 @@ def render_env_file(values):
             raise ValueError("secret %s holds whitespace, a quote, a backslash or a control character" % name)
         lines.append("%s=%s" % (name, value))
     return "\n".join(lines) + "\n"
+
+
+# ExecMainCode is a waitid(2) si_code: CLD_EXITED (1) carries an exit status,
+# CLD_KILLED (2) and CLD_DUMPED (3) a signal number (systemd.exec(5), "$SERVICE_RESULT").
+_CLD_EXITED = "1"
+
+
+def exit_status(props):
+    """Describe how a unit's main process last ended, from ``systemctl show``.
+
+    :param props: one unit's properties (:func:`parse_show`).
+    :returns: e.g. ``"exit status 1"``, ``"signal SIGKILL"``, or ``""`` when
+        the process has not ended (``ExecMainCode=0``) or is unknown.
+    """
+    code, status = props.get("ExecMainCode") or "0", props.get("ExecMainStatus") or "0"
+    if code == "0" or not status.isdigit():
+        return ""
+    if code == _CLD_EXITED:
+        return "exit status %s" % status
+    try:
+        return "signal %s" % signal.Signals(int(status)).name
+    except ValueError:
+        return "signal %s" % status
+
+
+class CrashWatch(object):
+    """Tell, from successive ``systemctl show`` readings, which units crashed.
+
+    A health gate waits for engines that load for minutes; an engine that
+    exits at start is restarted by systemd (``Restart=on-failure``) and would
+    otherwise only be reported when the gate times out. A unit counts as
+    crashed, and the wait for it can end at once, when:
+
+    - ``ActiveState=failed`` (it exhausted its start limit, or has no
+      ``Restart=``),
+    - ``SubState=auto-restart`` (its process exited and systemd waits
+      ``RestartSec`` before starting it again),
+    - ``NRestarts`` is higher than the lowest value seen (systemd restarted
+      it between two readings; a manual start resets the count to 0, so the
+      lowest value is the baseline),
+    - ``ActiveState=inactive`` on two readings in a row (stopped by someone,
+      or exited with nothing to restart it).
+
+    ``activating``, ``deactivating`` and ``reloading`` are transitions (a
+    restart job that the converge queued), never a crash by themselves.
+    """
+
+    def __init__(self):
+        self.min_restarts = {}
+        self.inactive = {}
+
+    def observe(self, states):
+        """Feed one reading.
+
+        :param states: dict unit name -> properties (:func:`parse_show`).
+        :returns: dict unit name -> reason (str) for the units that crashed;
+            the reason gives the state, ``Result``, how the main process
+            ended and the restart count.
+        """
+        out = {}
+        for name, props in states.items():
+            active, sub = props.get("ActiveState"), props.get("SubState")
+            try:
+                restarts = int(props.get("NRestarts") or 0)
+            except ValueError:
+                restarts = 0
+            baseline = min(self.min_restarts.get(name, restarts), restarts)
+            self.min_restarts[name] = baseline
+            self.inactive[name] = self.inactive.get(name, 0) + 1 if active == "inactive" else 0
+            if props.get("LoadState") == "not-found":
+                what = "unit not found"
+            elif active == "failed":
+                what = "unit failed"
+            elif sub == "auto-restart":
+                what = "engine exited, systemd restarts it"
+            elif restarts > baseline:
+                what = "engine restarted by systemd"
+            elif self.inactive[name] >= 2:
+                what = "unit not running (inactive)"
+            else:
+                continue
+            facts = ["Result=%s" % (props.get("Result") or "?")]
+            status = exit_status(props)
+            if status:
+                facts.append(status)
+            facts.append("NRestarts=%d" % restarts)
+            out[name] = "%s (%s)" % (what, ", ".join(facts))
+        return out

@@ -18,7 +18,10 @@ description:
   - Reads every unit's state with a single C(systemctl show) call, so a host converges in one round
     trip however many units it runs.
   - Units whose file changed are restarted together in one call, so prefill/decode partners on one
-    host come back as a group.
+    host come back as a group. Start and restart jobs are queued (C(systemctl --no-block)) after a
+    C(systemctl reset-failed) of those units (a unit that hit its start limit can start again); whether the
+    engines come up is the health gate's to tell (M(launchcard.inference.http_health)). A unit that is
+    C(failed) right after the jobs were queued fails the module.
 options:
   units:
     description:
@@ -302,9 +305,17 @@ def main():
             # containers, so reload only when a unit file changed.
             run(["daemon-reload"])
             reloaded = True
-        for verb in ("enable", "start", "restart"):
+        if todo["enable"]:
+            run(["enable", "--"] + todo["enable"])
+        if todo["start"] or todo["restart"]:
+            # A unit that hit its start limit (StartLimitBurst=) refuses to start until its
+            # counter is reset; a deploy is an operator's request to try again.
+            run(["reset-failed", "--"] + todo["start"] + todo["restart"], check_rc=False)
+        for verb in ("start", "restart"):
             if todo[verb]:
-                run([verb, "--"] + todo[verb])
+                # --no-block: a unit is "active" only once its engine answers (ExecStartPost=),
+                # which the health gate waits for, watching every unit at once.
+                run([verb, "--no-block", "--"] + todo[verb])
     after = before if module.check_mode else show(list(desired))
     units = []
     for name in sorted(desired):
@@ -325,9 +336,9 @@ def main():
     if module._diff and diffs:
         result["diff"] = diffs
     if p["state"] == "started" and not module.check_mode:
-        failed = [u["name"] for u in units if u["active_state"] not in ("active", "activating")]
+        failed = [u["name"] for u in units if u["active_state"] == "failed"]
         if failed:
-            module.fail_json(msg="units not running after start: %s (see journalctl -u NAME)" % ", ".join(failed),
+            module.fail_json(msg="units failed at start: %s (see journalctl -u NAME)" % ", ".join(failed),
                              **result)
     module.exit_json(**result)
 

@@ -32,6 +32,13 @@ VENDORS = ("nvidia", "amd", "ascend", "none")
 VISIBLE_DEVICES_ENV = {"nvidia": "CUDA_VISIBLE_DEVICES", "amd": "HIP_VISIBLE_DEVICES",
                        "ascend": "ASCEND_RT_VISIBLE_DEVICES"}
 CONTAINER_HF_HOME = "/root/.cache/huggingface"
+# Restart policy: a unit whose engine keeps exiting is restarted every RESTART_SEC s, at most
+# START_LIMIT_BURST starts within START_LIMIT_INTERVAL_S s (manual starts included), then stays
+# failed (Result=start-limit-hit) until a deploy or `systemctl reset-failed` (systemd.unit(5)).
+# An engine that crashes after loading for minutes is not limited: its starts are further apart.
+RESTART_SEC = 10
+START_LIMIT_BURST = 5
+START_LIMIT_INTERVAL_S = 300
 
 DEFAULTS = {
     "runtime": "docker",
@@ -255,7 +262,8 @@ def render(inst, options=None):
     ]
     if opts["runtime"] == "docker":
         lines += ["Requires=docker.service", "After=docker.service"]
-    lines += ["StartLimitIntervalSec=0", "", "[Service]", "Type=exec"]
+    lines += ["StartLimitIntervalSec=%d" % START_LIMIT_INTERVAL_S, "StartLimitBurst=%d" % START_LIMIT_BURST,
+              "", "[Service]", "Type=exec"]
     for name in sorted(env):
         lines.append("Environment=%s" % env_assignment(name, env[name]))
     if opts["secrets_env_file"] and opts["runtime"] == "native":
@@ -268,7 +276,7 @@ def render(inst, options=None):
         lines.append("ExecStop=%s" % exec_line(stop))
     lines += [
         "Restart=on-failure",
-        "RestartSec=10",
+        "RestartSec=%d" % RESTART_SEC,
         "TimeoutStartSec=%d" % _start_timeout(inst, opts),
         # TimeoutStopSec > container stop timeout > the engine's drain time.
         "TimeoutStopSec=%d" % (stop_timeout + 30),
