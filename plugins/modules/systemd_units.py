@@ -74,10 +74,18 @@ options:
   secrets:
     description:
       - Secret environment variables (for example C(HF_TOKEN)) for the units' C(EnvironmentFile=).
-      - Written to O(secrets_file) with mode 0600 (directory 0700) when not empty; the file is removed
-        when empty. Values never appear in unit files, C(systemctl show), logs or this module's output.
+      - Written to O(secrets_file) with mode 0600 (directory 0700) when not empty. When empty, the file
+        is left as it is (a run without the vault changes nothing); O(remove_secrets) deletes it.
+      - When the file's content changes (its SHA-256 differs), the active units whose C(EnvironmentFile=)
+        names O(secrets_file) are restarted, so the engines run with the new values.
+      - Values never appear in unit files, C(systemctl show), logs or this module's output.
     type: dict
     default: {}
+  remove_secrets:
+    description:
+      - Delete O(secrets_file) (and restart the active units that read it). Not with O(secrets).
+    type: bool
+    default: false
   secrets_file:
     description: Path of the secrets environment file.
     type: path
@@ -141,8 +149,14 @@ secrets_changed:
   description: Whether the secrets file was written or removed (its content is never returned).
   returned: always
   type: bool
+secrets_restarted:
+  description: Units restarted because the secrets file they read changed (also in RV(actions.restart)).
+  returned: always
+  type: list
+  elements: str
 """
 
+import hashlib
 import os
 import shutil
 import tempfile
@@ -199,6 +213,19 @@ def _read_text(path):
         return None
 
 
+def _digest(text):
+    return None if text is None else hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def _reads_secrets(content, path):
+    """Whether a unit file's text loads ``path`` with ``EnvironmentFile=`` (optional ``-`` prefix)."""
+    for line in content.splitlines():
+        key, sep, value = line.strip().partition("=")
+        if sep and key.strip() == "EnvironmentFile" and value.strip().lstrip("-") == path:
+            return True
+    return False
+
+
 def _write_secrets(path, text):
     if text is None:
         if os.path.exists(path):
@@ -231,8 +258,10 @@ def main():
             directory=dict(type="path", default="/etc/systemd/system"),
             verify=dict(type="bool", default=True),
             secrets=dict(type="dict", default={}, no_log=True),
+            remove_secrets=dict(type="bool", default=False),
             secrets_file=dict(type="path", default="/etc/launchcard/secrets.env"),
         ),
+        mutually_exclusive=[("secrets", "remove_secrets")],
         supports_check_mode=True,
     )
     p = module.params
@@ -276,12 +305,21 @@ def main():
     stale_enabled = {n for n, st in stale.items() if st.get("UnitFileState") in ("enabled", "enabled-runtime")}
     todo["stop"] = sorted(set(todo["stop"]) | stale_active)
     todo["disable"] = sorted(set(todo["disable"]) | stale_enabled)
+    current = _read_text(p["secrets_file"])
     try:
-        secrets_text = render_env_file(p["secrets"]) if p["secrets"] else None
+        secrets_text = render_env_file(p["secrets"]) if p["secrets"] else None if p["remove_secrets"] else current
     except ValueError as exc:
         module.fail_json(msg="secrets: %s" % exc)
-    secrets_changed = _read_text(p["secrets_file"]) != secrets_text or (
+    content_changed = _digest(current) != _digest(secrets_text)
+    secrets_changed = content_changed or (
         secrets_text is not None and os.stat(p["secrets_file"]).st_mode & 0o777 != 0o600)
+    secrets_restarted = []
+    if content_changed and p["state"] == "started":
+        # the engines read the file only when they start: restart the running ones that use it
+        queued = set(todo["start"]) | set(todo["restart"])
+        secrets_restarted = sorted(n for n in desired if n not in queued and _reads_secrets(desired[n], p["secrets_file"])
+                                   and before.get(n, {}).get("ActiveState") in ("active", "activating", "reloading"))
+        todo["restart"] = sorted(set(todo["restart"]) | set(secrets_restarted))
     changed = bool(plan["write"] or plan["remove"] or any(todo.values()) or secrets_changed)
     reloaded = False
     if not module.check_mode:
@@ -332,7 +370,8 @@ def main():
             "n_restarts": restarts,
         })
     result = dict(changed=changed, units=units, written=plan["write"], removed=plan["remove"],
-                  actions=todo, daemon_reloaded=reloaded, secrets_changed=secrets_changed)
+                  actions=todo, daemon_reloaded=reloaded, secrets_changed=secrets_changed,
+                  secrets_restarted=secrets_restarted)
     if module._diff and diffs:
         result["diff"] = diffs
     if p["state"] == "started" and not module.check_mode:

@@ -37,6 +37,8 @@ CONTAINER_HF_HOME = "/root/.cache/huggingface"
 # failed (Result=start-limit-hit) until a deploy or `systemctl reset-failed` (systemd.unit(5)).
 # An engine that crashes after loading for minutes is not limited: its starts are further apart.
 RESTART_SEC = 10
+# Variables the secrets file (secrets_env_file) may hold, passed into containers by name.
+SECRET_ENV_NAMES = ("HF_TOKEN",)
 START_LIMIT_BURST = 5
 START_LIMIT_INTERVAL_S = 300
 
@@ -202,7 +204,8 @@ def command(inst, options=None):
       mounted as the HF cache, ``--entrypoint argv[0]``, the image (by digest
       when ``image_refs`` maps it), then ``argv[1:]``. Card env travels as
       ``-e NAME`` (value from the unit's ``Environment=``), secrets as
-      ``--env-file``, never on the command line.
+      ``-e HF_TOKEN`` (value from the unit's ``EnvironmentFile=``), never on
+      the command line.
 
     :raises UnsafeValue: argv[0] is not a plain program name (native).
     """
@@ -234,7 +237,11 @@ def command(inst, options=None):
     for name in sorted(env):
         run += ["-e", name]
     if opts["secrets_env_file"]:
-        run += ["--env-file", opts["secrets_env_file"]]
+        # The unit reads the secrets file (EnvironmentFile=-, a missing file is fine) into the
+        # client's environment and -e NAME passes each secret on, if set, without its value on the
+        # command line; --env-file would fail the start when the file is absent.
+        for name in SECRET_ENV_NAMES:
+            run += ["-e", name]
     run += list(opts["extra_container_args"])
     run += ["--entrypoint", argv[0], image] + argv[1:]
     stop = [binary, "stop", "-t", str(int(opts["stop_timeout_s"])), inst["id"]]
@@ -266,8 +273,10 @@ def render(inst, options=None):
               "", "[Service]", "Type=exec"]
     for name in sorted(env):
         lines.append("Environment=%s" % env_assignment(name, env[name]))
-    if opts["secrets_env_file"] and opts["runtime"] == "native":
-        # EnvironmentFile= takes a literal path (specifiers only, no quotes).
+    if opts["secrets_env_file"]:
+        # The same line whether or not a token is given (a run without the vault changes no
+        # unit); "-": a missing file is no error. EnvironmentFile= takes a literal path
+        # (specifiers only, no quotes).
         lines.append("EnvironmentFile=-%s" % _spec(opts["secrets_env_file"], "secrets_env_file"))
     if stop is not None:
         lines.append("ExecStartPre=-%s" % exec_line([start[0], "rm", "-f", inst["id"]]))
