@@ -37,6 +37,48 @@ CONTAINER_HF_HOME = "/root/.cache/huggingface"
 # failed (Result=start-limit-hit) until a deploy or `systemctl reset-failed` (systemd.unit(5)).
 # An engine that crashes after loading for minutes is not limited: its starts are further apart.
 RESTART_SEC = 10
+# "Started" means ready: ExecStartPost= runs this helper (shipped by the units role) until the
+# engine's health URL answers 200, bounded by TimeoutStartSec=. vLLM and SGLang do not call
+# sd_notify(3), so Type=notify is not possible.
+WAIT_READY = ("/usr/bin/python3", "/usr/local/libexec/launchcard/wait-ready.py")
+# native runtime: the engines' system user (created by the units role, owner of the weights
+# directory) and the groups that own each vendor's device nodes. NVIDIA's /dev/nvidia* are
+# 0666 by default; AMD's /dev/kfd and /dev/dri/renderD* belong to render and video (ROCm's
+# install guide); Ascend's /dev/davinci* to HwHiAiUser (the Ascend driver installer).
+ENGINE_USER = "launchcard"
+DEVICE_GROUPS = {"nvidia": (), "amd": ("render", "video"), "ascend": ("HwHiAiUser",), "none": ()}
+# where the engines may write besides the weights directory (CacheDirectory=, owned by the user):
+# torch, Triton, vLLM and FlashInfer caches under HOME / XDG_CACHE_HOME.
+ENGINE_CACHE = "/var/cache/launchcard"
+# systemd sandboxing the engines tolerate (systemd.exec(5)). Left out on purpose:
+# PrivateDevices= and DevicePolicy= (the GPUs are device nodes), ProtectClock= (implies a
+# device allow-list), MemoryDenyWriteExecute= (Triton and torch.compile JIT), and
+# an allow-list SystemCallFilter= (CUDA IPC and NCCL use calls outside @system-service; only
+# groups no engine needs are denied), RemoveIPC= (the units of a host share one user: one
+# unit's stop would remove its partners' shared memory), PrivateNetwork=/IPAddressDeny= (engines
+# serve and reach peers over the network), PrivateUsers= (device nodes' groups).
+HARDENING = (
+    "NoNewPrivileges=yes",
+    "ProtectSystem=strict",
+    "ProtectHome=yes",
+    "PrivateTmp=yes",
+    "ProtectKernelTunables=yes",
+    "ProtectKernelModules=yes",
+    "ProtectKernelLogs=yes",
+    "ProtectControlGroups=yes",
+    "ProtectHostname=yes",
+    "RestrictSUIDSGID=yes",
+    "RestrictRealtime=yes",
+    "RestrictNamespaces=yes",
+    "LockPersonality=yes",
+    "SystemCallArchitectures=native",
+    "RestrictAddressFamilies=AF_UNIX AF_INET AF_INET6 AF_NETLINK",
+    "CapabilityBoundingSet=",
+    "PrivateMounts=yes",
+    "SystemCallFilter=~@clock @cpu-emulation @module @mount @obsolete @raw-io @reboot @swap",
+    "SystemCallErrorNumber=EPERM",
+    "UMask=0027",
+)
 # Variables the secrets file (secrets_env_file) may hold, passed into containers by name.
 SECRET_ENV_NAMES = ("HF_TOKEN",)
 START_LIMIT_BURST = 5
@@ -217,6 +259,8 @@ def command(inst, options=None):
         if not _PLAIN_EXE.match(exe):
             raise UnsafeValue("argv[0] %r is not a plain program name" % argv[0])
         env.setdefault("HF_HOME", opts["weights_dir"])
+        env.setdefault("HOME", ENGINE_CACHE)
+        env.setdefault("XDG_CACHE_HOME", ENGINE_CACHE)
         if opts["hf_offline"]:
             env.setdefault("HF_HUB_OFFLINE", "1")
         return ["%s/bin/%s" % (opts["native_venv"].rstrip("/"), exe)] + argv[1:], None, env
@@ -269,6 +313,11 @@ def render(inst, options=None):
     ]
     if opts["runtime"] == "docker":
         lines += ["Requires=docker.service", "After=docker.service"]
+    # an engine must not start on an empty mount point (systemd.unit(5)); the directive takes a
+    # space-separated list, so a path with whitespace cannot be written
+    if re.search(r"\s", str(opts["weights_dir"])) or not str(opts["weights_dir"]).startswith("/"):
+        raise UnsafeValue("weights_dir must be an absolute path without whitespace: %r" % opts["weights_dir"])
+    lines.append("RequiresMountsFor=%s" % _spec(opts["weights_dir"], "weights_dir"))
     lines += ["StartLimitIntervalSec=%d" % START_LIMIT_INTERVAL_S, "StartLimitBurst=%d" % START_LIMIT_BURST,
               "", "[Service]", "Type=exec"]
     for name in sorted(env):
@@ -281,8 +330,19 @@ def render(inst, options=None):
     if stop is not None:
         lines.append("ExecStartPre=-%s" % exec_line([start[0], "rm", "-f", inst["id"]]))
     lines.append("ExecStart=%s" % exec_line(start, wrap=True))
+    if inst.get("health_url"):
+        lines.append("ExecStartPost=%s" % exec_line(list(WAIT_READY) + [inst["health_url"],
+                                                                          str(_start_timeout(inst, opts))]))
     if stop is not None:
         lines.append("ExecStop=%s" % exec_line(stop))
+    if opts["runtime"] == "native":
+        lines += ["User=%s" % ENGINE_USER, "Group=%s" % ENGINE_USER]
+        groups = DEVICE_GROUPS.get(opts["vendor"], ())
+        if groups and inst["gpus"]:
+            lines.append("SupplementaryGroups=%s" % " ".join(groups))
+        lines += ["CacheDirectory=%s" % ENGINE_CACHE.rsplit("/", 1)[1],
+                  "ReadWritePaths=%s" % _spec(opts["weights_dir"], "weights_dir")]
+        lines += list(HARDENING)
     lines += [
         "Restart=on-failure",
         "RestartSec=%d" % RESTART_SEC,
