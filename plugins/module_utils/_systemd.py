@@ -15,7 +15,7 @@ import signal
 
 SHOW_PROPERTIES = ("Id", "LoadState", "ActiveState", "SubState", "UnitFileState", "NRestarts", "ExecMainPID")
 # What the health gate reads to tell a crash (see CrashWatch).
-WATCH_PROPERTIES = SHOW_PROPERTIES + ("Result", "ExecMainCode", "ExecMainStatus")
+WATCH_PROPERTIES = SHOW_PROPERTIES + ("Result", "ExecMainCode", "ExecMainStatus", "SyslogIdentifier")
 
 
 def diff_files(desired, existing, prefix):

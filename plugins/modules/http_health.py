@@ -50,7 +50,9 @@ options:
           - When set, the unit's state can end the wait early (see the description).
         type: str
   journal_lines:
-    description: Lines of a crashed unit's journal (C(journalctl -u UNIT -n N -o cat)) quoted in the message.
+    description:
+      - Lines of a crashed unit's journal quoted in the message, its engine's own output
+        (C(journalctl -u UNIT -t SYSLOG_IDENTIFIER -n N -o cat)).
     type: int
     default: 10
   timeout:
@@ -161,11 +163,14 @@ def unit_watch(module, journal_lines):
         rc, out, err = module.run_command([systemctl, "show", "-p", ",".join(WATCH_PROPERTIES), "--"] + units)
         if rc != 0:
             return {}
-        verdicts = crashes.observe(parse_show(out))
+        states = parse_show(out)
+        verdicts = crashes.observe(states)
         for unit in list(verdicts):
             if journalctl and journal_lines > 0:
-                rc, log, err = module.run_command([journalctl, "-u", unit, "-n", str(journal_lines), "-o", "cat",
-                                                   "--no-pager", "-q"])
+                # the engine's own lines (its SyslogIdentifier=), not systemd's about the unit
+                ident = states[unit].get("SyslogIdentifier")
+                rc, log, err = module.run_command([journalctl, "-u", unit] + (["-t", ident] if ident else []) + [
+                                                  "-n", str(journal_lines), "-o", "cat", "--no-pager", "-q"])
                 lines = [line for line in log.splitlines() if line.strip()] if rc == 0 else []
                 verdicts[unit] += "; journal: %s" % (" | ".join(lines) if lines else "(empty)")
         return dict((ep["name"], verdicts[ep["unit"]]) for ep in pending if ep.get("unit") in verdicts)
