@@ -33,6 +33,35 @@ def diff_files(desired, existing, prefix):
     return {"write": write, "remove": remove, "same": same}
 
 
+def dropin_verdicts(found, allowed):
+    """Sort the drop-ins found on the host's units into kept and removed.
+
+    ``systemctl edit UNIT`` writes ``/etc/systemd/system/UNIT.d/override.conf``
+    (``--runtime``: under ``/run/systemd/system``); systemd applies every
+    ``*.conf`` there on top of the unit file (systemd.unit(5), "drop-in").
+    Such an edit survives a deploy that rewrites only the unit file, so it is
+    drift: removed unless the operator allowed it.
+
+    :param found: list of drop-in paths (``<dir>/<unit>.d/<name>.conf``).
+    :param allowed: list of ``<unit>.d/<name>.conf`` (or ``<unit>.d/*``, or
+        a full path) the operator keeps.
+    :returns: dict with sorted lists ``keep`` and ``remove`` (paths) and
+        ``units`` (dict unit -> list of its removed paths).
+    """
+    keep, remove, units = [], [], {}
+    allow = set(allowed or [])
+    for path in sorted(found):
+        parts = path.rstrip("/").split("/")
+        short = "/".join(parts[-2:])
+        unit = parts[-2][:-2] if parts[-2].endswith(".d") else parts[-2]
+        if path in allow or short in allow or ("%s/*" % parts[-2]) in allow:
+            keep.append(path)
+        else:
+            remove.append(path)
+            units.setdefault(unit, []).append(path)
+    return {"keep": keep, "remove": remove, "units": units}
+
+
 def parse_show(text):
     """Parse ``systemctl show -p P1,P2 u1 u2 ...`` output.
 

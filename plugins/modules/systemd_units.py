@@ -71,6 +71,20 @@ options:
         C(/usr/bin/docker)), so run it after the runtime is installed.
     type: bool
     default: true
+  allowed_dropins:
+    description:
+      - Drop-ins on the units that are kept, as C(UNIT.d/NAME.conf), C(UNIT.d/*) or a full path.
+      - Every other C(*.conf) in C(UNIT.d/) under O(dropin_directories) (what C(systemctl edit UNIT) writes) is
+        drift: it is reported (a warning and RV(dropins)) and removed, then systemd reloads and the running
+        unit restarts with its file's settings.
+    type: list
+    elements: str
+    default: []
+  dropin_directories:
+    description: Where drop-in directories of the units are looked for (C(systemctl edit) and C(systemctl edit --runtime)).
+    type: list
+    elements: path
+    default: [/etc/systemd/system, /run/systemd/system]
   secrets:
     description:
       - Secret environment variables (for example C(HF_TOKEN)) for the units' C(EnvironmentFile=).
@@ -145,6 +159,11 @@ daemon_reloaded:
   description: Whether C(systemctl daemon-reload) ran.
   returned: always
   type: bool
+dropins:
+  description: Drop-ins found on the units, C(kept) (allowed) and C(removed) (or to be removed, in check mode).
+  returned: always
+  type: dict
+  sample: {kept: [], removed: [/etc/systemd/system/launchcard-demo-vllm-monolithic-0.service.d/override.conf]}
 secrets_changed:
   description: Whether the secrets file was written or removed (its content is never returned).
   returned: always
@@ -156,6 +175,7 @@ secrets_restarted:
   elements: str
 """
 
+import glob
 import hashlib
 import os
 import shutil
@@ -166,6 +186,7 @@ from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.launchcard.inference.plugins.module_utils._systemd import (
     SHOW_PROPERTIES,
     actions,
+    dropin_verdicts,
     render_env_file,
     diff_files,
     parse_show,
@@ -259,6 +280,9 @@ def main():
             verify=dict(type="bool", default=True),
             secrets=dict(type="dict", default={}, no_log=True),
             remove_secrets=dict(type="bool", default=False),
+            allowed_dropins=dict(type="list", elements="str", default=[]),
+            dropin_directories=dict(type="list", elements="path",
+                                    default=["/etc/systemd/system", "/run/systemd/system"]),
             secrets_file=dict(type="path", default="/etc/launchcard/secrets.env"),
         ),
         mutually_exclusive=[("secrets", "remove_secrets")],
@@ -305,6 +329,21 @@ def main():
     stale_enabled = {n for n, st in stale.items() if st.get("UnitFileState") in ("enabled", "enabled-runtime")}
     todo["stop"] = sorted(set(todo["stop"]) | stale_active)
     todo["disable"] = sorted(set(todo["disable"]) | stale_enabled)
+    found = []
+    for name in desired:
+        for base in p["dropin_directories"]:
+            found += [f for f in glob.glob(os.path.join(glob.escape(base), glob.escape(name + ".d"), "*.conf"))
+                      if os.path.isfile(f) or os.path.islink(f)]
+    dropins = dropin_verdicts(found, p["allowed_dropins"])
+    for path in dropins["remove"]:
+        module.warn("drift: drop-in %s overrides the collection's unit; %s (list it in allowed_dropins to keep it)"
+                    % (path, "would be removed" if module.check_mode else "removed"))
+    if p["state"] == "started":
+        # the unit runs with the drop-in's settings until it restarts
+        queued = set(todo["start"]) | set(todo["restart"])
+        todo["restart"] = sorted(set(todo["restart"]) | set(
+            n for n in dropins["units"] if n not in queued
+            and before.get(n, {}).get("ActiveState") in ("active", "activating", "reloading")))
     current = _read_text(p["secrets_file"])
     try:
         secrets_text = render_env_file(p["secrets"]) if p["secrets"] else None if p["remove_secrets"] else current
@@ -320,7 +359,7 @@ def main():
         secrets_restarted = sorted(n for n in desired if n not in queued and _reads_secrets(desired[n], p["secrets_file"])
                                    and before.get(n, {}).get("ActiveState") in ("active", "activating", "reloading"))
         todo["restart"] = sorted(set(todo["restart"]) | set(secrets_restarted))
-    changed = bool(plan["write"] or plan["remove"] or any(todo.values()) or secrets_changed)
+    changed = bool(plan["write"] or plan["remove"] or any(todo.values()) or secrets_changed or dropins["remove"])
     reloaded = False
     if not module.check_mode:
         if secrets_changed:
@@ -331,6 +370,12 @@ def main():
             run(["disable", "--"] + todo["disable"])
         for name in plan["remove"]:
             os.unlink(os.path.join(p["directory"], name))
+        for path in dropins["remove"]:
+            os.unlink(path)
+            try:
+                os.rmdir(os.path.dirname(path))
+            except OSError:  # other (allowed) files remain
+                pass
         for name in plan["write"]:
             path = os.path.join(p["directory"], name)
             tmp = path + ".launchcard-tmp"
@@ -338,7 +383,7 @@ def main():
                 f.write(desired[name])
             os.chmod(tmp, 0o644)
             module.atomic_move(tmp, path)
-        if plan["write"] or plan["remove"]:
+        if plan["write"] or plan["remove"] or dropins["remove"]:
             # field notes: a daemon-reload can detach GPUs from running
             # containers, so reload only when a unit file changed.
             run(["daemon-reload"])
@@ -371,7 +416,8 @@ def main():
         })
     result = dict(changed=changed, units=units, written=plan["write"], removed=plan["remove"],
                   actions=todo, daemon_reloaded=reloaded, secrets_changed=secrets_changed,
-                  secrets_restarted=secrets_restarted)
+                  secrets_restarted=secrets_restarted,
+                  dropins={"kept": dropins["keep"], "removed": dropins["remove"]})
     if module._diff and diffs:
         result["diff"] = diffs
     if p["state"] == "started" and not module.check_mode:

@@ -229,6 +229,33 @@ def test_secrets_rotation_restarts_exactly_the_units_that_read_it(fleet, plan, d
     assert {u for u in second if second[u] != third[u]} == readers
 
 
+def test_a_systemctl_edit_dropin_is_reported_and_removed_unless_allowed(fleet, plan, deployed):
+    """Issue 9 item 4: `systemctl edit` (Restart=no) on the decode unit is drift: the deploy says so,
+    removes it and the unit gets its self-healing back; an allowed drop-in stays."""
+    decode = instance(plan, "decode")
+    addr = fleet[decode["host"]]
+    dropin = "/etc/systemd/system/%s.d/override.conf" % decode["unit"]
+    edit = ("mkdir -p /etc/systemd/system/%s.d && printf '[Service]\nRestart=no\n' > %s && systemctl daemon-reload"
+            % (decode["unit"], dropin))
+    assert ssh(addr, edit).returncode == 0
+    assert show(addr, [decode["unit"]], ["Restart"])[decode["unit"]]["Restart"] == "no"
+    res = playbook()
+    assert res.returncode == 0, res.stdout[-4000:]
+    assert "drift: drop-in %s" % dropin in " ".join((res.stdout + res.stderr).split())
+    assert recap(res.stdout)[decode["host"]]["changed"] >= 1
+    assert ssh(addr, "test -e %s" % dropin).returncode == 1
+    assert show(addr, [decode["unit"]], ["Restart", "ActiveState"])[decode["unit"]] == {
+        "Restart": "on-failure", "ActiveState": "active"}
+    # allowed: kept, and a second deploy changes nothing
+    assert ssh(addr, edit).returncode == 0
+    allowed = json.dumps({"launchcard_allowed_dropins": ["%s.d/override.conf" % decode["unit"]]})
+    res = playbook("-e", allowed)
+    assert res.returncode == 0, res.stdout[-4000:]
+    assert recap(res.stdout)[decode["host"]]["changed"] == 0, recap(res.stdout)
+    assert show(addr, [decode["unit"]], ["Restart"])[decode["unit"]]["Restart"] == "no"
+    assert ssh(addr, "rm -r /etc/systemd/system/%s.d && systemctl daemon-reload" % decode["unit"]).returncode == 0
+
+
 def test_undeploy_removes_the_units_and_a_redeploy_restores_them(fleet, plan, deployed):
     """Issue 9 item 9: undeploy stops, disables and deletes the card's units; weights and the
     virtualenv stay; a deploy brings every engine back healthy."""

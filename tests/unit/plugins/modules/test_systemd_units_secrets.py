@@ -130,3 +130,36 @@ def test_secrets_and_remove_secrets_are_exclusive(box, capsys):
             systemd_units.main()
     out = json.loads(capsys.readouterr().out)
     assert info.value.code == 1 and "mutually exclusive" in out["msg"] and TOKEN not in json.dumps(out)
+
+
+# -- drift: drop-ins made with systemctl edit -----------------------------------------------------
+def edit(box, unit, text="[Service]\nRestart=no\n", name="override.conf"):
+    d = os.path.join(box["dir"], unit + ".d")
+    os.makedirs(d, exist_ok=True)
+    with open(os.path.join(d, name), "w") as f:
+        f.write(text)
+    return os.path.join(d, name)
+
+
+def test_a_dropin_is_reported_removed_and_its_unit_restarted(box, capsys):
+    converge(box, capsys, dropin_directories=[box["dir"]])
+    path = edit(box, "launchcard-a.service")
+    out, calls = converge(box, capsys, dropin_directories=[box["dir"]])
+    assert out["changed"] and out["dropins"] == {"kept": [], "removed": [path]}
+    assert not os.path.exists(os.path.dirname(path))
+    assert calls == ["daemon-reload", "reset-failed -- launchcard-a.service", "restart --no-block -- launchcard-a.service"]
+    out, calls = converge(box, capsys, dropin_directories=[box["dir"]])
+    assert not out["changed"] and calls == []
+
+
+def test_an_allowed_dropin_is_kept_and_check_mode_only_reports(box, capsys):
+    converge(box, capsys, dropin_directories=[box["dir"]])
+    kept = edit(box, "launchcard-a.service", "[Service]\nNice=5\n", "nice.conf")
+    drift = edit(box, "launchcard-b.service")
+    out, calls = converge(box, capsys, check=True, dropin_directories=[box["dir"]],
+                          allowed_dropins=["launchcard-a.service.d/nice.conf"])
+    assert out["changed"] and out["dropins"] == {"kept": [kept], "removed": [drift]}
+    assert out["actions"]["restart"] == ["launchcard-b.service"] and calls == []
+    assert os.path.exists(drift)
+    out, calls = converge(box, capsys, dropin_directories=[box["dir"]], allowed_dropins=["launchcard-a.service.d/*"])
+    assert out["dropins"] == {"kept": [kept], "removed": [drift]} and os.path.exists(kept) and not os.path.exists(drift)
