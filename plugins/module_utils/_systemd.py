@@ -62,6 +62,40 @@ def dropin_verdicts(found, allowed):
     return {"keep": keep, "remove": remove, "units": units}
 
 
+_ENDPOINT = re.compile(r"(?<![A-Za-z0-9_.:-])(\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9_][A-Za-z0-9_.-]*):([0-9]{1,5})(?![0-9])")
+
+
+def endpoints_in(text):
+    """Every ``address:port`` a unit file's text names (peer URLs included), as a set of str."""
+    return set("%s:%s" % (m.group(1), m.group(2)) for m in _ENDPOINT.finditer(text or ""))
+
+
+def foreign_peer_changes(old, new, foreign):
+    """The peers outside this run that a rewritten unit would newly point at.
+
+    A ``--limit`` run rewrites only its hosts' units. When the plan moves a
+    peer that runs outside the limit (a new port or address), a unit inside
+    the limit would point at an endpoint that the peer, still running its old
+    unit, does not serve.
+
+    :param old: the unit file on the host (str, ``""`` when new).
+    :param new: the unit file the run would write.
+    :param foreign: dict address -> host name of the planned instances
+        outside this run.
+    :returns: sorted list of ``(address:port, host)`` named by ``new`` but
+        not by ``old``, whose address is a host outside the run. Empty for a
+        new unit (nothing pointed anywhere before).
+    """
+    if not old:
+        return []
+    out = []
+    for ep in endpoints_in(new) - endpoints_in(old):
+        address = ep.rsplit(":", 1)[0].strip("[]")
+        if address in foreign:
+            out.append((ep, foreign[address]))
+    return sorted(out)
+
+
 def parse_show(text):
     """Parse ``systemctl show -p P1,P2 u1 u2 ...`` output.
 

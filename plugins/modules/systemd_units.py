@@ -85,6 +85,14 @@ options:
     type: list
     elements: path
     default: [/etc/systemd/system, /run/systemd/system]
+  foreign_peers:
+    description:
+      - Address -> host name of the planned instances that run outside this play (a C(--limit) run).
+      - When a unit the run would rewrite newly names an C(address:port) of one of them (the plan moved that
+        peer: a new port or address), the module fails before anything is written, naming the peers' hosts:
+        the peer still runs its old unit, so the rewritten unit would point at nothing.
+    type: dict
+    default: {}
   secrets:
     description:
       - Secret environment variables (for example C(HF_TOKEN)) for the units' C(EnvironmentFile=).
@@ -187,6 +195,7 @@ from ansible_collections.launchcard.inference.plugins.module_utils._systemd impo
     SHOW_PROPERTIES,
     actions,
     dropin_verdicts,
+    foreign_peer_changes,
     render_env_file,
     diff_files,
     parse_show,
@@ -281,6 +290,7 @@ def main():
             secrets=dict(type="dict", default={}, no_log=True),
             remove_secrets=dict(type="bool", default=False),
             allowed_dropins=dict(type="list", elements="str", default=[]),
+            foreign_peers=dict(type="dict", default={}),
             dropin_directories=dict(type="list", elements="path",
                                     default=["/etc/systemd/system", "/run/systemd/system"]),
             secrets_file=dict(type="path", default="/etc/launchcard/secrets.env"),
@@ -310,6 +320,21 @@ def main():
         if not names:
             return {}
         return parse_show(run(["show", "-p", ",".join(SHOW_PROPERTIES), "--"] + sorted(names)))
+
+    if p["foreign_peers"]:
+        moved = dict((name, foreign_peer_changes(existing.get(name, ""), desired[name], p["foreign_peers"]))
+                     for name in plan["write"])
+        moved = dict((name, found) for name, found in moved.items() if found)
+        if moved:
+            hosts = sorted(set(host for found in moved.values() for dummy, host in found))
+            module.fail_json(msg="refusing to rewrite %s: %s; the plan moved %s, outside this run, which still serves "
+                                 "its old address or port; nothing was changed. Include %s in --limit." % (
+                                     ", ".join(sorted(moved)),
+                                     "; ".join("%s would point at %s (%s)" % (name, ep, host)
+                                               for name, found in sorted(moved.items()) for ep, host in found),
+                                     "the peer" if len(hosts) == 1 else "the peers", ", ".join(hosts)),
+                             foreign_peers_moved=dict((n, [ep for ep, dummy in f]) for n, f in moved.items()),
+                             hosts_to_include=hosts)
 
     if p["verify"]:
         _verify(module, desired, plan["write"])

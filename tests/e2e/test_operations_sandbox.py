@@ -124,6 +124,26 @@ def test_hosts_outside_the_limit_read_not_in_this_run(fleet, plan, deployed):
     assert set(states.values()) == {"not in this run"}, states
 
 
+def test_a_limit_that_would_point_the_router_at_a_moved_peer_refuses(fleet, plan, deployed, tmp_path):
+    """Issue 9 item 2: the decode port moves (32000 -> 32001) and the run is limited to the router:
+    the router must not be rewritten to a port that the decode host, outside the limit, does not
+    serve; the run names the host to include and changes nothing."""
+    router, decode = instance(plan, "router"), instance(plan, "decode")
+
+    def move(card):
+        argv = card["envs"][decode["recipe_index"]]["argv"]
+        argv[argv.index("--port") + 1] = str(decode["port"] + 1)
+    moved = card_with(tmp_path, "moved-decode.json", move)
+    before = md5(fleet[router["host"]], router["unit"])
+    res = playbook("-e", "launchcard_card_src=%s" % moved, "--limit", router["host"])
+    out = " ".join((res.stdout + res.stderr).split())
+    assert res.returncode != 0, out[-3000:]
+    assert "would point at %s:%d (%s)" % (decode["address"], decode["port"] + 1, decode["host"]) in out, out[-3000:]
+    assert "Include %s in --limit" % decode["host"] in out
+    assert md5(fleet[router["host"]], router["unit"]) == before
+    assert all(c["changed"] == 0 for c in recap(res.stdout).values()), recap(res.stdout)
+
+
 def test_crash_loop_fails_fast_with_exit_status_and_journal(fleet, plan, deployed, tmp_path):
     """Issue 9 item 5: an engine that exits at start is reported in seconds, with its exit status and
     last journal lines; systemd stops restarting it after StartLimitBurst tries; a deploy of the

@@ -131,3 +131,19 @@ def test_units_stop_restarting_after_a_bounded_number_of_tries():
     # the limit is reachable by a crash loop: 5 restarts RestartSec apart fit in the interval
     assert units.START_LIMIT_BURST * units.RESTART_SEC < units.START_LIMIT_INTERVAL_S
     assert "Restart=on-failure" in text and "RestartSec=10" in text
+
+
+# -- --limit and peers outside it ----------------------------------------------------------------
+def test_a_limited_run_that_moves_a_peer_outside_it_is_found():
+    from ansible_collections.launchcard.inference.plugins.module_utils._systemd import foreign_peer_changes
+    old = ("ExecStart=/v/bin/sglang-router --pd-disaggregation \\\n    --prefill http://198.18.0.15:30000 8998 \\\n"
+           "    --decode http://198.18.0.16:32000 \\\n    --host 0.0.0.0 \\\n    --port 30000\n")
+    foreign = {"198.18.0.16": "lc-decode", "198.18.0.15": "lc-prefill"}
+    moved = old.replace("198.18.0.16:32000", "198.18.0.16:32001")
+    assert foreign_peer_changes(old, moved, foreign) == [("198.18.0.16:32001", "lc-decode")]
+    assert foreign_peer_changes(old, old.replace("--port 30000", "--port 30001"), foreign) == []  # own port
+    assert foreign_peer_changes(old, moved, {"198.18.0.15": "lc-prefill"}) == []  # decode is in the run
+    assert foreign_peer_changes("", moved, foreign) == []  # a new unit pointed nowhere before
+    ipv6 = foreign_peer_changes("--decode http://[fd00::16]:32000", "--decode http://[fd00::16]:32001",
+                                {"fd00::16": "lc-decode"})
+    assert ipv6 == [("[fd00::16]:32001", "lc-decode")]

@@ -163,3 +163,24 @@ def test_an_allowed_dropin_is_kept_and_check_mode_only_reports(box, capsys):
     assert os.path.exists(drift)
     out, calls = converge(box, capsys, dropin_directories=[box["dir"]], allowed_dropins=["launchcard-a.service.d/*"])
     assert out["dropins"] == {"kept": [kept], "removed": [drift]} and os.path.exists(kept) and not os.path.exists(drift)
+
+
+# -- --limit: a moved peer outside the run -------------------------------------------------------
+def test_a_unit_pointed_at_a_moved_peer_outside_the_run_is_refused_before_any_write(box, capsys):
+    router = {"name": "launchcard-router.service",
+              "content": "[Service]\nExecStart=/v/router --decode http://198.18.0.16:32000 --port 30000\n"}
+    args = dict(units=[router], directory=box["dir"], secrets_file=box["secrets"], verify=False)
+    with patch_module_args(args):
+        with pytest.raises(SystemExit):
+            systemd_units.main()
+    capsys.readouterr()
+    moved = dict(router, content=router["content"].replace(":32000", ":32001"))
+    with patch_module_args(dict(args, units=[moved], foreign_peers={"198.18.0.16": "lc-decode"})):
+        with pytest.raises(SystemExit) as info:
+            systemd_units.main()
+    out = json.loads(capsys.readouterr().out)
+    assert info.value.code == 1 and out["hosts_to_include"] == ["lc-decode"]
+    assert "launchcard-router.service would point at 198.18.0.16:32001 (lc-decode)" in out["msg"]
+    assert "Include lc-decode in --limit" in out["msg"]
+    with open(os.path.join(box["dir"], "launchcard-router.service")) as f:
+        assert ":32000" in f.read()  # nothing written
