@@ -18,7 +18,7 @@ description:
     wedged.
   - Connection refused counts as "still loading", because vLLM opens its port only after the model has loaded.
   - Endpoints that name their O(endpoints[].unit) are also watched through systemd, one C(systemctl show) for
-    all of them every O(interval) seconds: a unit that failed, exited and waits for its automatic restart,
+    all of them every O(interval) seconds. A unit that failed, exited and waits for its automatic restart,
     was restarted by systemd, or stays inactive ends its wait at once, and the failure message gives the
     unit's C(Result), exit status, restart count and the last O(journal_lines) lines of its journal.
     An engine that exits at start is so reported in seconds, not after O(timeout).

@@ -75,7 +75,7 @@ options:
     description:
       - Drop-ins on the units that are kept, as C(UNIT.d/NAME.conf), C(UNIT.d/*) or a full path.
       - Every other C(*.conf) in C(UNIT.d/) under O(dropin_directories) (what C(systemctl edit UNIT) writes) is
-        drift: it is reported (a warning and RV(dropins)) and removed, then systemd reloads and the running
+        drift; it is reported (a warning and RV(dropins)) and removed, then systemd reloads and the running
         unit restarts with its file's settings.
     type: list
     elements: str
@@ -89,8 +89,8 @@ options:
     description:
       - Address -> host name of the planned instances that run outside this play (a C(--limit) run).
       - When a unit the run would rewrite newly names an C(address:port) of one of them (the plan moved that
-        peer: a new port or address), the module fails before anything is written, naming the peers' hosts:
-        the peer still runs its old unit, so the rewritten unit would point at nothing.
+        peer to a new port or address), the module fails before anything is written, naming the peers' hosts,
+        because the peer still runs its old unit and the rewritten unit would point at nothing.
     type: dict
     default: {}
   secrets:
