@@ -160,7 +160,7 @@ def unit_watch(module, journal_lines):
         units = sorted(set(ep["unit"] for ep in pending if ep.get("unit")))
         if not units:
             return {}
-        rc, out, err = module.run_command([systemctl, "show", "-p", ",".join(WATCH_PROPERTIES), "--"] + units)
+        rc, out, dummy = module.run_command([systemctl, "show", "-p", ",".join(WATCH_PROPERTIES), "--"] + units)
         if rc != 0:
             return {}
         states = parse_show(out)
@@ -169,7 +169,7 @@ def unit_watch(module, journal_lines):
             if journalctl and journal_lines > 0:
                 # the engine's own lines (its SyslogIdentifier=), not systemd's about the unit
                 ident = states[unit].get("SyslogIdentifier")
-                rc, log, err = module.run_command([journalctl, "-u", unit] + (["-t", ident] if ident else []) + [
+                rc, log, dummy = module.run_command([journalctl, "-u", unit] + (["-t", ident] if ident else []) + [
                                                   "-n", str(journal_lines), "-o", "cat", "--no-pager", "-q"])
                 lines = [line for line in log.splitlines() if line.strip()] if rc == 0 else []
                 verdicts[unit] += "; journal: %s" % (" | ".join(lines) if lines else "(empty)")
