@@ -280,8 +280,16 @@ def test_a_systemctl_edit_dropin_is_reported_and_removed_unless_allowed(fleet, p
 def test_undeploy_removes_the_units_and_a_redeploy_restores_them(fleet, plan, deployed):
     """Issue 9 item 9: undeploy stops, disables and deletes the card's units; weights and the
     virtualenv stay; a deploy brings every engine back healthy."""
-    res = run([os.path.join(BIN, "ansible-playbook"), "playbooks/undeploy.yml",
-               "-i", INVENTORY])
+    undeploy = [os.path.join(BIN, "ansible-playbook"), "playbooks/undeploy.yml", "-i", INVENTORY]
+    # check mode with every removal asked: says what would go, removes nothing
+    res = run(undeploy + ["--check", "-e", "launchcard_undeploy_remove_weights=true",
+                          "-e", "launchcard_undeploy_remove_images=true"])
+    assert res.returncode == 0, res.stdout[-4000:] + res.stderr[-2000:]
+    assert re.search(r"TASK \[Undeploy \| Delete the engines' virtualenv \(native\)\][^\n]*\nchanged: ", res.stdout)
+    assert all(c["changed"] >= 1 for c in recap(res.stdout).values()), recap(res.stdout)
+    res = playbook()  # still deployed: a deploy changes nothing
+    assert res.returncode == 0 and all(c["changed"] == 0 for c in recap(res.stdout).values()), res.stdout[-3000:]
+    res = run(undeploy)
     assert res.returncode == 0, res.stdout[-4000:] + res.stderr[-2000:]
     for host in plan["hosts"]:
         left = ssh(fleet[host], "ls /etc/systemd/system/ | grep '^launchcard-'; "
