@@ -105,7 +105,7 @@ options:
     default: {}
   remove_secrets:
     description:
-      - Delete O(secrets_file) (and restart the active units that read it). Not with O(secrets).
+      - Delete O(secrets_file) (and restart the active units that read it). Not with a non-empty O(secrets).
     type: bool
     default: false
   secrets_file:
@@ -295,10 +295,11 @@ def main():
                                     default=["/etc/systemd/system", "/run/systemd/system"]),
             secrets_file=dict(type="path", default="/etc/launchcard/secrets.env"),
         ),
-        mutually_exclusive=[("secrets", "remove_secrets")],
         supports_check_mode=True,
     )
     p = module.params
+    if p["secrets"] and p["remove_secrets"]:
+        module.fail_json(msg="secrets and remove_secrets: give one, not both")
     systemctl = module.get_bin_path("systemctl", required=True)
     desired = {}
     for i, u in enumerate(p["units"]):

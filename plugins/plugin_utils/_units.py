@@ -40,7 +40,8 @@ RESTART_SEC = 10
 # "Started" means ready: ExecStartPost= runs this helper (shipped by the units role) until the
 # engine's health URL answers 200, bounded by TimeoutStartSec=. vLLM and SGLang do not call
 # sd_notify(3), so Type=notify is not possible.
-WAIT_READY = ("/usr/bin/python3", "/usr/local/libexec/launchcard/wait-ready.py")
+# -I: isolated mode, so a card's PYTHONHOME/PYTHONPATH (the unit's Environment=) cannot break it.
+WAIT_READY = ("/usr/bin/python3", "-I", "/usr/local/libexec/launchcard/wait-ready.py")
 # native runtime: the engines' system user (created by the units role, owner of the weights
 # directory) and the groups that own each vendor's device nodes. NVIDIA's /dev/nvidia* are
 # 0666 by default; AMD's /dev/kfd and /dev/dri/renderD* belong to render and video (ROCm's

@@ -129,7 +129,14 @@ def test_secrets_and_remove_secrets_are_exclusive(box, capsys):
         with pytest.raises(SystemExit) as info:
             systemd_units.main()
     out = json.loads(capsys.readouterr().out)
-    assert info.value.code == 1 and "mutually exclusive" in out["msg"] and TOKEN not in json.dumps(out)
+    assert info.value.code == 1 and "not both" in out["msg"] and TOKEN not in json.dumps(out)
+
+
+def test_the_roles_call_without_a_token_and_without_removal_is_accepted(box, capsys):
+    """The units role always passes both options: an empty dict and false."""
+    converge(box, capsys, secrets={"HF_TOKEN": TOKEN})
+    out, calls = converge(box, capsys, secrets={}, remove_secrets=False)
+    assert not out["changed"] and calls == [] and os.path.exists(box["secrets"])
 
 
 # -- drift: drop-ins made with systemctl edit -----------------------------------------------------

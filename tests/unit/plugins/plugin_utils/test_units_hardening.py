@@ -61,7 +61,8 @@ def test_every_unit_requires_the_weights_mount_and_checks_readiness(runtime):
         post = [d for d in _directives(text, "Service") if d.startswith("ExecStartPost=")]
         timeout = [d for d in _directives(text, "Service") if d.startswith("TimeoutStartSec=")][0].split("=")[1]
         # bounded by the unit's own start timeout
-        assert post == ["ExecStartPost=%s %s %s %s" % (WAIT_READY[0], WAIT_READY[1], inst["health_url"], timeout)]
+        assert post == ["ExecStartPost=%s %s %s" % (" ".join(WAIT_READY), inst["health_url"], timeout)]
+        assert WAIT_READY[:2] == ("/usr/bin/python3", "-I")  # the card's PYTHON* variables do not reach it
         # the same secrets line with or without a token: the option is always set by the role
         assert ("EnvironmentFile=-%s" % SECRETS) in _directives(text, "Service")
 
