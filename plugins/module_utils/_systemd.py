@@ -206,6 +206,9 @@ class CrashWatch(object):
       ``Restart=``),
     - ``SubState=auto-restart`` (its process exited and systemd waits
       ``RestartSec`` before starting it again),
+    - ``SubState=start-post`` with ``ExecMainCode`` set (the process exited
+      while the readiness check, ``ExecStartPost=``, still runs: systemd acts
+      on the exit only once that check ends),
     - ``NRestarts`` is higher than the lowest value seen (systemd restarted
       it between two readings; a manual start resets the count to 0, so the
       lowest value is the baseline),
@@ -244,6 +247,9 @@ class CrashWatch(object):
                 what = "unit failed"
             elif sub == "auto-restart":
                 what = "engine exited, systemd restarts it"
+            elif sub == "start-post" and (props.get("ExecMainCode") or "0") != "0":
+                # systemd lets the readiness check (ExecStartPost=) finish before it acts on the exit
+                what = "engine exited while starting"
             elif restarts > baseline:
                 what = "engine restarted by systemd"
             elif self.inactive[name] >= 2:

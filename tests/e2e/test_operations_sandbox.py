@@ -157,7 +157,7 @@ def test_crash_loop_fails_fast_with_exit_status_and_journal(fleet, plan, deploye
     took = time.monotonic() - started
     out = res.stdout + res.stderr
     assert res.returncode != 0, out[-4000:]
-    m = re.search(r"%s \((engine exited, systemd restarts it|engine restarted by systemd|unit failed) "
+    m = re.search(r"%s \((engine exited, systemd restarts it|engine exited while starting|engine restarted by systemd|unit failed) "
                   r"\(Result=\S+, exit status (\d+), NRestarts=\d+\); journal: ([^\n]*?), after ([\d.]+)s of 600s\)"
                   % re.escape(decode["unit"]), " ".join(out.split()))
     assert m, out[-4000:]

@@ -147,3 +147,10 @@ def test_a_limited_run_that_moves_a_peer_outside_it_is_found():
     ipv6 = foreign_peer_changes("--decode http://[fd00::16]:32000", "--decode http://[fd00::16]:32001",
                                 {"fd00::16": "lc-decode"})
     assert ipv6 == [("[fd00::16]:32001", "lc-decode")]
+
+
+def test_an_exit_during_the_readiness_check_is_a_crash():
+    w = CrashWatch()
+    assert w.observe({U: props("activating", "start-post")}) == {}  # loading, main process alive
+    out = w.observe({U: props("activating", "start-post", code="1", status="1")})
+    assert out == {U: "engine exited while starting (Result=success, exit status 1, NRestarts=0)"}

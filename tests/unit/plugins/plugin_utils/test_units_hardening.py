@@ -157,3 +157,19 @@ def test_wait_ready_gives_up_after_its_deadline_and_says_why():
     finally:
         server.shutdown()
         server.server_close()
+
+
+def test_wait_ready_ends_when_the_engine_process_is_gone():
+    """systemd waits for ExecStartPost= even after the engine exited: the check must end by itself."""
+    server = _serve([503])
+    gone = subprocess.Popen([sys.executable, "-c", "pass"])
+    gone.wait()
+    try:
+        url = "http://127.0.0.1:%d/health" % server.server_address[1]
+        env = dict(os.environ, MAINPID=str(gone.pid))
+        res = subprocess.run([sys.executable, WAIT_READY_SRC, url, "60"], capture_output=True, text=True, timeout=30,
+                             env=env)
+        assert res.returncode == 1 and "exited before" in res.stderr, res.stderr
+    finally:
+        server.shutdown()
+        server.server_close()
