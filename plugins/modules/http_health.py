@@ -169,8 +169,8 @@ def unit_watch(module, journal_lines):
             if journalctl and journal_lines > 0:
                 # the engine's own lines (its SyslogIdentifier=), not systemd's about the unit
                 ident = states[unit].get("SyslogIdentifier")
-                rc, log, dummy = module.run_command([journalctl, "-u", unit] + (["-t", ident] if ident else []) + [
-                                                  "-n", str(journal_lines), "-o", "cat", "--no-pager", "-q"])
+                args = [journalctl, "-u", unit] + (["-t", ident] if ident else [])
+                rc, log, dummy = module.run_command(args + ["-n", str(journal_lines), "-o", "cat", "--no-pager", "-q"])
                 lines = [line for line in log.splitlines() if line.strip()] if rc == 0 else []
                 verdicts[unit] += "; journal: %s" % (" | ".join(lines) if lines else "(empty)")
         return dict((ep["name"], verdicts[ep["unit"]]) for ep in pending if ep.get("unit") in verdicts)

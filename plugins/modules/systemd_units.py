@@ -177,7 +177,7 @@ secrets_changed:
   returned: always
   type: bool
 secrets_restarted:
-  description: Units restarted because the secrets file they read changed (also in RV(actions.restart)).
+  description: Units restarted because the secrets file they read changed (also among the RV(actions) C(restart) units).
   returned: always
   type: list
   elements: str

@@ -332,8 +332,8 @@ def render(inst, options=None):
         lines.append("ExecStartPre=-%s" % exec_line([start[0], "rm", "-f", inst["id"]]))
     lines.append("ExecStart=%s" % exec_line(start, wrap=True))
     if inst.get("health_url"):
-        lines.append("ExecStartPost=%s" % exec_line(list(WAIT_READY) + [inst["health_url"],
-                                                                          str(_start_timeout(inst, opts))]))
+        ready = list(WAIT_READY) + [inst["health_url"], str(_start_timeout(inst, opts))]
+        lines.append("ExecStartPost=%s" % exec_line(ready))
     if stop is not None:
         lines.append("ExecStop=%s" % exec_line(stop))
     if opts["runtime"] == "native":

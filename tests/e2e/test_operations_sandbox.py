@@ -92,8 +92,8 @@ def test_engines_run_hardened_and_ready_means_answering(fleet, plan, deployed):
     accepts on the host; its weights mount is required; 'active' came after the readiness check."""
     decode = instance(plan, "decode")
     addr = fleet[decode["host"]]
-    props = show(addr, [decode["unit"]], ["MainPID", "ActiveState", "RequiresMountsFor", "ExecStartPost",
-                                           "NoNewPrivileges", "ProtectSystem", "User"])[decode["unit"]]
+    wanted = ["MainPID", "ActiveState", "RequiresMountsFor", "ExecStartPost", "NoNewPrivileges", "ProtectSystem", "User"]
+    props = show(addr, [decode["unit"]], wanted)[decode["unit"]]
     assert props["ActiveState"] == "active" and props["User"] == "launchcard", props
     assert props["NoNewPrivileges"] == "yes" and props["ProtectSystem"] == "strict", props
     assert "/var/lib/launchcard/models" in props["RequiresMountsFor"], props

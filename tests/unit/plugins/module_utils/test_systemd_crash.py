@@ -28,7 +28,7 @@ def test_exit_status_names_exit_codes_and_signals():
 
 def test_a_loading_unit_is_not_a_crash():
     w = CrashWatch()
-    for _ in range(5):
+    for dummy in range(5):
         assert w.observe({U: props()}) == {}
         assert w.observe({U: props("activating", "start-post")}) == {}
     # a restart job the converge queued passes through deactivating and one inactive reading
@@ -125,7 +125,7 @@ def test_units_stop_restarting_after_a_bounded_number_of_tries():
             "host": "h", "argv": ["python3", "-m", "sglang.launch_server"], "env": {}, "gpus": 0, "gpu_ids": [],
             "gpu_selection": "base_gpu_id", "image": "lmsysorg/sglang:v0.5.4", "unit": "launchcard-x.service"}
     text = units.render(inst, {"runtime": "native"})
-    unit_section = text.split("[Service]")[0]
+    unit_section = text.split("[Service]", maxsplit=1)[0]
     assert "StartLimitBurst=5" in unit_section and "StartLimitIntervalSec=300" in unit_section
     assert "StartLimitIntervalSec=0" not in text  # 0 would mean: restart forever
     # the limit is reachable by a crash loop: 5 restarts RestartSec apart fit in the interval

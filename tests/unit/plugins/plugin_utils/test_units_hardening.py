@@ -141,7 +141,8 @@ def test_wait_ready_returns_once_the_engine_answers_200():
     server = _serve([503, 200])
     try:
         url = "http://127.0.0.1:%d/health" % server.server_address[1]
-        res = subprocess.run([sys.executable, WAIT_READY_SRC, url, "30"], capture_output=True, text=True, timeout=60)
+        res = subprocess.run([sys.executable, WAIT_READY_SRC, url, "30"], capture_output=True, text=True, timeout=60,
+                             check=False)
         assert res.returncode == 0, res.stderr
     finally:
         server.shutdown()
@@ -152,7 +153,8 @@ def test_wait_ready_gives_up_after_its_deadline_and_says_why():
     server = _serve([503])
     try:
         url = "http://127.0.0.1:%d/health" % server.server_address[1]
-        res = subprocess.run([sys.executable, WAIT_READY_SRC, url, "1"], capture_output=True, text=True, timeout=60)
+        res = subprocess.run([sys.executable, WAIT_READY_SRC, url, "1"], capture_output=True, text=True, timeout=60,
+                             check=False)
         assert res.returncode == 1 and "not ready in time: answered 503" in res.stderr
     finally:
         server.shutdown()
@@ -168,7 +170,7 @@ def test_wait_ready_ends_when_the_engine_process_is_gone():
         url = "http://127.0.0.1:%d/health" % server.server_address[1]
         env = dict(os.environ, MAINPID=str(gone.pid))
         res = subprocess.run([sys.executable, WAIT_READY_SRC, url, "60"], capture_output=True, text=True, timeout=30,
-                             env=env)
+                             env=env, check=False)
         assert res.returncode == 1 and "exited before" in res.stderr, res.stderr
     finally:
         server.shutdown()
