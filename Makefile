@@ -11,7 +11,7 @@ export PATH := $(BIN):$(PATH)
 export ANSIBLE_CONFIG := $(ROOT)/ansible.cfg
 export PYTHONDONTWRITEBYTECODE := 1
 
-.PHONY: demo test setup venv host-deps sandbox-up sandbox-down deploy units lint sanity integration e2e bench build clean molecule molecule-rocm molecule-ascend ee
+.PHONY: help demo test setup venv host-deps sandbox-up sandbox-down deploy undeploy units lint sanity integration e2e bench build clean molecule molecule-rocm molecule-ascend ee
 
 demo: setup sandbox-up deploy ## Boot the sandbox fleet and deploy the example card (twice is fine)
 	@$(BIN)/python tests/sandbox/demo_request.py -i $(INVENTORY)
@@ -20,7 +20,11 @@ demo: setup sandbox-up deploy ## Boot the sandbox fleet and deploy the example c
 test: setup ## Every test: unit, lint, sanity, end to end
 	$(MAKE) units lint sanity molecule molecule-rocm molecule-ascend integration e2e
 
-setup: host-deps venv
+setup: host-deps venv ## Debian packages and the pinned virtualenv
+
+help: ## List the targets
+	@grep -E '^[a-z][a-z0-9-]*:.*## ' $(MAKEFILE_LIST) | sed -E 's/^([a-z0-9-]+):.*## (.*)/\1\t\2/' | \
+	  awk -F'\t' '{ printf "  %-16s %s\n", $$1, $$2 }'
 
 host-deps: ## Debian packages the sandbox needs (root)
 	@missing=""; for c in systemd-nspawn:systemd-container debootstrap:debootstrap ip:iproute2 ssh:openssh-client mkfs.ext4:e2fsprogs curl:curl; do \
@@ -46,13 +50,16 @@ sandbox-up: ## Boot the sandbox hosts named in $(INVENTORY)
 sandbox-down: ## Stop the sandbox hosts
 	$(BIN)/python tests/sandbox/fleet.py down
 
-deploy:
+deploy: ## Deploy the example card onto $(INVENTORY)
 	$(BIN)/ansible-playbook playbooks/deploy.yml -i $(INVENTORY)
+
+undeploy: ## Stop and remove the card's units on $(INVENTORY) (weights and images stay)
+	$(BIN)/ansible-playbook playbooks/undeploy.yml -i $(INVENTORY)
 
 units: ## Unit tests of the pure-Python core and the modules
 	$(BIN)/python -m pytest -q tests/unit tests/sandbox
 
-lint:
+lint: ## ansible-lint (production profile) and the changelog fragments
 	$(BIN)/ansible-lint --offline --profile production
 	$(BIN)/antsibull-changelog lint
 
@@ -88,8 +95,8 @@ ee: setup ## Execution environment for AWX / AAP: the build context of meta/exec
 	ln -s $(ROOT)/meta $(EE_DIR)/meta && ln -s $(ROOT)/meta/execution-environment.yml $(EE_DIR)/execution-environment.yml
 	$(BIN)/ansible-builder create -f $(EE_DIR)/execution-environment.yml -c $(EE_DIR)/context --output-filename Containerfile
 
-build:
+build: ## Build the collection tarball into build/
 	$(BIN)/ansible-galaxy collection build --force --output-path build
 
-clean: sandbox-down
+clean: sandbox-down ## Stop the sandbox hosts, delete build outputs
 	rm -rf build tests/output

@@ -24,7 +24,7 @@ def host_units(host_plan, options=None):
 
 def health_endpoints(host_plan):
     """Health-gate endpoints for one host of the plan (headless ranks left out)."""
-    return [{"name": i["unit"], "url": i["health_url"], "probe": i["probe"], "model": i["served_model"]}
+    return [{"name": i["unit"], "url": i["health_url"], "probe": i["probe"], "model": i["served_model"], "unit": i["unit"]}
             for i in (host_plan or {}).get("instances", []) if i.get("health_url")]
 
 

@@ -70,32 +70,57 @@ def check_once(endpoint, request):
     return True, "health 200, completion %r" % str(text)[:120]
 
 
-def wait_all(endpoints, timeout, request, interval=2.0, clock=time.monotonic, sleep=time.sleep):
+def wait_all(endpoints, timeout, request, interval=2.0, clock=time.monotonic, sleep=time.sleep, watch=None):
     """Poll every endpoint in its own thread until healthy or ``timeout`` s.
 
+    :param watch: optional ``watch(pending) -> {endpoint name: reason}``,
+        called from this thread every ``interval`` s with the endpoints still
+        waiting (dicts as given). An endpoint it names ends its wait at once,
+        unhealthy, with ``reason`` as its detail and ``crashed: True`` (a
+        key only such results have): the
+        module passes a reader of the endpoints' systemd units, so an engine
+        that exits at start is reported in seconds instead of after
+        ``timeout``. An exception in ``watch`` stops watching, not the gate.
     :returns: list of dicts ``{name, url, probe, healthy, detail,
-        elapsed_s}`` in the order given.
+        elapsed_s}`` (plus ``crashed``, see above) in the order given.
     """
     results = [None] * len(endpoints)
+    ended = {}
     start = clock()
+
+    def record(i, ep, ok, detail, crashed=False):
+        results[i] = {"name": ep.get("name", ep["url"]), "url": ep["url"], "probe": ep.get("probe", "health"),
+                      "healthy": ok, "detail": detail, "elapsed_s": round(clock() - start, 1)}
+        if crashed:
+            results[i]["crashed"] = True
 
     def worker(i, ep):
         while True:
+            if i in ended:
+                return record(i, ep, False, ended[i], True)
             try:
                 ok, detail = check_once(ep, request)
             except Exception as exc:  # a thread that dies would leave no result
                 ok, detail = False, "probe failed: %r" % (exc,)
-            elapsed = round(clock() - start, 1)
-            if ok or elapsed >= timeout:
-                results[i] = {"name": ep.get("name", ep["url"]), "url": ep["url"], "probe": ep.get("probe", "health"),
-                              "healthy": ok, "detail": detail, "elapsed_s": elapsed}
-                return
+            if ok or clock() - start >= timeout:
+                return record(i, ep, ok, detail)
             sleep(interval)
 
     threads = [threading.Thread(target=worker, args=(i, ep)) for i, ep in enumerate(endpoints)]
     for t in threads:
         t.daemon = True
         t.start()
+    while watch is not None and any(t.is_alive() for t in threads) and clock() - start < timeout:
+        pending = [ep for i, ep in enumerate(endpoints) if results[i] is None and i not in ended]
+        try:
+            verdicts = watch(pending) if pending else {}
+        except Exception:  # the gate still ends by health or timeout
+            break
+        for i, ep in enumerate(endpoints):
+            name = ep.get("name", ep["url"])
+            if results[i] is None and i not in ended and name in verdicts:
+                ended[i] = verdicts[name]
+        sleep(interval)
     for t in threads:
         t.join()
     return results

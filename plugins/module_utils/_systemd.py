@@ -11,8 +11,11 @@ output, and runs the few batched ``systemctl`` calls it returns.
 from __future__ import annotations
 
 import re
+import signal
 
 SHOW_PROPERTIES = ("Id", "LoadState", "ActiveState", "SubState", "UnitFileState", "NRestarts", "ExecMainPID")
+# What the health gate reads to tell a crash (see CrashWatch).
+WATCH_PROPERTIES = SHOW_PROPERTIES + ("Result", "ExecMainCode", "ExecMainStatus", "SyslogIdentifier")
 
 
 def diff_files(desired, existing, prefix):
@@ -28,6 +31,69 @@ def diff_files(desired, existing, prefix):
     remove = sorted(n for n in existing if n.startswith(prefix) and n not in desired)
     same = sorted(n for n in desired if n not in write)
     return {"write": write, "remove": remove, "same": same}
+
+
+def dropin_verdicts(found, allowed):
+    """Sort the drop-ins found on the host's units into kept and removed.
+
+    ``systemctl edit UNIT`` writes ``/etc/systemd/system/UNIT.d/override.conf``
+    (``--runtime``: under ``/run/systemd/system``); systemd applies every
+    ``*.conf`` there on top of the unit file (systemd.unit(5), "drop-in").
+    Such an edit survives a deploy that rewrites only the unit file, so it is
+    drift: removed unless the operator allowed it.
+
+    :param found: list of drop-in paths (``<dir>/<unit>.d/<name>.conf``).
+    :param allowed: list of ``<unit>.d/<name>.conf`` (or ``<unit>.d/*``, or
+        a full path) the operator keeps.
+    :returns: dict with sorted lists ``keep`` and ``remove`` (paths) and
+        ``units`` (dict unit -> list of its removed paths).
+    """
+    keep, remove, units = [], [], {}
+    allow = set(allowed or [])
+    for path in sorted(found):
+        parts = path.rstrip("/").split("/")
+        short = "/".join(parts[-2:])
+        unit = parts[-2][:-2] if parts[-2].endswith(".d") else parts[-2]
+        if path in allow or short in allow or ("%s/*" % parts[-2]) in allow:
+            keep.append(path)
+        else:
+            remove.append(path)
+            units.setdefault(unit, []).append(path)
+    return {"keep": keep, "remove": remove, "units": units}
+
+
+_ENDPOINT = re.compile(r"(?<![A-Za-z0-9_.:-])(\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9_][A-Za-z0-9_.-]*):([0-9]{1,5})(?![0-9])")
+
+
+def endpoints_in(text):
+    """Every ``address:port`` a unit file's text names (peer URLs included), as a set of str."""
+    return set("%s:%s" % (m.group(1), m.group(2)) for m in _ENDPOINT.finditer(text or ""))
+
+
+def foreign_peer_changes(old, new, foreign):
+    """The peers outside this run that a rewritten unit would newly point at.
+
+    A ``--limit`` run rewrites only its hosts' units. When the plan moves a
+    peer that runs outside the limit (a new port or address), a unit inside
+    the limit would point at an endpoint that the peer, still running its old
+    unit, does not serve.
+
+    :param old: the unit file on the host (str, ``""`` when new).
+    :param new: the unit file the run would write.
+    :param foreign: dict address -> host name of the planned instances
+        outside this run.
+    :returns: sorted list of ``(address:port, host)`` named by ``new`` but
+        not by ``old``, whose address is a host outside the run. Empty for a
+        new unit (nothing pointed anywhere before).
+    """
+    if not old:
+        return []
+    out = []
+    for ep in endpoints_in(new) - endpoints_in(old):
+        address = ep.rsplit(":", 1)[0].strip("[]")
+        if address in foreign:
+            out.append((ep, foreign[address]))
+    return sorted(out)
 
 
 def parse_show(text):
@@ -103,3 +169,97 @@ def render_env_file(values):
             raise ValueError("secret %s holds whitespace, a quote, a backslash or a control character" % name)
         lines.append("%s=%s" % (name, value))
     return "\n".join(lines) + "\n"
+
+
+# ExecMainCode is a waitid(2) si_code: CLD_EXITED (1) carries an exit status,
+# CLD_KILLED (2) and CLD_DUMPED (3) a signal number (systemd.exec(5), "$SERVICE_RESULT").
+_CLD_EXITED = "1"
+
+
+def exit_status(props):
+    """Describe how a unit's main process last ended, from ``systemctl show``.
+
+    :param props: one unit's properties (:func:`parse_show`).
+    :returns: e.g. ``"exit status 1"``, ``"signal SIGKILL"``, or ``""`` when
+        the process has not ended (``ExecMainCode=0``) or is unknown.
+    """
+    code, status = props.get("ExecMainCode") or "0", props.get("ExecMainStatus") or "0"
+    if code == "0" or not status.isdigit():
+        return ""
+    if code == _CLD_EXITED:
+        return "exit status %s" % status
+    try:
+        return "signal %s" % signal.Signals(int(status)).name
+    except ValueError:
+        return "signal %s" % status
+
+
+class CrashWatch(object):
+    """Tell, from successive ``systemctl show`` readings, which units crashed.
+
+    A health gate waits for engines that load for minutes; an engine that
+    exits at start is restarted by systemd (``Restart=on-failure``) and would
+    otherwise only be reported when the gate times out. A unit counts as
+    crashed, and the wait for it can end at once, when:
+
+    - ``ActiveState=failed`` (it exhausted its start limit, or has no
+      ``Restart=``),
+    - ``SubState=auto-restart`` (its process exited and systemd waits
+      ``RestartSec`` before starting it again),
+    - ``SubState=start-post`` with ``ExecMainCode`` set (the process exited
+      while the readiness check, ``ExecStartPost=``, still runs: systemd acts
+      on the exit only once that check ends),
+    - ``NRestarts`` is higher than the lowest value seen (systemd restarted
+      it between two readings; a manual start resets the count to 0, so the
+      lowest value is the baseline),
+    - ``ActiveState=inactive`` on two readings in a row (stopped by someone,
+      or exited with nothing to restart it).
+
+    ``activating``, ``deactivating`` and ``reloading`` are transitions (a
+    restart job that the converge queued), never a crash by themselves.
+    """
+
+    def __init__(self):
+        self.min_restarts = {}
+        self.inactive = {}
+
+    def observe(self, states):
+        """Feed one reading.
+
+        :param states: dict unit name -> properties (:func:`parse_show`).
+        :returns: dict unit name -> reason (str) for the units that crashed;
+            the reason gives the state, ``Result``, how the main process
+            ended and the restart count.
+        """
+        out = {}
+        for name, props in states.items():
+            active, sub = props.get("ActiveState"), props.get("SubState")
+            try:
+                restarts = int(props.get("NRestarts") or 0)
+            except ValueError:
+                restarts = 0
+            baseline = min(self.min_restarts.get(name, restarts), restarts)
+            self.min_restarts[name] = baseline
+            self.inactive[name] = self.inactive.get(name, 0) + 1 if active == "inactive" else 0
+            if props.get("LoadState") == "not-found":
+                what = "unit not found"
+            elif active == "failed":
+                what = "unit failed"
+            elif sub == "auto-restart":
+                what = "engine exited, systemd restarts it"
+            elif sub == "start-post" and (props.get("ExecMainCode") or "0") != "0":
+                # systemd lets the readiness check (ExecStartPost=) finish before it acts on the exit
+                what = "engine exited while starting"
+            elif restarts > baseline:
+                what = "engine restarted by systemd"
+            elif self.inactive[name] >= 2:
+                what = "unit not running (inactive)"
+            else:
+                continue
+            facts = ["Result=%s" % (props.get("Result") or "?")]
+            status = exit_status(props)
+            if status:
+                facts.append(status)
+            facts.append("NRestarts=%d" % restarts)
+            out[name] = "%s (%s)" % (what, ", ".join(facts))
+        return out

@@ -17,6 +17,11 @@ description:
     C(POST /v1/completions), because both vLLM and SGLang have answered 200 on C(/health) while
     wedged.
   - Connection refused counts as "still loading", because vLLM opens its port only after the model has loaded.
+  - Endpoints that name their O(endpoints[].unit) are also watched through systemd, one C(systemctl show) for
+    all of them every O(interval) seconds. A unit that failed, exited and waits for its automatic restart,
+    was restarted by systemd, or stays inactive ends its wait at once, and the failure message gives the
+    unit's C(Result), exit status, restart count and the last O(journal_lines) lines of its journal.
+    An engine that exits at start is so reported in seconds, not after O(timeout).
 options:
   endpoints:
     description: The endpoints to gate on.
@@ -39,6 +44,17 @@ options:
       model:
         description: Model name sent in the completion request.
         type: str
+      unit:
+        description:
+          - The systemd unit that serves the endpoint, for example C(launchcard-demo-vllm-monolithic-0.service).
+          - When set, the unit's state can end the wait early (see the description).
+        type: str
+  journal_lines:
+    description:
+      - Lines of a crashed unit's journal quoted in the message, its engine's own output
+        (C(journalctl -u UNIT -t SYSLOG_IDENTIFIER -n N -o cat)).
+    type: int
+    default: 10
   timeout:
     description: Seconds to wait for all endpoints together.
     type: int
@@ -65,6 +81,7 @@ EXAMPLES = r"""
         url: http://127.0.0.1:8000/health
         probe: completion
         model: Qwen/Qwen2.5-7B-Instruct
+        unit: launchcard-demo-vllm-monolithic-0.service
     timeout: 3900
 """
 
@@ -81,8 +98,20 @@ endpoints:
       healthy: true
       detail: "health 200, completion ' Hello'"
       elapsed_s: 0.1
+    - name: launchcard-demo-sglang-decode-0.service
+      url: http://127.0.0.1:30001/health
+      probe: health
+      healthy: false
+      crashed: true
+      detail: "engine exited, systemd restarts it (Result=exit-code, exit status 1, NRestarts=1); journal: ..."
+      elapsed_s: 4.1
 unhealthy:
   description: Names of the endpoints that were not healthy in time.
+  returned: always
+  type: list
+  elements: str
+crashed:
+  description: Names of the endpoints whose unit's state ended the wait (a subset of RV(unhealthy)).
   returned: always
   type: list
   elements: str
@@ -95,6 +124,11 @@ from ansible.module_utils.six.moves.urllib.error import HTTPError
 from ansible.module_utils.urls import open_url
 
 from ansible_collections.launchcard.inference.plugins.module_utils._health import wait_all
+from ansible_collections.launchcard.inference.plugins.module_utils._systemd import (
+    WATCH_PROPERTIES,
+    CrashWatch,
+    parse_show,
+)
 
 
 def request(url, payload=None, timeout=10.0):
@@ -108,6 +142,37 @@ def request(url, payload=None, timeout=10.0):
         return exc.code, exc.read(4096).decode("utf-8", "replace")
 
 
+def unit_watch(module, journal_lines):
+    """The health gate's ``watch``: one ``systemctl show`` for the pending endpoints' units.
+
+    :returns: ``watch(pending) -> {endpoint name: reason}``; the reason ends
+        with the unit's last journal lines.
+    """
+    systemctl = module.get_bin_path("systemctl", required=True)
+    journalctl = module.get_bin_path("journalctl")
+    crashes = CrashWatch()
+
+    def watch(pending):
+        units = sorted(set(ep["unit"] for ep in pending if ep.get("unit")))
+        if not units:
+            return {}
+        rc, out, dummy = module.run_command([systemctl, "show", "-p", ",".join(WATCH_PROPERTIES), "--"] + units)
+        if rc != 0:
+            return {}
+        states = parse_show(out)
+        verdicts = crashes.observe(states)
+        for unit in list(verdicts):
+            if journalctl and journal_lines > 0:
+                # the engine's own lines (its SyslogIdentifier=), not systemd's about the unit
+                ident = states[unit].get("SyslogIdentifier")
+                args = [journalctl, "-u", unit] + (["-t", ident] if ident else [])
+                rc, log, dummy = module.run_command(args + ["-n", str(journal_lines), "-o", "cat", "--no-pager", "-q"])
+                lines = [line for line in log.splitlines() if line.strip()] if rc == 0 else []
+                verdicts[unit] += "; journal: %s" % (" | ".join(lines) if lines else "(empty)")
+        return dict((ep["name"], verdicts[ep["unit"]]) for ep in pending if ep.get("unit") in verdicts)
+    return watch
+
+
 def main():
     module = AnsibleModule(
         argument_spec=dict(
@@ -116,21 +181,29 @@ def main():
                 url=dict(type="str", required=True),
                 probe=dict(type="str", choices=["health", "completion"], default="health"),
                 model=dict(type="str"),
+                unit=dict(type="str"),
             )),
+            journal_lines=dict(type="int", default=10),
             timeout=dict(type="int", default=600),
             interval=dict(type="float", default=2.0),
         ),
         supports_check_mode=True,
     )
     p = module.params
+    endpoints = [dict(ep, name=ep["name"] or ep["url"]) for ep in p["endpoints"]]
     timeout = 0 if module.check_mode else p["timeout"]
-    results = wait_all(p["endpoints"], timeout, request, p["interval"])
+    watch = None
+    if not module.check_mode and any(ep.get("unit") for ep in endpoints):
+        watch = unit_watch(module, p["journal_lines"])
+    results = wait_all(endpoints, timeout, request, p["interval"], watch=watch)
     bad = [r["name"] for r in results if not r["healthy"]]
+    crashed = [r["name"] for r in results if r.get("crashed")]
     if bad and not module.check_mode:
-        module.fail_json(msg="not healthy after %ds: %s" % (p["timeout"], "; ".join(
-            "%s (%s)" % (r["name"], r["detail"]) for r in results if not r["healthy"])),
-            endpoints=results, unhealthy=bad)
-    module.exit_json(changed=False, endpoints=results, unhealthy=bad)
+        module.fail_json(msg="not healthy: %s" % "; ".join(
+            "%s (%s, after %ss of %ds)" % (r["name"], r["detail"], r["elapsed_s"], p["timeout"])
+            for r in results if not r["healthy"]),
+            endpoints=results, unhealthy=bad, crashed=crashed)
+    module.exit_json(changed=False, endpoints=results, unhealthy=bad, crashed=crashed)
 
 
 if __name__ == "__main__":

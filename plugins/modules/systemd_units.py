@@ -18,7 +18,10 @@ description:
   - Reads every unit's state with a single C(systemctl show) call, so a host converges in one round
     trip however many units it runs.
   - Units whose file changed are restarted together in one call, so prefill/decode partners on one
-    host come back as a group.
+    host come back as a group. Start and restart jobs are queued (C(systemctl --no-block)) after a
+    C(systemctl reset-failed) of those units (a unit that hit its start limit can start again); whether the
+    engines come up is the health gate's to tell (M(launchcard.inference.http_health)). A unit that is
+    C(failed) right after the jobs were queued fails the module.
 options:
   units:
     description:
@@ -68,13 +71,43 @@ options:
         C(/usr/bin/docker)), so run it after the runtime is installed.
     type: bool
     default: true
+  allowed_dropins:
+    description:
+      - Drop-ins on the units that are kept, as C(UNIT.d/NAME.conf), C(UNIT.d/*) or a full path.
+      - Every other C(*.conf) in C(UNIT.d/) under O(dropin_directories) (what C(systemctl edit UNIT) writes) is
+        drift; it is reported (a warning and RV(dropins)) and removed, then systemd reloads and the running
+        unit restarts with its file's settings.
+    type: list
+    elements: str
+    default: []
+  dropin_directories:
+    description: Where drop-in directories of the units are looked for (C(systemctl edit) and C(systemctl edit --runtime)).
+    type: list
+    elements: path
+    default: [/etc/systemd/system, /run/systemd/system]
+  foreign_peers:
+    description:
+      - Address -> host name of the planned instances that run outside this play (a C(--limit) run).
+      - When a unit the run would rewrite newly names an C(address:port) of one of them (the plan moved that
+        peer to a new port or address), the module fails before anything is written, naming the peers' hosts,
+        because the peer still runs its old unit and the rewritten unit would point at nothing.
+    type: dict
+    default: {}
   secrets:
     description:
       - Secret environment variables (for example C(HF_TOKEN)) for the units' C(EnvironmentFile=).
-      - Written to O(secrets_file) with mode 0600 (directory 0700) when not empty; the file is removed
-        when empty. Values never appear in unit files, C(systemctl show), logs or this module's output.
+      - Written to O(secrets_file) with mode 0600 (directory 0700) when not empty. When empty, the file
+        is left as it is (a run without the vault changes nothing); O(remove_secrets) deletes it.
+      - When the file's content changes (its SHA-256 differs), the active units whose C(EnvironmentFile=)
+        names O(secrets_file) are restarted, so the engines run with the new values.
+      - Values never appear in unit files, C(systemctl show), logs or this module's output.
     type: dict
     default: {}
+  remove_secrets:
+    description:
+      - Delete O(secrets_file) (and restart the active units that read it). Not with a non-empty O(secrets).
+    type: bool
+    default: false
   secrets_file:
     description: Path of the secrets environment file.
     type: path
@@ -131,12 +164,24 @@ daemon_reloaded:
   description: Whether C(systemctl daemon-reload) ran.
   returned: always
   type: bool
+dropins:
+  description: Drop-ins found on the units, C(kept) (allowed) and C(removed) (or to be removed, in check mode).
+  returned: always
+  type: dict
+  sample: {kept: [], removed: [/etc/systemd/system/launchcard-demo-vllm-monolithic-0.service.d/override.conf]}
 secrets_changed:
   description: Whether the secrets file was written or removed (its content is never returned).
   returned: always
   type: bool
+secrets_restarted:
+  description: Units restarted because the secrets file they read changed (also among the RV(actions) C(restart) units).
+  returned: always
+  type: list
+  elements: str
 """
 
+import glob
+import hashlib
 import os
 import shutil
 import tempfile
@@ -146,6 +191,8 @@ from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.launchcard.inference.plugins.module_utils._systemd import (
     SHOW_PROPERTIES,
     actions,
+    dropin_verdicts,
+    foreign_peer_changes,
     render_env_file,
     diff_files,
     parse_show,
@@ -193,6 +240,19 @@ def _read_text(path):
         return None
 
 
+def _digest(text):
+    return None if text is None else hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def _reads_secrets(content, path):
+    """Whether a unit file's text loads ``path`` with ``EnvironmentFile=`` (optional ``-`` prefix)."""
+    for line in content.splitlines():
+        key, sep, value = line.strip().partition("=")
+        if sep and key.strip() == "EnvironmentFile" and value.strip().lstrip("-") == path:
+            return True
+    return False
+
+
 def _write_secrets(path, text):
     if text is None:
         if os.path.exists(path):
@@ -225,11 +285,18 @@ def main():
             directory=dict(type="path", default="/etc/systemd/system"),
             verify=dict(type="bool", default=True),
             secrets=dict(type="dict", default={}, no_log=True),
+            remove_secrets=dict(type="bool", default=False),
+            allowed_dropins=dict(type="list", elements="str", default=[]),
+            foreign_peers=dict(type="dict", default={}),
+            dropin_directories=dict(type="list", elements="path",
+                                    default=["/etc/systemd/system", "/run/systemd/system"]),
             secrets_file=dict(type="path", default="/etc/launchcard/secrets.env"),
         ),
         supports_check_mode=True,
     )
     p = module.params
+    if p["secrets"] and p["remove_secrets"]:
+        module.fail_json(msg="secrets and remove_secrets: give one, not both")
     systemctl = module.get_bin_path("systemctl", required=True)
     desired = {}
     for i, u in enumerate(p["units"]):
@@ -252,6 +319,21 @@ def main():
             return {}
         return parse_show(run(["show", "-p", ",".join(SHOW_PROPERTIES), "--"] + sorted(names)))
 
+    if p["foreign_peers"]:
+        moved = dict((name, foreign_peer_changes(existing.get(name, ""), desired[name], p["foreign_peers"]))
+                     for name in plan["write"])
+        moved = dict((name, found) for name, found in moved.items() if found)
+        if moved:
+            hosts = sorted(set(host for found in moved.values() for dummy, host in found))
+            module.fail_json(msg="refusing to rewrite %s: %s; the plan moved %s, outside this run, which still serves "
+                                 "its old address or port; nothing was changed. Include %s in --limit." % (
+                                     ", ".join(sorted(moved)),
+                                     "; ".join("%s would point at %s (%s)" % (name, ep, host)
+                                               for name, found in sorted(moved.items()) for ep, host in found),
+                                     "the peer" if len(hosts) == 1 else "the peers", ", ".join(hosts)),
+                             foreign_peers_moved=dict((n, [ep for ep, dummy in f]) for n, f in moved.items()),
+                             hosts_to_include=hosts)
+
     if p["verify"]:
         _verify(module, desired, plan["write"])
 
@@ -270,13 +352,37 @@ def main():
     stale_enabled = {n for n, st in stale.items() if st.get("UnitFileState") in ("enabled", "enabled-runtime")}
     todo["stop"] = sorted(set(todo["stop"]) | stale_active)
     todo["disable"] = sorted(set(todo["disable"]) | stale_enabled)
+    found = []
+    for name in desired:
+        for base in p["dropin_directories"]:
+            found += [f for f in glob.glob(os.path.join(glob.escape(base), glob.escape(name + ".d"), "*.conf"))
+                      if os.path.isfile(f) or os.path.islink(f)]
+    dropins = dropin_verdicts(found, p["allowed_dropins"])
+    for path in dropins["remove"]:
+        module.warn("drift: drop-in %s overrides the collection's unit; %s (list it in allowed_dropins to keep it)"
+                    % (path, "would be removed" if module.check_mode else "removed"))
+    if p["state"] == "started":
+        # the unit runs with the drop-in's settings until it restarts
+        queued = set(todo["start"]) | set(todo["restart"])
+        todo["restart"] = sorted(set(todo["restart"]) | set(
+            n for n in dropins["units"] if n not in queued
+            and before.get(n, {}).get("ActiveState") in ("active", "activating", "reloading")))
+    current = _read_text(p["secrets_file"])
     try:
-        secrets_text = render_env_file(p["secrets"]) if p["secrets"] else None
+        secrets_text = render_env_file(p["secrets"]) if p["secrets"] else None if p["remove_secrets"] else current
     except ValueError as exc:
         module.fail_json(msg="secrets: %s" % exc)
-    secrets_changed = _read_text(p["secrets_file"]) != secrets_text or (
+    content_changed = _digest(current) != _digest(secrets_text)
+    secrets_changed = content_changed or (
         secrets_text is not None and os.stat(p["secrets_file"]).st_mode & 0o777 != 0o600)
-    changed = bool(plan["write"] or plan["remove"] or any(todo.values()) or secrets_changed)
+    secrets_restarted = []
+    if content_changed and p["state"] == "started":
+        # the engines read the file only when they start: restart the running ones that use it
+        queued = set(todo["start"]) | set(todo["restart"])
+        secrets_restarted = sorted(n for n in desired if n not in queued and _reads_secrets(desired[n], p["secrets_file"])
+                                   and before.get(n, {}).get("ActiveState") in ("active", "activating", "reloading"))
+        todo["restart"] = sorted(set(todo["restart"]) | set(secrets_restarted))
+    changed = bool(plan["write"] or plan["remove"] or any(todo.values()) or secrets_changed or dropins["remove"])
     reloaded = False
     if not module.check_mode:
         if secrets_changed:
@@ -287,6 +393,12 @@ def main():
             run(["disable", "--"] + todo["disable"])
         for name in plan["remove"]:
             os.unlink(os.path.join(p["directory"], name))
+        for path in dropins["remove"]:
+            os.unlink(path)
+            try:
+                os.rmdir(os.path.dirname(path))
+            except OSError:  # other (allowed) files remain
+                pass
         for name in plan["write"]:
             path = os.path.join(p["directory"], name)
             tmp = path + ".launchcard-tmp"
@@ -294,14 +406,22 @@ def main():
                 f.write(desired[name])
             os.chmod(tmp, 0o644)
             module.atomic_move(tmp, path)
-        if plan["write"] or plan["remove"]:
+        if plan["write"] or plan["remove"] or dropins["remove"]:
             # field notes: a daemon-reload can detach GPUs from running
             # containers, so reload only when a unit file changed.
             run(["daemon-reload"])
             reloaded = True
-        for verb in ("enable", "start", "restart"):
+        if todo["enable"]:
+            run(["enable", "--"] + todo["enable"])
+        if todo["start"] or todo["restart"]:
+            # A unit that hit its start limit (StartLimitBurst=) refuses to start until its
+            # counter is reset; a deploy is an operator's request to try again.
+            run(["reset-failed", "--"] + todo["start"] + todo["restart"], check_rc=False)
+        for verb in ("start", "restart"):
             if todo[verb]:
-                run([verb, "--"] + todo[verb])
+                # --no-block: a unit is "active" only once its engine answers (ExecStartPost=),
+                # which the health gate waits for, watching every unit at once.
+                run([verb, "--no-block", "--"] + todo[verb])
     after = before if module.check_mode else show(list(desired))
     units = []
     for name in sorted(desired):
@@ -318,13 +438,15 @@ def main():
             "n_restarts": restarts,
         })
     result = dict(changed=changed, units=units, written=plan["write"], removed=plan["remove"],
-                  actions=todo, daemon_reloaded=reloaded, secrets_changed=secrets_changed)
+                  actions=todo, daemon_reloaded=reloaded, secrets_changed=secrets_changed,
+                  secrets_restarted=secrets_restarted,
+                  dropins={"kept": dropins["keep"], "removed": dropins["remove"]})
     if module._diff and diffs:
         result["diff"] = diffs
     if p["state"] == "started" and not module.check_mode:
-        failed = [u["name"] for u in units if u["active_state"] not in ("active", "activating")]
+        failed = [u["name"] for u in units if u["active_state"] == "failed"]
         if failed:
-            module.fail_json(msg="units not running after start: %s (see journalctl -u NAME)" % ", ".join(failed),
+            module.fail_json(msg="units failed at start: %s (see journalctl -u NAME)" % ", ".join(failed),
                              **result)
     module.exit_json(**result)
 

@@ -48,7 +48,8 @@ def deploy_rows(plan, results):
         ``would <verb> (check mode)``.
     :returns: list of ``[host, recipe, engine, role, port, state]``; state is
         ``healthy`` when the health gate passed, else the unit's active
-        state or ``not run``.
+        state or ``not in this run`` (a host outside ``--limit``, or
+        stopped before its units were converged).
     """
     rows = []
     for host, hp in sorted(plan.get("hosts", {}).items()):
@@ -66,7 +67,7 @@ def deploy_rows(plan, results):
             elif u is not None:
                 state = u.get("active_state") or "unknown"
             else:
-                state = "not run"
+                state = "not in this run"
             rows.append([host, inst["recipe"], inst["engine"], inst["role"],
                          inst["port"] if inst["port"] is not None else "-", state])
     return rows

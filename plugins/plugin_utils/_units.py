@@ -32,6 +32,58 @@ VENDORS = ("nvidia", "amd", "ascend", "none")
 VISIBLE_DEVICES_ENV = {"nvidia": "CUDA_VISIBLE_DEVICES", "amd": "HIP_VISIBLE_DEVICES",
                        "ascend": "ASCEND_RT_VISIBLE_DEVICES"}
 CONTAINER_HF_HOME = "/root/.cache/huggingface"
+# Restart policy: a unit whose engine keeps exiting is restarted every RESTART_SEC s, at most
+# START_LIMIT_BURST starts within START_LIMIT_INTERVAL_S s (manual starts included), then stays
+# failed (Result=start-limit-hit) until a deploy or `systemctl reset-failed` (systemd.unit(5)).
+# An engine that crashes after loading for minutes is not limited: its starts are further apart.
+RESTART_SEC = 10
+# "Started" means ready: ExecStartPost= runs this helper (shipped by the units role) until the
+# engine's health URL answers 200, bounded by TimeoutStartSec=. vLLM and SGLang do not call
+# sd_notify(3), so Type=notify is not possible.
+# -I: isolated mode, so a card's PYTHONHOME/PYTHONPATH (the unit's Environment=) cannot break it.
+WAIT_READY = ("/usr/bin/python3", "-I", "/usr/local/libexec/launchcard/wait-ready.py")
+# native runtime: the engines' system user (created by the units role, owner of the weights
+# directory) and the groups that own each vendor's device nodes. NVIDIA's /dev/nvidia* are
+# 0666 by default; AMD's /dev/kfd and /dev/dri/renderD* belong to render and video (ROCm's
+# install guide); Ascend's /dev/davinci* to HwHiAiUser (the Ascend driver installer).
+ENGINE_USER = "launchcard"
+DEVICE_GROUPS = {"nvidia": (), "amd": ("render", "video"), "ascend": ("HwHiAiUser",), "none": ()}
+# where the engines may write besides the weights directory (CacheDirectory=, owned by the user):
+# torch, Triton, vLLM and FlashInfer caches under HOME / XDG_CACHE_HOME.
+ENGINE_CACHE = "/var/cache/launchcard"
+# systemd sandboxing the engines tolerate (systemd.exec(5)). Left out on purpose:
+# PrivateDevices= and DevicePolicy= (the GPUs are device nodes), ProtectClock= (implies a
+# device allow-list), MemoryDenyWriteExecute= (Triton and torch.compile JIT), and
+# an allow-list SystemCallFilter= (CUDA IPC and NCCL use calls outside @system-service; only
+# groups no engine needs are denied), RemoveIPC= (the units of a host share one user: one
+# unit's stop would remove its partners' shared memory), PrivateNetwork=/IPAddressDeny= (engines
+# serve and reach peers over the network), PrivateUsers= (device nodes' groups).
+HARDENING = (
+    "NoNewPrivileges=yes",
+    "ProtectSystem=strict",
+    "ProtectHome=yes",
+    "PrivateTmp=yes",
+    "ProtectKernelTunables=yes",
+    "ProtectKernelModules=yes",
+    "ProtectKernelLogs=yes",
+    "ProtectControlGroups=yes",
+    "ProtectHostname=yes",
+    "RestrictSUIDSGID=yes",
+    "RestrictRealtime=yes",
+    "RestrictNamespaces=yes",
+    "LockPersonality=yes",
+    "SystemCallArchitectures=native",
+    "RestrictAddressFamilies=AF_UNIX AF_INET AF_INET6 AF_NETLINK",
+    "CapabilityBoundingSet=",
+    "PrivateMounts=yes",
+    "SystemCallFilter=~@clock @cpu-emulation @module @mount @obsolete @raw-io @reboot @swap",
+    "SystemCallErrorNumber=EPERM",
+    "UMask=0027",
+)
+# Variables the secrets file (secrets_env_file) may hold, passed into containers by name.
+SECRET_ENV_NAMES = ("HF_TOKEN",)
+START_LIMIT_BURST = 5
+START_LIMIT_INTERVAL_S = 300
 
 DEFAULTS = {
     "runtime": "docker",
@@ -195,7 +247,8 @@ def command(inst, options=None):
       mounted as the HF cache, ``--entrypoint argv[0]``, the image (by digest
       when ``image_refs`` maps it), then ``argv[1:]``. Card env travels as
       ``-e NAME`` (value from the unit's ``Environment=``), secrets as
-      ``--env-file``, never on the command line.
+      ``-e HF_TOKEN`` (value from the unit's ``EnvironmentFile=``), never on
+      the command line.
 
     :raises UnsafeValue: argv[0] is not a plain program name (native).
     """
@@ -207,6 +260,8 @@ def command(inst, options=None):
         if not _PLAIN_EXE.match(exe):
             raise UnsafeValue("argv[0] %r is not a plain program name" % argv[0])
         env.setdefault("HF_HOME", opts["weights_dir"])
+        env.setdefault("HOME", ENGINE_CACHE)
+        env.setdefault("XDG_CACHE_HOME", ENGINE_CACHE)
         if opts["hf_offline"]:
             env.setdefault("HF_HUB_OFFLINE", "1")
         return ["%s/bin/%s" % (opts["native_venv"].rstrip("/"), exe)] + argv[1:], None, env
@@ -227,7 +282,11 @@ def command(inst, options=None):
     for name in sorted(env):
         run += ["-e", name]
     if opts["secrets_env_file"]:
-        run += ["--env-file", opts["secrets_env_file"]]
+        # The unit reads the secrets file (EnvironmentFile=-, a missing file is fine) into the
+        # client's environment and -e NAME passes each secret on, if set, without its value on the
+        # command line; --env-file would fail the start when the file is absent.
+        for name in SECRET_ENV_NAMES:
+            run += ["-e", name]
     run += list(opts["extra_container_args"])
     run += ["--entrypoint", argv[0], image] + argv[1:]
     stop = [binary, "stop", "-t", str(int(opts["stop_timeout_s"])), inst["id"]]
@@ -255,20 +314,39 @@ def render(inst, options=None):
     ]
     if opts["runtime"] == "docker":
         lines += ["Requires=docker.service", "After=docker.service"]
-    lines += ["StartLimitIntervalSec=0", "", "[Service]", "Type=exec"]
+    # an engine must not start on an empty mount point (systemd.unit(5)); the directive takes a
+    # space-separated list, so a path with whitespace cannot be written
+    if re.search(r"\s", str(opts["weights_dir"])) or not str(opts["weights_dir"]).startswith("/"):
+        raise UnsafeValue("weights_dir must be an absolute path without whitespace: %r" % opts["weights_dir"])
+    lines.append("RequiresMountsFor=%s" % _spec(opts["weights_dir"], "weights_dir"))
+    lines += ["StartLimitIntervalSec=%d" % START_LIMIT_INTERVAL_S, "StartLimitBurst=%d" % START_LIMIT_BURST,
+              "", "[Service]", "Type=exec"]
     for name in sorted(env):
         lines.append("Environment=%s" % env_assignment(name, env[name]))
-    if opts["secrets_env_file"] and opts["runtime"] == "native":
-        # EnvironmentFile= takes a literal path (specifiers only, no quotes).
+    if opts["secrets_env_file"]:
+        # The same line whether or not a token is given (a run without the vault changes no
+        # unit); "-": a missing file is no error. EnvironmentFile= takes a literal path
+        # (specifiers only, no quotes).
         lines.append("EnvironmentFile=-%s" % _spec(opts["secrets_env_file"], "secrets_env_file"))
     if stop is not None:
         lines.append("ExecStartPre=-%s" % exec_line([start[0], "rm", "-f", inst["id"]]))
     lines.append("ExecStart=%s" % exec_line(start, wrap=True))
+    if inst.get("health_url"):
+        ready = list(WAIT_READY) + [inst["health_url"], str(_start_timeout(inst, opts))]
+        lines.append("ExecStartPost=%s" % exec_line(ready))
     if stop is not None:
         lines.append("ExecStop=%s" % exec_line(stop))
+    if opts["runtime"] == "native":
+        lines += ["User=%s" % ENGINE_USER, "Group=%s" % ENGINE_USER]
+        groups = DEVICE_GROUPS.get(opts["vendor"], ())
+        if groups and inst["gpus"]:
+            lines.append("SupplementaryGroups=%s" % " ".join(groups))
+        lines += ["CacheDirectory=%s" % ENGINE_CACHE.rsplit("/", 1)[1],
+                  "ReadWritePaths=%s" % _spec(opts["weights_dir"], "weights_dir")]
+        lines += list(HARDENING)
     lines += [
         "Restart=on-failure",
-        "RestartSec=10",
+        "RestartSec=%d" % RESTART_SEC,
         "TimeoutStartSec=%d" % _start_timeout(inst, opts),
         # TimeoutStopSec > container stop timeout > the engine's drain time.
         "TimeoutStopSec=%d" % (stop_timeout + 30),

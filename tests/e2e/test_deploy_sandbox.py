@@ -54,14 +54,9 @@ def ssh(address, command):
 
 
 @pytest.fixture(scope="module")
-def fleet():
-    up = run([sys.executable, "tests/sandbox/fleet.py", "up", "-i", INVENTORY])
-    assert up.returncode == 0, up.stdout + up.stderr
-    inv = json.loads(run([os.path.join(BIN, "ansible-inventory"), "-i", INVENTORY, "--list"]).stdout)
-    hostvars = inv["_meta"]["hostvars"]
-    yield {h: hv["ansible_host"] for h, hv in hostvars.items() if "ansible_host" in hv}
-    if not os.environ.get("LAUNCHCARD_KEEP_FLEET"):
-        run([sys.executable, "tests/sandbox/fleet.py", "down"])
+def fleet(sandbox_fleet):
+    """The sandbox fleet (tests/e2e/conftest.py), shared with test_operations_sandbox.py."""
+    return sandbox_fleet
 
 
 @pytest.fixture(scope="module")

@@ -104,8 +104,9 @@ def flat(text):
 def report_table(out, task=REPORT_TASK, columns=("host", "check", "result", "need", "found", "message")):
     """The preflight table (or another run_once table) as the operator sees it, parsed back into rows.
 
-    The debug task prints a YAML (or JSON) document after ``ok: [host] =>``;
-    loading it undoes the callback's line folding. Columns are cut at the
+    The debug task prints a YAML (or JSON) document after ``ok: [host] =>``,
+    the table as one multi-line string (or a list of lines); loading it
+    undoes the callback's quoting and line folding. Columns are cut at the
     rule line's dashes.
     """
     assert out.count(task) == 1, "expected one %s, found %d" % (task, out.count(task))
@@ -119,6 +120,8 @@ def report_table(out, task=REPORT_TASK, columns=("host", "check", "result", "nee
             break
         block.append(line)
     table = yaml.safe_load(textwrap.dedent("\n".join(block)))["msg"]
+    if isinstance(table, str):  # the table joined into one string (a YAML block scalar)
+        table = table.splitlines()
     header, rule = table[0].split(), table[1]
     assert header == list(columns), table[:2]
     spans = [m.span() for m in re.finditer(r"-+", rule)]
@@ -235,7 +238,7 @@ def test_deploy_with_a_failure_budget_serves_only_the_good_hosts(fleet, pristine
     for host in GOOD:
         assert counts[host]["failed"] == 0 and counts[host]["changed"] > 0, (host, res.stdout[-4000:])
     summary = report_table(res.stdout, SUMMARY_TASK, ("host", "recipe", "engine", "role", "port", "state"))
-    assert {r["host"]: r["state"] for r in summary} == dict({h: "healthy" for h in GOOD}, **{h: "not run" for h in BAD})
+    assert {r["host"]: r["state"] for r in summary} == dict({h: "healthy" for h in GOOD}, **{h: "not in this run" for h in BAD})
     after = snapshot()
     assert {h: after[h] for h in BAD} == {h: pristine[h] for h in BAD}
     assert all(after[h] != pristine[h] for h in GOOD)  # the snapshot does see a deploy

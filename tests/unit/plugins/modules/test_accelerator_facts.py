@@ -224,6 +224,7 @@ def test_through_the_ansible_cli(tmp_path):
         ANSIBLE_HOME=str(tmp_path / "home"),
         ANSIBLE_NOCOLOR="1",
         ANSIBLE_DEPRECATION_WARNINGS="0",
+        ANSIBLE_CALLBACK_RESULT_FORMAT="json",  # ansible.cfg prints YAML for people; parse JSON here
     )
     completed = subprocess.run(
         [

@@ -49,14 +49,14 @@ def test_deploy_rows():
     }
     rows = deploy_rows(p, results)
     assert rows == [
-        ["a-v", "vllm-aggregated", "vllm", "aggregated", 8000, "not run"],
+        ["a-v", "vllm-aggregated", "vllm", "aggregated", 8000, "not in this run"],
         ["b-pd", "sglang-prefill", "sglang", "prefill", 31000, "healthy"],
         ["b-pd", "sglang-decode", "sglang", "decode", 32000, "failed"],
         ["b-pd", "sglang-router", "sglang", "router", 30000, "unhealthy: health answered 503"],
     ]
     results["b-pd"]["units"] = None
     results["b-pd"]["health"] = None
-    assert [r[5] for r in deploy_rows(p, results)] == ["not run"] * 4
+    assert [r[5] for r in deploy_rows(p, results)] == ["not in this run"] * 4
 
 
 def test_deploy_rows_headless_rank_has_no_port():

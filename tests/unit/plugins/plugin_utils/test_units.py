@@ -334,10 +334,10 @@ def test_docker_vllm_unit():
     assert start[k + 1] == '"device=0,1,2,3,4,5,6,7"'
     assert start[start.index("-v") + 1] == "/var/lib/launchcard/models:/root/.cache/huggingface"
     names = [start[j + 1] for j, w in enumerate(start) if w == "-e"]
-    assert names == sorted(env) == ["HF_HOME", "HF_HUB_OFFLINE", "VLLM_ENGINE_READY_TIMEOUT_S",
-                                    "VLLM_USE_RUST_FRONTEND"]
+    assert names == sorted(env) + ["HF_TOKEN"]
+    assert sorted(env) == ["HF_HOME", "HF_HUB_OFFLINE", "VLLM_ENGINE_READY_TIMEOUT_S", "VLLM_USE_RUST_FRONTEND"]
     assert not [w for w in start if "=" in w and w.split("=")[0] in env]  # names only, no values
-    assert start[start.index("--env-file") + 1] == "/etc/launchcard/secrets.env"
+    assert "--env-file" not in start and start[start.index("HF_TOKEN") - 1] == "-e"  # value from EnvironmentFile=
     k = start.index("--entrypoint")
     assert start[k:k + 3] == ["--entrypoint", "vllm", digest]
     assert start[k + 3:] == inst["argv"][1:]
@@ -478,7 +478,7 @@ def test_secret_token_never_in_a_unit(tmp_path):
         for host, hp in p["hosts"].items():
             for u in host_units(hp, {"runtime": runtime, "secrets_env_file": str(secrets)}):
                 assert TOKEN not in u["content"]
-                assert "HF_TOKEN" not in u["content"]
+                assert "HF_TOKEN=" not in u["content"]  # containers get the name (-e HF_TOKEN), never a value
                 assert str(secrets) in u["content"]
 
 

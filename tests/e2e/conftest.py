@@ -1,0 +1,53 @@
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, launchcard.inference contributors
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""One boot of the 7-host sandbox fleet (inventories/sandbox/gpus.ini) for every e2e file that uses it.
+
+``sandbox_fleet`` is session-scoped so test_deploy_sandbox.py and
+test_operations_sandbox.py share one boot; the fleet goes down as soon as the
+next test does not use it (not at the end of the session), so it never runs
+beside the preflight and bare-host fleets.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+INVENTORY = "inventories/sandbox/gpus.ini"
+BIN = os.path.dirname(sys.executable)
+_STATE = {"up": False}
+
+
+def _run(args):
+    env = dict(os.environ, ANSIBLE_CONFIG=os.path.join(ROOT, "ansible.cfg"),
+               PATH=BIN + os.pathsep + os.environ.get("PATH", ""))
+    return subprocess.run(args, cwd=ROOT, env=env, capture_output=True, text=True, check=False)
+
+
+def _down():
+    if _STATE["up"] and not os.environ.get("LAUNCHCARD_KEEP_FLEET"):
+        _run([sys.executable, "tests/sandbox/fleet.py", "down"])
+    _STATE["up"] = False
+
+
+@pytest.fixture(scope="session")
+def sandbox_fleet():
+    """Boot the sandbox fleet; returns ``{host: address}``."""
+    up = _run([sys.executable, "tests/sandbox/fleet.py", "up", "-i", INVENTORY])
+    _STATE["up"] = True
+    assert up.returncode == 0, up.stdout + up.stderr
+    inv = json.loads(_run([os.path.join(BIN, "ansible-inventory"), "-i", INVENTORY, "--list"]).stdout)
+    hostvars = inv["_meta"]["hostvars"]
+    yield {h: hv["ansible_host"] for h, hv in hostvars.items() if "ansible_host" in hv}
+    _down()
+
+
+def pytest_runtest_teardown(item, nextitem):
+    if "sandbox_fleet" in item.fixturenames and (nextitem is None or "sandbox_fleet" not in nextitem.fixturenames):
+        _down()
