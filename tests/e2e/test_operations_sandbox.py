@@ -105,7 +105,7 @@ def test_engines_run_hardened_and_ready_means_answering(fleet, plan, deployed):
     assert verify.returncode == 0, verify.stdout + verify.stderr
     # the exposure score of each unit type, measured here (docs/hardening.md reports them)
     scores = {}
-    for role, engine in (("decode", "sglang"), ("router", "sglang"), ("monolithic", "vllm")):
+    for role, engine in (("decode", "sglang"), ("router", "sglang"), ("aggregated", "vllm")):
         inst = instance(plan, role, engine)
         sec = ssh(fleet[inst["host"]], "systemd-analyze security --no-pager %s | tail -1" % inst["unit"]).stdout
         scores[inst["recipe"]] = float(re.search(r"level for \S+: (\d+\.\d)", sec).group(1))
@@ -181,7 +181,7 @@ def test_crash_loop_fails_fast_with_exit_status_and_journal(fleet, plan, deploye
 def test_an_unreachable_host_under_budget_0_changes_nothing(fleet, plan, deployed, tmp_path):
     """Issue 9 item 1: lc-cp (nobody's peer) is powered off; a card that changes only the decode
     recipe must not reach the decode host: the budget counts the unreachable host."""
-    cp = instance(plan, "monolithic", "sglang")
+    cp = instance(plan, "aggregated", "sglang")
     decode = instance(plan, "decode")
     changed = card_with(tmp_path, "decode-env.json",
                         lambda c: c["envs"][decode["recipe_index"]]["env"].update({"LAUNCHCARD_E2E_MARK": "1"}))
