@@ -30,10 +30,12 @@ done
 # the code that runs on the hosts, on the oldest Python a host may have:
 # 3.9 (RHEL 9's platform Python). ansible-test limits those runs to the
 # host-side code by itself (3.9 is a remote-only version for ansible-core).
-# The interpreter: python3.9 on PATH, else a pyenv build. Set
+# The interpreter: a pyenv build, else python3.9 on PATH. Set
 # LC_SANITY_HOST_PYTHONS (e.g. "3.9 3.10 3.12") for more versions, or to ""
 # to skip; a version without an interpreter fails the run unless
-# LC_SANITY_ALLOW_MISSING_PYTHON=1. Arguments go to the first run only.
+# LC_SANITY_ALLOW_MISSING_PYTHON=1. Arguments (e.g. --test pep8 FILE) go to
+# the first run only, and then the host-Python runs are left out unless
+# LC_SANITY_HOST_PYTHONS asks for them.
 ansible-test sanity --python 3.11 --color no --requirements "$@"
 find_python() {  # a working interpreter of version $1 (a pyenv shim may name one it cannot run)
   local v=$1 p
@@ -45,7 +47,9 @@ find_python() {  # a working interpreter of version $1 (a pyenv shim may name on
   done
   return 1
 }
-for v in ${LC_SANITY_HOST_PYTHONS-3.9}; do
+host_pythons=3.9
+[ $# -eq 0 ] || host_pythons=
+for v in ${LC_SANITY_HOST_PYTHONS-$host_pythons}; do
   py=$(find_python "$v" || true)
   if [ -z "$py" ]; then
     echo "sanity: no Python $v interpreter (python$v on PATH or a pyenv build): compile/import on $v NOT run" >&2
