@@ -131,7 +131,7 @@ def test_unhealthy_endpoint_fails_with_a_message_naming_it(engines, capsys):
     result = run_module(capsys, rc=1, timeout=1, interval=0.1, endpoints=[
         {"name": "launchcard-a.service", "url": good.url}, {"name": "launchcard-b.service", "url": dead.url}])
     assert result["failed"] is True
-    assert result["msg"] == "not healthy after 1s: launchcard-b.service (health answered 503)"
+    assert result["msg"].startswith("not healthy: launchcard-b.service (health answered 503, after ")
     assert result["unhealthy"] == ["launchcard-b.service"]
     assert [e["healthy"] for e in result["endpoints"]] == [True, False]
     # the dead one was polled until the deadline, the good one once
@@ -152,7 +152,7 @@ def test_timeout_on_a_port_that_never_opens(capsys, closed_port_url):
     started = time.monotonic()
     result = run_module(capsys, rc=1, timeout=1, interval=0.2, endpoints=[{"name": "never", "url": url}])
     elapsed = time.monotonic() - started
-    assert result["msg"].startswith("not healthy after 1s: never (no answer yet (")
+    assert result["msg"].startswith("not healthy: never (no answer yet (")
     assert "refused" in result["msg"].lower()
     assert result["endpoints"][0]["elapsed_s"] >= 1.0
     # the module rounds its elapsed time to 0.1 s before comparing it with the timeout

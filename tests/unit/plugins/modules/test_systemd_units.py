@@ -179,7 +179,7 @@ def test_first_run_writes_enables_and_starts(systemd, capsys):
     assert result["changed"] is True
     assert result["written"] == [B, A]
     assert result["daemon_reloaded"] is True
-    assert systemd.mutating() == [["daemon-reload"], ["enable", "--", B, A], ["start", "--", B, A]]
+    assert systemd.mutating() == [["daemon-reload"], ["enable", "--", B, A], ["reset-failed", "--", B, A], ["start", "--no-block", "--", B, A]]
     # daemon-reload ran after both files were on disk, with their final content
     reload_call = [c for c in systemd.systemctl() if c["argv"] == ["daemon-reload"]][0]
     assert reload_call["dir"] == [B, A]
@@ -245,7 +245,7 @@ def test_a_changed_file_restarts_exactly_its_unit(systemd, capsys):
     assert result["changed"] is True
     assert result["written"] == [A]
     assert result["actions"] == {"enable": [], "disable": [], "start": [], "restart": [A], "stop": []}
-    assert systemd.mutating() == [["daemon-reload"], ["restart", "--", A]]
+    assert systemd.mutating() == [["daemon-reload"], ["reset-failed", "--", A], ["restart", "--no-block", "--", A]]
     assert not [c for c in systemd.systemctl() if B in c["argv"] and c["argv"][0] != "show"]
     with open(os.path.join(systemd.units, A)) as f:
         assert f.read() == unit_text("/bin/a --new-flag")
@@ -279,7 +279,7 @@ def test_a_stopped_unit_is_started_not_restarted(systemd, capsys):
     systemd.save(state)
     result, dummy = run_module(capsys, systemd, [(A, unit_text("/bin/a"))])
     assert result["changed"] is True
-    assert systemd.mutating() == [["start", "--", A]]
+    assert systemd.mutating() == [["reset-failed", "--", A], ["start", "--no-block", "--", A]]
 
 
 def test_check_mode_reports_without_mutating_anything(systemd, capsys):
@@ -342,7 +342,7 @@ def test_a_unit_that_does_not_come_up_fails_the_module(systemd, capsys):
     systemd.save(state)
     result, dummy = run_module(capsys, systemd, [(A, unit_text("/bin/a")), (B, unit_text("/bin/b"))], rc=1)
     assert result["failed"] is True
-    assert result["msg"].startswith("units not running after start: %s " % B)
+    assert result["msg"].startswith("units failed at start: %s " % B)
     assert A not in result["msg"]
 
 
@@ -409,7 +409,7 @@ def test_secrets_file_is_0600_from_its_first_byte_and_never_printed(systemd, cap
     assert token not in json.dumps(systemd.calls())
 
 
-def test_a_readable_secrets_file_is_tightened_and_an_empty_one_removed(systemd, capsys):
+def test_a_readable_secrets_file_is_tightened_and_removed_only_when_asked(systemd, capsys):
     os.makedirs(os.path.dirname(systemd.secrets))
     with open(systemd.secrets, "w") as f:
         f.write("HF_TOKEN=hf_same\n")
@@ -419,7 +419,11 @@ def test_a_readable_secrets_file_is_tightened_and_an_empty_one_removed(systemd, 
     assert stat.S_IMODE(os.stat(systemd.secrets).st_mode) == 0o600
     assert "hf_same" not in out
 
+    # a run without secrets (vault not loaded) leaves the file alone; only remove_secrets deletes it
     result, dummy = run_module(capsys, systemd, [(A, unit_text("/bin/a"))], secrets={})
+    assert result["secrets_changed"] is False
+    assert os.path.exists(systemd.secrets)
+    result, dummy = run_module(capsys, systemd, [(A, unit_text("/bin/a"))], secrets={}, remove_secrets=True)
     assert result["secrets_changed"] is True
     assert not os.path.exists(systemd.secrets)
 

@@ -39,7 +39,7 @@ SECRETS = "/etc/launchcard/secrets.env"
 
 
 def _instances():
-    p = plan(EX, normalize_placement([("a", {"address": "10.0.0.1", "recipes": ["vllm-monolithic"]}),
+    p = plan(EX, normalize_placement([("a", {"address": "10.0.0.1", "recipes": ["vllm-aggregated"]}),
                                       ("b", {"address": "10.0.0.2", "recipes": ["sglang-prefill", "sglang-decode"]}),
                                       ("c", {"address": "10.0.0.3", "recipes": ["sglang-router"]})]))
     return {i["recipe"]: i for hp in p["hosts"].values() for i in hp["instances"]}
@@ -70,7 +70,7 @@ def test_every_unit_requires_the_weights_mount_and_checks_readiness(runtime):
 def test_weights_dir_that_cannot_be_a_mount_dependency_is_refused():
     for bad in ("/srv/h f", "relative/dir"):
         with pytest.raises(UnsafeValue, match="weights_dir"):
-            render(INST["vllm-monolithic"], {"runtime": "native", "weights_dir": bad})
+            render(INST["vllm-aggregated"], {"runtime": "native", "weights_dir": bad})
 
 
 def test_native_engines_run_as_the_launchcard_user_sandboxed():
@@ -91,7 +91,7 @@ def test_native_engines_run_as_the_launchcard_user_sandboxed():
 
 
 def test_container_units_run_the_runtime_client_as_root_unchanged():
-    service = _directives(render(INST["vllm-monolithic"], {"runtime": "docker", "secrets_env_file": SECRETS}), "Service")
+    service = _directives(render(INST["vllm-aggregated"], {"runtime": "docker", "secrets_env_file": SECRETS}), "Service")
     assert not [d for d in service if d.startswith(("User=", "ProtectSystem=", "NoNewPrivileges="))]
 
 
@@ -105,8 +105,8 @@ def test_systemd_accepts_the_hardened_unit_and_scores_it_low(tmp_path):
     scores = {}
     for name, opts in (("hardened", {"runtime": "native", "native_venv": str(venv), "secrets_env_file": SECRETS}),
                        ("container", {"runtime": "podman", "podman_bin": str(venv / "bin" / "python3")})):
-        path = tmp_path / ("%s-%s" % (name, INST["vllm-monolithic"]["unit"]))
-        path.write_text(render(INST["vllm-monolithic"], opts))
+        path = tmp_path / ("%s-%s" % (name, INST["vllm-aggregated"]["unit"]))
+        path.write_text(render(INST["vllm-aggregated"], opts))
         res = subprocess.run(["systemd-analyze", "verify", "--man=no", str(path)], capture_output=True, text=True,
                              timeout=60, check=False)
         out = res.stdout + res.stderr
