@@ -61,7 +61,7 @@ def test_needs_for_the_vllm_host(fleet):
     # 305.8 GiB bf16 over TP8
     assert needs["weights_per_gpu_mib"] == int(305.8 * 1024 / 8) == 39142
     assert needs["ports"] == [{"port": 8000, "owner": "launchcard-glm-5.3-flash-vllm-aggregated-0.service",
-                               "former_owners": ["launchcard-glm-5.3-flash-vllm-aggregated-0.service"]}]
+                               "former_owners": ["launchcard-glm-5.3-flash-vllm-monolithic-0.service"]}]
 
 
 def test_needs_fp8_halves_the_per_gpu_share(fleet):
@@ -119,7 +119,7 @@ def test_needs_of_the_minimal_card():
     needs = host_needs(card, p["hosts"]["a"])
     assert needs == {"disk_bytes": None, "gpus": 1, "validated_models": [], "weights_per_gpu_mib": None,
                      "ports": [{"port": 8000, "owner": "launchcard-smollm2-1.7b-instruct-vllm-aggregated-0.service",
-                                "former_owners": ["launchcard-smollm2-1.7b-instruct-vllm-aggregated-0.service"]}],
+                                "former_owners": ["launchcard-smollm2-1.7b-instruct-vllm-monolithic-0.service"]}],
                      "images": [p["hosts"]["a"]["instances"][0]["image"]], "peers": []}
 
 

@@ -61,12 +61,12 @@ def test_a_port_held_by_the_same_instance_under_its_former_role_name_is_ours():
         card = load_card(f.read(), "glm")
     p = plan(card, normalize_placement([("v", {"address": "10.9.1.1", "recipes": ["vllm-aggregated"]})]))
     inst = p["hosts"]["v"]["instances"][0]
-    assert inst["former_units"] == ["launchcard-glm-5.3-flash-vllm-aggregated-0.service"]
+    assert inst["former_units"] == ["launchcard-glm-5.3-flash-vllm-monolithic-0.service"]
     needs = host_needs(card, p["hosts"]["v"], p)
     facts = {"os": {"id": "debian", "version_id": "12"}}
-    for holder, ok in (("launchcard-glm-5.3-flash-vllm-aggregated-0.service", True),
-                       ("container glm-5.3-flash-vllm-aggregated-0", True),
-                       ("launchcard-glm-5.3-flash-vllm-aggregated-1.service", False),
-                       ("launchcard-glm-5.3-flash-sglang-aggregated-0.service", False)):
+    for holder, ok in (("launchcard-glm-5.3-flash-vllm-monolithic-0.service", True),
+                       ("container glm-5.3-flash-vllm-monolithic-0", True),
+                       ("launchcard-glm-5.3-flash-vllm-monolithic-1.service", False),
+                       ("launchcard-glm-5.3-flash-sglang-monolithic-0.service", False)):
         result = next(r for r in evaluate(dict(facts, listening={8000: holder}), needs) if r["check"] == "ports")
         assert result["ok"] is ok, holder
