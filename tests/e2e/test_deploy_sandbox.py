@@ -139,7 +139,7 @@ def test_check_mode_shows_a_unit_change_without_making_it(fleet, plan, first_dep
     host, hp = sorted(plan["hosts"].items())[0]
     unit = hp["instances"][0]["unit"]
     before = ssh(fleet[host], "md5sum /etc/systemd/system/%s" % unit).stdout
-    res = playbook("--check", "--diff", "-e", "units_stop_timeout_s=77", "--limit", host)
+    res = playbook("--check", "--diff", "-e", "launchcard_unit_stop_timeout_s=77", "--limit", host)
     assert res.returncode == 0, res.stdout[-4000:]
     assert "TimeoutStopSec=107" in res.stdout and recap(res.stdout)[host]["changed"] == 1
     assert ssh(fleet[host], "md5sum /etc/systemd/system/%s" % unit).stdout == before
@@ -204,7 +204,7 @@ def test_broken_card_changes_nothing(fleet, plan, first_deploy, tmp_path):
 def test_unit_that_does_not_verify_changes_nothing(fleet, plan, first_deploy):
     """Units whose executables are missing are refused before any file is written."""
     before = {h: ssh(fleet[h], "md5sum /etc/systemd/system/launchcard-*.service").stdout for h in plan["hosts"]}
-    res = playbook("-e", "units_native_venv=/nonexistent/venv")
+    res = playbook("-e", "launchcard_native_venv=/nonexistent/venv")
     assert res.returncode != 0
     assert "systemd-analyze verify rejected" in res.stdout
     assert "/nonexistent/venv/bin/" in res.stdout
