@@ -21,7 +21,7 @@ description:
   - One task for the whole fleet, run once (C(run_once=true)); contacts no host.
   - Each host's unit options come from its variables through the same builder the C(units) role
     uses (the C(launchcard.inference.unit_settings) filter) - C(launchcard_runtime),
-    C(launchcard_accelerator_vendor), C(launchcard_native_venv), C(launchcard_weights_dir),
+    C(launchcard_accelerator_vendor), C(launchcard_runtime_native_venv), C(launchcard_weights_dir),
     C(launchcard_hf_offline), C(launchcard_unit_start_timeout_s), C(launchcard_unit_stop_timeout_s),
     C(launchcard_amd_render_gid), C(launchcard_ascend_devices), C(launchcard_ascend_device_count),
     C(launchcard_extra_container_args), C(launchcard_secrets_env_file), C(launchcard_docker_bin),

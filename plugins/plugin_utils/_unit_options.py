@@ -38,7 +38,7 @@ VARIABLES = {
     "vendor": ("launchcard_accelerator_vendor", "str",
                "Accelerator vendor (C(nvidia), C(amd), C(ascend), C(none)): container device flags and the "
                "visible-devices variable. Unset: the vendor preflight found on the host, else C(nvidia)."),
-    "native_venv": ("launchcard_native_venv", "path", "Virtualenv whose C(bin/) holds the engines (native runtime)."),
+    "native_venv": ("launchcard_runtime_native_venv", "path", "Virtualenv whose C(bin/) holds the engines (native runtime)."),
     "weights_dir": ("launchcard_weights_dir", "path",
                     "Hugging Face cache (HF_HOME) on the hosts; mounted into containers."),
     "hf_offline": ("launchcard_hf_offline", "bool",

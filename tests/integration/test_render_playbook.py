@@ -37,7 +37,7 @@ def render(inventory, out, venv, *extra):
     return subprocess.run(
         [os.path.join(BIN, "ansible-playbook"), "playbooks/render.yml", "-i", inventory,
          "-e", "launchcard_render_dir=%s" % out, "-e", "launchcard_runtime=native",
-         "-e", "launchcard_native_venv=%s" % venv] + list(extra),
+         "-e", "launchcard_runtime_native_venv=%s" % venv] + list(extra),
         cwd=ROOT, env=ENV, capture_output=True, text=True, check=False)
 
 

@@ -73,7 +73,7 @@ def test_the_roles_repeat_no_unit_default(role):
 
 
 def test_variables_set_the_options_and_are_coerced():
-    hv = {"launchcard_runtime": "podman", "launchcard_native_venv": "/srv/venv", "launchcard_hf_offline": "false",
+    hv = {"launchcard_runtime": "podman", "launchcard_runtime_native_venv": "/srv/venv", "launchcard_hf_offline": "false",
           "launchcard_unit_stop_timeout_s": "77", "launchcard_extra_container_args": '["--shm-size", "16g"]',
           "launchcard_ascend_devices": ["3", 1], "launchcard_weights_dir": "/data/hf"}
     opts = uo.host_options(hv)
@@ -91,7 +91,7 @@ def test_variables_set_the_options_and_are_coerced():
     ("launchcard_ascend_devices", [0, "x"], r"launchcard_ascend_devices\[1\] must be an integer"),
     ("launchcard_runtime", "lxc", "launchcard_runtime must be one of docker, podman, native, found 'lxc'"),
     ("launchcard_accelerator_vendor", "intel", "launchcard_accelerator_vendor must be one of"),
-    ("launchcard_native_venv", ["/a"], "launchcard_native_venv must be a string"),
+    ("launchcard_runtime_native_venv", ["/a"], "launchcard_runtime_native_venv must be a string"),
 ])
 def test_a_bad_variable_is_named(var, value, message):
     with pytest.raises(uo.OptionError, match=message):
