@@ -162,8 +162,8 @@ def main():
     with open(args.out, "w") as f:
         json.dump(results, f, indent=2)
         f.write("\n")
-    print("\nload average %.2f on %d CPUs; written to %s" % (results["load_1min"], results["cpus"],
-                                                          os.path.relpath(args.out, ROOT)))
+    where = os.path.relpath(args.out, ROOT)
+    print("\nload average %.2f on %d CPUs; written to %s" % (results["load_1min"], results["cpus"], where))
 
 
 if __name__ == "__main__":

@@ -123,8 +123,8 @@ def _davinci(words):
 
 
 def test_ascend_devices_from_the_host_else_the_variables_else_eight():
-    assert _davinci(_run_words(_facts("ascend", davinci=[4, 0, 2]))) == ["/dev/davinci0", "/dev/davinci2",
-                                                                          "/dev/davinci4"]
+    found = _davinci(_run_words(_facts("ascend", davinci=[4, 0, 2])))
+    assert found == ["/dev/davinci0", "/dev/davinci2", "/dev/davinci4"]
     assert _davinci(_run_words(dict(_facts("ascend", davinci=[0, 1]), launchcard_ascend_devices=[7]))) == [
         "/dev/davinci7"]
     assert _davinci(_run_words(dict(_facts("ascend", devices=False), launchcard_ascend_device_count=2))) == [
@@ -137,8 +137,8 @@ def test_extra_container_args_go_before_the_image_escaped():
     image = words.index("--entrypoint")
     assert words[image - 4:image] == ["--shm-size", "16g", "--label", "a b"]
     p = plan(EX, normalize_placement([("h", {"address": "10.0.0.1", "recipes": ["vllm-monolithic"]})]))
-    text = host_units(p["hosts"]["h"], uo.host_options({"launchcard_runtime": "docker",
-                                                         "launchcard_extra_container_args": ["a b"]}))[0]["content"]
+    opts = uo.host_options({"launchcard_runtime": "docker", "launchcard_extra_container_args": ["a b"]})
+    text = host_units(p["hosts"]["h"], opts)[0]["content"]
     assert '"a b"' in text
 
 
