@@ -10,6 +10,7 @@ from ansible.module_utils.common.text.converters import to_text
 
 from ansible_collections.launchcard.inference.plugins.module_utils import _preflight as preflight
 from ansible_collections.launchcard.inference.plugins.plugin_utils import _report as report
+from ansible_collections.launchcard.inference.plugins.plugin_utils import _unit_options as unit_options
 from ansible_collections.launchcard.inference.plugins.plugin_utils import _units as units
 from ansible_collections.launchcard.inference.plugins.module_utils import _versions as versions
 
@@ -22,6 +23,14 @@ def host_units(host_plan, options=None):
         raise AnsibleFilterError("launchcard.inference.host_units: %s" % to_text(exc))
 
 
+def unit_settings(host_vars):
+    """The unit options and secrets of one host, from its variables (``hostvars[inventory_hostname]``)."""
+    try:
+        return unit_options.host_settings(host_vars if host_vars is not None else {})
+    except ValueError as exc:
+        raise AnsibleFilterError("launchcard.inference.unit_settings: %s" % to_text(exc))
+
+
 def health_endpoints(host_plan):
     """Health-gate endpoints for one host of the plan (headless ranks left out)."""
     return [{"name": i["unit"], "url": i["health_url"], "probe": i["probe"], "model": i["served_model"], "unit": i["unit"]}
@@ -30,6 +39,10 @@ def health_endpoints(host_plan):
 
 def deploy_summary(plan, hostvars, check_mode=False):
     """Deploy summary table lines: host, recipe, engine, role, port, state.
+
+    Rows are grouped by state, the worst first (unhealthy, failed, ...,
+    healthy last), and a line of counts per state ends the table, after an
+    empty line (see plugin_utils._report.deploy_table).
 
     Reads each planned host's registered ``units_converge`` and
     ``units_health`` results from ``hostvars``. In check mode, units the
@@ -41,7 +54,7 @@ def deploy_summary(plan, hostvars, check_mode=False):
         conv, health = hv.get("units_converge") or {}, hv.get("units_health") or {}
         results[host] = {"units": conv.get("units"), "health": health.get("endpoints"),
                          "pending": report.pending_units(conv, check_mode)}
-    return report.table(["host", "recipe", "engine", "role", "port", "state"], report.deploy_rows(plan, results))
+    return report.deploy_table(report.deploy_rows(plan, results))
 
 
 def preflight_needs(card, host_plan, plan=None):
@@ -69,6 +82,7 @@ class FilterModule(object):
     def filters(self):
         return {
             "host_units": host_units,
+            "unit_settings": unit_settings,
             "health_endpoints": health_endpoints,
             "deploy_summary": deploy_summary,
             "pending_units": report.pending_units,

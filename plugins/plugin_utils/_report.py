@@ -71,3 +71,50 @@ def deploy_rows(plan, results):
             rows.append([host, inst["recipe"], inst["engine"], inst["role"],
                          inst["port"] if inst["port"] is not None else "-", state])
     return rows
+
+
+DEPLOY_HEADERS = ("host", "recipe", "engine", "role", "port", "state")
+
+
+def state_group(state):
+    """The group a deploy state is counted in: ``unhealthy`` for every ``unhealthy: <detail>``."""
+    return "unhealthy" if state.startswith("unhealthy") else state
+
+
+def _severity(state):
+    """Sort key: what needs a look first (unhealthy, failed, other unit states), healthy last."""
+    group = state_group(state)
+    if group == "unhealthy":
+        return 0
+    if group == "failed":
+        return 1
+    if group == "healthy":
+        return 5
+    if group.startswith("would "):
+        return 4
+    if group == "not run":
+        return 3
+    return 2
+
+
+def deploy_table(rows):
+    """The deploy summary for a fleet of any size: rows grouped by state, the worst first, then counts.
+
+    :param rows: :func:`deploy_rows` output.
+    :returns: table lines (:func:`table`, columns :data:`DEPLOY_HEADERS`): the
+        rows sorted by state group (unhealthy, failed, other unit states, not
+        run, check-mode pending, healthy), by host within a group; then an
+        empty line and one line of counts, e.g. ``256 instances on 256 hosts:
+        2 unhealthy, 1 failed, 253 healthy``. Readers of the table stop at the
+        empty line.
+    """
+    ordered = sorted(rows, key=lambda r: (_severity(r[5]), state_group(r[5]), str(r[0])))
+    counts = {}
+    for r in ordered:
+        counts[state_group(r[5])] = counts.get(state_group(r[5]), 0) + 1
+    groups = sorted(counts, key=lambda g: (_severity(g), g))
+    footer = "%d instance%s on %d host%s: %s" % (
+        len(rows), "" if len(rows) == 1 else "s", len(set(r[0] for r in rows)),
+        "" if len(set(r[0] for r in rows)) == 1 else "s",
+        ", ".join("%d %s" % (counts[g], g) for g in groups) or "nothing planned")
+    return table(list(DEPLOY_HEADERS), ordered) + ["", footer]

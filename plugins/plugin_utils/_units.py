@@ -85,6 +85,8 @@ SECRET_ENV_NAMES = ("HF_TOKEN",)
 START_LIMIT_BURST = 5
 START_LIMIT_INTERVAL_S = 300
 
+# The unit options and their defaults, defined here only. Each is set per host by one variable
+# (plugin_utils/_unit_options.py VARIABLES), which both the units role and render.yml read.
 DEFAULTS = {
     "runtime": "docker",
     "vendor": "nvidia",
@@ -98,6 +100,8 @@ DEFAULTS = {
     "start_timeout_s": 1800,
     "stop_timeout_s": 60,
     "amd_render_gid": None,
+    # /dev/davinciN numbers; None: 0 .. ascend_device_count - 1
+    "ascend_devices": None,
     "ascend_device_count": 8,
     "extra_container_args": [],
 }
@@ -200,8 +204,11 @@ def _container_vendor_args(inst, opts):
             args += ["--group-add", str(opts["amd_render_gid"])]
         return args
     args = []
-    for i in range(int(opts["ascend_device_count"])):
-        args += ["--device", "/dev/davinci%d" % i]
+    devices = opts["ascend_devices"]
+    if devices is None:
+        devices = range(int(opts["ascend_device_count"]))
+    for i in devices:
+        args += ["--device", "/dev/davinci%d" % int(i)]
     args += ["--device", "/dev/davinci_manager", "--device", "/dev/devmm_svm", "--device", "/dev/hisi_hdc",
              "-v", "/usr/local/dcmi:/usr/local/dcmi:ro",
              "-v", "/usr/local/bin/npu-smi:/usr/local/bin/npu-smi:ro",

@@ -101,6 +101,28 @@ def test_units_run_the_planned_argv(fleet, plan, first_deploy):
     assert "--decode http://%s:%d" % (decode["address"], decode["port"]) in show.stdout
 
 
+def test_render_equals_the_deployed_unit_files(fleet, plan, first_deploy, tmp_path):
+    """render.yml (no host contacted) writes byte for byte the unit files the deploy installed, and no other."""
+    out = str(tmp_path / "render")
+    res = run([os.path.join(BIN, "ansible-playbook"), "playbooks/render.yml", "-i", INVENTORY,
+               "-e", "launchcard_render_dir=%s" % out])
+    assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-2000:]
+    assert sorted(os.listdir(out)) == sorted(plan["hosts"])
+    for host in plan["hosts"]:
+        rendered = sorted(n for n in os.listdir(os.path.join(out, host)) if n.endswith(".service"))
+        listing = ssh(fleet[host], "cd /etc/systemd/system && ls launchcard-*.service")
+        assert listing.stdout.split() == rendered, (host, listing.stdout, listing.stderr)
+        for name in rendered:
+            deployed = subprocess.run(
+                ["ssh", "-i", KEY, "-o", "StrictHostKeyChecking=no", "-o", "UserKnownHostsFile=/dev/null",
+                 "-o", "LogLevel=ERROR", "-o", "BatchMode=yes", "root@" + fleet[host],
+                 "cat /etc/systemd/system/%s" % name], capture_output=True, check=True).stdout
+            with open(os.path.join(out, host, name), "rb") as f:
+                assert f.read() == deployed, (host, name)
+    # the summary's counts end the table
+    assert "7 instances on 7 hosts: 7 healthy" in first_deploy.stdout
+
+
 def test_router_answer_went_through_prefill_and_decode(fleet, plan, first_deploy):
     router = next(i for h in plan["hosts"].values() for i in h["instances"] if i["role"] == "router")
     body = json.dumps({"model": router["served_model"], "prompt": "hi", "max_tokens": 4}).encode()
@@ -134,7 +156,7 @@ def test_check_mode_shows_a_unit_change_without_making_it(fleet, plan, first_dep
     host, hp = sorted(plan["hosts"].items())[0]
     unit = hp["instances"][0]["unit"]
     before = ssh(fleet[host], "md5sum /etc/systemd/system/%s" % unit).stdout
-    res = playbook("--check", "--diff", "-e", "units_stop_timeout_s=77", "--limit", host)
+    res = playbook("--check", "--diff", "-e", "launchcard_unit_stop_timeout_s=77", "--limit", host)
     assert res.returncode == 0, res.stdout[-4000:]
     assert "TimeoutStopSec=107" in res.stdout and recap(res.stdout)[host]["changed"] == 1
     assert ssh(fleet[host], "md5sum /etc/systemd/system/%s" % unit).stdout == before
@@ -199,7 +221,9 @@ def test_broken_card_changes_nothing(fleet, plan, first_deploy, tmp_path):
 def test_unit_that_does_not_verify_changes_nothing(fleet, plan, first_deploy):
     """Units whose executables are missing are refused before any file is written."""
     before = {h: ssh(fleet[h], "md5sum /etc/systemd/system/launchcard-*.service").stdout for h in plan["hosts"]}
-    res = playbook("-e", "units_native_venv=/nonexistent/venv")
+    # the units point at a virtualenv that does not exist; the runtime (and preflight's look at it) keep the real one
+    res = playbook("-e", "launchcard_runtime_native_venv=/nonexistent/venv", "-e", "runtime_native_venv=/opt/launchcard/venv",
+                   "-e", "preflight_native_venv=/opt/launchcard/venv")
     assert res.returncode != 0
     assert "systemd-analyze verify rejected" in res.stdout
     assert "/nonexistent/venv/bin/" in res.stdout

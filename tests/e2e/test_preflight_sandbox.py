@@ -107,7 +107,8 @@ def report_table(out, task=REPORT_TASK, columns=("host", "check", "result", "nee
     The debug task prints a YAML (or JSON) document after ``ok: [host] =>``,
     the table as one multi-line string (or a list of lines); loading it
     undoes the callback's quoting and line folding. Columns are cut at the
-    rule line's dashes.
+    rule line's dashes; the rows end at an empty line (the deploy summary's
+    counts follow it).
     """
     assert out.count(task) == 1, "expected one %s, found %d" % (task, out.count(task))
     lines = out.split(task, 1)[1].splitlines()[1:]
@@ -127,6 +128,8 @@ def report_table(out, task=REPORT_TASK, columns=("host", "check", "result", "nee
     spans = [m.span() for m in re.finditer(r"-+", rule)]
     rows = []
     for line in table[2:]:
+        if not line.strip():
+            break  # the deploy summary's counts follow an empty line
         cells = [line[s:(spans[i + 1][0] if i + 1 < len(spans) else None)].strip() for i, (s, _e) in enumerate(spans)]
         rows.append(dict(zip(header, cells)))
     return rows

@@ -16,11 +16,13 @@ import glob
 import hashlib
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
 
 import pytest
+import yaml
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 HERE = os.path.join(ROOT, "tests", "integration", "render")
@@ -35,7 +37,7 @@ def render(inventory, out, venv, *extra):
     return subprocess.run(
         [os.path.join(BIN, "ansible-playbook"), "playbooks/render.yml", "-i", inventory,
          "-e", "launchcard_render_dir=%s" % out, "-e", "launchcard_runtime=native",
-         "-e", "render_native_venv=%s" % venv] + list(extra),
+         "-e", "launchcard_runtime_native_venv=%s" % venv] + list(extra),
         cwd=ROOT, env=ENV, capture_output=True, text=True, check=False)
 
 
@@ -155,3 +157,98 @@ def test_card_checksum_is_enforced(venv, tmp_path):
                  "-e", "launchcard_card_checksum=sha256:%s" % digest)
     assert res.returncode == 0, res.stdout[-2000:]
     assert len(os.listdir(right)) == 5
+
+
+def recap_hosts(out):
+    return dict((m.group(1), (int(m.group(2)), int(m.group(3)))) for m in re.finditer(
+        r"^(\S+)\s*:\s*ok=(\d+)\s+changed=(\d+)", out, re.M))
+
+
+def test_render_is_one_task_for_the_whole_fleet_and_rewrites_only_changes(venv, tmp_path):
+    out = str(tmp_path / "out")
+    first = render("tests/integration/render/two-by-two.ini", out, venv)
+    assert first.returncode == 0, first.stdout[-3000:]
+    # the include, its argument check and the render_fleet task, on the first host only, for 5 hosts
+    assert list(recap_hosts(first.stdout).values()) == [(3, 1)], first.stdout[-2000:]
+    assert sorted(os.listdir(out)) == ["r-d1", "r-d2", "r-p1", "r-p2", "r-router"]
+    stale = os.path.join(out, "r-d1", "launchcard-gone-0.service")
+    with open(stale, "w") as f:
+        f.write("[Service]\n")
+    mtime = os.stat(os.path.join(out, "r-d2", "plan.json")).st_mtime_ns
+    again = render("tests/integration/render/two-by-two.ini", out, venv)
+    assert again.returncode == 0 and list(recap_hosts(again.stdout).values()) == [(3, 1)]
+    assert not os.path.exists(stale)
+    assert os.stat(os.path.join(out, "r-d2", "plan.json")).st_mtime_ns == mtime
+    third = render("tests/integration/render/two-by-two.ini", out, venv)
+    assert list(recap_hosts(third.stdout).values()) == [(3, 0)], third.stdout[-2000:]
+
+
+def test_a_bad_unit_variable_names_host_and_variable_and_writes_nothing(venv, tmp_path):
+    out = str(tmp_path / "out")
+    res = render("tests/integration/render/two-by-two.ini", out, venv, "-e", "launchcard_unit_stop_timeout_s=soon")
+    assert res.returncode != 0
+    assert "launchcard_unit_stop_timeout_s must be an integer, found 'soon'" in res.stdout
+    assert not os.path.exists(out) or not os.listdir(out)
+
+
+# What preflight reports on the sandbox hosts (tests/sandbox/fleet.py simulates it from the sandbox_*
+# variables): NVIDIA GPUs where sandbox_gpus > 0, none on the router, a bare host's NPUs once its stack
+# is installed (the deploy's second preflight).
+SANDBOX_FACTS = """{{ {'facts': {
+  'accelerators': {'vendor': 'ascend' if sandbox_bare_npus is defined
+                   else ('nvidia' if (sandbox_gpus | default(0) | int) > 0 else 'none')},
+  'runtime_devices': {'render_gid': none,
+                      'davinci': range(sandbox_bare_npus | default(0) | int) | list}}} }}"""
+
+
+def units_role_playbook(path, out):
+    """A playbook that evaluates the units role's own converge input (its ``units`` argument and task
+    vars, read from roles/units/tasks/main.yml) for every host, with the facts the sandbox hosts report,
+    and writes each unit where render.yml would. Contacts no host."""
+    with open(os.path.join(ROOT, "roles", "units", "tasks", "main.yml")) as f:
+        converge = next(t for t in yaml.safe_load(f) if "launchcard.inference.systemd_units" in t)
+    task_vars = dict(converge.get("vars") or {})
+    task_vars["units_role_files"] = converge["launchcard.inference.systemd_units"]["units"]
+    playbook = [{
+        "name": "What the units role would converge", "hosts": "all", "gather_facts": False,
+        "tasks": [
+            {"name": "Plan", "ansible.builtin.include_role": {"name": "launchcard.inference.plan"}},
+            {"name": "The facts preflight reports on the sandbox hosts",
+             "ansible.builtin.set_fact": {"preflight_result": SANDBOX_FACTS}},
+            {"name": "Write the units role's files", "delegate_to": "localhost", "vars": task_vars,
+             "ansible.builtin.copy": {"dest": "%s/{{ inventory_hostname }}.json" % out,
+                                      "content": "{{ units_role_files | to_json }}", "mode": "0644"}},
+        ]}]
+    with open(path, "w") as f:
+        yaml.safe_dump(playbook, f)
+
+
+@pytest.mark.parametrize("inventory", sorted(glob.glob(os.path.join(ROOT, "inventories", "*", "gpus.ini"))),
+                         ids=lambda p: os.path.basename(os.path.dirname(p)))
+def test_render_equals_what_the_units_role_converges(inventory, tmp_path):
+    """For every sandbox inventory: render.yml writes byte for byte the unit files the units role hands
+    to systemd_units for the same host (tests/e2e/test_deploy_sandbox.py compares with a deployed fleet)."""
+    out, role_out = str(tmp_path / "render"), str(tmp_path / "role")
+    res = subprocess.run([os.path.join(BIN, "ansible-playbook"), "playbooks/render.yml", "-i", inventory,
+                          "-e", "launchcard_render_dir=%s" % out], cwd=ROOT, env=ENV, capture_output=True,
+                         text=True, check=False)
+    assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-2000:]
+    os.makedirs(role_out)
+    book = str(tmp_path / "units-role.yml")
+    units_role_playbook(book, role_out)
+    res = subprocess.run([os.path.join(BIN, "ansible-playbook"), book, "-i", inventory], cwd=ROOT, env=ENV,
+                         capture_output=True, text=True, check=False)
+    assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-2000:]
+    hosts = sorted(os.listdir(out))
+    assert hosts and sorted(n[:-5] for n in os.listdir(role_out)) == hosts
+    compared = 0
+    for host in hosts:
+        with open(os.path.join(role_out, host + ".json")) as f:
+            role_units = json.load(f)
+        rendered_units = sorted(n for n in os.listdir(os.path.join(out, host)) if n.endswith(".service"))
+        assert rendered_units == sorted(u["name"] for u in role_units), host
+        for unit in role_units:
+            with open(os.path.join(out, host, unit["name"]), "rb") as f:
+                assert f.read() == unit["content"].encode("utf-8"), (host, unit["name"])
+            compared += 1
+    assert compared > 0

@@ -82,3 +82,27 @@ def test_pending_units_only_in_check_mode():
     assert pending_units(conv, True) == {"a.service": "start", "b.service": "restart"}
     assert pending_units(conv, False) == {}
     assert pending_units({}, True) == {} and pending_units(None, True) == {}
+
+
+def test_deploy_table_groups_by_state_worst_first_with_counts():
+    from ansible_collections.launchcard.inference.plugins.plugin_utils._report import deploy_table
+    states = ["healthy"] * 250 + ["unhealthy: health answered 503", "failed", "not run", "activating",
+                                  "unhealthy: timed out", "would restart (check mode)"]
+    rows = [["h%03d" % i, "vllm-monolithic", "vllm", "monolithic", 8000, s] for i, s in enumerate(states)]
+    lines = deploy_table(list(reversed(rows)))
+    assert lines[0].split() == ["host", "recipe", "engine", "role", "port", "state"]
+    body = lines[2:-2]
+    got = [line.split(None, 5)[5] for line in body]
+    assert got[:2] == ["unhealthy: health answered 503", "unhealthy: timed out"]  # by host within the group
+    assert got[2:6] == ["failed", "activating", "not run", "would restart (check mode)"]
+    assert set(got[6:]) == {"healthy"} and len(body) == 256
+    assert [line.split()[0] for line in body[6:]] == sorted(line.split()[0] for line in body[6:])
+    assert lines[-2] == ""
+    assert lines[-1] == ("256 instances on 256 hosts: 2 unhealthy, 1 failed, 1 activating, 1 not run, "
+                         "1 would restart (check mode), 250 healthy")
+
+
+def test_deploy_table_of_one_and_of_nothing():
+    from ansible_collections.launchcard.inference.plugins.plugin_utils._report import deploy_table
+    assert deploy_table([["h", "r", "vllm", "monolithic", 8000, "healthy"]])[-1] == "1 instance on 1 host: 1 healthy"
+    assert deploy_table([])[-1] == "0 instances on 0 hosts: nothing planned"

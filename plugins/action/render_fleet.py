@@ -1,0 +1,135 @@
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, launchcard.inference contributors
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+
+"""Action plugin for launchcard.inference.render_fleet; documented in plugins/modules/render_fleet.py."""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+
+from ansible.errors import AnsibleActionFail
+from ansible.module_utils.common.text.converters import to_native, to_text
+from ansible.plugins.action import ActionBase
+
+from ansible_collections.launchcard.inference.plugins.plugin_utils import _unit_options as unit_options
+from ansible_collections.launchcard.inference.plugins.plugin_utils import _units as units
+
+# Arguments handed to the launch_card action unchanged: the plan is made exactly as the plan role makes it.
+PLAN_ARGS = ("src", "checksum", "card_var", "checksum_var", "recipes_var", "validate_certs")
+UNIT_PREFIX = "launchcard-"
+UNIT_SUFFIX = ".service"
+
+
+def plan_json(host_plan):
+    """The text of a host's plan.json (sorted keys, 4-space indent, final newline)."""
+    return json.dumps(host_plan, indent=4, sort_keys=True, separators=(",", ": "), ensure_ascii=False) + "\n"
+
+
+def _read(path):
+    try:
+        with open(path, "rb") as f:
+            return f.read()
+    except (IOError, OSError):
+        return None
+
+
+def _write(path, data):
+    """Write ``data`` to ``path`` atomically (a temporary file renamed over it), mode 0644."""
+    fd, tmp = tempfile.mkstemp(dir=os.path.dirname(path), prefix=".render-")
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+        os.chmod(tmp, 0o644)
+        os.rename(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
+
+
+class ActionModule(ActionBase):
+    """Plan the fleet once and write every host's plan and unit files on the controller."""
+
+    TRANSFERS_FILES = False
+    _requires_connection = False
+
+    def _plan(self, args, task_vars):
+        task = self._task.copy()
+        task.args = dict((k, args[k]) for k in PLAN_ARGS if args.get(k) is not None)
+        planner = self._shared_loader_obj.action_loader.get(
+            "launchcard.inference.launch_card", task=task, connection=self._connection,
+            play_context=self._play_context, loader=self._loader, templar=self._templar,
+            shared_loader_obj=self._shared_loader_obj)
+        return planner.run(task_vars=task_vars)
+
+    def run(self, tmp=None, task_vars=None):
+        task_vars = task_vars or {}
+        result = super().run(tmp, task_vars)
+        dummy, args = self.validate_argument_spec(argument_spec=dict(
+            dest=dict(type="path", required=True),
+            hosts=dict(type="list", elements="str"),
+            src=dict(type="str"),
+            checksum=dict(type="str"),
+            card_var=dict(type="str", default="launchcard_card_src"),
+            checksum_var=dict(type="str", default="launchcard_card_checksum"),
+            recipes_var=dict(type="str", default="launchcard_recipes"),
+            validate_certs=dict(type="bool", default=True),
+        ))
+        planned = self._plan(args, task_vars)
+        if planned.get("failed"):
+            return planned
+        the_plan = planned["ansible_facts"]["launchcard_plan"]
+        hostvars = task_vars.get("hostvars") or {}
+        hosts = args["hosts"] or task_vars.get("ansible_play_hosts_all") or sorted(the_plan["hosts"])
+
+        # Everything is rendered before anything is written: one bad host writes nothing at all.
+        files = {}
+        for host in hosts:
+            if not host or host in (".", "..") or "/" in host:
+                raise AnsibleActionFail("hosts: %r cannot name a folder" % host)
+            host_plan = the_plan["hosts"].get(host) or {"instances": []}
+            try:
+                opts = unit_options.host_options(hostvars[host] if host in hostvars else {})
+                rendered = units.host_units(host_plan, opts)
+            except ValueError as exc:
+                raise AnsibleActionFail("%s: %s" % (host, to_text(exc)))
+            files[host] = [("plan.json", plan_json(host_plan))] + [(u["name"], u["content"]) for u in rendered]
+
+        written, removed = [], []
+        dest = args["dest"]
+        for host, host_files in files.items():
+            folder = os.path.join(dest, host)
+            names = set(name for name, dummy in host_files)
+            stale = []
+            if os.path.isdir(folder):
+                stale = sorted(n for n in os.listdir(folder)
+                               if n.startswith(UNIT_PREFIX) and n.endswith(UNIT_SUFFIX) and n not in names)
+            todo = [(n, t.encode("utf-8")) for n, t in host_files]
+            todo = [(n, data) for n, data in todo if _read(os.path.join(folder, n)) != data]
+            written += [os.path.join(host, n) for n, dummy in todo]
+            removed += [os.path.join(host, n) for n in stale]
+            if self._task.check_mode or not (todo or stale):
+                continue
+            try:
+                if not os.path.isdir(folder):
+                    os.makedirs(folder, 0o755)
+                for name, data in todo:
+                    _write(os.path.join(folder, name), data)
+                for name in stale:
+                    os.unlink(os.path.join(folder, name))
+            except (IOError, OSError) as exc:
+                raise AnsibleActionFail("cannot write %s: %s" % (folder, to_native(exc)))
+
+        n_units = sum(len(f) - 1 for f in files.values())
+        result.update(changed=bool(written or removed), written=sorted(written), removed=sorted(removed),
+                      hosts=len(files), units=n_units, dest=dest)
+        if planned.get("warnings"):
+            result["warnings"] = planned["warnings"]
+        result["msg"] = "%s; %d host(s), %d unit(s) in %s, %d file(s) %s, %d stale unit(s) %s" % (
+            planned.get("msg", ""), len(files), n_units, dest, len(written),
+            "to write" if self._task.check_mode else "written", len(removed),
+            "to remove" if self._task.check_mode else "removed")
+        return result

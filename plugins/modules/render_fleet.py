@@ -1,0 +1,124 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, launchcard.inference contributors
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+
+# This file only documents the module; the work happens on the controller in
+# plugins/action/render_fleet.py.
+
+from __future__ import annotations
+
+DOCUMENTATION = r"""
+---
+module: render_fleet
+short_description: Plan launch cards and write every host's plan and unit files on the controller
+version_added: 1.0.0
+description:
+  - Plans the inventory's cards exactly as M(launchcard.inference.launch_card) does (every host of the
+    inventory, so peer URLs never depend on C(--limit)), then writes, for each host of O(hosts), a
+    folder C(DEST/HOST) holding C(plan.json) and the unit files the C(launchcard.inference.units) role
+    would install there.
+  - One task for the whole fleet, run once (C(run_once=true)); contacts no host.
+  - Each host's unit options come from its variables through the same builder the C(units) role
+    uses (the C(launchcard.inference.unit_settings) filter) - C(launchcard_runtime),
+    C(launchcard_accelerator_vendor), C(launchcard_runtime_native_venv), C(launchcard_weights_dir),
+    C(launchcard_hf_offline), C(launchcard_unit_start_timeout_s), C(launchcard_unit_stop_timeout_s),
+    C(launchcard_amd_render_gid), C(launchcard_ascend_devices), C(launchcard_ascend_device_count),
+    C(launchcard_extra_container_args), C(launchcard_secrets_env_file), C(launchcard_docker_bin),
+    C(launchcard_podman_bin); C(launchcard_hf_token) only decides whether units read the secrets file.
+  - What only the hosts know is not seen here; the deploy takes it from preflight when the variable is
+    unset (the vendor, the AMD C(render) group id, the Ascend devices) and from the runtime role (image
+    digests). Set those variables to make the files equal to what a deploy writes.
+  - Every file is rendered before any is written, so a bad card or variable writes nothing. A file is
+    rewritten only when its content changes; unit files the plan no longer places on a host are removed
+    from its folder.
+options:
+  dest:
+    description:
+      - Directory on the controller; one folder per host is made under it.
+    type: path
+    required: true
+  hosts:
+    description:
+      - Hosts whose folders are written. Defaults to the play's hosts (C(ansible_play_hosts_all)).
+    type: list
+    elements: str
+  src:
+    description:
+      - Path or C(https://) URL of the card for every host; see M(launchcard.inference.launch_card).
+    type: str
+  checksum:
+    description:
+      - Expected C(sha256:<hex>) of the card; see M(launchcard.inference.launch_card).
+    type: str
+  card_var:
+    description:
+      - Host variable naming the host's card.
+    type: str
+    default: launchcard_card_src
+  checksum_var:
+    description:
+      - Host variable holding the expected C(sha256:<hex>) of the host's card.
+    type: str
+    default: launchcard_card_checksum
+  recipes_var:
+    description:
+      - Host variable listing the recipes a host runs.
+    type: str
+    default: launchcard_recipes
+  validate_certs:
+    description:
+      - Verify TLS certificates when O(src) is a URL.
+    type: bool
+    default: true
+author:
+  - launchcard.inference contributors (@launchcard)
+notes:
+  - Errors name the field (card errors, for example C(envs[4].argv[7])) or the host and variable
+    (for example C(lc-x) and C(launchcard_amd_render_gid must be an integer)).
+extends_documentation_fragment:
+  - launchcard.inference.attributes.controller
+  - launchcard.inference.attributes
+  - ansible.builtin.action_common_attributes.flow
+attributes:
+  diff_mode:
+    support: none
+  action:
+    support: full
+  async:
+    support: none
+  bypass_host_loop:
+    support: none
+"""
+
+EXAMPLES = r"""
+- name: Write every host's plan and unit files to /tmp/render
+  launchcard.inference.render_fleet:
+    dest: /tmp/render
+  run_once: true
+"""
+
+RETURN = r"""
+hosts:
+  description: Number of host folders rendered.
+  returned: success
+  type: int
+units:
+  description: Number of unit files rendered.
+  returned: success
+  type: int
+written:
+  description: Files (C(HOST/NAME)) written, or to be written in check mode, because their content changed.
+  returned: success
+  type: list
+  elements: str
+removed:
+  description: Stale unit files (C(HOST/NAME)) removed, or to be removed in check mode.
+  returned: success
+  type: list
+  elements: str
+dest:
+  description: The output directory.
+  returned: success
+  type: str
+"""

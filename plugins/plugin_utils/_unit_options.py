@@ -1,0 +1,216 @@
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, launchcard.inference contributors
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The unit options of one host, built in one place from that host's variables.
+
+Pure Python, no Ansible import. Both the ``units`` role (through the
+``unit_settings`` filter) and ``render.yml`` (through the ``render_fleet``
+action) call :func:`host_settings` with a host's variables, so what render
+shows is what deploy writes for the same variables.
+
+The defaults are :data:`_units.DEFAULTS` and nowhere else: no role repeats
+them. Each option is read from exactly one variable (:data:`VARIABLES`), and
+a few from what preflight found on the host, in this order:
+
+1. the variable, when the inventory (host or group vars) or ``-e`` sets it;
+2. the host's facts from preflight (``preflight_result.facts``), for the
+   vendor (``accelerators.vendor``, else the PCI bus's vendor on a host
+   without a driver yet), the AMD ``render`` group id and the Ascend
+   ``/dev/davinciN`` devices (``runtime_devices``), and the image digests
+   the runtime role pinned (``runtime_image_refs``);
+3. :data:`_units.DEFAULTS`.
+
+``render.yml`` contacts no host, so it has no facts: there step 2 is empty,
+and a host whose vendor or devices differ from the defaults needs the
+variable set for render to show what deploy writes.
+"""
+
+from __future__ import annotations
+
+import json
+
+from ansible_collections.launchcard.inference.plugins.plugin_utils._units import DEFAULTS, RUNTIMES, VENDORS
+
+# Option (a key of _units.DEFAULTS) -> the one variable that sets it, its type, and what it means.
+# Types: str, path, bool, int, int_or_none, list_str, list_int_or_none.
+VARIABLES = {
+    "runtime": ("launchcard_runtime", "str", "How engines run: C(docker), C(podman) or C(native)."),
+    "vendor": ("launchcard_accelerator_vendor", "str",
+               "Accelerator vendor (C(nvidia), C(amd), C(ascend), C(none)): container device flags and the "
+               "visible-devices variable. Unset: the vendor preflight found on the host, else C(nvidia)."),
+    "native_venv": ("launchcard_runtime_native_venv", "path", "Virtualenv whose C(bin/) holds the engines (native runtime)."),
+    "weights_dir": ("launchcard_weights_dir", "path",
+                    "Hugging Face cache (HF_HOME) on the hosts; mounted into containers."),
+    "hf_offline": ("launchcard_hf_offline", "bool",
+                   "Set C(HF_HUB_OFFLINE=1) so engines serve the staged snapshot without network."),
+    "start_timeout_s": ("launchcard_unit_start_timeout_s", "int",
+                        "Minimum C(TimeoutStartSec); raised to the card's C(VLLM_ENGINE_READY_TIMEOUT_S) + 300."),
+    "stop_timeout_s": ("launchcard_unit_stop_timeout_s", "int",
+                       "Seconds a container gets to drain on stop; C(TimeoutStopSec) is 30 s more."),
+    "docker_bin": ("launchcard_docker_bin", "path", "Path of the docker client in units."),
+    "podman_bin": ("launchcard_podman_bin", "path", "Path of podman in units."),
+    "secrets_env_file": ("launchcard_secrets_env_file", "path",
+                         "Environment file (mode 0600) holding C(launchcard_hf_token); every unit names it "
+                         "as optional (C(EnvironmentFile=-)), token or not."),
+    "amd_render_gid": ("launchcard_amd_render_gid", "int_or_none",
+                       "AMD containers: id of the host's C(render) group (C(--group-add)). Unset: the id "
+                       "preflight read from the host's C(/etc/group), else none."),
+    "ascend_devices": ("launchcard_ascend_devices", "list_int_or_none",
+                       "Ascend containers: the C(/dev/davinciN) numbers passed with C(--device). Unset: "
+                       "the devices preflight found on the host, else C(0) to O(launchcard_ascend_device_count) - 1."),
+    "ascend_device_count": ("launchcard_ascend_device_count", "int",
+                            "Ascend containers: number of C(/dev/davinciN) devices when neither "
+                            "C(launchcard_ascend_devices) nor preflight names them."),
+    "extra_container_args": ("launchcard_extra_container_args", "list_str",
+                             "Extra C(docker run)/C(podman run) arguments, placed before the image (escaped "
+                             "for systemd like every argv word)."),
+    "image_refs": (None, "dict", "Image to C(image@sha256:...), from the runtime role's C(runtime_image_refs) fact."),
+}
+SECRETS_VARIABLE = "launchcard_hf_token"
+IMAGE_REFS_FACT = "runtime_image_refs"
+PREFLIGHT_RESULT = "preflight_result"
+# The secrets file's path when a token is set and launchcard_secrets_env_file is not.
+SECRETS_ENV_FILE = "/etc/launchcard/secrets.env"
+
+
+class OptionError(ValueError):
+    """A variable holds a value of the wrong type or outside its choices (names the variable)."""
+
+
+def _true(value, var):
+    if isinstance(value, bool):
+        return value
+    text = str(value).strip().lower()
+    if text in ("1", "true", "yes", "on", "y", "t"):
+        return True
+    if text in ("0", "false", "no", "off", "n", "f"):
+        return False
+    raise OptionError("%s must be a boolean, found %r" % (var, value))
+
+
+def _int(value, var):
+    if isinstance(value, bool):
+        raise OptionError("%s must be an integer, found %r" % (var, value))
+    try:
+        return int(str(value).strip()) if not isinstance(value, int) else value
+    except ValueError:
+        raise OptionError("%s must be an integer, found %r" % (var, value))
+
+
+def _list(value, var):
+    if isinstance(value, str):
+        # an INI [group:vars] value arrives as a string
+        try:
+            value = json.loads(value)
+        except ValueError:
+            raise OptionError("%s must be a list, found %r" % (var, value))
+    if not isinstance(value, (list, tuple)):
+        raise OptionError("%s must be a list, found %r" % (var, value))
+    return list(value)
+
+
+def _coerce(kind, value, var):
+    if kind in ("str", "path"):
+        if not isinstance(value, (str, int, float)) or isinstance(value, bool):
+            raise OptionError("%s must be a string, found %r" % (var, value))
+        return str(value)
+    if kind == "bool":
+        return _true(value, var)
+    if kind in ("int", "int_or_none"):
+        return _int(value, var)
+    if kind == "list_str":
+        out = _list(value, var)
+        for i, item in enumerate(out):
+            if not isinstance(item, (str, int, float)) or isinstance(item, bool):
+                raise OptionError("%s[%d] must be a string, found %r" % (var, i, item))
+        return [str(item) for item in out]
+    if kind == "list_int_or_none":
+        return [_int(item, "%s[%d]" % (var, i)) for i, item in enumerate(_list(value, var))]
+    return value
+
+
+def _get(mapping, *path):
+    for key in path:
+        if not hasattr(mapping, "get"):
+            return None
+        mapping = mapping.get(key)
+        if mapping is None:
+            return None
+    return mapping
+
+
+def detected(host_vars):
+    """What preflight found on the host that the units depend on.
+
+    :param host_vars: the host's variables (``hostvars[host]``).
+    :returns: dict with ``vendor`` (``nvidia``/``amd``/``ascend``/``none``, or
+        None when preflight did not run or was skipped), ``amd_render_gid``
+        (int or None) and ``ascend_devices`` (list of ints or None), read from
+        ``preflight_result.facts``.
+    """
+    facts = _get(host_vars, PREFLIGHT_RESULT, "facts") or {}
+    vendor = _get(facts, "accelerators", "vendor")
+    if vendor in (None, "none"):
+        # a host whose driver is not installed yet: the PCI bus names the vendor
+        vendor = _get(facts, "accelerators", "pci", "vendor") or vendor
+    devices = _get(facts, "runtime_devices") or {}
+    gid = devices.get("render_gid") if hasattr(devices, "get") else None
+    davinci = devices.get("davinci") if hasattr(devices, "get") else None
+    return {
+        "vendor": vendor if vendor in VENDORS else None,
+        "amd_render_gid": gid if isinstance(gid, int) and not isinstance(gid, bool) else None,
+        "ascend_devices": sorted(int(d) for d in davinci) if davinci else None,
+    }
+
+
+def host_options(host_vars):
+    """The unit options of one host: variable, else preflight's facts, else the default.
+
+    :param host_vars: mapping of the host's variables (Ansible's
+        ``hostvars[host]``, or a plain dict in tests). Only the variables of
+        :data:`VARIABLES`, ``launchcard_hf_token`` (whether it is set, never
+        its value), ``preflight_result`` and ``runtime_image_refs`` are read.
+    :returns: a full options dict for :func:`_units.render` (every key of
+        :data:`_units.DEFAULTS`); ``secrets_env_file`` is always set (the
+        units name it as optional), token or not.
+    :raises OptionError: a variable has the wrong type or an unknown runtime
+        or vendor; the message names the variable.
+    """
+    found = detected(host_vars)
+    opts = dict(DEFAULTS)
+    for key, (var, kind, dummy) in VARIABLES.items():
+        value = host_vars.get(var) if var else None
+        if value is None and key in found:
+            value = found[key]
+        if value is None:
+            continue
+        opts[key] = _coerce(kind, value, var or key)
+    if opts["runtime"] not in RUNTIMES:
+        raise OptionError("launchcard_runtime must be one of %s, found %r" % (", ".join(RUNTIMES), opts["runtime"]))
+    if opts["vendor"] not in VENDORS:
+        raise OptionError("launchcard_accelerator_vendor must be one of %s, found %r" % (
+            ", ".join(VENDORS), opts["vendor"]))
+    refs = host_vars.get(IMAGE_REFS_FACT)
+    opts["image_refs"] = dict(refs) if hasattr(refs, "items") else {}
+    # Every unit names the secrets file (EnvironmentFile=-, optional) whether or not a token is
+    # given, so a run without the vault loaded rewrites no unit.
+    secrets_file = host_vars.get(VARIABLES["secrets_env_file"][0]) or SECRETS_ENV_FILE
+    opts["secrets_env_file"] = str(secrets_file)
+    return opts
+
+
+def host_settings(host_vars):
+    """The unit options plus the secrets of one host, for the ``units`` role.
+
+    :returns: ``{"options": host_options(...), "secrets_file": path,
+        "secrets": {"HF_TOKEN": token} or {}}``; ``secrets_file`` is the path
+        even without a token (the converge removes a stale file there).
+    """
+    opts = host_options(host_vars)
+    token = host_vars.get(SECRETS_VARIABLE)
+    token = "" if token is None else str(token)
+    return {
+        "options": opts,
+        "secrets_file": str(host_vars.get(VARIABLES["secrets_env_file"][0]) or SECRETS_ENV_FILE),
+        "secrets": {"HF_TOKEN": token} if token else {},
+    }

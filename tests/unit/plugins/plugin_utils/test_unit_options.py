@@ -1,0 +1,163 @@
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, launchcard.inference contributors
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The one per-host options builder: variables, then preflight's facts, then _units.DEFAULTS."""
+
+from __future__ import annotations
+
+import os
+import re
+
+import pytest
+import yaml
+
+from ansible_collections.launchcard.inference.plugins.plugin_utils import _unit_options as uo
+from ansible_collections.launchcard.inference.plugins.plugin_utils._card import load_card
+from ansible_collections.launchcard.inference.plugins.plugin_utils._planner import normalize_placement, plan
+from ansible_collections.launchcard.inference.plugins.plugin_utils._units import DEFAULTS, command, host_units
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(HERE))))
+with open(os.path.join(ROOT, "cards", "glm-5.3-flash.json")) as _f:
+    EX = load_card(_f.read(), "example")
+
+
+def _vllm():
+    p = plan(EX, normalize_placement([("h", {"address": "10.0.0.1", "recipes": ["vllm-monolithic"]})]))
+    return p["hosts"]["h"]["instances"][0]
+
+
+def _facts(vendor="nvidia", pci=None, render_gid=None, davinci=None, devices=True):
+    facts = {"accelerators": {"vendor": vendor, "pci": {"vendor": pci}}}
+    if devices:
+        facts["runtime_devices"] = {"render_gid": render_gid, "davinci": davinci or []}
+    return {"preflight_result": {"facts": facts}}
+
+
+def _run_words(hv):
+    return command(_vllm(), uo.host_options(dict(hv, launchcard_runtime="docker")))[0]
+
+
+def test_without_variables_the_options_are_the_defaults():
+    assert uo.host_options({}) == dict(DEFAULTS, secrets_env_file=uo.SECRETS_ENV_FILE)
+
+
+def test_every_option_has_exactly_one_prefixed_variable_and_every_variable_is_documented():
+    assert set(uo.VARIABLES) == set(DEFAULTS)
+    names = [var for var, dummy, dummy2 in uo.VARIABLES.values() if var]
+    assert len(names) == len(set(names))
+    assert all(n.startswith("launchcard_") for n in names)
+    with open(os.path.join(ROOT, "README.md")) as f:
+        readme = f.read()
+    with open(os.path.join(ROOT, "plugins", "modules", "render_fleet.py")) as f:
+        module_doc = f.read()
+    with open(os.path.join(ROOT, "roles", "units", "meta", "argument_specs.yml")) as f:
+        units_doc = f.read()
+    for name in names:
+        assert "`%s`" % name in readme, name
+        assert "C(%s)" % name in module_doc, name
+        assert "C(%s)" % name in units_doc, name
+
+
+@pytest.mark.parametrize("role", ["units", "render"])
+def test_the_roles_repeat_no_unit_default(role):
+    """The defaults live in _units.DEFAULTS only: no role sets or documents them again."""
+    for part in ("defaults/main.yml", "meta/argument_specs.yml"):
+        with open(os.path.join(ROOT, "roles", role, part)) as f:
+            doc = yaml.safe_load(f) or {}
+        if part.startswith("meta"):
+            doc = doc["argument_specs"]["main"]["options"]
+        for key in doc:
+            assert not re.search(r"(runtime|vendor|venv|weights|offline|timeout_s$|image_refs|secrets|token$)",
+                                 key.replace("health_timeout_s", "")), (role, part, key)
+
+
+def test_variables_set_the_options_and_are_coerced():
+    hv = {"launchcard_runtime": "podman", "launchcard_runtime_native_venv": "/srv/venv", "launchcard_hf_offline": "false",
+          "launchcard_unit_stop_timeout_s": "77", "launchcard_extra_container_args": '["--shm-size", "16g"]',
+          "launchcard_ascend_devices": ["3", 1], "launchcard_weights_dir": "/data/hf"}
+    opts = uo.host_options(hv)
+    assert (opts["runtime"], opts["native_venv"], opts["hf_offline"], opts["stop_timeout_s"]) == (
+        "podman", "/srv/venv", False, 77)
+    assert opts["extra_container_args"] == ["--shm-size", "16g"]
+    assert opts["ascend_devices"] == [3, 1] and opts["weights_dir"] == "/data/hf"
+
+
+@pytest.mark.parametrize("var,value,message", [
+    ("launchcard_unit_start_timeout_s", "soon", "launchcard_unit_start_timeout_s must be an integer, found 'soon'"),
+    ("launchcard_hf_offline", "maybe", "launchcard_hf_offline must be a boolean"),
+    ("launchcard_extra_container_args", "--privileged", "launchcard_extra_container_args must be a list"),
+    ("launchcard_extra_container_args", [["a"]], r"launchcard_extra_container_args\[0\] must be a string"),
+    ("launchcard_ascend_devices", [0, "x"], r"launchcard_ascend_devices\[1\] must be an integer"),
+    ("launchcard_runtime", "lxc", "launchcard_runtime must be one of docker, podman, native, found 'lxc'"),
+    ("launchcard_accelerator_vendor", "intel", "launchcard_accelerator_vendor must be one of"),
+    ("launchcard_runtime_native_venv", ["/a"], "launchcard_runtime_native_venv must be a string"),
+])
+def test_a_bad_variable_is_named(var, value, message):
+    with pytest.raises(uo.OptionError, match=message):
+        uo.host_options({var: value})
+
+
+def test_vendor_comes_from_preflight_unless_the_inventory_sets_it():
+    assert uo.host_options(_facts("amd"))["vendor"] == "amd"
+    assert uo.host_options(dict(_facts("amd"), launchcard_accelerator_vendor="nvidia"))["vendor"] == "nvidia"
+    # a host without its driver yet: the PCI bus names the vendor
+    assert uo.host_options(_facts("none", pci="ascend"))["vendor"] == "ascend"
+    assert uo.host_options(_facts("none"))["vendor"] == "none"
+    # no preflight (render.yml) or a skipped one: the default
+    assert uo.host_options({"preflight_result": {"skipped": True}})["vendor"] == DEFAULTS["vendor"] == "nvidia"
+
+
+def test_amd_render_group_from_the_host_else_the_variable():
+    words = _run_words(_facts("amd", render_gid=110))
+    assert words[words.index("video") + 1:words.index("video") + 3] == ["--cap-add", "SYS_PTRACE"]
+    assert words.count("--group-add") == 2 and "110" in words
+    assert "109" in _run_words(dict(_facts("amd", render_gid=110), launchcard_amd_render_gid=109))
+    assert "109" in _run_words(dict(_facts("amd", devices=False), launchcard_amd_render_gid="109"))
+    # no render group found or set: only the video group
+    assert _run_words(_facts("amd", devices=False)).count("--group-add") == 1
+
+
+def _davinci(words):
+    return [w for w in words if re.fullmatch(r"/dev/davinci\d+", w)]
+
+
+def test_ascend_devices_from_the_host_else_the_variables_else_eight():
+    found = _davinci(_run_words(_facts("ascend", davinci=[4, 0, 2])))
+    assert found == ["/dev/davinci0", "/dev/davinci2", "/dev/davinci4"]
+    assert _davinci(_run_words(dict(_facts("ascend", davinci=[0, 1]), launchcard_ascend_devices=[7]))) == [
+        "/dev/davinci7"]
+    assert _davinci(_run_words(dict(_facts("ascend", devices=False), launchcard_ascend_device_count=2))) == [
+        "/dev/davinci0", "/dev/davinci1"]
+    assert len(_davinci(_run_words(_facts("ascend", devices=False)))) == 8
+
+
+def test_extra_container_args_go_before_the_image_escaped():
+    words = _run_words({"launchcard_extra_container_args": ["--shm-size", "16g", "--label", "a b"]})
+    image = words.index("--entrypoint")
+    assert words[image - 4:image] == ["--shm-size", "16g", "--label", "a b"]
+    p = plan(EX, normalize_placement([("h", {"address": "10.0.0.1", "recipes": ["vllm-monolithic"]})]))
+    opts = uo.host_options({"launchcard_runtime": "docker", "launchcard_extra_container_args": ["a b"]})
+    text = host_units(p["hosts"]["h"], opts)[0]["content"]
+    assert '"a b"' in text
+
+
+def test_image_digests_come_from_the_runtime_role():
+    inst = _vllm()
+    ref = inst["image"].split(":")[0] + "@sha256:" + "a" * 64
+    words = command(inst, uo.host_options({"launchcard_runtime": "docker", "runtime_image_refs": {inst["image"]: ref}}))[0]
+    assert ref in words and inst["image"] not in words
+
+
+def test_units_name_the_secrets_file_token_or_not_and_the_token_only_in_the_secrets():
+    # the same unit text whether or not the vault is loaded: a run without the token restarts nothing
+    assert uo.host_options({})["secrets_env_file"] == uo.SECRETS_ENV_FILE
+    assert uo.host_options({"launchcard_hf_token": ""})["secrets_env_file"] == uo.SECRETS_ENV_FILE
+    assert uo.host_options({"launchcard_hf_token": "hf_x"})["secrets_env_file"] == uo.SECRETS_ENV_FILE
+    hv = {"launchcard_hf_token": "hf_SECRET", "launchcard_secrets_env_file": "/etc/lc/s.env"}
+    settings = uo.host_settings(hv)
+    assert settings["secrets"] == {"HF_TOKEN": "hf_SECRET"} and settings["secrets_file"] == "/etc/lc/s.env"
+    assert settings["options"]["secrets_env_file"] == "/etc/lc/s.env"
+    assert "hf_SECRET" not in repr(settings["options"])
+    # no token: nothing to write; the file stays unless launchcard_hf_token_remove asks
+    assert uo.host_settings({}) == {"options": uo.host_options({}), "secrets_file": uo.SECRETS_ENV_FILE, "secrets": {}}
