@@ -64,8 +64,9 @@ integration: ## render.yml for three placements and malformed cards (controller 
 e2e: ## Deploy the example card onto the sandbox fleet, twice
 	$(BIN)/python -m pytest -q -x tests/e2e
 
-bench: setup ## No-op re-run of deploy against `ansible all -m ping`
+bench: setup ## No-op re-run of deploy against `ansible all -m ping`, at 8 and 24 hosts; prints the README's table
 	bash bench/noop_vs_ping.sh
+	$(BIN)/python bench/readme_table.py
 
 molecule: setup ## roles/nvidia on sandbox hosts against the stand-in package repository (molecule test)
 	cd roles/nvidia && ANSIBLE_ROLES_PATH=$(ROOT)/roles ANSIBLE_COLLECTIONS_PATH=$(ROOT)/.collections \
