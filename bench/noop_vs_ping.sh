@@ -9,7 +9,8 @@
 # RUNS no-op deploys alternately, prints the median of each and the ratio, and stops the hosts.
 # Each result is appended to bench/results/noop_vs_ping.tsv with what the machine was doing (its
 # cores, the 1-minute load average before and after, other sandbox guests running beside it);
-# bench/readme_table.py prints the README's speed table from that file.
+# bench/readme_table.py prints the README's speed table from that file. PROFILE=1 adds one more
+# no-op deploy with ansible.posix.profile_tasks, its output in bench/results/profile-<hosts>.txt.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
@@ -48,6 +49,10 @@ for inv in "$@"; do
     t=$(secs ansible-playbook playbooks/deploy.yml -i "$inv") || exit 1; deploys+=("$t")
   done
   after=$(load1)
+  if [[ ${PROFILE:-0} == 1 ]]; then
+    ANSIBLE_CALLBACKS_ENABLED=ansible.posix.profile_tasks ANSIBLE_NOCOLOR=1 \
+      ansible-playbook playbooks/deploy.yml -i "$inv" >"bench/results/profile-$hosts.txt" 2>&1 || true
+  fi
   down
   p=$(median "${pings[@]}"); d=$(median "${deploys[@]}")
   ratio=$(python -c "import sys; print(float(sys.argv[1]) / float(sys.argv[2]))" "$d" "$p")
