@@ -40,7 +40,7 @@ def table(results, everything=False):
     out = ["| date (UTC) | hosts | ping | no-op deploy | ratio | forks | the machine |",
            "|---|---|---|---|---|---|---|"]
     for r in results:
-        out.append("| %s | %s | %.2f s | %.2f s | %.1fx | %s | %s |" % (
+        out.append("| %s | %s | %.2f s | %.2f s | %.2fx | %s | %s |" % (
             r["date"][:16].replace("T", " "), r["hosts"], float(r["ping_s"]), float(r["noop_deploy_s"]),
             float(r["ratio"]), r["forks"], machine(r)))
     return "\n".join(out)
