@@ -1,4 +1,4 @@
-#!/usr/bin/env python3
+#!/usr/bin/env python
 # Copyright: (c) 2026, launchcard.inference contributors
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 """Print the README's speed table from bench/results/noop_vs_ping.tsv (written by bench/noop_vs_ping.sh).
