@@ -72,8 +72,9 @@ integration: ## render.yml for three placements and malformed cards, collection 
 e2e: ## Deploy the example card onto the sandbox fleet, twice
 	$(BIN)/python -m pytest -q -x tests/e2e
 
-bench: setup ## No-op re-run of deploy against `ansible all -m ping`
+bench: setup ## No-op re-run of deploy against `ansible all -m ping`, at 8 and 24 hosts; prints the README's table
 	bash bench/noop_vs_ping.sh
+	$(BIN)/python bench/readme_table.py
 
 bench-render: setup ## render.yml at 8/64/256 hosts and the planner at 1,000/10,000 hosts (no host contacted)
 	$(BIN)/python bench/render_and_plan.py

@@ -5,7 +5,7 @@
 
 Pure Python (stdlib ``urllib`` and threads), no Ansible import.
 
-What "healthy" means, per engine (field notes section 2):
+What "healthy" means, per engine (the engines' API servers and the issues cited):
 
 - vLLM ``GET /health`` is 200 when serving, 503 once the engine is dead; the
   port opens only after the model has loaded, so "connection refused" means

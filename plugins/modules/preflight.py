@@ -126,6 +126,12 @@ options:
         not a measurement - vLLM and SGLang CUDA images take 10-25 GB.
     type: float
     default: 30.0
+  native_venv:
+    description:
+      - The C(native) runtime's virtualenv. When set, RV(native_stamps) lists its requirement stamps, so a
+        deploy learns in this same call whether the engines need installing (no separate round trip).
+      - Unset (the default) reads nothing.
+    type: path
 author:
   - launchcard.inference contributors (@launchcard)
 extends_documentation_fragment:
@@ -169,6 +175,15 @@ bare_host:
       but the PCI bus shows accelerators. Such a host is checked again after its stack is installed.
   returned: always
   type: bool
+native_stamps:
+  description:
+    - The names of the C(.launchcard-*) requirement stamps in O(native_venv) (each records one successful
+      install of an exact requirement set), empty when the virtualenv does not exist; null when O(native_venv)
+      is not set.
+  returned: always
+  type: list
+  elements: str
+  sample: [.launchcard-5f0c2d1e9b8a7c6d5e4f3a2b1c0d9e8f7a6b5c4d]
 failed_checks:
   description: Names of the checks with severity C(error).
   returned: always
@@ -269,6 +284,14 @@ def _existing(path):
     return path or "/"
 
 
+def _native_stamps(venv):
+    """Names of the requirement stamps (``.launchcard-*``) in the virtualenv ``venv``; [] when it is absent."""
+    try:
+        return sorted(n for n in os.listdir(venv) if n.startswith(".launchcard-"))
+    except OSError:
+        return []
+
+
 def _shm():
     try:
         st = os.statvfs("/dev/shm")
@@ -322,6 +345,7 @@ def main():
             image_allowance_gib=dict(type="float", default=30.0),
             gpu_memory_mib=dict(type="int"),
             stack_versions=dict(type="dict", default={}),
+            native_venv=dict(type="path"),
         ),
         supports_check_mode=True,
     )
@@ -353,7 +377,9 @@ def main():
     facts["listening"] = dict((str(k), v) for k, v in facts["listening"].items())
     module.exit_json(changed=False, checks=results, failed_checks=[r["check"] for r in failed(results)],
                      bare_host=bare_host(facts["accelerators"], p["install_driver"]),
-                     stack_vendor=stack_vendor(facts["accelerators"]), facts=facts)
+                     stack_vendor=stack_vendor(facts["accelerators"]),
+                     native_stamps=_native_stamps(p["native_venv"]) if p["native_venv"] else None,
+                     facts=facts)
 
 
 if __name__ == "__main__":

@@ -407,8 +407,9 @@ def main():
             os.chmod(tmp, 0o644)
             module.atomic_move(tmp, path)
         if plan["write"] or plan["remove"] or dropins["remove"]:
-            # field notes: a daemon-reload can detach GPUs from running
-            # containers, so reload only when a unit file changed.
+            # a daemon-reload can take the GPUs away from running containers
+            # (NVIDIA Container Toolkit troubleshooting, "Failed to initialize
+            # NVML: Unknown Error"), so reload only when a unit file changed.
             run(["daemon-reload"])
             reloaded = True
         if todo["enable"]:

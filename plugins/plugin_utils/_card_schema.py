@@ -38,7 +38,7 @@ Where the rules come from (``docs/card-schema.md`` has them field by field):
 * Control characters (U+0000-U+001F and U+007F) are refused in every value
   that ends up in a systemd unit or on a command line: argv elements, env
   names and values, image, hf.repo, hf.revision, checkpoint names, subdirs
-  and source repos (field notes section 6: a newline in a value ends the
+  and source repos (systemd.syntax(7): a newline in a value ends the
   directive, so a card value could otherwise add ``ExecStartPre=``). The
   schema says it with the pattern ``SAFE_STRING_PATTERN``
   (``^[^\\u0000-\\u001f\\u007f]*$(?!\\n)``); the lookahead is there because

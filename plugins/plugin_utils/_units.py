@@ -184,8 +184,8 @@ def _start_timeout(inst, opts):
         ready = int(ready) if ready is not None else 0
     except ValueError:
         ready = 0
-    # field notes: TimeoutStartSec must exceed the engine's readiness timeout
-    # plus the time to start the image.
+    # TimeoutStartSec (systemd.service(5)) must exceed the engine's readiness
+    # timeout plus the time to start the image, or systemd kills a loading engine.
     return max(int(opts["start_timeout_s"]), ready + 300)
 
 
@@ -248,7 +248,9 @@ def command(inst, options=None):
       with the vendor's visible-devices variable for vLLM, ``--base-gpu-id``
       (already in argv) for SGLang.
     - ``docker``/``podman``: ``run --rm --name <id> --network host --ipc host``,
-      vendor device flags (field notes section 3; NVIDIA vLLM gets only its
+      vendor device flags (the vendors' container guides: NVIDIA ``--gpus``,
+      AMD ``--device /dev/kfd --device /dev/dri``, Ascend ``/dev/davinciN`` and
+      its manager devices; NVIDIA vLLM gets only its
       GPUs, AMD/Ascend vLLM selects with the visible-devices variable), the
       weights directory
       mounted as the HF cache, ``--entrypoint argv[0]``, the image (by digest

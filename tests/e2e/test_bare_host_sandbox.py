@@ -94,7 +94,7 @@ def test_one_deploy_installs_the_stack_it_finds_on_the_pci_bus(fleet):
     order = ["driver --full", "firmware --full", "toolkit --install", "kernels --install", "nnal --install"]
     assert state.stdout.split("\n")[:5] == order, state.stdout
     assert "Version: 25.2.0" in state.stdout and state.stdout.split()[-1] == "active"
-    assert out.count("Ascend | Reboot the host (driver or firmware changed)] ***\nchanged: [%s]" % HOST) == 1
+    assert out.count("Stack reboot | Reboot the host, driver or firmware changed] ***\nchanged: [%s]" % HOST) == 1
     # and the engine answers from the controller, over the bridge
     direct = urllib.request.build_opener(urllib.request.ProxyHandler({}))
     with direct.open("http://198.18.4.11:8000/v1/models", timeout=10) as answer:

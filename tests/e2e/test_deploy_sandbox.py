@@ -143,6 +143,23 @@ def test_second_deploy_changes_nothing(fleet, first_deploy):
     counts = recap(res.stdout)
     assert set(counts) >= set(fleet), counts
     assert all(c["changed"] == 0 and c["failed"] == 0 for c in counts.values()), counts
+    # a no-op run evaluates only what applies: no stack role task (the sandbox installs no stack), a
+    # handful of skipped tasks per host (gated includes, the failure checks), not every stack task
+    assert not re.search(r"TASK \[launchcard\.inference\.(nvidia|rocm|ascend|stack_reboot) :", res.stdout)
+    skipped = dict((m.group(1), int(m.group(2))) for m in re.finditer(r"^(\S+)\s*:.*\bskipped=(\d+)", res.stdout, re.M))
+    assert set(skipped) >= set(fleet) and max(skipped.values()) <= 8, skipped
+
+
+def test_tags_health_asks_the_endpoints_again_and_touches_nothing(fleet, plan, first_deploy):
+    res = playbook("--tags", "health")
+    assert res.returncode == 0, res.stdout[-4000:]
+    assert all(c["changed"] == 0 and c["failed"] == 0 for c in recap(res.stdout).values())
+    assert "Units | Gate on the health of every endpoint" in res.stdout
+    for other in ("Preflight | Check this host", "Units | Converge every unit", "Runtime |"):
+        assert other not in res.stdout, other
+    table = report_table(res.stdout, SUMMARY_TASK, ("host", "recipe", "engine", "role", "port", "state"))
+    assert sorted((r["host"], r["recipe"], r["state"]) for r in table) == sorted(
+        (host, i["recipe"], "healthy") for host, hp in plan["hosts"].items() for i in hp["instances"])
 
 
 def test_check_mode_predicts_no_change_and_changes_nothing(fleet, plan, first_deploy):

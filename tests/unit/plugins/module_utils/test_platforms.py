@@ -1,0 +1,43 @@
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, launchcard.inference contributors
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The supported-OS table, by os-release ID (preflight) and by Ansible fact (the stack roles)."""
+
+from __future__ import annotations
+
+import pytest
+
+from ansible_collections.launchcard.inference.plugins.module_utils import _platforms as platforms
+from ansible_collections.launchcard.inference.plugins.filter.platforms import os_support
+
+
+@pytest.mark.parametrize("name, version", [
+    ("debian", "12"), ("Debian", "12.7"), ("ubuntu", "22.04"), ("Ubuntu", "24.04"),
+    ("rhel", "9.4"), ("RedHat", "9.4"), ("rocky", "9.6"), ("Rocky", "9"), ("almalinux", "9.5"), ("AlmaLinux", "9.5"),
+])
+def test_supported(name, version):
+    assert platforms.is_supported(name, version)
+
+
+@pytest.mark.parametrize("name, version", [
+    ("debian", "11"), ("Debian", "13"), ("ubuntu", "22.10"), ("Ubuntu", "20.04"), ("ubuntu", "24"),
+    ("rhel", "8.10"), ("rocky", "10.0"), ("CentOS", "9"), ("centos", "9"), ("fedora", "40"),
+    ("debian", ""), ("debian", None), (None, "12"), ("", ""),
+])
+def test_unsupported(name, version):
+    assert not platforms.is_supported(name, version)
+
+
+def test_the_filter_reads_ansible_facts_and_says_what_it_found():
+    assert os_support({"distribution": "Rocky", "distribution_version": "9.6", "os_family": "RedHat"}) == {
+        "supported": True, "summary": "Debian 12, Ubuntu 22.04/24.04, RHEL/Rocky/Alma 9", "found": "Rocky 9.6"}
+    got = os_support({"distribution": "CentOS", "distribution_version": "7.9"})
+    assert (got["supported"], got["found"]) == (False, "CentOS 7.9")
+    assert os_support(None)["supported"] is False
+
+
+def test_the_summary_names_every_row():
+    for row in platforms.SUPPORTED_OS:
+        assert row["label"] in platforms.SUMMARY
+        for version in row["versions"]:
+            assert version in platforms.SUMMARY
