@@ -32,6 +32,7 @@ import re
 import socket
 from concurrent.futures import ThreadPoolExecutor
 
+from ansible_collections.launchcard.inference.plugins.module_utils import _platforms
 from ansible_collections.launchcard.inference.plugins.module_utils._accel_tables import (
     CANN_MIN_DRIVER,
     NVIDIA_GENERATIONS,
@@ -45,8 +46,6 @@ MIB = 1 << 20
 # graphs, KV cache floor). A deliberately small floor: engines fill the rest
 # with KV cache (--gpu-memory-utilization / --mem-fraction-static).
 DEFAULT_HEADROOM_MIB = 4096
-SUPPORTED_OS = {"debian": ("12",), "ubuntu": ("22.04", "24.04"), "rhel": ("9",), "rocky": ("9",),
-                "almalinux": ("9",)}
 # /dev/shm floor where the runtime does not share the host's IPC namespace. NCCL (TP/PP > 1) keeps
 # its intra-node buffers in /dev/shm; Docker's 64 MB default breaks it (vllm issue 1710). 1 GiB is a
 # floor, not a sizing: the engines' own docs run containers with --ipc=host or --shm-size 16g+.
@@ -252,9 +251,8 @@ def check_os(host):
     """``os``: the OS is one the roles support (``/etc/os-release`` ID and VERSION_ID)."""
     os_id = (host.facts.get("os") or {}).get("id")
     ver = (host.facts.get("os") or {}).get("version_id")
-    ok = ver in SUPPORTED_OS.get(os_id, ()) or any(
-        ver and ver.split(".")[0] == v for v in SUPPORTED_OS.get(os_id, ()))
-    return _result("os", ok, "Debian 12, Ubuntu 22.04/24.04, RHEL/Rocky/Alma 9",
+    ok = _platforms.is_supported(os_id, ver)
+    return _result("os", ok, _platforms.SUMMARY,
                    "%s %s" % (os_id, ver), "supported" if ok else "OS not supported by the roles")
 
 
