@@ -130,7 +130,7 @@ def pin_plan(plan, refs):
 
 
 def _parse_challenge(header):
-    scheme, _, params = (header or "").partition(" ")
+    scheme, dummy, params = (header or "").partition(" ")
     return scheme.lower(), dict(re.findall(r'(\w+)="([^"]*)"', params))
 
 
@@ -217,11 +217,11 @@ class RegistryClient:
                             raise ImageError("image %s: %s needs credentials (HTTP 401)" % (image, ref["registry"]))
                         break
                     if exc.code in (401, 403):
-                        raise ImageError("image %s: %s refused the credentials (HTTP %d)" % (image, ref["registry"],
-                                                                                              exc.code))
+                        raise ImageError("image %s: %s refused the credentials (HTTP %d)"
+                                         % (image, ref["registry"], exc.code))
                     if exc.code == 404:
-                        raise ImageError("image %s: no such image or tag in %s (HTTP 404 at %s)" % (image,
-                                                                                                  ref["registry"], url))
+                        raise ImageError("image %s: no such image or tag in %s (HTTP 404 at %s)"
+                                         % (image, ref["registry"], url))
                     if method == "HEAD" and exc.code == 405:
                         continue
                     raise ImageError("image %s: %s answered HTTP %d" % (image, ref["registry"], exc.code))

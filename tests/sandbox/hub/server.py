@@ -105,7 +105,7 @@ class Hub:
             self.add(spec)
 
     def add(self, spec: str, files: dict | None = None) -> Repo:
-        repo_id, _, commit = spec.partition("@")
+        repo_id, dummy, commit = spec.partition("@")
         if not _COMMIT.match(commit):
             raise ValueError("repo spec %r: want owner/name@<40 hex commit>" % spec)
         repo = Repo(repo_id, commit, files if files is not None else generate_repo(repo_id, commit))

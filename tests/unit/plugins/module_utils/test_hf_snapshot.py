@@ -80,8 +80,8 @@ def test_only_missing_and_wrong_size_files_are_fetched_again(tmp_path):
         f.truncate(40)
     os.unlink(snap / "config.json")
     status = hs.local_status(str(tmp_path), REPO, REV, hs.normalize_listing(FakeClient("", FILES).list_files(REPO, REV)))
-    assert {m["path"]: m["found"] for m in status["missing"]} == {"config.json": None,
-                                                                   "model-00001-of-00002.safetensors": 40}
+    found = {m["path"]: m["found"] for m in status["missing"]}
+    assert found == {"config.json": None, "model-00001-of-00002.safetensors": 40}
     c = FakeClient(str(tmp_path), FILES)
     res = hs.ensure_snapshot(c, str(tmp_path), REPO, REV)
     assert sorted(c.downloads) == ["config.json", "model-00001-of-00002.safetensors"]

@@ -128,8 +128,8 @@ def registry():
 
 
 def test_the_registry_digest_through_a_bearer_token(registry):
-    client = im.RegistryClient(mirrors={"docker.io": registry}, credentials={"docker.io": {"username": "user",
-                                                                                          "password": "secret"}})
+    creds = {"docker.io": {"username": "user", "password": "secret"}}
+    client = im.RegistryClient(mirrors={"docker.io": registry}, credentials=creds)
     refs = im.resolve_all(["ubuntu:24.04", "vllm/vllm-openai:nightly"], client.resolve)
     assert refs["ubuntu:24.04"] == "ubuntu@sha256:" + hashlib.sha256(b'{"schemaVersion":2,"a":1}').hexdigest()
     # no Docker-Content-Digest header: the manifest's own sha256
