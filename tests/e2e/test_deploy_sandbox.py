@@ -11,6 +11,7 @@ real sglang-router. Every assertion below reads the hosts' real state.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import re
@@ -64,6 +65,42 @@ def plan():
     sys.path.insert(0, os.path.join(ROOT, "tests", "sandbox"))
     import demo_request  # the same planner call the demo uses
     return demo_request.inventory_plan(INVENTORY)
+
+
+@pytest.fixture(scope="module")
+def hub(fleet):
+    """The sandbox hub endpoint the hosts download from (tests/sandbox/hub): its URL and generated files."""
+    sys.path.insert(0, os.path.join(ROOT, "tests", "sandbox"))
+    from hub import server
+    with open(os.path.join(ROOT, ".sandbox", "fleet.json")) as f:
+        url = json.load(f)["hub"]
+    with open(os.path.join(ROOT, "cards", "glm-5.3-flash.json")) as f:
+        hf = json.load(f)["hf"]
+    return {"url": url, "repo": hf["repo"], "revision": hf["revision"],
+            "files": server.generate_repo(hf["repo"], hf["revision"])}
+
+
+def hub_bytes(hub):
+    with urllib.request.urlopen(hub["url"] + "/_sandbox/stats", timeout=10) as resp:
+        return json.loads(resp.read())["bytes_served"]
+
+
+def snapshot_path(hub):
+    return "/var/lib/launchcard/models/hub/models--%s/snapshots/%s" % (hub["repo"].replace("/", "--"), hub["revision"])
+
+
+def engine_hosts(plan):
+    return sorted(h for h, hp in plan["hosts"].items() if any(i["role"] != "router" for i in hp["instances"]))
+
+
+def unit_states(fleet, plan):
+    """Per host: each unit's file checksum, main PID and start time (a restart changes them)."""
+    out = {}
+    for host, hp in plan["hosts"].items():
+        units = " ".join(i["unit"] for i in hp["instances"])
+        out[host] = ssh(fleet[host], "md5sum /etc/systemd/system/launchcard-*.service; "
+                                     "systemctl show -p MainPID -p ActiveEnterTimestamp %s" % units).stdout
+    return out
 
 
 @pytest.fixture(scope="module")
@@ -137,7 +174,22 @@ def test_router_answer_went_through_prefill_and_decode(fleet, plan, first_deploy
     assert decode["host"] in text or decode["address"] in text, text
 
 
-def test_second_deploy_changes_nothing(fleet, first_deploy):
+def test_every_engine_host_holds_the_complete_snapshot(fleet, plan, hub, first_deploy):
+    """Each file of the revision, byte for byte (sha256) as the hub serves it, readable by any user; the
+    router host, which loads no weights, has none."""
+    want = sorted("%s  %s" % (hashlib.sha256(data).hexdigest(), path) for path, data in hub["files"].items())
+    for host in engine_hosts(plan):
+        got = ssh(fleet[host], "cd %s && find . -mindepth 1 \\( -type l -o -type f \\) -printf '%%P\\n' | sort | "
+                               "xargs sha256sum; su nobody -s /bin/sh -c 'cat %s/config.json' >/dev/null && echo readable"
+                  % (snapshot_path(hub), snapshot_path(hub)))
+        assert sorted(got.stdout.splitlines()[:-1]) == want, (host, got.stdout, got.stderr)
+        assert got.stdout.splitlines()[-1] == "readable", (host, got.stdout, got.stderr)
+    for host in set(plan["hosts"]) - set(engine_hosts(plan)):
+        assert ssh(fleet[host], "test -e %s" % snapshot_path(hub)).returncode != 0, host
+
+
+def test_second_deploy_changes_nothing(fleet, hub, first_deploy):
+    served = hub_bytes(hub)
     res = playbook()
     assert res.returncode == 0, res.stdout[-4000:]
     counts = recap(res.stdout)
@@ -148,6 +200,7 @@ def test_second_deploy_changes_nothing(fleet, first_deploy):
     assert not re.search(r"TASK \[launchcard\.inference\.(nvidia|rocm|ascend|stack_reboot) :", res.stdout)
     skipped = dict((m.group(1), int(m.group(2))) for m in re.finditer(r"^(\S+)\s*:.*\bskipped=(\d+)", res.stdout, re.M))
     assert set(skipped) >= set(fleet) and max(skipped.values()) <= 8, skipped
+    assert hub_bytes(hub) == served  # no byte of the weights downloaded again
 
 
 def test_tags_health_asks_the_endpoints_again_and_touches_nothing(fleet, plan, first_deploy):
@@ -160,6 +213,43 @@ def test_tags_health_asks_the_endpoints_again_and_touches_nothing(fleet, plan, f
     table = report_table(res.stdout, SUMMARY_TASK, ("host", "recipe", "engine", "role", "port", "state"))
     assert sorted((r["host"], r["recipe"], r["state"]) for r in table) == sorted(
         (host, i["recipe"], "healthy") for host, hp in plan["hosts"].items() for i in hp["instances"])
+
+
+def test_wrong_revision_fails_naming_host_and_cause_and_restarts_nothing(fleet, plan, hub, first_deploy, tmp_path):
+    with open(os.path.join(ROOT, "cards", "glm-5.3-flash.json")) as f:
+        card = json.load(f)
+    card["hf"]["revision"] = "0123456789abcdef0123456789abcdef01234567"
+    moved = tmp_path / "other-revision.json"
+    moved.write_text(json.dumps(card))
+    before = unit_states(fleet, plan)
+    res = playbook("-e", "launchcard_card_src=%s" % moved)
+    assert res.returncode != 0
+    for host in engine_hosts(plan):
+        assert re.search(r"on %s: wrong revision: revision %s of %s does not exist on %s" % (
+            host, card["hf"]["revision"], re.escape(hub["repo"]), re.escape(hub["url"])), res.stdout), res.stdout[-3000:]
+    assert unit_states(fleet, plan) == before
+
+
+def test_truncated_file_is_named_by_a_verify_only_run_and_fetched_again_by_the_next(fleet, plan, hub, first_deploy):
+    """source=path (verify only) fails on the host with the short file, before any unit changes; the next
+    hub deploy downloads that one file and nothing else."""
+    host = engine_hosts(plan)[0]
+    shard = "model-00002-of-00002.safetensors"
+    trunc = ssh(fleet[host], "truncate -s 1000 \"$(readlink -f %s/%s)\"" % (snapshot_path(hub), shard))
+    assert trunc.returncode == 0, trunc.stderr
+    before = unit_states(fleet, plan)
+    res = playbook("-e", "launchcard_weights_source=path")
+    assert res.returncode != 0
+    assert "on %s: incomplete:" % host in res.stdout, res.stdout[-3000:]
+    assert "%s (1000 of %d bytes)" % (shard, len(hub["files"][shard])) in res.stdout
+    assert recap(res.stdout)[host]["failed"] == 1
+    assert unit_states(fleet, plan) == before
+    served = hub_bytes(hub)
+    res = playbook()
+    assert res.returncode == 0, res.stdout[-4000:]
+    assert hub_bytes(hub) - served == len(hub["files"][shard])
+    counts = recap(res.stdout)
+    assert counts[host]["changed"] == 1 and all(c["changed"] == 0 for h, c in counts.items() if h != host), counts
 
 
 def test_check_mode_predicts_no_change_and_changes_nothing(fleet, plan, first_deploy):

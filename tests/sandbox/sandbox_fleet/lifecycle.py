@@ -17,6 +17,7 @@ from pathlib import Path
 from .base import FleetError, locked, log, port_open, read_json, run, write_file
 from .hostfiles import (ensure_fleet_key, host_keys, prepare_overlay, prepare_weights_disk, write_host_files,
                         write_ssh_client_files)
+from .hubproc import ensure_hub, stop_hub
 from .inventory import read_inventory
 from .mounts import is_mounted, umount
 from .network import bridge_name, ensure_bridge, link_alias, link_exists, network_for
@@ -84,6 +85,7 @@ class Fleet:
             data["bridge"] = {"name": br, "address": f"{gateway}/{net.prefixlen}"}
             self.save(data)
             ensure_bridge(br, gateway, net, self.owner())
+            data["hub"] = ensure_hub(self.state, str(gateway))  # HF_ENDPOINT of the hosts (tests/sandbox/hub)
             self.raise_inotify(data, len(hosts))
             if any(h.default_route for h in hosts) and Path("/proc/sys/net/ipv4/ip_forward").read_text().strip() != "0":
                 log("warning: sandbox_default_route is set and this machine forwards IPv4 (net.ipv4.ip_forward=1): "
@@ -278,6 +280,7 @@ class Fleet:
             self.stop_hosts(data, names)
             for name in names:
                 self.unmount_host(name)
+            stop_hub(self.state)
             br = (data.get("bridge") or {}).get("name")
             if br and link_exists(br):
                 if link_alias(br) == self.owner():

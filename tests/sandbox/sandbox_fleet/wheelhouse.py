@@ -1,4 +1,4 @@
-"""The wheelhouse mounted read-only into every sandbox host: the stand-in engine and sglang-router.
+"""The wheelhouse mounted read-only into every sandbox host: the stand-in engine, sglang-router, huggingface_hub.
 
 TEST INFRASTRUCTURE (tests/sandbox), not part of the collection.
 """
@@ -15,7 +15,8 @@ from .base import CACHE_DIR, SANDBOX_DIR, FleetError, locked, log, read_json, ru
 
 STANDIN_SRC = SANDBOX_DIR / "standin_engine"
 GUEST_WHEELHOUSE = "/srv/launchcard-wheels"
-WHEELHOUSE_PACKAGES = ["sglang-router"]
+# huggingface_hub: the weights role's virtualenv (roles/weights, weights_pip_packages), pinned alike.
+WHEELHOUSE_PACKAGES = ["sglang-router", "huggingface_hub==2.4.0"]
 
 
 def _pip_cmd():

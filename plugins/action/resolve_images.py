@@ -1,0 +1,46 @@
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, launchcard.inference contributors
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+
+"""Action plugin for launchcard.inference.resolve_images; documented in plugins/modules/resolve_images.py."""
+
+from __future__ import annotations
+
+from ansible.errors import AnsibleActionFail
+from ansible.module_utils.common.text.converters import to_text
+from ansible.plugins.action import ActionBase
+
+from ansible_collections.launchcard.inference.plugins.plugin_utils._images import (
+    ImageError,
+    RegistryClient,
+    distinct_images,
+    pin_plan,
+    resolve_all,
+)
+
+
+class ActionModule(ActionBase):
+    """Controller-side: one registry resolution per distinct image (no remote execution)."""
+
+    TRANSFERS_FILES = False
+    _requires_connection = False
+
+    def run(self, tmp=None, task_vars=None):
+        result = super().run(tmp, task_vars)
+        dummy, args = self.validate_argument_spec(argument_spec=dict(
+            images=dict(type="list", elements="str"),
+            plan=dict(type="dict"),
+            mirrors=dict(type="dict", default={}),
+            credentials=dict(type="dict", default={}, no_log=True),
+            timeout=dict(type="float", default=30.0),
+        ), mutually_exclusive=[("images", "plan")], required_one_of=[("images", "plan")])
+        images = args["images"] if args["images"] is not None else distinct_images(args["plan"])
+        client = RegistryClient(mirrors=args["mirrors"], credentials=args["credentials"], timeout=args["timeout"])
+        try:
+            refs = resolve_all(images, client.resolve)
+        except ImageError as exc:
+            raise AnsibleActionFail(to_text(exc))
+        result.update(changed=False, image_refs=refs, registry_requests=client.requests)
+        if args["plan"] is not None:
+            result["plan"] = pin_plan(args["plan"], refs)
+        return result

@@ -1,0 +1,295 @@
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, launchcard.inference contributors
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Make one model revision complete in a host's Hugging Face cache.
+
+Pure Python, no Ansible import (shipped to hosts inside the ``hf_snapshot``
+module). ``huggingface_hub`` is imported lazily, by :class:`HubClient` only,
+so everything else unit-tests without it.
+
+The cache layout is huggingface_hub's own (https://huggingface.co/docs/huggingface_hub/guides/manage-cache):
+``<hf_home>/hub/models--<owner>--<name>/snapshots/<revision>/<path>`` is a
+symlink to ``../../blobs/<etag>``. The engines read it with ``HF_HOME`` set
+to the same ``hf_home`` and ``HF_HUB_OFFLINE=1``.
+
+Completeness is judged against the Hub's listing of the revision (one
+``list_repo_tree`` call): every file must be present in the snapshot with
+exactly the size the Hub lists (bytes). :func:`ensure_snapshot` then
+downloads only what is missing or of the wrong size, and checks again.
+
+Resuming is per file: a run keeps every file already complete. Within one
+file, huggingface_hub retries an interrupted transfer with a range request;
+the partial file of a killed run is discarded (:func:`remove_partials`).
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import stat
+from urllib.parse import urlsplit
+
+CAUSES = ("wrong revision", "repository not found", "hub unreachable", "incomplete", "truncated download",
+          "hub error")
+
+
+class WeightsError(Exception):
+    """A failure with a short ``cause`` (one of :data:`CAUSES`) and a message naming what failed."""
+
+    def __init__(self, cause, message):
+        super().__init__(message)
+        self.cause = cause
+        self.message = message
+
+
+def repo_dir(hf_home, repo):
+    """``<hf_home>/hub/models--owner--name``: the repository's folder in the cache."""
+    return os.path.join(hf_home, "hub", "models--" + repo.replace("/", "--"))
+
+
+def snapshot_dir(hf_home, repo, revision):
+    return os.path.join(repo_dir(hf_home, repo), "snapshots", revision)
+
+
+def normalize_listing(entries):
+    """``[{"path": str, "size": int}]`` sorted by path, files only.
+
+    Accepts huggingface_hub ``RepoFile``/``RepoFolder`` objects or the tree
+    API's dicts (``{"type": "file", "path", "size"}``).
+    """
+    out = []
+    for e in entries:
+        if isinstance(e, dict):
+            if e.get("type", "file") != "file":
+                continue
+            path, size = e["path"], e.get("size")
+        else:
+            if not hasattr(e, "size") or type(e).__name__ == "RepoFolder":
+                continue
+            path, size = e.path, e.size
+        if size is None:
+            raise WeightsError("hub error", "the hub listed %s without a size" % path)
+        out.append({"path": path, "size": int(size)})
+    return sorted(out, key=lambda f: f["path"])
+
+
+def local_status(hf_home, repo, revision, listing):
+    """Compare the cache with ``listing``.
+
+    :returns: ``{"complete": bool, "bytes_total": int, "bytes_present": int,
+        "missing": [{"path", "size", "found"}]}``; ``found`` is the size on
+        disk in bytes, or ``None`` when the file (or its blob) is absent.
+    """
+    snap = snapshot_dir(hf_home, repo, revision)
+    missing, present, total = [], 0, 0
+    for f in listing:
+        total += f["size"]
+        try:
+            found = os.stat(os.path.join(snap, f["path"])).st_size
+        except OSError:
+            found = None
+        if found == f["size"]:
+            present += found
+        else:
+            missing.append({"path": f["path"], "size": f["size"], "found": found})
+    return {"complete": not missing, "bytes_total": total, "bytes_present": present, "missing": missing}
+
+
+def remove_broken(hf_home, repo, revision, paths):
+    """Remove each snapshot entry in ``paths`` and the blob it points at, so a download fetches it again.
+
+    Only a blob inside this repository's ``blobs`` folder is removed.
+    """
+    blobs = os.path.realpath(os.path.join(repo_dir(hf_home, repo), "blobs"))
+    snap = snapshot_dir(hf_home, repo, revision)
+    for path in paths:
+        entry = os.path.join(snap, path)
+        if os.path.islink(entry):
+            target = os.path.realpath(entry)
+            if os.path.dirname(target) == blobs and os.path.isfile(target):
+                os.unlink(target)
+            os.unlink(entry)
+        elif os.path.isfile(entry):
+            os.unlink(entry)
+
+
+def remove_partials(hf_home, repo):
+    """Remove ``blobs/*.incomplete``: what a killed download left (huggingface_hub 2.x writes a
+    per-process temporary file, so a later run never resumes it). Returns the bytes freed."""
+    blobs = os.path.join(repo_dir(hf_home, repo), "blobs")
+    freed = 0
+    if os.path.isdir(blobs):
+        for name in os.listdir(blobs):
+            path = os.path.join(blobs, name)
+            if name.endswith(".incomplete") and os.path.isfile(path) and not os.path.islink(path):
+                freed += os.path.getsize(path)
+                os.unlink(path)
+    return freed
+
+
+def make_readable(hf_home, repo):
+    """Give everyone read access to the repository's cache (dirs ``a+rx``, files ``a+r``).
+
+    The engines may run as a dedicated user: they must read what root downloaded.
+    ``hf_home`` and ``hf_home/hub`` get ``a+x`` at least, so the path can be walked.
+    """
+    for d in (hf_home, os.path.join(hf_home, "hub")):
+        if os.path.isdir(d):
+            mode = os.stat(d).st_mode
+            os.chmod(d, stat.S_IMODE(mode) | 0o555)
+    for root, dirs, files in os.walk(repo_dir(hf_home, repo)):
+        for name in dirs:
+            p = os.path.join(root, name)
+            os.chmod(p, stat.S_IMODE(os.lstat(p).st_mode) | 0o555)
+        for name in files:
+            p = os.path.join(root, name)
+            st = os.lstat(p)
+            if stat.S_ISREG(st.st_mode):
+                os.chmod(p, stat.S_IMODE(st.st_mode) | 0o444)
+    top = repo_dir(hf_home, repo)
+    if os.path.isdir(top):
+        os.chmod(top, stat.S_IMODE(os.stat(top).st_mode) | 0o555)
+
+
+def _class_names(exc):
+    return {c.__name__ for c in type(exc).__mro__}
+
+
+def describe_error(exc, endpoint, repo, revision):
+    """Turn an exception of huggingface_hub (or the network below it) into a :class:`WeightsError`.
+
+    Matched by class name so this module needs no huggingface_hub import:
+    ``RevisionNotFoundError`` -> ``wrong revision``; ``RepositoryNotFoundError``,
+    ``GatedRepoError`` -> ``repository not found``; connection errors and
+    timeouts (httpx's, ``OSError``) -> ``hub unreachable``; else ``hub error``.
+    """
+    if isinstance(exc, WeightsError):
+        return exc
+    names = _class_names(exc)
+    detail = str(exc).strip().splitlines()[0][:300] if str(exc).strip() else type(exc).__name__
+    if "RevisionNotFoundError" in names:
+        return WeightsError("wrong revision", "revision %s of %s does not exist on %s" % (revision, repo, endpoint))
+    if names & {"RepositoryNotFoundError", "GatedRepoError"}:
+        return WeightsError("repository not found",
+                            "%s is not on %s or needs a token that can read it (%s)" % (repo, endpoint, detail))
+    if names & {"ConnectError", "ConnectTimeout", "TimeoutException", "NetworkError", "ConnectionError",
+                "LocalEntryNotFoundError", "OfflineModeIsEnabled", "ProxyError"} or (
+            isinstance(exc, OSError) and not names & {"HfHubHTTPError"}):
+        return WeightsError("hub unreachable", "cannot reach the hub endpoint %s: %s" % (endpoint, detail))
+    return WeightsError("hub error", "%s from %s: %s" % (type(exc).__name__, endpoint, detail))
+
+
+def _gib(n):
+    return "%.2f GiB" % (n / 2.0 ** 30) if n >= 2 ** 30 else "%d bytes" % n
+
+
+def describe_missing(status, limit=5):
+    """One line: ``3 of 5 files (1.20 GiB of 1.50 GiB) missing or of the wrong size: a (absent), b (10 of 20 bytes)``."""
+    items = []
+    for m in status["missing"][:limit]:
+        items.append("%s (%s)" % (m["path"], "absent" if m["found"] is None
+                                  else "%d of %d bytes" % (m["found"], m["size"])))
+    more = len(status["missing"]) - limit
+    return "%d file(s) missing or of the wrong size, %s present of %s: %s%s" % (
+        len(status["missing"]), _gib(status["bytes_present"]), _gib(status["bytes_total"]), ", ".join(items),
+        ", and %d more" % more if more > 0 else "")
+
+
+def ensure_snapshot(client, hf_home, repo, revision, check_mode=False, verify_only=False, progress=None):
+    """Make ``repo`` at ``revision`` complete under ``hf_home``.
+
+    :param client: has ``list_files(repo, revision)`` (the Hub's listing, as
+        accepted by :func:`normalize_listing`) and ``download(repo, revision,
+        path)``; see :class:`HubClient`.
+    :param verify_only: never download (the ``path`` source: a shared
+        filesystem already holds the weights); an incomplete snapshot fails.
+    :param progress: called as ``progress(bytes_done, bytes_total)`` after each file.
+    :returns: ``{"changed", "complete", "bytes_total", "bytes_present" (before),
+        "bytes_done" (downloaded now), "files_total", "downloaded": [paths],
+        "would_download": [paths] (check mode)}``.
+    :raises WeightsError: the cause and what failed (the revision, the endpoint, each short file).
+    """
+    try:
+        listing = normalize_listing(client.list_files(repo, revision))
+    except Exception as exc:  # pylint: disable=broad-except  # every failure becomes a named cause
+        raise describe_error(exc, getattr(client, "endpoint", "the hub"), repo, revision) from exc
+    if not listing:
+        raise WeightsError("hub error", "the hub lists no file in %s at %s" % (repo, revision))
+    before = local_status(hf_home, repo, revision, listing)
+    result = {"changed": False, "complete": before["complete"], "bytes_total": before["bytes_total"],
+              "bytes_present": before["bytes_present"], "bytes_done": 0, "files_total": len(listing),
+              "downloaded": [], "would_download": [], "snapshot": snapshot_dir(hf_home, repo, revision)}
+    if before["complete"]:
+        return result
+    if verify_only:
+        raise WeightsError("incomplete", "the snapshot of %s at %s in %s is incomplete and the source only verifies: %s"
+                           % (repo, revision, hf_home, describe_missing(before)))
+    todo = [m["path"] for m in before["missing"]]
+    result["changed"] = True
+    if check_mode:
+        result["would_download"] = todo
+        result["bytes_done"] = 0
+        return result
+    sizes = {f["path"]: f["size"] for f in listing}
+    remove_broken(hf_home, repo, revision, [m["path"] for m in before["missing"] if m["found"] is not None])
+    remove_partials(hf_home, repo)
+    done = 0
+    for path in todo:
+        try:
+            client.download(repo, revision, path)
+        except Exception as exc:  # pylint: disable=broad-except
+            raise describe_error(exc, getattr(client, "endpoint", "the hub"), repo, revision) from exc
+        done += sizes[path]
+        result["downloaded"].append(path)
+        if progress:
+            progress(done, sum(m["size"] for m in before["missing"]))
+    after = local_status(hf_home, repo, revision, listing)
+    make_readable(hf_home, repo)
+    result["bytes_done"] = done
+    result["complete"] = after["complete"]
+    if not after["complete"]:
+        raise WeightsError("truncated download", "after downloading %s at %s: %s"
+                           % (repo, revision, describe_missing(after)))
+    return result
+
+
+class HubClient:
+    """The Hub through ``huggingface_hub`` (imported here, lazily).
+
+    ``endpoint`` is the Hub's base URL (``HF_ENDPOINT``); ``token`` may be
+    empty. Downloads go into ``<hf_home>/hub`` with huggingface_hub's own
+    locking, ``.incomplete`` files and HTTP range retries.
+    """
+
+    def __init__(self, endpoint, token, hf_home, timeout=30.0):
+        # The module may inherit the engines' environment: never run offline, never draw bars.
+        os.environ.pop("HF_HUB_OFFLINE", None)
+        os.environ["HF_HUB_DISABLE_PROGRESS_BARS"] = "1"
+        os.environ["HF_HUB_DISABLE_TELEMETRY"] = "1"
+        os.environ["HF_HOME"] = hf_home
+        import huggingface_hub  # pylint: disable=import-outside-toplevel
+
+        self._hf = huggingface_hub
+        self.endpoint = endpoint.rstrip("/")
+        self.token = token or False  # False: never read a token file from the host
+        self.cache_dir = os.path.join(hf_home, "hub")
+        self.timeout = timeout
+        self.api = huggingface_hub.HfApi(endpoint=self.endpoint, token=self.token)
+
+    def reachable(self):
+        """Fail fast (``OSError``) when nothing accepts a TCP connection at the endpoint.
+
+        huggingface_hub retries a refused connection with backoff for about
+        half a minute; a deploy should say at once that the endpoint is down.
+        """
+        url = urlsplit(self.endpoint)
+        port = url.port or (443 if url.scheme == "https" else 80)
+        socket.create_connection((url.hostname, port), timeout=min(self.timeout, 10.0)).close()
+
+    def list_files(self, repo, revision):
+        self.reachable()
+        return list(self.api.list_repo_tree(repo, revision=revision, recursive=True))
+
+    def download(self, repo, revision, path):
+        return self._hf.hf_hub_download(repo, path, revision=revision, cache_dir=self.cache_dir,
+                                        endpoint=self.endpoint, token=self.token, etag_timeout=self.timeout)

@@ -1,0 +1,181 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, launchcard.inference contributors
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+
+from __future__ import annotations
+
+DOCUMENTATION = r"""
+---
+module: hf_snapshot
+short_description: Make one revision of a Hugging Face model repository complete in the host's cache
+version_added: 1.0.0
+description:
+  - Lists the files of O(repo) at O(revision) on the Hub (one C(list_repo_tree) call) and compares them with the
+    Hugging Face cache under O(hf_home) (C(HF_HOME); the snapshot is C(hub/models--OWNER--NAME/snapshots/REVISION)).
+    A file counts as present when the snapshot holds it with exactly the size in bytes that the Hub lists.
+  - When every file is present nothing is downloaded and the result is C(changed=false).
+  - Otherwise only the missing files, and those whose size is wrong (their blob is removed first), are downloaded
+    with C(huggingface_hub) (C(hf_hub_download)), and the snapshot is checked again.
+  - Resuming is per file - a run keeps every file already complete; within a file C(huggingface_hub) retries an
+    interrupted transfer with a range request; the partial file left by a killed run is removed.
+  - Files and folders of the repository are made readable by every user (C(a+r), folders C(a+rx)), so an engine
+    running as a dedicated user can read what was downloaded as root.
+  - Errors carry a C(cause) - V(wrong revision), V(repository not found), V(hub unreachable), V(incomplete)
+    (O(source=path)), V(truncated download), V(hub error) - and a message naming the revision, endpoint or files.
+requirements:
+  - huggingface_hub (on the managed host; the launchcard.inference.weights role installs it into a virtualenv)
+options:
+  repo:
+    description: The model repository, C(owner/name).
+    type: str
+    required: true
+  revision:
+    description: The commit hash (40 hex digits) to stage.
+    type: str
+    required: true
+  hf_home:
+    description: The Hugging Face home of the engines (C(HF_HOME)); the cache is its C(hub) folder.
+    type: path
+    required: true
+  endpoint:
+    description: Base URL of the Hub (C(HF_ENDPOINT)), for example an internal mirror.
+    type: str
+    default: https://huggingface.co
+  token:
+    description: Hugging Face token for gated or private repositories; empty for none. Never returned or logged.
+    type: str
+    default: ""
+  source:
+    description:
+      - V(hub) downloads what is missing.
+      - V(path) only verifies (a shared filesystem already holds the weights) and fails when something is missing.
+    type: str
+    choices: [hub, path]
+    default: hub
+  timeout:
+    description: Seconds to wait for the Hub to answer one request (not for a whole download).
+    type: float
+    default: 30
+  venv:
+    description:
+      - A virtualenv, made with the same Python that runs this module, holding C(huggingface_hub); its
+        C(site-packages) folder is searched first. Empty - C(huggingface_hub) must be importable as is.
+    type: path
+author:
+  - launchcard.inference contributors (@launchcard)
+extends_documentation_fragment:
+  - launchcard.inference.attributes
+attributes:
+  check_mode:
+    details: Lists the repository and reports the files it would download (RV(would_download)); downloads nothing.
+  diff_mode:
+    support: none
+"""
+
+EXAMPLES = r"""
+- name: Stage the card's revision in the engines' Hugging Face cache
+  launchcard.inference.hf_snapshot:
+    repo: zai-org/GLM-5.3-Flash
+    revision: 46a050bec13002ad29ee795c16e61cf4fa3c4a9c
+    hf_home: /var/lib/launchcard/models
+    endpoint: http://hub-mirror.internal:8080
+    token: "{{ hf_token }}"
+    venv: /opt/launchcard/hf
+"""
+
+RETURN = r"""
+complete:
+  description: Whether every file of the revision is in the snapshot with its listed size.
+  returned: success
+  type: bool
+bytes_total:
+  description: Bytes of the revision, as the Hub lists them.
+  returned: success
+  type: int
+bytes_present:
+  description: Bytes already in the snapshot before this run.
+  returned: success
+  type: int
+bytes_done:
+  description: Bytes downloaded by this run (0 in check mode).
+  returned: success
+  type: int
+files_total:
+  description: Number of files of the revision.
+  returned: success
+  type: int
+downloaded:
+  description: Repository paths downloaded by this run.
+  returned: success
+  type: list
+  elements: str
+would_download:
+  description: Check mode; the repository paths a real run would download.
+  returned: success
+  type: list
+  elements: str
+snapshot:
+  description: The snapshot folder on the host.
+  returned: success
+  type: str
+  sample: /var/lib/launchcard/models/hub/models--zai-org--GLM-5.3-Flash/snapshots/46a050bec13002ad29ee795c16e61cf4fa3c4a9c
+cause:
+  description: On failure, the short cause (see the description).
+  returned: failure
+  type: str
+  sample: wrong revision
+"""
+
+import os
+import re
+import sys
+
+from ansible.module_utils.basic import AnsibleModule, missing_required_lib
+
+from ansible_collections.launchcard.inference.plugins.module_utils._hf_snapshot import (
+    HubClient, WeightsError, ensure_snapshot)
+
+_COMMIT = re.compile(r"^[0-9a-f]{40}$")
+
+
+def main():
+    module = AnsibleModule(
+        argument_spec=dict(
+            repo=dict(type="str", required=True),
+            revision=dict(type="str", required=True),
+            hf_home=dict(type="path", required=True),
+            endpoint=dict(type="str", default="https://huggingface.co"),
+            token=dict(type="str", default="", no_log=True),
+            source=dict(type="str", default="hub", choices=["hub", "path"]),
+            timeout=dict(type="float", default=30.0),
+            venv=dict(type="path"),
+        ),
+        supports_check_mode=True,
+    )
+    p = module.params
+    if not _COMMIT.match(p["revision"]):
+        module.fail_json(msg="revision must be a commit hash (40 lowercase hex digits), found %r" % p["revision"],
+                         cause="wrong revision")
+    if p["venv"]:
+        site = os.path.join(p["venv"], "lib", "python%d.%d" % sys.version_info[:2], "site-packages")
+        if not os.path.isdir(site):
+            module.fail_json(msg="%s has no %s: it was not made with this Python (%s)" % (p["venv"], site, sys.executable),
+                             cause="hub error")
+        sys.path.insert(0, site)
+    try:
+        client = HubClient(p["endpoint"], p["token"], p["hf_home"], timeout=p["timeout"])
+    except ImportError as exc:
+        module.fail_json(msg=missing_required_lib("huggingface_hub"), exception=str(exc), cause="hub error")
+    try:
+        result = ensure_snapshot(client, p["hf_home"], p["repo"], p["revision"], check_mode=module.check_mode,
+                                 verify_only=p["source"] == "path")
+    except WeightsError as exc:
+        module.fail_json(msg="%s: %s" % (exc.cause, exc.message), cause=exc.cause)
+    except OSError as exc:
+        module.fail_json(msg="cannot write the cache under %s: %s" % (p["hf_home"], exc), cause="hub error")
+    module.exit_json(**result)
+
+
+if __name__ == "__main__":
+    main()

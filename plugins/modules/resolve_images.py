@@ -1,0 +1,85 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, launchcard.inference contributors
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+
+from __future__ import annotations
+
+DOCUMENTATION = r"""
+---
+module: resolve_images
+short_description: Resolve each distinct image of a plan to its manifest digest, once, on the controller
+version_added: 1.0.0
+description:
+  - Runs on the controller (an action plugin). For each distinct image of O(plan) (or O(images)) that names no
+    digest, asks the registry for the manifest digest of its tag (C(HEAD /v2/NAME/manifests/TAG), OCI index and
+    Docker manifest list media types first, so a multi-architecture image resolves to its index) and returns
+    C(NAME@sha256:...). An image that already names a digest is used as written and costs no request.
+  - Answers a registry's C(401) Bearer challenge with a token from its realm, sending O(credentials) for that
+    registry as basic auth.
+  - Errors name the image and the cause (no such image or tag, refused credentials, unreachable registry).
+  - Not yet called by the roles; the runtime role pulls and pins per host.
+options:
+  plan:
+    description: The plan (C(launchcard_plan)); every instance's C(image) is resolved.
+    type: dict
+  images:
+    description: Image references to resolve, instead of O(plan).
+    type: list
+    elements: str
+  mirrors:
+    description:
+      - >-
+        Registry (as in the reference, C(docker.io) for Docker Hub) to base URL of a mirror serving the same names,
+        for example C({"docker.io": "http://10.0.0.5:5000"}). Other registries are reached at C(https://REGISTRY).
+    type: dict
+    default: {}
+  credentials:
+    description: Registry to C({username, password}). Never returned or logged.
+    type: dict
+    default: {}
+  timeout:
+    description: Seconds to wait for one registry request.
+    type: float
+    default: 30
+author:
+  - launchcard.inference contributors (@launchcard)
+extends_documentation_fragment:
+  - launchcard.inference.attributes.controller
+  - launchcard.inference.attributes.read_only
+  - launchcard.inference.attributes
+  - ansible.builtin.action_common_attributes.flow
+attributes:
+  action:
+    support: full
+  async:
+    support: none
+  bypass_host_loop:
+    support: none
+"""
+
+EXAMPLES = r"""
+- name: Resolve every image of the plan once
+  launchcard.inference.resolve_images:
+    plan: "{{ launchcard_plan }}"
+    credentials:
+      docker.io: {username: "{{ registry_user }}", password: "{{ registry_password }}"}
+  run_once: true
+  register: resolved
+"""
+
+RETURN = r"""
+image_refs:
+  description: Image as the card wrote it to C(NAME@sha256:...).
+  returned: always
+  type: dict
+  sample: {"vllm/vllm-openai:v0.11.0": "vllm/vllm-openai@sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"}
+plan:
+  description: With O(plan), a copy of it with C(image_refs) and each instance's C(image_ref).
+  returned: when plan is given
+  type: dict
+registry_requests:
+  description: HTTP requests made (tokens included).
+  returned: always
+  type: int
+"""

@@ -1,0 +1,234 @@
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, launchcard.inference contributors
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Resolve each distinct image of a plan to its manifest digest, once, on the controller.
+
+Pure Python, no Ansible import. Every host then pulls ``name@sha256:...``, so
+two hosts can never run different bytes for one tag, and a tag that moves
+in the registry does not move a running fleet.
+
+References follow the Docker reference grammar
+(https://github.com/distribution/reference/blob/main/reference.go): a first
+path component with a ``.`` or ``:``, or ``localhost``, names the registry;
+otherwise the registry is Docker Hub (``docker.io``, API host
+``registry-1.docker.io``) and a one-component name gets ``library/``. The tag
+defaults to ``latest``.
+
+The digest is the registry's ``Docker-Content-Digest`` for
+``HEAD /v2/<name>/manifests/<tag>`` (OCI distribution spec, "Pulling
+manifests": https://github.com/opencontainers/distribution-spec/blob/main/spec.md),
+asking for the OCI index, Docker manifest list, OCI manifest and Docker v2
+manifest media types, so a multi-architecture image resolves to its index.
+Without that header the manifest is fetched with ``GET`` and its sha256 taken.
+A ``401`` with ``WWW-Authenticate: Bearer realm=...,service=...,scope=...``
+is answered with a token from the realm (Docker's token protocol:
+https://distribution.github.io/distribution/spec/auth/token/), sending the
+registry's credentials, when given, as HTTP basic auth.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import json
+import re
+import urllib.error
+import urllib.parse
+import urllib.request
+
+DOCKER_HUB = "docker.io"
+DOCKER_HUB_API = "registry-1.docker.io"
+MANIFEST_TYPES = (
+    "application/vnd.oci.image.index.v1+json",
+    "application/vnd.docker.distribution.manifest.list.v2+json",
+    "application/vnd.oci.image.manifest.v1+json",
+    "application/vnd.docker.distribution.manifest.v2+json",
+)
+_DIGEST = re.compile(r"^sha256:[0-9a-f]{64}$")
+_NAME_COMPONENT = re.compile(r"^[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*$")
+_TAG = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}$")
+
+
+class ImageError(ValueError):
+    """An image that cannot be resolved: names the image and the cause."""
+
+
+def parse_reference(ref):
+    """Split an image reference.
+
+    :returns: ``{"registry", "repository", "tag", "digest", "name"}``; ``name``
+        is the reference without tag or digest as written (``vllm/vllm-openai``);
+        ``tag`` is ``None`` when only a digest is given.
+    :raises ImageError: the reference is not valid.
+    """
+    if not isinstance(ref, str) or not ref or ref != ref.strip():
+        raise ImageError("image %r is not a reference" % (ref,))
+    rest, digest = ref, None
+    if "@" in rest:
+        rest, digest = rest.split("@", 1)
+        if not _DIGEST.match(digest):
+            raise ImageError("image %s: digest must be sha256:<64 hex>, found %s" % (ref, digest))
+    tag = None
+    last = rest.rsplit("/", 1)[-1]
+    if ":" in last:
+        rest, tag = rest.rsplit(":", 1)
+        if not _TAG.match(tag):
+            raise ImageError("image %s: invalid tag %r" % (ref, tag))
+    parts = rest.split("/")
+    if len(parts) > 1 and ("." in parts[0] or ":" in parts[0] or parts[0] == "localhost"):
+        registry, path = parts[0], parts[1:]
+    else:
+        registry, path = DOCKER_HUB, parts
+        if len(path) == 1:
+            path = ["library"] + path
+    if not path or not all(_NAME_COMPONENT.match(p) for p in path):
+        raise ImageError("image %s: invalid repository name %r" % (ref, "/".join(path)))
+    if tag is None and digest is None:
+        tag = "latest"
+    return {"registry": registry, "repository": "/".join(path), "tag": tag, "digest": digest, "name": rest}
+
+
+def pinned(ref, digest):
+    """``name@digest``: the reference as written, without its tag, pinned to ``digest``."""
+    return "%s@%s" % (parse_reference(ref)["name"], digest)
+
+
+def distinct_images(plan):
+    """Sorted distinct images of every instance of ``plan`` (``plan["hosts"][h]["instances"][i]["image"]``)."""
+    return sorted({i["image"] for hp in plan.get("hosts", {}).values() for i in hp.get("instances", [])
+                   if i.get("image")})
+
+
+def resolve_all(images, resolve):
+    """``{image: name@sha256:...}`` for each distinct image.
+
+    ``resolve(parsed_reference) -> "sha256:..."`` is called once per image
+    that names no digest; an image that names one is used as written.
+    """
+    refs = {}
+    for image in sorted(set(images)):
+        ref = parse_reference(image)
+        if ref["digest"]:
+            refs[image] = image
+            continue
+        digest = resolve(ref)
+        if not _DIGEST.match(digest or ""):
+            raise ImageError("image %s: the registry answered digest %r" % (image, digest))
+        refs[image] = pinned(image, digest)
+    return refs
+
+
+def pin_plan(plan, refs):
+    """A copy of ``plan`` with ``image_refs`` (``{image: ref}``) and each instance's ``image_ref``."""
+    out = json.loads(json.dumps(plan))
+    out["image_refs"] = dict(refs)
+    for hp in out.get("hosts", {}).values():
+        for inst in hp.get("instances", []):
+            if inst.get("image"):
+                inst["image_ref"] = refs[inst["image"]]
+    return out
+
+
+def _parse_challenge(header):
+    scheme, dummy, params = (header or "").partition(" ")
+    return scheme.lower(), dict(re.findall(r'(\w+)="([^"]*)"', params))
+
+
+class RegistryClient:
+    """Manifest digests over the registry HTTP API.
+
+    :param mirrors: ``{registry: base URL}``, e.g. ``{"docker.io": "http://198.18.0.1:5000"}``
+        (an internal mirror serves the same names); other registries are reached at ``https://<registry>``.
+    :param credentials: ``{registry: {"username", "password"}}``, sent only to that registry's token realm
+        (or as basic auth when it asks for it).
+    :param opener: a ``urllib.request.OpenerDirector`` (tests); default: ``urllib.request.build_opener()``.
+    """
+
+    def __init__(self, mirrors=None, credentials=None, timeout=30.0, opener=None):
+        self.mirrors = dict(mirrors or {})
+        self.credentials = dict(credentials or {})
+        self.timeout = timeout
+        self.opener = opener or urllib.request.build_opener()
+        self.requests = 0
+
+    def base_url(self, registry):
+        if registry in self.mirrors:
+            return self.mirrors[registry].rstrip("/")
+        return "https://" + (DOCKER_HUB_API if registry == DOCKER_HUB else registry)
+
+    def _basic(self, registry):
+        cred = self.credentials.get(registry)
+        if not cred:
+            return None
+        raw = ("%s:%s" % (cred.get("username", ""), cred.get("password", ""))).encode()
+        return "Basic " + base64.b64encode(raw).decode()
+
+    def _open(self, method, url, headers):
+        self.requests += 1
+        req = urllib.request.Request(url, method=method, headers=headers)
+        return self.opener.open(req, timeout=self.timeout)
+
+    def _token(self, registry, challenge, image):
+        realm = challenge.get("realm")
+        if not realm:
+            raise ImageError("image %s: %s asked for a token without a realm" % (image, registry))
+        query = {k: challenge[k] for k in ("service", "scope") if challenge.get(k)}
+        url = realm + ("?" + urllib.parse.urlencode(query) if query else "")
+        headers = {}
+        if self._basic(registry):
+            headers["Authorization"] = self._basic(registry)
+        try:
+            with self._open("GET", url, headers) as resp:
+                doc = json.loads(resp.read() or b"{}")
+        except urllib.error.HTTPError as exc:
+            raise ImageError("image %s: the token service of %s refused (HTTP %d): check the registry credentials"
+                             % (image, registry, exc.code))
+        token = doc.get("token") or doc.get("access_token")
+        if not token:
+            raise ImageError("image %s: the token service of %s returned no token" % (image, registry))
+        return token
+
+    def resolve(self, ref):
+        """``sha256:...`` of the manifest ``ref`` (as :func:`parse_reference` returns) points at.
+
+        :raises ImageError: unknown image or tag (404), refused credentials (401/403 after
+            authenticating), unreachable registry, or a manifest without a digest.
+        """
+        image = "%s:%s" % (ref["name"], ref["tag"])
+        url = "%s/v2/%s/manifests/%s" % (self.base_url(ref["registry"]), ref["repository"], ref["tag"])
+        headers = {"Accept": ", ".join(MANIFEST_TYPES)}
+        for attempt in (1, 2):
+            for method in ("HEAD", "GET"):
+                try:
+                    with self._open(method, url, headers) as resp:
+                        digest = resp.headers.get("Docker-Content-Digest")
+                        if digest:
+                            return digest.strip()
+                        if method == "GET":
+                            return "sha256:" + hashlib.sha256(resp.read()).hexdigest()
+                except urllib.error.HTTPError as exc:
+                    if exc.code == 401 and attempt == 1:
+                        scheme, challenge = _parse_challenge(exc.headers.get("WWW-Authenticate"))
+                        if scheme == "bearer":
+                            headers["Authorization"] = "Bearer " + self._token(ref["registry"], challenge, image)
+                        elif scheme == "basic" and self._basic(ref["registry"]):
+                            headers["Authorization"] = self._basic(ref["registry"])
+                        else:
+                            raise ImageError("image %s: %s needs credentials (HTTP 401)" % (image, ref["registry"]))
+                        break
+                    if exc.code in (401, 403):
+                        raise ImageError("image %s: %s refused the credentials (HTTP %d)"
+                                         % (image, ref["registry"], exc.code))
+                    if exc.code == 404:
+                        raise ImageError("image %s: no such image or tag in %s (HTTP 404 at %s)"
+                                         % (image, ref["registry"], url))
+                    if method == "HEAD" and exc.code == 405:
+                        continue
+                    raise ImageError("image %s: %s answered HTTP %d" % (image, ref["registry"], exc.code))
+                except (urllib.error.URLError, OSError) as exc:
+                    reason = getattr(exc, "reason", exc)
+                    raise ImageError("image %s: cannot reach the registry at %s: %s" % (
+                        image, self.base_url(ref["registry"]), reason))
+            else:
+                break
+        raise ImageError("image %s: %s returned no manifest digest" % (image, ref["registry"]))

@@ -1,0 +1,62 @@
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, launchcard.inference contributors
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The hf_snapshot module end to end in-process: the real huggingface_hub client against the sandbox
+hub endpoint (tests/sandbox/hub) on 127.0.0.1; check mode, a download, a no-op, refused input."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+
+import pytest
+
+from ansible.module_utils.testing import patch_module_args
+from ansible_collections.launchcard.inference.plugins.modules import hf_snapshot
+
+pytest.importorskip("huggingface_hub")
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))))
+REPO = "zai-org/GLM-5.3-Flash"
+REV = "46a050bec13002ad29ee795c16e61cf4fa3c4a9c"
+TOKEN = "hf_moduleTESTtoken42"
+
+
+@pytest.fixture(scope="module")
+def hub():
+    sys.path.insert(0, os.path.join(ROOT, "tests", "sandbox"))
+    from hub import server
+    srv = server.start(server.Hub(["%s@%s" % (REPO, REV)]))
+    yield "http://127.0.0.1:%d" % srv.server_address[1], server.generate_repo(REPO, REV)
+    srv.shutdown()
+    srv.server_close()
+
+
+def run(capsys, **args):
+    with patch_module_args(args):
+        with pytest.raises(SystemExit) as info:
+            hf_snapshot.main()
+    out = capsys.readouterr().out
+    assert TOKEN not in out
+    return info.value.code, json.loads(out)
+
+
+def test_check_mode_then_download_then_no_op(hub, tmp_path, capsys):
+    url, files = hub
+    args = dict(repo=REPO, revision=REV, hf_home=str(tmp_path), endpoint=url, token=TOKEN)
+    rc, out = run(capsys, _ansible_check_mode=True, **args)
+    assert rc == 0 and out["changed"] and sorted(out["would_download"]) == sorted(files)
+    assert out["bytes_done"] == 0 and not (tmp_path / "hub" / "models--zai-org--GLM-5.3-Flash" / "snapshots").exists()
+    rc, out = run(capsys, **args)
+    assert rc == 0 and out["changed"] and out["complete"]
+    assert out["bytes_done"] == out["bytes_total"] == sum(len(b) for b in files.values())
+    rc, out = run(capsys, **args)
+    assert rc == 0 and not out["changed"] and out["bytes_done"] == 0
+
+
+def test_refused_input_names_the_field(hub, tmp_path, capsys):
+    url, dummy = hub
+    rc, out = run(capsys, repo=REPO, revision="main", hf_home=str(tmp_path), endpoint=url)
+    assert rc == 1 and out["cause"] == "wrong revision" and "revision must be a commit hash" in out["msg"]
+    rc, out = run(capsys, repo=REPO, revision=REV, hf_home=str(tmp_path), endpoint=url, venv=str(tmp_path / "novenv"))
+    assert rc == 1 and "was not made with this Python" in out["msg"]

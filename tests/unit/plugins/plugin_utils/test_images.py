@@ -1,0 +1,154 @@
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, launchcard.inference contributors
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Image digest resolution: the reference grammar, one request per distinct image, a registry's
+Bearer token flow, and errors naming image and cause. The registry is a small HTTP server on
+127.0.0.1 speaking the distribution API's manifest and token endpoints (test code)."""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import json
+import re
+import socket
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from urllib.parse import parse_qs, urlsplit
+
+import pytest
+
+from ansible_collections.launchcard.inference.plugins.plugin_utils import _images as im
+
+D1 = "sha256:" + "a" * 64
+
+
+@pytest.mark.parametrize("ref, want", [
+    ("vllm/vllm-openai:nightly", ("docker.io", "vllm/vllm-openai", "nightly", None, "vllm/vllm-openai")),
+    ("ubuntu", ("docker.io", "library/ubuntu", "latest", None, "ubuntu")),
+    ("lmsysorg/sglang", ("docker.io", "lmsysorg/sglang", "latest", None, "lmsysorg/sglang")),
+    ("localhost:5000/a/b:1.0", ("localhost:5000", "a/b", "1.0", None, "localhost:5000/a/b")),
+    ("ghcr.io/o/x@" + D1, ("ghcr.io", "o/x", None, D1, "ghcr.io/o/x")),
+    ("nvcr.io/nvidia/x:25.01-py3@" + D1, ("nvcr.io", "nvidia/x", "25.01-py3", D1, "nvcr.io/nvidia/x")),
+])
+def test_references_parse_as_docker_reads_them(ref, want):
+    p = im.parse_reference(ref)
+    assert (p["registry"], p["repository"], p["tag"], p["digest"], p["name"]) == want
+
+
+@pytest.mark.parametrize("ref", ["", "UPPER/case:1", "x@sha256:abc", "a/b:bad tag", " a/b"])
+def test_bad_references_are_refused_naming_the_image(ref):
+    with pytest.raises(im.ImageError):
+        im.parse_reference(ref)
+
+
+def test_one_resolution_per_distinct_image_and_digests_used_as_written():
+    plan = {"hosts": {
+        "a": {"instances": [{"image": "lmsysorg/sglang:latest"}, {"image": "vllm/vllm-openai:nightly"}]},
+        "b": {"instances": [{"image": "lmsysorg/sglang:latest"}, {"image": "ghcr.io/o/x@" + D1}]},
+        "r": {"instances": [{"image": None}]}}}
+    asked = []
+
+    def resolve(ref):
+        asked.append(ref["name"])
+        return "sha256:" + hashlib.sha256(ref["name"].encode()).hexdigest()
+
+    refs = im.resolve_all(im.distinct_images(plan), resolve)
+    assert sorted(asked) == ["lmsysorg/sglang", "vllm/vllm-openai"]
+    assert refs["ghcr.io/o/x@" + D1] == "ghcr.io/o/x@" + D1
+    assert refs["lmsysorg/sglang:latest"] == "lmsysorg/sglang@sha256:" + hashlib.sha256(b"lmsysorg/sglang").hexdigest()
+    pinned = im.pin_plan(plan, refs)
+    assert [i["image_ref"] for i in pinned["hosts"]["b"]["instances"][:2]] == [
+        refs["lmsysorg/sglang:latest"], "ghcr.io/o/x@" + D1]
+    assert "image_ref" not in plan["hosts"]["a"]["instances"][0]  # the input is not changed
+
+
+def test_a_registry_answer_that_is_not_a_digest_is_refused():
+    with pytest.raises(im.ImageError, match="a/b:1"):
+        im.resolve_all(["a/b:1"], lambda ref: "md5:xyz")
+
+
+class _Registry(BaseHTTPRequestHandler):
+    """Manifests need a Bearer token from /token, which needs basic auth user:secret."""
+
+    manifests = {}  # (repo, tag) -> bytes
+    no_digest_header = set()
+    log = []
+
+    def log_message(self, *args):
+        pass
+
+    def _reply(self, code, body=b"", headers=()):
+        self.send_response(code)
+        for k, v in headers:
+            self.send_header(k, v)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        if self.command != "HEAD":
+            self.wfile.write(body)
+
+    def do_HEAD(self):  # noqa: N802
+        self.do_GET()
+
+    def do_GET(self):  # noqa: N802
+        url = urlsplit(self.path)
+        self.log.append((self.command, url.path))
+        host = "http://%s:%d" % self.server.server_address
+        if url.path == "/token":
+            ok = self.headers.get("Authorization") == "Basic " + base64.b64encode(b"user:secret").decode()
+            scope = parse_qs(url.query).get("scope", [""])[0]
+            return self._reply(200 if ok else 401, json.dumps({"token": "tok:" + scope}).encode() if ok else b"")
+        m = re.match(r"^/v2/(.+)/manifests/([^/]+)$", url.path)
+        if not m:
+            return self._reply(404)
+        scope = "repository:%s:pull" % m.group(1)
+        if self.headers.get("Authorization") != "Bearer tok:" + scope:
+            return self._reply(401, headers=[("WWW-Authenticate", 'Bearer realm="%s/token",service="reg",scope="%s"'
+                                              % (host, scope))])
+        body = self.manifests.get((m.group(1), m.group(2)))
+        if body is None:
+            return self._reply(404)
+        headers = [("Content-Type", im.MANIFEST_TYPES[0])]
+        if m.group(2) not in self.no_digest_header:
+            headers.append(("Docker-Content-Digest", "sha256:" + hashlib.sha256(body).hexdigest()))
+        return self._reply(200, body, headers)
+
+
+@pytest.fixture
+def registry():
+    _Registry.manifests = {("library/ubuntu", "24.04"): b'{"schemaVersion":2,"a":1}',
+                           ("vllm/vllm-openai", "nightly"): b'{"schemaVersion":2,"b":2}'}
+    _Registry.no_digest_header = {"nightly"}
+    _Registry.log = []
+    srv = ThreadingHTTPServer(("127.0.0.1", 0), _Registry)
+    threading.Thread(target=srv.serve_forever, daemon=True).start()
+    yield "http://127.0.0.1:%d" % srv.server_address[1]
+    srv.shutdown()
+    srv.server_close()
+
+
+def test_the_registry_digest_through_a_bearer_token(registry):
+    creds = {"docker.io": {"username": "user", "password": "secret"}}
+    client = im.RegistryClient(mirrors={"docker.io": registry}, credentials=creds)
+    refs = im.resolve_all(["ubuntu:24.04", "vllm/vllm-openai:nightly"], client.resolve)
+    assert refs["ubuntu:24.04"] == "ubuntu@sha256:" + hashlib.sha256(b'{"schemaVersion":2,"a":1}').hexdigest()
+    # no Docker-Content-Digest header: the manifest's own sha256
+    assert refs["vllm/vllm-openai:nightly"] == "vllm/vllm-openai@sha256:" + hashlib.sha256(
+        b'{"schemaVersion":2,"b":2}').hexdigest()
+    heads = [p for m, p in _Registry.log if m == "HEAD" and "/manifests/" in p]
+    assert sorted(set(heads)) == ["/v2/library/ubuntu/manifests/24.04", "/v2/vllm/vllm-openai/manifests/nightly"]
+
+
+def test_errors_name_the_image_and_the_cause(registry):
+    good = {"docker.io": {"username": "user", "password": "secret"}}
+    with pytest.raises(im.ImageError, match=r"ubuntu:99\.99: no such image or tag in docker\.io"):
+        im.resolve_all(["ubuntu:99.99"], im.RegistryClient(mirrors={"docker.io": registry}, credentials=good).resolve)
+    with pytest.raises(im.ImageError, match=r"ubuntu:24\.04: the token service of docker\.io refused"):
+        im.resolve_all(["ubuntu:24.04"], im.RegistryClient(
+            mirrors={"docker.io": registry}, credentials={"docker.io": {"username": "user", "password": "x"}}).resolve)
+    sock = socket.socket()
+    sock.bind(("127.0.0.1", 0))
+    port = sock.getsockname()[1]
+    sock.close()
+    with pytest.raises(im.ImageError, match=r"ubuntu:24\.04: cannot reach the registry at http://127\.0\.0\.1:%d" % port):
+        im.resolve_all(["ubuntu:24.04"], im.RegistryClient(mirrors={"docker.io": "http://127.0.0.1:%d" % port}).resolve)
