@@ -11,7 +11,7 @@ export PATH := $(BIN):$(PATH)
 export ANSIBLE_CONFIG := $(ROOT)/ansible.cfg
 export PYTHONDONTWRITEBYTECODE := 1
 
-.PHONY: demo test setup venv host-deps sandbox-up sandbox-down deploy units lint sanity integration e2e bench build clean molecule molecule-rocm molecule-ascend
+.PHONY: demo test setup venv host-deps sandbox-up sandbox-down deploy units lint sanity integration e2e bench bench-upgrade build clean molecule molecule-rocm molecule-ascend
 
 demo: setup sandbox-up deploy ## Boot the sandbox fleet and deploy the example card (twice is fine)
 	@$(BIN)/python tests/sandbox/demo_request.py -i $(INVENTORY)
@@ -66,6 +66,9 @@ e2e: ## Deploy the example card onto the sandbox fleet, twice
 
 bench: setup ## No-op re-run of deploy against `ansible all -m ping`
 	bash bench/noop_vs_ping.sh
+
+bench-upgrade: setup ## upgrade.yml time per host against fleet size (2 and 4 replicas)
+	bash bench/upgrade_per_host.sh
 
 molecule: setup ## roles/nvidia on sandbox hosts against the stand-in package repository (molecule test)
 	cd roles/nvidia && ANSIBLE_ROLES_PATH=$(ROOT)/roles ANSIBLE_COLLECTIONS_PATH=$(ROOT)/.collections \

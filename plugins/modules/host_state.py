@@ -41,7 +41,7 @@ options:
     default: launchcard-
   card:
     description:
-      - O(state=present) - the card the host serves, C({key, sha256, repo, revision}).
+      - "O(state=present) - the card the host serves, C({key, sha256, repo, revision})."
     type: dict
     default: {}
   instances:
@@ -52,7 +52,7 @@ options:
     default: []
   runtime:
     description:
-      - O(state=present) - what runs the engines, for example C({kind: native, venv: /opt/launchcard/venv, packages: [...]}).
+      - "O(state=present) - what runs the engines, for example C({kind: native, packages: [...], image_refs: {}})."
     type: dict
     default: {}
 author:
