@@ -53,8 +53,8 @@ def converge(api, remove, add, request, timeout=60.0, interval=0.5, clock=time.m
         if url in now:
             status, body = request("%s/workers/%s" % (api, now[url]["id"]), method="DELETE")
             if status not in (200, 202, 204):
-                raise RuntimeError("DELETE %s/workers/%s (%s) answered %d: %s" % (api, now[url]["id"], url, status,
-                                                                                 body[:200]))
+                raise RuntimeError("DELETE %s/workers/%s (%s) answered %d: %s" % (
+                    api, now[url]["id"], url, status, body[:200]))
             removed.append(url)
     for url in add:
         if url not in now:
