@@ -11,7 +11,7 @@ export PATH := $(BIN):$(PATH)
 export ANSIBLE_CONFIG := $(ROOT)/ansible.cfg
 export PYTHONDONTWRITEBYTECODE := 1
 
-.PHONY: help demo test setup venv host-deps sandbox-up sandbox-down deploy undeploy units lint sanity integration e2e bench bench-render build clean molecule molecule-rocm molecule-ascend ee
+.PHONY: help demo test setup venv host-deps sandbox-up sandbox-down deploy undeploy units lint sanity integration e2e bench bench-render bench-upgrade build clean molecule molecule-rocm molecule-ascend ee
 
 demo: setup sandbox-up deploy ## Boot the sandbox fleet and deploy the example card (twice is fine)
 	@$(BIN)/python tests/sandbox/demo_request.py -i $(INVENTORY)
@@ -78,6 +78,9 @@ bench: setup ## No-op re-run of deploy against `ansible all -m ping`, at 8 and 2
 
 bench-render: setup ## render.yml at 8/64/256 hosts and the planner at 1,000/10,000 hosts (no host contacted)
 	$(BIN)/python bench/render_and_plan.py
+
+bench-upgrade: setup ## upgrade.yml time per host against fleet size (2 and 4 replicas)
+	bash bench/upgrade_per_host.sh
 
 molecule: setup ## roles/nvidia on sandbox hosts against the stand-in package repository (molecule test)
 	cd roles/nvidia && ANSIBLE_ROLES_PATH=$(ROOT)/roles ANSIBLE_COLLECTIONS_PATH=$(ROOT)/.collections \

@@ -227,3 +227,12 @@ def test_cli_usage_errors():
     res = subprocess.run([sys.executable, "-m", "launchcard_standin_engine", "vllm", "--version"],
                          env=env, capture_output=True, text=True, timeout=20, check=False)
     assert res.returncode == 0 and "stand-in" in res.stdout
+
+
+def test_told_to_fail_health(procs):
+    port = free_port()
+    proc = procs.engine("sglang", "serve", "--model-path", "m", "--host", "127.0.0.1", "--port", str(port),
+                        env={"LAUNCHCARD_STANDIN_FAIL_HEALTH": "1"})
+    wait_port(port, proc=proc)
+    status, body = http("GET", f"http://127.0.0.1:{port}/health")
+    assert status == 503 and "LAUNCHCARD_STANDIN_FAIL_HEALTH" in body

@@ -26,6 +26,8 @@ What it imitates (and how far):
 * SGLang EPD: ``--encoder-only`` servers answer health; ``--language-only``
   servers answer 503 on ``/health`` until every ``--encoder-urls`` URL has
   answered ``GET /health`` with 200 (polled in the background).
+* ``LAUNCHCARD_STANDIN_FAIL_HEALTH=1``: ``/health`` answers 503 for ever (a
+  new revision that never turns healthy, for the upgrade rollback test).
 
 SIGTERM/SIGINT: drain (health turns 503), close the ports, exit 0.
 """
@@ -99,6 +101,8 @@ class EngineState:
     def health_status(self) -> Tuple[int, str]:
         if self.draining:
             return 503, "server is draining (SIGTERM received)"
+        if os.environ.get("LAUNCHCARD_STANDIN_FAIL_HEALTH", "") not in ("", "0"):
+            return 503, "told to fail (LAUNCHCARD_STANDIN_FAIL_HEALTH)"
         if time.time() < self.warmup_until:
             return 503, "server is warming up"
         if not self.encoders_ready:

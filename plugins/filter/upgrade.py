@@ -1,0 +1,63 @@
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, launchcard.inference contributors
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Filters of playbooks/upgrade.yml; the logic is in plugin_utils._rollout."""
+
+from __future__ import annotations
+
+from ansible.errors import AnsibleFilterError
+from ansible.module_utils.common.text.converters import to_text
+
+from ansible_collections.launchcard.inference.plugins.plugin_utils import _rollout as rollout
+from ansible_collections.launchcard.inference.plugins.plugin_utils import _units as units
+
+
+def upgrade_card(cards, key):
+    """``{key, sha256, repo, revision}`` of one loaded card, for the host's record."""
+    card = (cards or {}).get(key)
+    if card is None:
+        raise AnsibleFilterError("launchcard.inference.upgrade_card: no card %r" % (key,))
+    return {"key": key, "sha256": rollout.card_sha256(card), "repo": card["model"]["repo"],
+            "revision": card["model"]["revision"]}
+
+
+def upgrade_rollout(plan, hostvars, hosts, cards, options=None, serial=1, state_var="upgrade_current"):
+    """The rollout from each host's registered ``host_state`` read to ``plan``.
+
+    The units a host runs now are its unit files as found on disk; the record adds the card and instances.
+    """
+    current = {}
+    for host in hosts:
+        res = (hostvars[host] if host in hostvars else {}).get(state_var) or {}
+        rec = res.get("record")
+        if rec:
+            current[host] = rec
+    try:
+        target_units = {h: units.host_units(hp, options) for h, hp in (plan or {}).get("hosts", {}).items()}
+        summary = {k: upgrade_card(cards, k) for k in (plan or {}).get("cards", {})}
+        return rollout.rollout(current, plan, target_units, summary, serial)
+    except (ValueError, KeyError) as exc:
+        raise AnsibleFilterError("launchcard.inference.upgrade_rollout: %s" % to_text(exc))
+
+
+def upgrade_record_units(record):
+    """The unit files of a host's record as ``[{"name", "content"}]`` (for ``systemd_units``); [] for none."""
+    return [{"name": name, "content": (u or {}).get("text", "")}
+            for name, u in sorted(((record or {}).get("units") or {}).items())]
+
+
+def upgrade_report(plan):
+    """The rollout in words, one line per item."""
+    return rollout.report(plan)
+
+
+class FilterModule(object):
+    """launchcard.inference upgrade filters."""
+
+    def filters(self):
+        return {
+            "upgrade_card": upgrade_card,
+            "upgrade_rollout": upgrade_rollout,
+            "upgrade_record_units": upgrade_record_units,
+            "upgrade_report": upgrade_report,
+        }

@@ -1,0 +1,94 @@
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, launchcard.inference contributors
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""A host's record of what it runs (``/var/lib/launchcard/state.json``).
+
+Pure Python, no Ansible import (shipped inside the ``host_state`` module).
+
+A record (JSON object, ``version`` 1)::
+
+    {"version": 1,
+     "card": {"key": card source, "sha256": hex of the loaded card,
+              "repo": HF repo, "revision": 40-hex HF revision},
+     "instances": [plan instances, trimmed: id, unit, recipe, engine, role,
+                   url, health_url, probe, served_model, argv],
+     "units": {unit file name: {"sha256": hex, "text": unit file text}},
+     "runtime": {"kind": "native" | "docker" | "podman", ...},
+     "previous": the record this one replaced, without its own "previous"
+                 (or None)}
+
+Unit texts hold no secret (the HF token lives in an EnvironmentFile the
+units only name), so the record is safe to print.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+
+VERSION = 1
+INSTANCE_KEYS = ("id", "unit", "recipe", "engine", "role", "url", "health_url", "probe", "served_model", "argv")
+
+
+def sha256_text(text):
+    """sha256 hex of a str (UTF-8)."""
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def parse(text):
+    """Parse a record file.
+
+    :returns: the record (dict), or None when ``text`` is None or empty.
+    :raises ValueError: not a JSON object of a known version.
+    """
+    if not text or not text.strip():
+        return None
+    try:
+        rec = json.loads(text)
+    except ValueError as exc:
+        raise ValueError("not JSON: %s" % exc)
+    if not isinstance(rec, dict) or rec.get("version") != VERSION:
+        raise ValueError("expected a JSON object with \"version\": %d" % VERSION)
+    return rec
+
+
+def build(units, card, instances, runtime, previous=None):
+    """A new record.
+
+    :param units: ``{unit file name: text}`` as found on the host.
+    :param card: ``{"key", "sha256", "repo", "revision"}``.
+    :param instances: plan instances of this host (extra keys are dropped).
+    :param runtime: free-form dict describing the runtime (kind, venv, packages, image refs).
+    :param previous: the record being replaced (its own ``previous`` is dropped).
+    """
+    prev = None
+    if previous:
+        prev = {k: v for k, v in previous.items() if k != "previous"}
+    return {
+        "version": VERSION,
+        "card": dict(card or {}),
+        "instances": [{k: i.get(k) for k in INSTANCE_KEYS} for i in instances or []],
+        "units": {name: {"sha256": sha256_text(text), "text": text} for name, text in sorted(units.items())},
+        "runtime": dict(runtime or {}),
+        "previous": prev,
+    }
+
+
+def same_state(a, b):
+    """True when two records describe the same running state (``previous`` ignored)."""
+    if not a or not b:
+        return False
+    strip = ("previous",)
+    return {k: v for k, v in a.items() if k not in strip} == {k: v for k, v in b.items() if k not in strip}
+
+
+def dumps(record):
+    """The file text of a record (stable: keys sorted, one trailing newline)."""
+    return json.dumps(record, indent=1, sort_keys=True) + "\n"
+
+
+def from_unit_files(units):
+    """A stand-in record for a host deployed before records existed: only its unit files are known."""
+    return {"version": VERSION, "card": None, "instances": [], "runtime": {}, "previous": None,
+            "units": {name: {"sha256": sha256_text(t), "text": t} for name, t in sorted(units.items())},
+            "source": "unit-files"}

@@ -1,0 +1,159 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, launchcard.inference contributors
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+
+from __future__ import annotations
+
+DOCUMENTATION = r"""
+---
+module: host_state
+short_description: Read or write the host's record of what it runs, for upgrades and rollback
+version_added: 1.1.0
+description:
+  - The record (a JSON file, default C(/var/lib/launchcard/state.json)) names the card (source, sha256 of the
+    loaded card, Hugging Face repo and revision), the plan instances, every launchcard unit file (text and
+    sha256, read from the host itself), the runtime, and the record it replaced (C(previous)).
+  - O(state=read) returns the record. A host deployed before records existed has none; then the record is
+    made up from its unit files (C(source=unit-files)), so an upgrade can still roll it back.
+  - O(state=present) writes the record for what the host runs now (its unit files as they are on disk),
+    keeping the replaced record as C(previous). Nothing is written when the running state is the same
+    (idempotent).
+  - Unit files hold no secret (the Hugging Face token lives in a separate environment file), so the record
+    is safe to print.
+options:
+  state:
+    description: C(read) the record, or write it (C(present)).
+    type: str
+    choices: [read, present]
+    default: read
+  path:
+    description: The record file.
+    type: path
+    default: /var/lib/launchcard/state.json
+  directory:
+    description: Where the unit files are.
+    type: path
+    default: /etc/systemd/system
+  prefix:
+    description: Name prefix of the collection's unit files.
+    type: str
+    default: launchcard-
+  card:
+    description:
+      - "O(state=present) - the card the host serves, C({key, sha256, repo, revision})."
+    type: dict
+    default: {}
+  instances:
+    description:
+      - O(state=present) - the plan instances of this host (C(launchcard_plan.hosts[inventory_hostname].instances)).
+    type: list
+    elements: dict
+    default: []
+  runtime:
+    description:
+      - "O(state=present) - what runs the engines, for example C({kind: native, packages: [...], image_refs: {}})."
+    type: dict
+    default: {}
+author:
+  - launchcard.inference contributors (@launchcard)
+extends_documentation_fragment:
+  - launchcard.inference.attributes
+attributes:
+  diff_mode:
+    support: none
+"""
+
+EXAMPLES = r"""
+- name: Read what the host runs
+  launchcard.inference.host_state:
+  register: state
+
+- name: Record what the host runs now
+  launchcard.inference.host_state:
+    state: present
+    card: {key: cards/demo.json, sha256: 0f1e..., repo: org/model, revision: 46a050bec13002ad29ee795c16e61cf4fa3c4a9c}
+    instances: "{{ launchcard_plan.hosts[inventory_hostname].instances }}"
+    runtime: {kind: native}
+"""
+
+RETURN = r"""
+record:
+  description:
+    - The record (after the write with O(state=present)); C(null) when the host has neither a record nor a unit file.
+    - Keys C(version), C(card), C(instances), C(units) (name -> C({sha256, text})), C(runtime), C(previous);
+      C(source=unit-files) when it was made up from the unit files.
+  returned: always
+  type: dict
+drift:
+  description: Unit files whose text on disk differs from the record (or that the record does not name), with O(state=read).
+  returned: always
+  type: list
+  elements: str
+"""
+
+import json
+import os
+
+from ansible.module_utils.basic import AnsibleModule
+
+from ansible_collections.launchcard.inference.plugins.module_utils import _state as state
+
+
+def _unit_files(directory, prefix):
+    found = {}
+    if not os.path.isdir(directory):
+        return found
+    for name in sorted(os.listdir(directory)):
+        path = os.path.join(directory, name)
+        if name.startswith(prefix) and name.endswith(".service") and os.path.isfile(path) and not os.path.islink(path):
+            with open(path) as f:
+                found[name] = f.read()
+    return found
+
+
+def main():
+    module = AnsibleModule(
+        argument_spec=dict(
+            state=dict(type="str", choices=["read", "present"], default="read"),
+            path=dict(type="path", default="/var/lib/launchcard/state.json"),
+            directory=dict(type="path", default="/etc/systemd/system"),
+            prefix=dict(type="str", default="launchcard-"),
+            card=dict(type="dict", default={}),
+            instances=dict(type="list", elements="dict", default=[]),
+            runtime=dict(type="dict", default={}),
+        ),
+        supports_check_mode=True,
+    )
+    p = module.params
+    units = _unit_files(p["directory"], p["prefix"])
+    existing = None
+    if os.path.exists(p["path"]):
+        try:
+            with open(p["path"]) as f:
+                existing = state.parse(f.read())
+        except (ValueError, IOError, OSError) as exc:
+            module.warn("%s: %s; reading the unit files instead" % (p["path"], exc))
+    if p["state"] == "read":
+        record = existing or (state.from_unit_files(units) if units else None)
+        recorded = (record or {}).get("units") or {}
+        drift = sorted(n for n in set(units) | set(recorded)
+                       if (recorded.get(n) or {}).get("text") != units.get(n))
+        module.exit_json(changed=False, record=record, drift=drift)
+    record = state.build(units, p["card"], p["instances"], p["runtime"], previous=existing)
+    if state.same_state(existing, record):
+        module.exit_json(changed=False, record=existing, drift=[])
+    if not module.check_mode:
+        directory = os.path.dirname(p["path"])
+        if not os.path.isdir(directory):
+            os.makedirs(directory, 0o755)
+        tmp = p["path"] + ".launchcard-tmp"
+        with open(tmp, "w") as f:
+            f.write(state.dumps(record))
+        os.chmod(tmp, 0o644)
+        module.atomic_move(tmp, p["path"])
+    module.exit_json(changed=True, record=json.loads(json.dumps(record)), drift=[])
+
+
+if __name__ == "__main__":
+    main()

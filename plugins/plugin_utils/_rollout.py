@@ -1,0 +1,386 @@
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, launchcard.inference contributors
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Rollout planning for fleet upgrades: what runs now + the target plan -> ordered batches.
+
+Pure Python, no Ansible import; runs on the controller only.
+
+Inputs:
+
+- ``current``: ``{host: record}`` where a record is what the host's
+  ``/var/lib/launchcard/state.json`` says it runs (see
+  :mod:`module_utils._state`): ``units`` (``{unit name: {"text", "sha256"}}``),
+  ``instances`` (the plan instances it was deployed from; may be empty for a
+  host deployed before records existed, whose unit files were read instead),
+  ``card`` (``{"key", "sha256", "repo", "revision"}`` or None). A host with no
+  record and no unit file is absent or maps to None.
+- ``target``: the new plan (:func:`planner.plan_fleet` output) of the inventory.
+- ``target_units``: ``{host: [{"name", "content"}]}``, the unit files each
+  host of the target plan must have (``host_units`` of each host).
+- ``cards``: ``{card key: {"sha256", "repo", "revision"}}`` of the target.
+
+Output of :func:`rollout` (all JSON-serialisable):
+
+- ``hosts``: ``{host: change}`` for every host involved, see :func:`host_change`.
+- ``batches``: ordered list of ``{"index", "tier", "hosts"}``; the hosts of
+  one batch switch together, a batch starts when the previous one is healthy.
+- ``routers``: every router instance of the target: ``{"host", "unit",
+  "mode", "api", "workers", "touched"}``.
+- ``unchanged``: hosts with nothing to do (never touched).
+- ``warnings``: capacity and router gaps, in words.
+
+Ordering rules (issue 12, item 2):
+
+1. encoders first (a language server only turns healthy once its encoders
+   answer, so new encoders must be up before the language servers move);
+2. aggregated and language servers, replicas of a recipe in batches of at
+   most ``serial`` hosts running that recipe, so a recipe with N replicas
+   keeps at least N - serial serving;
+3. prefill/decode: every host with a prefill or decode instance of one card
+   serves the others through that card's PD router, so they move as one
+   batch; a partner whose own units do not change is restarted with them
+   (``action: partner-restart``) so no side keeps a transfer with a peer
+   that went away;
+4. routers last, in batches of ``serial`` per router recipe;
+5. hosts whose units are no longer planned are retired after the routers
+   stopped pointing at them.
+"""
+
+from __future__ import annotations
+
+import difflib
+import hashlib
+import json
+import shlex
+
+from ansible_collections.launchcard.inference.plugins.plugin_utils._argv import Argv
+
+TIERS = ("encoder", "server", "prefill-decode", "router", "retire")
+WORKER_ROLES = ("aggregated", "language")
+
+
+class RolloutError(ValueError):
+    """Bad rollout input (the message names the variable or host)."""
+
+
+def card_sha256(card_model):
+    """sha256 hex of a loaded card model (keys sorted), stable across runs."""
+    return hashlib.sha256(json.dumps(card_model, sort_keys=True, separators=(",", ":")).encode("utf-8")).hexdigest()
+
+
+def parse_serial(serial):
+    """``launchcard_upgrade_serial``: hosts per recipe switched together.
+
+    :param serial: an int >= 1 or a string holding one.
+    :returns: int.
+    :raises RolloutError: anything else (names the variable).
+    """
+    if isinstance(serial, bool):
+        raise RolloutError("launchcard_upgrade_serial must be an integer >= 1, found %r" % (serial,))
+    try:
+        value = int(serial)
+    except (TypeError, ValueError):
+        raise RolloutError("launchcard_upgrade_serial must be an integer >= 1, found %r" % (serial,))
+    if value < 1 or str(value) != str(serial).strip():
+        raise RolloutError("launchcard_upgrade_serial must be an integer >= 1, found %r" % (serial,))
+    return value
+
+
+def _exec_start(text):
+    """The ExecStart= command of a unit text as tokens (continuation lines joined)."""
+    lines, out, cont = (text or "").splitlines(), [], False
+    for line in lines:
+        if line.startswith("ExecStart=") or cont:
+            body = line[len("ExecStart="):] if not cont else line
+            cont = body.rstrip().endswith("\\")
+            out.append(body.rstrip().rstrip("\\"))
+            if not cont:
+                break
+    joined = " ".join(out)
+    try:
+        return shlex.split(joined)
+    except ValueError:
+        return joined.split()
+
+
+def _flags(old_argv, new_argv):
+    """Option groups (``--flag value ...``) removed and added between two argv lists."""
+    def groups(argv):
+        out, cur = [], None
+        for tok in argv[1:]:
+            if tok.startswith("-") and not tok[1:2].isdigit():
+                cur = [tok]
+                out.append(cur)
+            elif cur is not None:
+                cur.append(tok)
+            else:
+                out.append([tok])
+        return [" ".join(g) for g in out]
+    old, new = groups(old_argv), groups(new_argv)
+    return [g for g in old if g not in new], [g for g in new if g not in old]
+
+
+def host_change(host, record, target_host, target_units, cards):
+    """What the upgrade does on one host.
+
+    :param record: the host's current record (or None).
+    :param target_host: ``target["hosts"][host]`` (or None: no longer planned).
+    :param target_units: list of ``{"name", "content"}`` for the host (or []).
+    :param cards: target cards, ``{key: {"sha256", "repo", "revision"}}``.
+    :returns: ``{"host", "action", "write", "remove", "restart", "diff",
+        "flags", "revision", "card", "recipes", "roles", "reasons"}``;
+        ``action`` is ``none``, ``new`` (nothing runs there yet),
+        ``update`` (unit files change), ``restart`` (same unit files, a new
+        model revision: the units that load weights restart, routers do not) or ``retire`` (units no
+        longer planned). ``diff`` is one unified diff (list of lines) per
+        changed unit, ``flags`` one ``{"unit", "removed", "added"}`` per unit
+        whose argv changed.
+    """
+    record = record or {}
+    have = {name: (u or {}).get("text", "") for name, u in (record.get("units") or {}).items()}
+    want = {u["name"]: u["content"] for u in target_units or []}
+    old_inst = {i.get("unit"): i for i in record.get("instances") or []}
+    new_inst = {i["unit"]: i for i in (target_host or {}).get("instances", [])}
+    write = sorted(n for n in want if have.get(n) != want[n])
+    remove = sorted(n for n in have if n not in want)
+    diff, flags = [], []
+    for name in write + remove:
+        before, after = have.get(name, ""), want.get(name, "")
+        diff.append({"unit": name, "lines": list(difflib.unified_diff(
+            before.splitlines(), after.splitlines(),
+            "%s (running)" % name if name in have else "(absent)",
+            "%s (target)" % name if name in want else "(removed)", lineterm="", n=0))})
+        if name in old_inst and name in new_inst:
+            removed, added = _flags(old_inst[name].get("argv") or [], new_inst[name].get("argv") or [])
+        elif name in have and name in want:
+            removed, added = _flags(_exec_start(before), _exec_start(after))
+        else:
+            removed, added = [], []
+        if removed or added:
+            flags.append({"unit": name, "removed": removed, "added": added})
+    old_card = record.get("card") or {}
+    new_card = cards.get((target_host or {}).get("card")) or {}
+    revision = None
+    if target_host and old_card.get("revision") and old_card.get("revision") != new_card.get("revision"):
+        revision = {"from": old_card.get("revision"), "to": new_card.get("revision")}
+    loads_weights = [u for u, i in new_inst.items() if i.get("role") != "router" and u in want]
+    reasons = []
+    if not have and want:
+        action = "new"
+        reasons.append("not deployed yet")
+    elif not want and have:
+        action = "retire"
+        reasons.append("no longer planned here")
+    elif write or remove:
+        action = "update"
+        reasons.append("%d unit file(s) change" % len(write + remove))
+    elif revision and loads_weights:
+        # same unit files, new weights: restart what loads them (routers load none)
+        action = "restart"
+    else:
+        action = "none"
+    if revision and action != "none":
+        reasons.append("model revision %s -> %s" % (revision["from"][:12], (revision["to"] or "?")[:12]))
+    restart = sorted(loads_weights) if action == "restart" else []
+    insts = list(new_inst.values()) or list(old_inst.values())
+    return {
+        "host": host,
+        "action": action,
+        "write": write,
+        "remove": remove,
+        "restart": restart,
+        "diff": diff,
+        "flags": flags,
+        "revision": revision,
+        "card": (target_host or {}).get("card"),
+        "recipes": sorted({i.get("recipe") for i in insts if i.get("recipe")}),
+        "roles": sorted({i.get("role") for i in insts if i.get("role")}),
+        "reasons": reasons,
+        "router_ops": [],
+    }
+
+
+def _tier(change):
+    if change["action"] == "retire":
+        return "retire"
+    roles = set(change["roles"])
+    if "router" in roles:
+        return "router"
+    if roles & {"prefill", "decode"}:
+        return "prefill-decode"
+    if roles and roles <= {"encoder"}:
+        return "encoder"
+    return "server"
+
+
+def _pack(hosts, changes, serial):
+    """Greedy batches: at most ``serial`` hosts of any one recipe per batch."""
+    batches = []
+    for host in hosts:
+        recipes = changes[host]["recipes"] or [host]
+        for batch in batches:
+            if all(batch["count"].get(r, 0) < serial for r in recipes):
+                break
+        else:
+            batch = {"hosts": [], "count": {}}
+            batches.append(batch)
+        batch["hosts"].append(host)
+        for r in recipes:
+            batch["count"][r] = batch["count"].get(r, 0) + 1
+    return [b["hosts"] for b in batches]
+
+
+def routers_of(target):
+    """Every router instance of ``target``, with how its workers can be drained.
+
+    ``mode``: ``regular`` (``--worker-urls``; the router's worker API
+    ``GET/POST /workers``, ``DELETE /workers/{id}`` takes them out and puts
+    them back), ``mini-lb`` (``--mini-lb``: no worker API), ``pd``
+    (``--pd-disaggregation``: the prefill/decode group moves as one batch).
+    ``api`` is the router's base URL as seen from its own host.
+    """
+    out = []
+    for host, hp in sorted(target.get("hosts", {}).items()):
+        for inst in hp.get("instances", []):
+            if inst.get("role") != "router":
+                continue
+            a = Argv(inst.get("argv") or [])
+            if a.has("--pd-disaggregation"):
+                mode, workers = "pd", [g[0] for g in a.groups("--prefill") + a.groups("--decode") if g]
+            else:
+                mode = "mini-lb" if a.has("--mini-lb") else "regular"
+                workers = [u for g in a.groups("--worker-urls") for u in g]
+            api = (inst.get("health_url") or "").rsplit("/health", 1)[0]
+            out.append({"host": host, "unit": inst["unit"], "card": hp.get("card"), "mode": mode, "api": api,
+                        "url": inst.get("url"), "model": inst.get("served_model"), "workers": workers,
+                        "touched": False, "drains": []})
+    return out
+
+
+def rollout(current, target, target_units, cards, serial=1):
+    """Plan the upgrade of a fleet.
+
+    :param current: ``{host: record or None}`` (see module docstring).
+    :param target: the target plan.
+    :param target_units: ``{host: [{"name", "content"}]}``.
+    :param cards: ``{card key: {"sha256", "repo", "revision"}}``.
+    :param serial: hosts per recipe per batch (see :func:`parse_serial`).
+    :returns: the rollout (see module docstring).
+    :raises RolloutError: a bad ``serial``.
+    """
+    serial = parse_serial(serial)
+    current = current or {}
+    thosts = target.get("hosts", {})
+    names = sorted(set(thosts) | {h for h, r in current.items() if r and r.get("units")})
+    changes = {h: host_change(h, current.get(h), thosts.get(h), target_units.get(h, []), cards) for h in names}
+    routers = routers_of(target)
+    warnings = []
+
+    # Router operations: take each changed worker out of every regular-mode router that lists it.
+    for r in routers:
+        if changes.get(r["host"], {}).get("action", "none") != "none":
+            r["touched"] = True
+        for host, ch in changes.items():
+            if ch["action"] in ("none", "new"):
+                continue
+            insts = {i["unit"]: i for i in thosts.get(host, {}).get("instances", [])}
+            old = {i.get("unit"): i for i in (current.get(host) or {}).get("instances") or []}
+            for unit, inst in sorted(insts.items()):
+                if inst.get("url") not in r["workers"]:
+                    continue
+                if r["mode"] == "regular":
+                    ch["router_ops"].append({"router": r["host"], "api": r["api"], "unit": unit,
+                                             "remove": (old.get(unit) or inst).get("url"), "add": inst["url"]})
+                    r["drains"].append(host)
+                elif r["mode"] == "mini-lb":
+                    warnings.append("%s: router %s runs --mini-lb, which has no worker API: requests it sends to "
+                                    "%s while %s restarts fail" % (r["host"], r["unit"], inst["url"], host))
+
+    # Tiers and batches.
+    moving = [h for h in names if changes[h]["action"] != "none"]
+    batches = []
+    for tier in TIERS:
+        hosts = [h for h in moving if _tier(changes[h]) == tier]
+        if tier == "prefill-decode":
+            by_card = {}
+            for h in names:
+                if _tier(changes[h]) == "prefill-decode" and changes[h]["action"] != "retire":
+                    by_card.setdefault(changes[h]["card"], []).append(h)
+            for card, group in sorted(by_card.items(), key=lambda kv: str(kv[0])):
+                if not any(changes[h]["action"] != "none" for h in group):
+                    continue
+                for h in group:
+                    if changes[h]["action"] == "none":
+                        changes[h]["action"] = "partner-restart"
+                        changes[h]["restart"] = sorted(
+                            i["unit"] for i in thosts[h]["instances"] if i["role"] in ("prefill", "decode"))
+                        changes[h]["reasons"].append("prefill/decode partner of a host that changes")
+                batches.append((tier, group))
+            continue
+        if tier == "retire":
+            if hosts:
+                batches.append((tier, hosts))
+            continue
+        for group in _pack(hosts, changes, serial):
+            batches.append((tier, group))
+
+    # Capacity: recipes whose replicas all switch in one batch.
+    replicas = {}
+    for h, hp in thosts.items():
+        for i in hp.get("instances", []):
+            if i.get("node_rank", 0) == 0:
+                replicas.setdefault(i["recipe"], set()).add(h)
+    for recipe, hosts in sorted(replicas.items()):
+        for tier, group in batches:
+            down = [h for h in group if h in hosts and changes[h]["action"] not in ("new", "none")]
+            if down and len(down) >= len(hosts):
+                warnings.append("%s: all %d replica(s) switch together (%s): it does not serve while they "
+                                "restart" % (recipe, len(hosts), ", ".join(sorted(down))))
+                break
+    return {
+        "serial": serial,
+        "hosts": changes,
+        "batches": [{"index": n, "tier": tier, "hosts": group} for n, (tier, group) in enumerate(batches)],
+        "routers": routers,
+        "unchanged": [h for h in names if changes[h]["action"] == "none"],
+        "warnings": warnings,
+    }
+
+
+def report(plan):
+    """The rollout in words, one line per item (for check mode and the log).
+
+    :param plan: :func:`rollout` output.
+    :returns: list of str.
+    """
+    lines = ["rollout: %d batch(es), serial %d (hosts per recipe per batch)" % (len(plan["batches"]), plan["serial"])]
+    for b in plan["batches"]:
+        lines.append("batch %d (%s): %s" % (b["index"] + 1, b["tier"], ", ".join(b["hosts"])))
+        for h in b["hosts"]:
+            ch = plan["hosts"][h]
+            lines.append("  %s: %s (%s)" % (h, ch["action"], "; ".join(ch["reasons"]) or "-"))
+            for f in ch["flags"]:
+                lines.append("    %s flags: -[%s] +[%s]" % (f["unit"], ", ".join(f["removed"]), ", ".join(f["added"])))
+            for name in ch["write"]:
+                if not any(f["unit"] == name for f in ch["flags"]):
+                    lines.append("    %s: unit file changes (see the diff)" % name)
+            for name in ch["remove"]:
+                lines.append("    %s: removed" % name)
+            for name in ch["restart"]:
+                lines.append("    %s: restart" % name)
+            for op in ch["router_ops"]:
+                lines.append("    out of router %s while it switches (%s)" % (op["router"], op["remove"]))
+    touched = [r for r in plan["routers"] if r["touched"] or r["drains"]]
+    for r in touched:
+        lines.append("router %s %s (%s): %s" % (
+            r["host"], r["unit"], r["mode"],
+            "; ".join(x for x in (
+                "unit changes, restarts last" if r["touched"] else "",
+                "drains %s through its worker API" % ", ".join(sorted(set(r["drains"]))) if r["drains"] else "")
+                if x)))
+    if not touched:
+        lines.append("routers touched: none")
+    lines.append("unchanged (not touched): %s" % (", ".join(plan["unchanged"]) or "none"))
+    for w in plan["warnings"]:
+        lines.append("warning: " + w)
+    return lines

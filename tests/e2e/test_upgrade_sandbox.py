@@ -1,0 +1,240 @@
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, launchcard.inference contributors
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""End to end: upgrade.yml moves four SGLang replicas behind a real sglang-router (regular mode)
+to a new card while a load generator sends completions through the router.
+
+Fleet: inventories/upgrade/gpus.ini (lc-up-*, 198.18.9.0/24, state dir .sandbox-upgrade/).
+Cards: tests/e2e/cards/upgrade-v1.json (deployed first), upgrade-v2.json (a new flag,
+--max-running-requests 32, and a new hf revision), upgrade-v3-bad.json (another revision whose
+engine never turns healthy: LAUNCHCARD_STANDIN_FAIL_HEALTH=1 in its env).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import threading
+import time
+import urllib.error
+import urllib.request
+
+import pytest
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+INVENTORY = "inventories/upgrade/gpus.ini"
+STATE = ".sandbox-upgrade"
+KEY = os.path.join(ROOT, STATE, "ssh", "id_ed25519")
+CARDS = os.path.join(ROOT, "tests", "e2e", "cards")
+BIN = os.path.dirname(sys.executable)
+ENV = dict(os.environ, ANSIBLE_CONFIG=os.path.join(ROOT, "ansible.cfg"), ANSIBLE_FORCE_COLOR="0",
+           PATH=BIN + os.pathsep + os.environ.get("PATH", ""))
+RECAP = re.compile(r"^(\S+)\s*:\s*ok=(\d+)\s+changed=(\d+)\s+unreachable=(\d+)\s+failed=(\d+)", re.M)
+WORKERS = {"lc-up-w1": "198.18.9.11", "lc-up-w2": "198.18.9.12", "lc-up-w3": "198.18.9.13", "lc-up-w4": "198.18.9.14"}
+ROUTER = "198.18.9.20"
+ROUTER_URL = "http://%s:30080" % ROUTER
+WORKER_URLS = {"http://%s:30000" % a for a in WORKERS.values()}
+MODEL = "launchcard-test/Upgrade-Tiny"
+REV2, REV3 = "2" * 40, "3" * 40
+SERIAL = 1
+# Fast gates for the test: a drain of 2 s (the stand-in answers in milliseconds) and a gate that
+# gives up on the bad revision after 20 s.
+FAST = ["-e", "launchcard_upgrade_drain_s=2", "-e", "launchcard_upgrade_gate_timeout_s=20"]
+
+pytestmark = pytest.mark.skipif(os.geteuid() != 0 or not shutil.which("systemd-nspawn"),
+                                reason="the sandbox fleet needs root and systemd-nspawn")
+
+
+def run(args, **kw):
+    return subprocess.run(args, cwd=ROOT, env=ENV, capture_output=True, text=True, check=False, **kw)
+
+
+def playbook(name, *extra):
+    return run([os.path.join(BIN, "ansible-playbook"), "playbooks/%s.yml" % name, "-i", INVENTORY] + list(extra))
+
+
+def recap(out):
+    return {m.group(1): {"changed": int(m.group(3)), "failed": int(m.group(5))} for m in RECAP.finditer(out)}
+
+
+def ssh(address, command):
+    return run(["ssh", "-i", KEY, "-o", "StrictHostKeyChecking=no", "-o", "UserKnownHostsFile=/dev/null",
+                "-o", "LogLevel=ERROR", "-o", "BatchMode=yes", "root@" + address, command])
+
+
+def http(method, url, body=None, timeout=10.0):
+    data = json.dumps(body).encode() if body is not None else None
+    req = urllib.request.Request(url, data=data, method=method, headers={"Content-Type": "application/json"})
+    try:
+        with urllib.request.urlopen(req, timeout=timeout) as resp:
+            return resp.status, resp.read().decode()
+    except urllib.error.HTTPError as exc:
+        return exc.code, exc.read().decode()
+
+
+class Load:
+    """TEST CODE: a steady stream of completions through the router, and capacity samples.
+
+    Bounded: at most ``max_requests`` requests and ``max_s`` seconds, only to the sandbox router.
+    Capacity: the router's healthy workers among the four replicas, sampled every 0.5 s.
+    """
+
+    def __init__(self, threads=2, max_requests=20000, max_s=600.0):
+        self.ok, self.failed, self.errors, self.capacity = 0, 0, [], []
+        self.stop = threading.Event()
+        self.deadline = time.time() + max_s
+        self.budget = max_requests
+        self.lock = threading.Lock()
+        self.threads = [threading.Thread(target=self._send, daemon=True) for dummy in range(threads)]
+        self.threads.append(threading.Thread(target=self._sample, daemon=True))
+
+    def _running(self):
+        return not self.stop.is_set() and time.time() < self.deadline
+
+    def _send(self):
+        while self._running():
+            with self.lock:
+                if self.budget <= 0:
+                    return
+                self.budget -= 1
+            try:
+                status, body = http("POST", ROUTER_URL + "/v1/completions",
+                                    {"model": MODEL, "prompt": "hi", "max_tokens": 1}, timeout=30)
+                good = status == 200 and json.loads(body)["choices"][0]["text"] is not None
+                why = "" if good else "%d %s" % (status, body[:200])
+            except (OSError, ValueError, KeyError) as exc:
+                good, why = False, repr(exc)
+            with self.lock:
+                if good:
+                    self.ok += 1
+                else:
+                    self.failed += 1
+                    self.errors.append(why)
+            time.sleep(0.05)
+
+    def _sample(self):
+        while self._running():
+            try:
+                status, body = http("GET", ROUTER_URL + "/workers", timeout=5)
+                healthy = {w["url"] for w in json.loads(body)["workers"] if w.get("is_healthy")} if status == 200 else set()
+                self.capacity.append(len(healthy & WORKER_URLS))
+            except (OSError, ValueError, KeyError):
+                self.capacity.append(0)
+            time.sleep(0.5)
+
+    def __enter__(self):
+        for t in self.threads:
+            t.start()
+        return self
+
+    def __exit__(self, *exc):
+        self.stop.set()
+        for t in self.threads:
+            t.join(timeout=40)
+
+
+def host_facts(address):
+    """(ExecStart, revision recorded in state.json, unit active state) of the replica on ``address``."""
+    unit = "launchcard-upgrade-tiny-sglang-aggregated-*.service"
+    out = ssh(address, "systemctl show -p ExecStart --value %s; echo ===; systemctl is-active %s; echo ===; "
+                       "cat /var/lib/launchcard/state.json" % (unit, unit))
+    execstart, active, state = out.stdout.split("===\n")
+    return execstart, json.loads(state)["card"]["revision"], active.strip()
+
+
+def router_pid():
+    return ssh(ROUTER, "systemctl show -p MainPID --value launchcard-upgrade-tiny-sglang-router-0.service").stdout.strip()
+
+
+@pytest.fixture(scope="module")
+def fleet():
+    up = run([sys.executable, "tests/sandbox/fleet.py", "up", "-i", INVENTORY, "--state-dir", STATE])
+    try:
+        assert up.returncode == 0, up.stdout[-3000:] + up.stderr[-3000:]
+        res = playbook("deploy")
+        assert res.returncode == 0, res.stdout[-6000:] + res.stderr[-2000:]
+        yield
+    finally:
+        if not os.environ.get("LAUNCHCARD_KEEP_FLEET"):
+            run([sys.executable, "tests/sandbox/fleet.py", "down", "--state-dir", STATE])
+
+
+@pytest.fixture(scope="module")
+def upgraded(fleet):
+    pid = router_pid()
+    with Load() as load:
+        time.sleep(2)
+        res = playbook("upgrade", "-e", "launchcard_card_src=%s/upgrade-v2.json" % CARDS, *FAST)
+        time.sleep(2)
+    return res, load, pid
+
+
+def test_upgrade_under_load_loses_no_request(upgraded):
+    res, load, dummy = upgraded
+    assert res.returncode == 0, res.stdout[-8000:] + res.stderr[-2000:]
+    assert load.failed == 0, load.errors[:5]
+    assert load.ok >= 50, load.ok
+    # capacity never below N - batch: the router always had at least 3 of 4 replicas healthy
+    assert len(load.capacity) >= 10 and min(load.capacity) >= len(WORKERS) - SERIAL, load.capacity
+    assert min(load.capacity) < len(WORKERS), "no replica ever left the router: nothing was drained"
+    # one replica per batch, the router untouched
+    for n, host in enumerate(sorted(WORKERS), 1):
+        assert "batch %d (server): %s" % (n, host) in res.stdout
+    assert "unchanged (not touched): lc-up-router" in res.stdout
+
+
+def test_every_replica_runs_the_new_card_and_the_router_was_not_restarted(upgraded):
+    dummy, dummy2, pid = upgraded
+    for host, address in WORKERS.items():
+        execstart, revision, active = host_facts(address)
+        assert "--max-running-requests 32" in execstart, (host, execstart)
+        assert revision == REV2, host
+        assert active == "active", host
+    assert router_pid() == pid
+    status, body = http("GET", ROUTER_URL + "/workers")
+    assert {w["url"] for w in json.loads(body)["workers"] if w["is_healthy"]} == WORKER_URLS
+
+
+def test_rerun_changes_nothing(upgraded):
+    res = playbook("upgrade", "-e", "launchcard_card_src=%s/upgrade-v2.json" % CARDS, *FAST)
+    assert res.returncode == 0, res.stdout[-6000:]
+    assert "rollout: 0 batch(es)" in res.stdout
+    assert all(r["changed"] == 0 for r in recap(res.stdout).values()), recap(res.stdout)
+
+
+def test_check_mode_prints_the_rollout_and_touches_nothing(upgraded):
+    snap = "md5sum /etc/systemd/system/launchcard-*.service /var/lib/launchcard/state.json; systemctl show -p MainPID 'launchcard-*'"
+    before = {a: ssh(a, snap).stdout for a in list(WORKERS.values()) + [ROUTER]}
+    res = playbook("upgrade", "-e", "launchcard_card_src=%s/upgrade-v3-bad.json" % CARDS, "--check", "--diff")
+    assert res.returncode == 0, res.stdout[-6000:]
+    assert "batch 1 (server): lc-up-w1" in res.stdout and "batch 4 (server): lc-up-w4" in res.stdout
+    assert "model revision %s -> %s" % (REV2[:12], REV3[:12]) in res.stdout
+    assert re.search(r'"\+Environment=\\"LAUNCHCARD_STANDIN_FAIL_HEALTH=1\\""', res.stdout), res.stdout[-4000:]
+    assert "out of router lc-up-router while it switches (http://198.18.9.11:30000)" in res.stdout
+    assert "drains lc-up-w1, lc-up-w2, lc-up-w3, lc-up-w4 through its worker API" in res.stdout
+    assert {a: ssh(a, snap).stdout for a in before} == before
+
+
+def test_a_revision_that_fails_its_gate_is_rolled_back_and_the_upgrade_stops(upgraded):
+    with Load() as load:
+        time.sleep(2)
+        res = playbook("upgrade", "-e", "launchcard_card_src=%s/upgrade-v3-bad.json" % CARDS, *FAST)
+        time.sleep(2)
+    assert res.returncode != 0
+    assert "upgrade stopped: lc-up-w1 failed" in res.stdout, res.stdout[-6000:]
+    assert "health answered 503" in res.stdout  # why: the gate's reason
+    assert "lc-up-w1: revision %s (rolled back, healthy)" % REV2[:12] in res.stdout
+    assert load.failed == 0, load.errors[:5]
+    assert min(load.capacity) >= len(WORKERS) - SERIAL, load.capacity
+    # lc-up-w1 runs what it ran before; the later batches never started
+    for host, address in WORKERS.items():
+        execstart, revision, active = host_facts(address)
+        assert (revision, active) == (REV2, "active"), host
+        env = ssh(address, "systemctl show -p Environment --value 'launchcard-*'").stdout
+        assert "LAUNCHCARD_STANDIN_FAIL_HEALTH" not in env, host
+    status, body = http("GET", ROUTER_URL + "/workers")
+    assert {w["url"] for w in json.loads(body)["workers"] if w["is_healthy"]} == WORKER_URLS

@@ -1,0 +1,48 @@
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, launchcard.inference contributors
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The host's record of what it runs."""
+
+from __future__ import annotations
+
+import hashlib
+
+import pytest
+
+from ansible_collections.launchcard.inference.plugins.module_utils import _state as state
+
+CARD = {"key": "c.json", "sha256": "ab", "repo": "org/m", "revision": "1" * 40}
+INST = [{"id": "m-x-0", "unit": "launchcard-m-x-0.service", "role": "monolithic", "argv": ["sglang", "serve"],
+         "gpu_ids": [0], "changes": []}]
+
+
+def test_build_hashes_units_trims_instances_and_keeps_one_previous():
+    first = state.build({"launchcard-m-x-0.service": "A\n"}, CARD, INST, {"kind": "native"})
+    assert first["units"]["launchcard-m-x-0.service"] == {"sha256": hashlib.sha256(b"A\n").hexdigest(), "text": "A\n"}
+    assert set(first["instances"][0]) == set(state.INSTANCE_KEYS) and first["instances"][0]["role"] == "monolithic"
+    second = state.build({"launchcard-m-x-0.service": "B\n"}, dict(CARD, revision="2" * 40), INST, {}, previous=first)
+    third = state.build({"launchcard-m-x-0.service": "C\n"}, CARD, INST, {}, previous=second)
+    assert second["previous"]["units"]["launchcard-m-x-0.service"]["text"] == "A\n"
+    assert third["previous"]["card"]["revision"] == "2" * 40 and "previous" not in third["previous"]
+
+
+def test_same_state_ignores_previous_only():
+    a = state.build({"u": "A"}, CARD, INST, {})
+    assert state.same_state(a, state.build({"u": "A"}, CARD, INST, {}, previous=a))
+    assert not state.same_state(a, state.build({"u": "B"}, CARD, INST, {}))
+    assert not state.same_state(None, a)
+
+
+def test_round_trip_and_bad_files():
+    a = state.build({"u": "A"}, CARD, INST, {"kind": "native"})
+    assert state.parse(state.dumps(a)) == a
+    assert state.parse("") is None and state.parse(None) is None
+    with pytest.raises(ValueError, match="not JSON"):
+        state.parse("{")
+    with pytest.raises(ValueError, match="version"):
+        state.parse('{"version": 7}')
+
+
+def test_from_unit_files():
+    rec = state.from_unit_files({"launchcard-a.service": "X"})
+    assert rec["source"] == "unit-files" and rec["card"] is None and rec["units"]["launchcard-a.service"]["text"] == "X"

@@ -1,0 +1,227 @@
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, launchcard.inference contributors
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Rollout planning: batches, order, partners, routers, per-host changes."""
+
+from __future__ import annotations
+
+import json
+import os
+
+import pytest
+
+from ansible_collections.launchcard.inference.plugins.plugin_utils._card import load_card
+from ansible_collections.launchcard.inference.plugins.plugin_utils._planner import normalize_placement, plan_fleet
+from ansible_collections.launchcard.inference.plugins.plugin_utils._rollout import (
+    RolloutError,
+    card_sha256,
+    host_change,
+    parse_serial,
+    report,
+    rollout,
+)
+from ansible_collections.launchcard.inference.plugins.plugin_utils._units import host_units
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(HERE))))
+EXAMPLE = os.path.join(ROOT, "cards", "glm-5.3-flash.json")
+CARDS = os.path.join(ROOT, "tests", "e2e", "cards")
+OPTS = {"runtime": "native"}
+
+
+def _card(path, mutate=None):
+    with open(path) as f:
+        doc = json.load(f)
+    if mutate:
+        mutate(doc)
+    return load_card(json.dumps(doc), path)
+
+
+def _plan(card, placement, key="card"):
+    hosts = [(h, {"address": "10.0.0.%d" % (i + 1), "recipes": recipes}) for i, (h, recipes) in enumerate(placement)]
+    return plan_fleet({key: card}, {key: normalize_placement(hosts)})
+
+
+def _units(p):
+    return {h: host_units(hp, OPTS) for h, hp in p["hosts"].items()}
+
+
+def _cards(card, key="card"):
+    return {key: {"sha256": card_sha256(card), "repo": card["model"]["repo"], "revision": card["model"]["revision"]}}
+
+
+def _records(p, card, key="card"):
+    """The records a deploy of plan ``p`` leaves on each host."""
+    units = _units(p)
+    return {h: {"card": dict(_cards(card, key)[key], key=key),
+                "instances": hp["instances"],
+                "units": {u["name"]: {"text": u["content"]} for u in units[h]}}
+            for h, hp in p["hosts"].items()}
+
+
+REPLICAS = [("w%d" % i, ["sglang-aggregated"]) for i in range(4)] + [("rt", ["sglang-router"])]
+
+
+def _replicas(serial=1, new_flag=True, new_revision=True, placement=REPLICAS):
+    v1 = _card(os.path.join(CARDS, "upgrade-v1.json"))
+
+    def bump(doc):
+        if new_flag:
+            doc["envs"][0]["argv"] += ["--max-running-requests", "32"]
+        if new_revision:
+            doc["hf"]["revision"] = "2" * 40
+    v2 = _card(os.path.join(CARDS, "upgrade-v1.json"), bump)
+    old, new = _plan(v1, placement), _plan(v2, placement)
+    return rollout(_records(old, v1), new, _units(new), _cards(v2), serial), old, new
+
+
+def test_replicas_one_at_a_time_router_untouched():
+    ro, dummy, new = _replicas()
+    assert [(b["tier"], b["hosts"]) for b in ro["batches"]] == [("server", ["w%d" % i]) for i in range(4)]
+    assert ro["unchanged"] == ["rt"]
+    assert ro["warnings"] == []
+    ch = ro["hosts"]["w2"]
+    assert ch["action"] == "update"
+    assert ch["write"] == ["launchcard-upgrade-tiny-sglang-aggregated-2.service"]
+    assert ch["flags"] == [{"unit": ch["write"][0], "removed": [], "added": ["--max-running-requests 32"]}]
+    assert ch["revision"] == {"from": "1" * 40, "to": "2" * 40}
+    assert "+    --max-running-requests 32" in ch["diff"][0]["lines"]
+    # taken out of the regular-mode router by its URL, put back under the same one
+    router = new["hosts"]["rt"]["instances"][0]
+    assert ch["router_ops"] == [{"router": "rt", "api": "http://127.0.0.1:30080", "unit": ch["write"][0],
+                                 "remove": "http://10.0.0.3:30000", "add": "http://10.0.0.3:30000"}]
+    assert "http://10.0.0.3:30000" in router["argv"]
+    assert [r["mode"] for r in ro["routers"]] == ["regular"]
+    assert sorted(ro["routers"][0]["drains"]) == ["w0", "w1", "w2", "w3"]
+
+
+@pytest.mark.parametrize("serial,expect", [(2, [["w0", "w1"], ["w2", "w3"]]), (3, [["w0", "w1", "w2"], ["w3"]])])
+def test_serial_bounds_each_batch(serial, expect):
+    ro, dummy, dummy2 = _replicas(serial)
+    assert [b["hosts"] for b in ro["batches"]] == expect
+    # capacity: at least N - serial replicas keep serving in every batch
+    for b in ro["batches"]:
+        assert 4 - len(b["hosts"]) >= 4 - serial
+
+
+def test_serial_covering_every_replica_warns():
+    ro, dummy, dummy2 = _replicas(4)
+    assert [b["hosts"] for b in ro["batches"]] == [["w0", "w1", "w2", "w3"]]
+    assert any("all 4 replica(s) switch together" in w for w in ro["warnings"])
+
+
+def test_revision_only_restarts_same_units():
+    ro, dummy, dummy2 = _replicas(new_flag=False)
+    ch = ro["hosts"]["w0"]
+    assert ch["action"] == "restart" and ch["write"] == [] and ch["restart"] == [
+        "launchcard-upgrade-tiny-sglang-aggregated-0.service"]
+    assert "model revision 111111111111 -> 222222222222" in ch["reasons"]
+    # the router loads no weights: its unit is the same, it is not restarted
+    assert ro["hosts"]["rt"]["action"] == "none" and ro["unchanged"] == ["rt"]
+
+
+def test_no_change_touches_nothing():
+    ro, dummy, dummy2 = _replicas(new_flag=False, new_revision=False)
+    assert ro["batches"] == [] and ro["unchanged"] == ["rt", "w0", "w1", "w2", "w3"]
+    assert "unchanged (not touched): rt, w0, w1, w2, w3" in report(ro)
+
+
+def test_two_recipes_on_one_host_count_for_both():
+    card = _card(EXAMPLE)
+    placement = [("a", ["sglang-aggregated", "vllm-aggregated"]), ("b", ["sglang-aggregated"]), ("c", ["vllm-aggregated"])]
+    p = _plan(card, placement)
+    ro = rollout({}, p, _units(p), _cards(card), 1)
+    # a carries both recipes: b and c may share a batch, a may not join either
+    assert [b["hosts"] for b in ro["batches"]] == [["a"], ["b", "c"]]
+    assert all(ro["hosts"][h]["action"] == "new" for h in "abc")
+
+
+def test_example_card_order_encoder_then_servers_then_pd_group_then_router():
+    card = _card(EXAMPLE)
+    placement = [("vllm", ["vllm-aggregated"]), ("enc", ["sglang-encoder"]), ("lang", ["sglang-language"]),
+                 ("cp", ["sglang-aggregated"]), ("pre", ["sglang-prefill"]), ("dec", ["sglang-decode"]),
+                 ("rt", ["sglang-router"])]
+    old = _plan(card, placement)
+
+    def bump(doc):
+        for e in doc["envs"]:
+            if "--disaggregation-mode" in e["argv"] and "decode" in e["argv"]:
+                e["argv"] += ["--max-running-requests", "8"]
+            if "--encoder-only" in e["argv"] or "--language-only" in e["argv"]:
+                e["argv"] += ["--log-level", "debug"]
+        doc["envs"][-1]["argv"] += ["--log-level", "debug"]
+    new_card = _card(EXAMPLE, bump)
+    new = _plan(new_card, placement)
+    ro = rollout(_records(old, card), new, _units(new), _cards(new_card), 1)
+    assert [(b["tier"], b["hosts"]) for b in ro["batches"]] == [
+        ("encoder", ["enc"]), ("server", ["lang"]), ("prefill-decode", ["dec", "pre"]), ("router", ["rt"])]
+    # the prefill did not change: it restarts with its decode partner
+    assert ro["hosts"]["pre"]["action"] == "partner-restart"
+    assert ro["hosts"]["pre"]["restart"] == ["launchcard-glm-5.3-flash-sglang-prefill-0.service"]
+    assert ro["hosts"]["dec"]["action"] == "update"
+    assert ro["unchanged"] == ["cp", "vllm"]
+    rt = ro["routers"][0]
+    assert rt["mode"] == "pd" and rt["touched"] and rt["drains"] == []
+    text = "\n".join(report(ro))
+    assert "batch 3 (prefill-decode): dec, pre" in text
+    assert "router rt launchcard-glm-5.3-flash-sglang-router-0.service (pd): unit changes, restarts last" in text
+
+
+def test_mini_lb_gap_is_reported():
+    def mini(doc):
+        doc["envs"][1]["argv"].insert(3, "--mini-lb")
+    v1 = _card(os.path.join(CARDS, "upgrade-v1.json"), mini)
+
+    def bump(doc):
+        mini(doc)
+        doc["envs"][0]["argv"] += ["--max-running-requests", "32"]
+    v2 = _card(os.path.join(CARDS, "upgrade-v1.json"), bump)
+    old, new = _plan(v1, REPLICAS), _plan(v2, REPLICAS)
+    ro = rollout(_records(old, v1), new, _units(new), _cards(v2), 1)
+    assert ro["routers"][0]["mode"] == "mini-lb"
+    assert all(ro["hosts"]["w%d" % i]["router_ops"] == [] for i in range(4))
+    assert sum("--mini-lb, which has no worker API" in w for w in ro["warnings"]) == 4
+
+
+def test_retired_host_goes_last_and_host_without_record_reads_as_new():
+    ro, dummy, dummy2 = _replicas(placement=REPLICAS[:3] + REPLICAS[4:])
+    # w3 still runs units of the old card but the new placement drops it
+    assert ro["hosts"].get("w3") is None  # no record given for it: the records come from the old plan of 3
+    v1 = _card(os.path.join(CARDS, "upgrade-v1.json"))
+    old, new = _plan(v1, REPLICAS), _plan(v1, REPLICAS[:3] + REPLICAS[4:])
+    ro = rollout(_records(old, v1), new, _units(new), _cards(v1), 1)
+    assert ro["batches"][-1] == {"index": len(ro["batches"]) - 1, "tier": "retire", "hosts": ["w3"]}
+    assert ro["hosts"]["w3"]["remove"] == ["launchcard-upgrade-tiny-sglang-aggregated-3.service"]
+    # the router's --worker-urls lose w3: it restarts, before w3 is retired
+    assert [b["tier"] for b in ro["batches"]] == ["router", "retire"]
+
+
+def test_record_from_unit_files_only_still_diffs():
+    ro, old, new = _replicas()
+    units = _units(old)
+    bare = {h: {"units": {u["name"]: {"text": u["content"]} for u in units[h]}, "instances": [], "card": None}
+            for h in old["hosts"]}
+    v2 = ro  # same target
+    ro2 = rollout(bare, new, _units(new), {"card": {"sha256": "x", "repo": "r", "revision": "2" * 40}}, 1)
+    ch = ro2["hosts"]["w1"]
+    assert ch["action"] == "update" and ch["revision"] is None
+    assert ch["flags"] == [{"unit": "launchcard-upgrade-tiny-sglang-aggregated-1.service", "removed": [],
+                            "added": ["--max-running-requests 32"]}]
+    assert [b["hosts"] for b in ro2["batches"]] == [b["hosts"] for b in v2["batches"]]
+
+
+@pytest.mark.parametrize("bad", [0, -1, "two", "1.5", True, None, "50%"])
+def test_bad_serial_names_the_variable(bad):
+    with pytest.raises(RolloutError, match="launchcard_upgrade_serial"):
+        parse_serial(bad)
+
+
+def test_serial_from_string():
+    assert parse_serial("3") == 3 and parse_serial(2) == 2
+
+
+def test_host_change_new_and_none():
+    assert host_change("h", None, None, [], {})["action"] == "none"
+    ch = host_change("h", None, {"card": "k", "instances": []}, [{"name": "launchcard-x.service", "content": "a\n"}],
+                     {"k": {"revision": "r"}})
+    assert ch["action"] == "new" and ch["write"] == ["launchcard-x.service"]
