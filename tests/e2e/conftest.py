@@ -48,6 +48,20 @@ def sandbox_fleet():
     _down()
 
 
+@pytest.fixture(scope="module")
+def fleet(sandbox_fleet):
+    """The sandbox fleet for the files that use it (test_deploy_sandbox.py, test_operations_sandbox.py)."""
+    return sandbox_fleet
+
+
+@pytest.fixture(scope="module")
+def plan():
+    """The sandbox inventory's plan, from the same planner call the demo uses."""
+    sys.path.insert(0, os.path.join(ROOT, "tests", "sandbox"))
+    import demo_request
+    return demo_request.inventory_plan(INVENTORY)
+
+
 def pytest_runtest_teardown(item, nextitem):
     if "sandbox_fleet" in item.fixturenames and (nextitem is None or "sandbox_fleet" not in nextitem.fixturenames):
         _down()

@@ -55,19 +55,6 @@ def ssh(address, command):
 
 
 @pytest.fixture(scope="module")
-def fleet(sandbox_fleet):
-    """The sandbox fleet (tests/e2e/conftest.py), shared with test_operations_sandbox.py."""
-    return sandbox_fleet
-
-
-@pytest.fixture(scope="module")
-def plan():
-    sys.path.insert(0, os.path.join(ROOT, "tests", "sandbox"))
-    import demo_request  # the same planner call the demo uses
-    return demo_request.inventory_plan(INVENTORY)
-
-
-@pytest.fixture(scope="module")
 def hub(fleet):
     """The sandbox hub endpoint the hosts download from (tests/sandbox/hub): its URL and generated files."""
     sys.path.insert(0, os.path.join(ROOT, "tests", "sandbox"))

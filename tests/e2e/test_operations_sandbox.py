@@ -37,18 +37,6 @@ def playbook_no_mux(*extra):
 
 
 @pytest.fixture(scope="module")
-def fleet(sandbox_fleet):
-    return sandbox_fleet
-
-
-@pytest.fixture(scope="module")
-def plan():
-    sys.path.insert(0, os.path.join(ROOT, "tests", "sandbox"))
-    import demo_request  # the same planner call the demo uses
-    return demo_request.inventory_plan(INVENTORY)
-
-
-@pytest.fixture(scope="module")
 def deployed(fleet):
     res = playbook()
     assert res.returncode == 0, res.stdout[-6000:] + res.stderr[-3000:]
