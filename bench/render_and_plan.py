@@ -12,7 +12,7 @@ Contacts no host and boots nothing (the inventories' addresses are never reached
   median of ``--runs`` runs. Goal: 256 hosts under 10 s.
 - plan: the card read and planned the way the ``launch_card`` action does (``load_card``,
   ``normalize_placement``, ``plan_fleet``) in this process, CPU time (``time.process_time``),
-  median of ``--runs`` runs, for three layouts: ``monolithic`` (every host serves a whole model),
+  median of ``--runs`` runs, for three layouts: ``aggregated`` (every host serves a whole model),
   ``pd`` (prefill and decode hosts behind one router) and ``mixed`` (the render layout; every
   language server lists every encoder, so its output grows with the square of the fleet).
   Goal: 1,000 hosts under 1 s, 10,000 under 10 s.
@@ -39,10 +39,10 @@ import time
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 CARD = os.path.join(ROOT, "cards", "glm-5.3-flash.json")
 BIN = os.path.dirname(os.path.abspath(sys.executable))
-SERVING = ("vllm-monolithic", "sglang-encoder", "sglang-language", "sglang-monolithic", "sglang-prefill",
+SERVING = ("vllm-aggregated", "sglang-encoder", "sglang-language", "sglang-aggregated", "sglang-prefill",
            "sglang-decode")
 LAYOUTS = {
-    "monolithic": (("vllm-monolithic", "sglang-monolithic"), False),
+    "aggregated": (("vllm-aggregated", "sglang-aggregated"), False),
     "pd": (("sglang-prefill", "sglang-decode"), True),
     "mixed": (SERVING, True),
 }

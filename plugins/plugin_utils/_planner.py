@@ -35,6 +35,7 @@ change is listed in the instance's ``changes``:
 
 from __future__ import annotations
 
+import functools
 from urllib.parse import urlsplit
 
 from ansible_collections.launchcard.inference.plugins.plugin_utils._recipe import (
@@ -189,8 +190,13 @@ def plan(card, placement):
         raise PlanError(errors)
 
     # 3. peers ----------------------------------------------------------------
+    # the rank-0 instances of each role, in plan order: looked up once, not per instance
+    heads = {}
     for inst in instances:
-        _rewrite_peers(inst, instances, hosts, errors)
+        if inst["node_rank"] == 0:
+            heads.setdefault(inst["role"], []).append(inst)
+    for inst in instances:
+        _rewrite_peers(inst, instances, heads, hosts, errors)
     if errors:
         raise PlanError(errors)
     for inst in instances:
@@ -326,8 +332,7 @@ def _url(template, peer, consumer_host, port):
     """
     scheme, host, path = "http", None, ""
     if template:
-        parts = urlsplit(template if "://" in template else "http://" + template)
-        scheme, host, path = parts.scheme or "http", parts.hostname, parts.path
+        scheme, host, dummy, path = _split(template)
     if not (peer["host"] == consumer_host and host in LOOPBACK):
         host = peer["address"]
     return "%s://%s:%d%s" % (scheme, _bracket(host), port, path)
@@ -343,19 +348,31 @@ def _template_for(urls, peer):
     want = peer["_recipe"]["port"]
     for u in urls:
         try:
-            if urlsplit(u if "://" in u else "http://" + u).port == want:
+            if _split(u)[2] == want:
                 return u
         except ValueError:
             continue
     return urls[0] if urls else None
 
 
-def _rewrite_peers(inst, instances, hosts, errors):
+@functools.lru_cache(maxsize=4096)
+def _split(url):
+    """``(scheme, hostname, port, path)`` of a card URL (``http://`` assumed when it names none).
+
+    Cached: a fleet's peers share a handful of card URLs, read once per consumer and peer.
+    :raises ValueError: the port is not a number (from ``urllib.parse``).
+    """
+    parts = urlsplit(url if "://" in url else "http://" + url)
+    return parts.scheme or "http", parts.hostname, parts.port, parts.path
+
+
+def _rewrite_peers(inst, instances, heads, hosts, errors):
+    """Point ``inst``'s peer flags at the placed peers; ``heads`` maps a role to its rank-0 instances."""
     r = inst["_recipe"]
     a = argv_reader(inst["launcher"], inst["argv"])
 
     def peers_of(role):
-        return [p for p in instances if p["role"] == role and p["node_rank"] == 0]
+        return heads.get(role, [])
 
     def need_remote(peer):
         if peer["host"] != inst["host"] and peer["_recipe"]["bind_host"] in LOOPBACK:
