@@ -3,7 +3,7 @@
 
 Installed by the stand-in Ascend driver ``.run`` (tests/sandbox/pkgrepo/ascend_runs.py)
 as /usr/local/sbin/npu-smi. Prints ``npu-smi info -l`` and ``npu-smi info`` in the
-shapes of the real tool (field notes, section 5; the fixtures in
+shapes of the real tool (Huawei's npu-smi command reference; the fixtures in
 tests/unit/fixtures/accelerators), for chips described by
 /etc/launchcard-sandbox/ascend.json (optional)::
 
