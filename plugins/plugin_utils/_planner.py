@@ -219,8 +219,8 @@ def _instance(r, model, host, address, replica, rank, group):
     for old, new in sorted(FORMER_ROLES.items()):
         if new == r["role"]:
             name = "%s-%s%s" % (r["engine"], old, r["name"][len("%s-%s" % (r["engine"], new)):])
-            former.append("%s%s-%s-%d%s.service" % (UNIT_PREFIX, model["slug"], name, replica,
-                                                   "-rank%d" % rank if r["nnodes"] > 1 else ""))
+            rank_part = "-rank%d" % rank if r["nnodes"] > 1 else ""
+            former.append("%s%s-%s-%d%s.service" % (UNIT_PREFIX, model["slug"], name, replica, rank_part))
     return {
         "id": iid,
         "unit": UNIT_PREFIX + iid + ".service",

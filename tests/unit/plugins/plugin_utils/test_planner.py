@@ -453,8 +453,8 @@ def test_former_names_with_an_index_and_unknown_names():
     assert [i["recipe"] for i in _insts(p)] == ["vllm-aggregated-1"]
     assert len(p["deprecations"]) == 1
     assert _insts(p)[0]["former_units"] == ["launchcard-qwen3-32b-vllm-monolithic-1-0.service"]
-    m = _plan(CORPUS["02-sglang-multinode-tp16.json"], [_h("n0", "10.6.4.3", ["sglang-aggregated-0"]),
-                                                       _h("n1", "10.6.4.4", ["sglang-aggregated-0"])])
+    m = _plan(CORPUS["02-sglang-multinode-tp16.json"], [
+        _h("n0", "10.6.4.3", ["sglang-aggregated-0"]), _h("n1", "10.6.4.4", ["sglang-aggregated-0"])])
     assert [i["former_units"] for i in _insts(m)] == [
         ["launchcard-deepseek-r1-0528-sglang-monolithic-0-0-rank%d.service" % k] for k in (0, 1)]
     assert _plan(EX, [_h("r", "10.6.4.5", ["sglang-router"]), _h("p", "10.6.4.6", ["sglang-prefill"]),
