@@ -34,7 +34,8 @@ def load(rel):
 
 
 def lines(text):
-    return [ln.strip() for ln in text.splitlines() if ln.strip() and not ln.lstrip().startswith("#")]
+    """The requirement lines of a file, without comments (requirements.txt says what uses each pin)."""
+    return [ln.split("#", 1)[0].strip() for ln in text.splitlines() if ln.split("#", 1)[0].strip()]
 
 
 def pin(name):
