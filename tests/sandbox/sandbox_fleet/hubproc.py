@@ -2,7 +2,7 @@
 
 TEST INFRASTRUCTURE (tests/sandbox), not part of the collection. The hosts reach it through
 HF_ENDPOINT (the inventories' ``launchcard_hf_endpoint``), as air-gapped fleets reach an internal
-mirror. It serves every card of ``cards/`` under its ``hf.repo`` at its ``hf.revision``.
+mirror. It serves every card of ``cards/`` and ``tests/e2e/cards/`` under its ``hf.repo`` at its ``hf.revision``.
 """
 
 import contextlib
@@ -20,10 +20,15 @@ from .procs import read_pidfile, wait_gone, write_pidfile
 HUB_PORT = 8470
 
 
-def card_repos(cards_dir: Path = REPO_ROOT / "cards") -> list:
-    """``owner/name@revision`` of every card in ``cards_dir``."""
+CARD_DIRS = (REPO_ROOT / "cards", REPO_ROOT / "tests" / "e2e" / "cards")
+
+
+def card_repos(cards_dirs=CARD_DIRS) -> list:
+    """``owner/name@revision`` of every card in ``cards_dirs`` (the example cards and the e2e test cards)."""
+    if isinstance(cards_dirs, Path):
+        cards_dirs = (cards_dirs,)
     specs = set()
-    for path in sorted(cards_dir.glob("*.json")):
+    for path in sorted(p for d in cards_dirs for p in d.glob("*.json")):
         hf = (read_json(path, {}) or {}).get("hf") or {}
         if hf.get("repo") and hf.get("revision"):
             specs.add(f"{hf['repo']}@{hf['revision']}")
