@@ -27,48 +27,19 @@ description:
   - Never contacts a managed host. Run it once (C(run_once=true)); the facts reach every host of the play.
   - Hosts without a card variable and without recipes are left out of the plan.
 options:
-  src:
-    description:
-      - Path of the card on the controller, or an C(https://) URL fetched from the controller, for
-        every host. When omitted each host's O(card_var) variable names its card.
-    type: str
-  checksum:
-    description:
-      - Expected C(sha256:<hex>) of the card's bytes; the task fails on a mismatch. When omitted, each
-        host's O(checksum_var) variable is used if set.
-    type: str
-  card_var:
-    description:
-      - Host variable naming the host's card (path or https URL), used when O(src) is omitted.
-    type: str
-    default: launchcard_card_src
-  checksum_var:
-    description:
-      - Host variable holding the expected C(sha256:<hex>) of the host's card.
-    type: str
-    default: launchcard_card_checksum
   hosts:
     description:
       - Hosts to plan for. Defaults to every host of the inventory (C(groups.all)), so a run with
         C(--limit) or a narrower play plans the same fleet and renders the same peer URLs.
     type: list
     elements: str
-  recipes_var:
-    description:
-      - Name of the host variable that lists the recipes a host runs.
-    type: str
-    default: launchcard_recipes
-  validate_certs:
-    description:
-      - Verify TLS certificates when O(src) is a URL.
-    type: bool
-    default: true
 author:
   - launchcard.inference contributors (@launchcard)
 notes:
   - The card is untrusted input. Errors name the JSON path of the offending value, for example
     C(envs[4].argv[7]), and the task fails before any host is touched.
 extends_documentation_fragment:
+  - launchcard.inference.card_source
   - launchcard.inference.attributes.controller
   - launchcard.inference.attributes
   - ansible.builtin.action_common_attributes.flow

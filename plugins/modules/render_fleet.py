@@ -43,40 +43,13 @@ options:
       - Hosts whose folders are written. Defaults to the play's hosts (C(ansible_play_hosts_all)).
     type: list
     elements: str
-  src:
-    description:
-      - Path or C(https://) URL of the card for every host; see M(launchcard.inference.launch_card).
-    type: str
-  checksum:
-    description:
-      - Expected C(sha256:<hex>) of the card; see M(launchcard.inference.launch_card).
-    type: str
-  card_var:
-    description:
-      - Host variable naming the host's card.
-    type: str
-    default: launchcard_card_src
-  checksum_var:
-    description:
-      - Host variable holding the expected C(sha256:<hex>) of the host's card.
-    type: str
-    default: launchcard_card_checksum
-  recipes_var:
-    description:
-      - Host variable listing the recipes a host runs.
-    type: str
-    default: launchcard_recipes
-  validate_certs:
-    description:
-      - Verify TLS certificates when O(src) is a URL.
-    type: bool
-    default: true
 author:
   - launchcard.inference contributors (@launchcard)
 notes:
   - Errors name the field (card errors, for example C(envs[4].argv[7])) or the host and variable
     (for example C(lc-x) and C(launchcard_amd_render_gid must be an integer)).
 extends_documentation_fragment:
+  - launchcard.inference.card_source
   - launchcard.inference.attributes.controller
   - launchcard.inference.attributes
   - ansible.builtin.action_common_attributes.flow
