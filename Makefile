@@ -17,7 +17,7 @@ demo: setup sandbox-up deploy ## Boot the sandbox fleet and deploy the example c
 	@$(BIN)/python tests/sandbox/demo_request.py -i $(INVENTORY)
 	@echo "next: ssh -F .sandbox/ssh/config lc-router | make sandbox-down | README, 'Using the sandbox'"
 
-test: setup ## Every test: unit, lint, sanity, end to end
+test: setup ## Every test: unit, lint, sanity, molecule (3 scenarios), integration, end to end
 	$(MAKE) units lint sanity molecule molecule-rocm molecule-ascend integration e2e
 
 setup: host-deps venv ## Debian packages and the pinned virtualenv

@@ -90,6 +90,9 @@ def normalize_placement(hosts):
                 continue
             refs.append({"ref": ref, "replicas": replicas})
         gpus = hv.get("gpus")
+        if isinstance(gpus, str) and gpus.strip().isdigit():
+            # `-e launchcard_gpus=8` and INI host lines pass strings: a plain decimal count is a count
+            gpus = int(gpus.strip())
         if gpus is not None and (isinstance(gpus, bool) or not isinstance(gpus, int) or gpus < 0):
             errors.append((host, "launchcard_gpus must be a non-negative integer, found %r" % (gpus,)))
         out.append({"host": host, "address": str(hv.get("address") or host), "gpus": gpus, "recipes": refs})

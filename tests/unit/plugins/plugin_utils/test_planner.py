@@ -406,7 +406,9 @@ def test_health_url_uses_a_specific_bind_address():
     ([("h", {"recipes": [{"name": "x", "replicas": True}]})], "replicas must be an integer >= 1, found True"),
     ([("h", {"recipes": [3.5]})], "h: launchcard_recipes[0]: expected a recipe name or index, found 3.5"),
     ([("h", {"recipes": [], "gpus": -1})], "launchcard_gpus must be a non-negative integer, found -1"),
-    ([("h", {"recipes": [], "gpus": "8"})], "launchcard_gpus must be a non-negative integer, found '8'"),
+    ([("h", {"recipes": [], "gpus": "eight"})], "launchcard_gpus must be a non-negative integer, found 'eight'"),
+    ([("h", {"recipes": [], "gpus": "-8"})], "launchcard_gpus must be a non-negative integer, found '-8'"),
+    ([("h", {"recipes": [], "gpus": 8.0})], "launchcard_gpus must be a non-negative integer, found 8.0"),
 ])
 def test_normalize_placement_errors(hosts, message):
     with pytest.raises(PlanError) as exc:
@@ -422,6 +424,11 @@ def test_normalize_placement_defaults():
         {"host": "lc-b", "address": "10.0.0.2", "gpus": 4,
          "recipes": [{"ref": "x", "replicas": 1}, {"ref": "y", "replicas": 1}]},
     ]
+
+
+def test_gpu_count_given_as_a_decimal_string_is_a_count():
+    # `-e launchcard_gpus=8` passes the string "8"
+    assert normalize_placement([("h", {"recipes": [], "gpus": " 8"})])[0]["gpus"] == 8
 
 
 def test_hosts_without_recipes_are_left_out():
