@@ -73,8 +73,8 @@ class Argv:
         toks = self.tokens
         while i < len(toks):
             tok = toks[i]
-            dummy, eq, inline = tok.partition("=")
             if tok.startswith("-") and self.name(tok) in flags:
+                dummy, eq, inline = tok.partition("=")
                 if eq:
                     yield i, i + 1, [inline]
                     i += 1

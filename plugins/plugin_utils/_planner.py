@@ -198,8 +198,9 @@ def plan(card, placement):
     for inst in instances:
         if inst["node_rank"] == 0:
             heads.setdefault(inst["role"], []).append(inst)
+    memo = {}
     for inst in instances:
-        _rewrite_peers(inst, instances, heads, hosts, errors)
+        _rewrite_peers(inst, instances, heads, hosts, errors, memo)
     if errors:
         raise PlanError(errors)
     for inst in instances:
@@ -369,26 +370,71 @@ def _split(url):
     return parts.scheme or "http", parts.hostname, parts.port, parts.path
 
 
-def _rewrite_peers(inst, instances, heads, hosts, errors):
-    """Point ``inst``'s peer flags at the placed peers; ``heads`` maps a role to its rank-0 instances."""
+class _PeerList(object):
+    """One role's peers as a consumer's argv lists them: built once per (recipe, flag), not per consumer.
+
+    A fleet's consumers (every language server, the routers) list the same peers; only the entries
+    for peers on the consumer's own host can differ (a loopback card URL stays loopback there), so
+    the URLs are built once and those few entries patched. Without this, n language servers each
+    listing n encoders cost O(n^2) URL builds (bench/render_and_plan.py, 10,000 hosts).
+    """
+
+    def __init__(self, peers, templates):
+        self.peers = peers
+        self.templates = [_template_for(templates, p) for p in peers]
+        self.base = [_url(t, p, None, p["port"]) for t, p in zip(self.templates, peers)]
+        self.by_host = {}
+        for i, p in enumerate(peers):
+            self.by_host.setdefault(p["host"], []).append(i)
+        # peers bound to loopback that no consumer on another host has opened yet
+        self.closed = [p for p in peers if p["_recipe"]["bind_host"] in LOOPBACK]
+
+    def urls(self, consumer_host):
+        """The peers' URLs as seen from ``consumer_host`` (a new list)."""
+        urls = list(self.base)
+        for i in self.by_host.get(consumer_host, ()):
+            urls[i] = _url(self.templates[i], self.peers[i], consumer_host, self.peers[i]["port"])
+        return urls
+
+    def open_for(self, consumer_host, errors):
+        """Bind every loopback-bound peer not on ``consumer_host`` to the network, once per peer."""
+        if not self.closed:
+            return
+        still = []
+        for p in self.closed:
+            if p["host"] != consumer_host:
+                _open_to_network(p, errors)
+            else:
+                still.append(p)
+        self.closed = still
+
+
+def _rewrite_peers(inst, instances, heads, hosts, errors, memo=None):
+    """Point ``inst``'s peer flags at the placed peers.
+
+    :param heads: role -> its rank-0 instances, in plan order.
+    :param memo: a dict shared by every call of one plan (peer lists built once).
+    """
     r = inst["_recipe"]
     a = argv_reader(inst["launcher"], inst["argv"])
+    memo = {} if memo is None else memo
 
     def peers_of(role):
         return heads.get(role, [])
 
-    def need_remote(peer):
-        if peer["host"] != inst["host"] and peer["_recipe"]["bind_host"] in LOOPBACK:
-            _open_to_network(peer, errors)
+    def peer_list(role, field, templates):
+        key = (id(r), field)
+        if key not in memo:
+            memo[key] = _PeerList(peers_of(role), templates)
+        lst = memo[key]
+        lst.open_for(inst["host"], errors)
+        return lst
 
     if inst["role"] == "language" and r["encoder_urls"]:
         encs = peers_of("encoder")
         if not encs:
             errors.append((inst["id"], "a language-only server needs at least one encoder placed"))
-        urls = []
-        for p in encs:
-            need_remote(p)
-            urls.append(_url(_template_for(r["encoder_urls"], p), p, inst["host"], p["port"]))
+        urls = peer_list("encoder", "encoder_urls", r["encoder_urls"]).urls(inst["host"])
         if urls != r["encoder_urls"]:
             a.replace_groups("--encoder-urls", [urls])
             inst["changes"].append("--encoder-urls %s" % " ".join(urls))
@@ -400,19 +446,14 @@ def _rewrite_peers(inst, instances, heads, hosts, errors):
                                "(found %d prefill, %d decode)" % (len(pre), len(dec))))
             card_urls = [g["url"] for g in r["prefill_urls"]]
             card_bs = {g["url"]: g["bootstrap_port"] for g in r["prefill_urls"]}
+            plist = peer_list("prefill", "prefill_urls", card_urls)
             groups = []
-            for p in pre:
-                need_remote(p)
-                tmpl = _template_for(card_urls, p)
-                url = _url(tmpl, p, inst["host"], p["port"])
+            for p, tmpl, url in zip(pre, plist.templates, plist.urls(inst["host"])):
                 group = [url]
                 if card_bs.get(tmpl) is not None or p["bootstrap_port"] != p["_recipe"]["bootstrap_port"]:
                     group.append(str(p["bootstrap_port"]))
                 groups.append(group)
-            dgroups = []
-            for p in dec:
-                need_remote(p)
-                dgroups.append([_url(_template_for(r["decode_urls"], p), p, inst["host"], p["port"])])
+            dgroups = [[u] for u in peer_list("decode", "decode_urls", r["decode_urls"]).urls(inst["host"])]
             if groups != [[g["url"]] + ([g["bootstrap_port"]] if g["bootstrap_port"] is not None else [])
                           for g in r["prefill_urls"]]:
                 a.replace_groups("--prefill", groups)
@@ -424,10 +465,7 @@ def _rewrite_peers(inst, instances, heads, hosts, errors):
             workers = peers_of("aggregated")
             if not workers:
                 errors.append((inst["id"], "a router with --worker-urls needs at least one server placed"))
-            urls = []
-            for p in workers:
-                need_remote(p)
-                urls.append(_url(_template_for(r["worker_urls"], p), p, inst["host"], p["port"]))
+            urls = peer_list("aggregated", "worker_urls", r["worker_urls"]).urls(inst["host"])
             if urls != r["worker_urls"]:
                 a.replace_groups("--worker-urls", [urls])
                 inst["changes"].append("--worker-urls %s" % " ".join(urls))
