@@ -51,6 +51,15 @@ def snapshot_dir(hf_home, repo, revision):
     return os.path.join(repo_dir(hf_home, repo), "snapshots", revision)
 
 
+def stamp_path(hf_home, repo, revision):
+    """``<repo_dir>/.launchcard-complete-<revision>``: the weights role's completion stamp of one revision.
+
+    It holds the revision's size in bytes (decimal); the ``preflight`` module
+    compares it with what the snapshot holds (``_preflight.weights_staged``).
+    """
+    return os.path.join(repo_dir(hf_home, repo), ".launchcard-complete-" + revision)
+
+
 def normalize_listing(entries):
     """``[{"path": str, "size": int}]`` sorted by path, files only.
 

@@ -26,10 +26,13 @@ from __future__ import annotations
 
 import errno
 import grp
+import hashlib
 import json
 import os
+import pwd
 import re
 import socket
+import stat as stat_mod
 from concurrent.futures import ThreadPoolExecutor
 
 from ansible_collections.launchcard.inference.plugins.module_utils import _platforms
@@ -912,3 +915,86 @@ def stack_vendor(accelerators):
     if vendor != "none":
         return vendor
     return (acc.get("pci") or {}).get("vendor") or "none"
+
+
+def inspect_path(path, stat_path=None, getpwuid=None, getgrgid=None, opener=open):
+    """What a setup step needs to know of ``path`` to tell that it has nothing to do, read only.
+
+    The deploy's setup steps (the engines' user and its weights directory, the
+    units' readiness helper) are skipped on a host whose preflight read shows
+    them in place; their own ``ansible.builtin`` tasks make any change.
+
+    :param path: absolute path; a symbolic link is followed (as
+        ``ansible.builtin.file`` and ``ansible.builtin.copy`` do with their
+        ``path``/``dest``).
+    :returns: ``{"exists": bool, "type": "file" | "directory" | "other" | None,
+        "owner": str | None, "group": str | None, "mode": "0755" | None,
+        "checksum": str | None}``: ``owner`` and ``group`` are names from the
+        host's user and group databases (None when the id has no name),
+        ``mode`` the permission bits as four octal digits, ``checksum`` the
+        SHA-1 (hex) of a regular file's content, as ``ansible.builtin.stat``
+        and ``copy`` compute it; everything None when the path is absent or
+        unreadable.
+    """
+    stat_path = stat_path or os.stat
+    getpwuid = getpwuid or pwd.getpwuid
+    getgrgid = getgrgid or grp.getgrgid
+    out = {"exists": False, "type": None, "owner": None, "group": None, "mode": None, "checksum": None}
+    try:
+        st = stat_path(path)
+    except OSError:
+        return out
+    out["exists"] = True
+    out["type"] = ("directory" if stat_mod.S_ISDIR(st.st_mode)
+                   else "file" if stat_mod.S_ISREG(st.st_mode) else "other")
+    out["mode"] = "%04o" % stat_mod.S_IMODE(st.st_mode)
+    try:
+        out["owner"] = getpwuid(st.st_uid).pw_name
+    except KeyError:
+        pass
+    try:
+        out["group"] = getgrgid(st.st_gid).gr_name
+    except KeyError:
+        pass
+    if out["type"] == "file":
+        digest = hashlib.sha1()
+        try:
+            with opener(path, "rb") as f:
+                for chunk in iter(lambda: f.read(1 << 16), b""):
+                    digest.update(chunk)
+            out["checksum"] = digest.hexdigest()
+        except (IOError, OSError):
+            pass
+    return out
+
+
+def user_exists(name, getpwnam=None):
+    """Whether the host's user database (NSS, as ``getent passwd``) knows the user ``name``."""
+    try:
+        (getpwnam or pwd.getpwnam)(name)
+    except KeyError:
+        return False
+    return True
+
+
+def weights_staged(stamp_text, present_bytes):
+    """Whether a revision's completion stamp still matches what its snapshot holds.
+
+    The weights role writes the stamp (the revision's size in bytes, as
+    ``hf_snapshot`` listed it, in decimal) once ``hf_snapshot`` found the
+    revision complete. The snapshot is taken as still complete when the stamp
+    is there and the bytes now under the snapshot (``present_bytes``, every
+    file's size through its link) are exactly that many: a file removed or
+    truncated since changes the sum, and then the role checks against the Hub
+    again.
+
+    :param stamp_text: the stamp's content, or None when there is no stamp.
+    :returns: bool.
+    """
+    if stamp_text is None:
+        return False
+    try:
+        recorded = int(stamp_text.strip())
+    except ValueError:
+        return False
+    return recorded > 0 and recorded == present_bytes

@@ -132,6 +132,19 @@ options:
         deploy learns in this same call whether the engines need installing (no separate round trip).
       - Unset (the default) reads nothing.
     type: path
+  inspect:
+    description:
+      - Paths whose state RV(inspected) reports in this same call (type, owner, group, mode, SHA-1 of a file), so
+        a deploy skips the setup steps that find everything in place without a round trip of their own. Nothing
+        is changed; a symbolic link is followed.
+    type: list
+    elements: path
+    default: []
+  users:
+    description: User names whose presence in the host's user database RV(users) reports.
+    type: list
+    elements: str
+    default: []
 author:
   - launchcard.inference contributors (@launchcard)
 extends_documentation_fragment:
@@ -184,6 +197,28 @@ native_stamps:
   type: list
   elements: str
   sample: [.launchcard-5f0c2d1e9b8a7c6d5e4f3a2b1c0d9e8f7a6b5c4d]
+inspected:
+  description:
+    - One entry per path of O(inspect) - C(exists) (bool), C(type) (V(file), V(directory), V(other)), C(owner) and
+      C(group) (names, null when the id has no name), C(mode) (four octal digits), C(checksum) (SHA-1 of a file's
+      content, as M(ansible.builtin.stat) gives it) - all null but C(exists) when the path is absent.
+  returned: always
+  type: dict
+  sample:
+    /var/lib/launchcard/models: {exists: true, type: directory, owner: launchcard, group: launchcard, mode: "0755",
+                                 checksum: null}
+users:
+  description: Whether each user of O(users) exists (name to bool).
+  returned: always
+  type: dict
+  sample: {launchcard: true}
+weights_staged:
+  description:
+    - True when the weights role's completion stamp of O(repo) at O(revision) is in O(weights_dir)'s cache and the
+      snapshot still holds exactly the bytes it records (C(facts.disk.present_bytes)); the deploy then skips the
+      weights role (no Hub request). False otherwise, and when O(repo) or O(revision) is unset.
+  returned: always
+  type: bool
 failed_checks:
   description: Names of the checks with severity C(error).
   returned: always
@@ -252,22 +287,29 @@ facts:
 """
 
 import os
+import re
 
 from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.launchcard.inference.plugins.module_utils import _accelerators as accelerators
+from ansible_collections.launchcard.inference.plugins.module_utils._hf_snapshot import stamp_path
 from ansible_collections.launchcard.inference.plugins.module_utils._preflight import (
     GIB,
     bare_host,
     evaluate,
     failed,
     image_data_root,
+    inspect_path,
     listening_sockets,
     parse_os_release,
     probe_all,
     runtime_devices,
     stack_vendor,
+    user_exists,
+    weights_staged,
 )
+
+_COMMIT = re.compile(r"^[0-9a-f]{40}$")
 
 
 def _read(path):
@@ -346,6 +388,8 @@ def main():
             gpu_memory_mib=dict(type="int"),
             stack_versions=dict(type="dict", default={}),
             native_venv=dict(type="path"),
+            inspect=dict(type="list", elements="path", default=[]),
+            users=dict(type="list", elements="str", default=[]),
         ),
         supports_check_mode=True,
     )
@@ -375,10 +419,17 @@ def main():
         "stack_versions": dict((k, v) for k, v in (p["stack_versions"] or {}).items() if v),
     })
     facts["listening"] = dict((str(k), v) for k, v in facts["listening"].items())
+    staged = False
+    if p["repo"] and p["revision"] and _COMMIT.match(p["revision"]):
+        staged = weights_staged(_read(stamp_path(p["weights_dir"], p["repo"], p["revision"])),
+                                facts["disk"]["present_bytes"])
     module.exit_json(changed=False, checks=results, failed_checks=[r["check"] for r in failed(results)],
                      bare_host=bare_host(facts["accelerators"], p["install_driver"]),
                      stack_vendor=stack_vendor(facts["accelerators"]),
                      native_stamps=_native_stamps(p["native_venv"]) if p["native_venv"] else None,
+                     inspected=dict((path, inspect_path(path)) for path in p["inspect"]),
+                     users=dict((name, user_exists(name)) for name in p["users"]),
+                     weights_staged=staged,
                      facts=facts)
 
 

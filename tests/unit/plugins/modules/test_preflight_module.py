@@ -18,6 +18,7 @@ themselves, so the owner found is this test process), ``/etc/os-release``
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import shutil
@@ -262,3 +263,36 @@ def test_checks_can_be_switched_off(host, capsys):
     result = run_module(capsys, host, needs=needs(gpus=16), checks={"os": False, "gpu_count": False, "fabric": False})
     assert "gpu_count" not in by_check(result) and "fabric" not in by_check(result)
     assert result["failed_checks"] == []
+
+
+def test_the_same_call_reports_paths_users_and_whether_the_weights_are_staged(host, capsys):
+    nvidia_smi(host["bin"])
+    weights = host["tmp"] / "models"
+    helper = host["tmp"] / "wait-ready.py"
+    helper.write_bytes(b"#!/usr/bin/python3\n")
+    result = run_module(capsys, host, needs=needs(), weights_dir=str(weights), repo=REPO, revision=REVISION,
+                        inspect=[str(helper), str(weights)], users=["root", "no-such-user-here"])
+    assert result["inspected"][str(helper)]["checksum"] == hashlib.sha1(b"#!/usr/bin/python3\n").hexdigest()
+    assert result["inspected"][str(helper)]["type"] == "file"
+    assert result["inspected"][str(weights)]["exists"] is False
+    assert result["users"] == {"root": True, "no-such-user-here": False}
+    assert result["weights_staged"] is False  # no snapshot, no stamp
+
+    # a complete snapshot of 3000 bytes and the weights role's stamp recording them
+    repo_dir = weights / "hub" / ("models--" + REPO.replace("/", "--"))
+    snap = repo_dir / "snapshots" / REVISION
+    os.makedirs(str(snap))
+    (snap / "config.json").write_bytes(b"x" * 1000)
+    (snap / "model.safetensors").write_bytes(b"y" * 2000)
+    stamp = repo_dir / (".launchcard-complete-" + REVISION)
+    stamp.write_text("3000\n")
+    staged = run_module(capsys, host, needs=needs(), weights_dir=str(weights), repo=REPO, revision=REVISION)
+    assert staged["weights_staged"] is True
+    assert staged["inspected"] == {} and staged["users"] == {}
+    # a file lost since the stamp: the weights role runs again
+    os.unlink(str(snap / "config.json"))
+    assert run_module(capsys, host, needs=needs(), weights_dir=str(weights), repo=REPO,
+                      revision=REVISION)["weights_staged"] is False
+    # another revision has no stamp
+    assert run_module(capsys, host, needs=needs(), weights_dir=str(weights), repo=REPO,
+                      revision="f" * 40)["weights_staged"] is False
