@@ -130,31 +130,32 @@ def acquire(path, holder, scope="host", break_stale=False, check_mode=False, now
     - Nobody holds it: it is created (``O_EXCL``) with ``holder`` and ``since`` = now (UTC).
     - The same run holds it (same ``run_id``): nothing changes (re-entrant; the first ``since`` stays).
     - Another run holds it: refused, unless ``break_stale``; then it is replaced and the broken holder returned.
-    - ``check_mode``: nothing is written; the result says what would happen.
+    - ``check_mode``: nothing is written and nothing is acquired; ``would_acquire`` says what a real run would do.
 
-    :returns: ``{"path", "acquired": bool, "changed": bool, "reentrant": bool, "held_by": holder or None
-        (another run's, when refused), "broken": holder or None, "holder": the holder now on file (or that
-        would be)}``.
+    :returns: ``{"path", "scope", "acquired": bool, "would_acquire": bool, "changed": bool, "reentrant": bool,
+        "held_by": holder or None (another run's, when refused), "broken": holder or None, "holder": the holder
+        now on file (or that would be)}``.
     :raises ValueError: ``holder`` has no ``run_id``.
     :raises LockError: the lock file cannot be read or written.
     """
     mine = _holder(holder, scope, now)
-    result = {"path": path, "acquired": False, "changed": False, "reentrant": False, "held_by": None,
-              "broken": None, "holder": None}
+    result = {"path": path, "scope": mine["scope"], "acquired": False, "would_acquire": False, "changed": False,
+              "reentrant": False, "held_by": None, "broken": None, "holder": None}
     if check_mode and not os.path.isdir(os.path.dirname(path) or "."):
-        result.update(acquired=True, changed=True, holder=mine)
+        result.update(would_acquire=True, changed=True, holder=mine)
         return result
     with (_guard(path) if not check_mode else contextlib.nullcontext()):
         current = _read(path)
         if current is not None and current.get("run_id") == mine["run_id"]:
-            result.update(acquired=True, reentrant=True, holder=current)
+            result.update(acquired=not check_mode, would_acquire=True, reentrant=True, holder=current)
             return result
         if current is not None and not break_stale:
             result.update(held_by=current, holder=current)
             return result
-        result.update(acquired=True, changed=True, broken=current, holder=mine)
+        result.update(changed=True, broken=current, holder=mine, would_acquire=True)
         if check_mode:
             return result
+        result["acquired"] = True
         try:
             if current is None:
                 _write_new(path, mine)
@@ -197,11 +198,39 @@ def release(path, run_id, check_mode=False):
     return result
 
 
+def apply_all(state, paths, holder, break_stale=False, check_mode=False):
+    """Take (``state="present"``) or release (``"absent"``) each lock of ``paths`` (``[{"path", "scope"}]``).
+
+    :returns: ``(results, held_by, broken, changed)``: the result of :func:`acquire` or :func:`release` per
+        path; ``"<path> held by <holder>"`` for each lock another run holds; the same for each lock broken
+        on request; whether any file changed.
+    :raises ValueError: no ``holder["run_id"]`` when taking, or a path that is not absolute.
+    :raises LockError: a lock file cannot be read or written.
+    """
+    results, held, broken, changed = [], [], [], False
+    for n, item in enumerate(paths or ()):
+        path = (item or {}).get("path")
+        if not isinstance(path, str) or not path.startswith("/"):
+            raise ValueError("paths[%d].path: an absolute path is required, found %r" % (n, path))
+        if state == "present":
+            res = acquire(path, holder, scope=item.get("scope") or "host", break_stale=break_stale,
+                          check_mode=check_mode)
+            if res["broken"]:
+                broken.append("%s held by %s" % (path, describe(res["broken"])))
+        else:
+            res = release(path, (holder or {}).get("run_id"), check_mode=check_mode)
+        if res["held_by"]:
+            held.append("%s held by %s" % (path, describe(res["held_by"])))
+        changed = changed or res["changed"]
+        results.append(res)
+    return results, held, broken, changed
+
+
 def refusal(conflicts):
-    """The refusal message for ``[(host, path, holder)]``: who holds which lock, and how to break a stale one."""
+    """The refusal message for ``[(host or None, path, holder)]``: who holds which lock, and how to break a stale one."""
     lines = ["another run holds the lock of this fleet; nothing was changed:"]
     for host, path, holder in conflicts:
-        lines.append("  %s:%s held by %s" % (host, path, describe(holder)))
+        lines.append("  %s%s held by %s" % ("%s:" % host if host else "", path, describe(holder)))
     lines.append("Wait for that run to end. If it is no longer running (killed, or its controller lost), "
                  "break its locks with -e launchcard_lock_break=true.")
     return "\n".join(lines)

@@ -91,12 +91,12 @@ def test_release_drops_only_our_own_lock(path):
 
 def test_check_mode_reports_and_writes_nothing(path):
     res = lock.acquire(path, A, check_mode=True)
-    assert res["acquired"] and res["changed"] and not os.path.exists(os.path.dirname(path))
+    assert res["would_acquire"] and not res["acquired"] and not os.path.exists(os.path.dirname(path))
     lock.acquire(path, A)
     held = lock.acquire(path, B, check_mode=True)
     assert not held["acquired"] and held["held_by"]["run_id"] == A["run_id"]
     broken = lock.acquire(path, B, break_stale=True, check_mode=True)
-    assert broken["acquired"] and broken["broken"]["run_id"] == A["run_id"]
+    assert broken["would_acquire"] and not broken["acquired"] and broken["broken"]["run_id"] == A["run_id"]
     assert on_file(path)["run_id"] == A["run_id"]
     assert lock.release(path, A["run_id"], check_mode=True)["released"] and os.path.exists(path)
 
