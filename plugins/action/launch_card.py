@@ -6,9 +6,13 @@
 
 from __future__ import annotations
 
+import datetime
+import getpass
 import hashlib
 import os
+import socket
 
+from ansible import context
 from ansible.errors import AnsibleActionFail
 from ansible.module_utils.common.text.converters import to_native, to_text
 from ansible.module_utils.urls import open_url
@@ -21,9 +25,34 @@ from ansible_collections.launchcard.inference.plugins.plugin_utils._planner impo
     normalize_placement,
     plan_fleet,
 )
+from ansible_collections.launchcard.inference.plugins.plugin_utils._rollout import card_sha256
 
 
 display = Display()
+
+
+def run_identity(cards, plan, now=None):
+    """Who runs this play, for the run lock (plugins/module_utils/_lock.py): one id per run, the same on every host.
+
+    ``{"id": "<UTC time>-<8 hex>", "user": controller login user, "controller": controller host name,
+    "playbook": the playbook file name(s) given to ansible-playbook, "cards": {source: "sha256:<hex>"} (the
+    same digest a host's record holds), "anchor": the first host of the plan in sorted order (holds the fleet
+    lock, whatever --limit says)}``.
+    """
+    now = now or datetime.datetime.now(datetime.timezone.utc)
+    try:
+        user = getpass.getuser()
+    except (KeyError, OSError):
+        user = str(os.getuid())
+    playbooks = [os.path.basename(str(p)) for p in (context.CLIARGS.get("args") or ())]
+    return {
+        "id": "%s-%s" % (now.strftime("%Y%m%dT%H%M%SZ"), os.urandom(4).hex()),
+        "user": user,
+        "controller": socket.gethostname(),
+        "playbook": ",".join(playbooks) or "?",
+        "cards": dict((src, "sha256:" + card_sha256(card)) for src, card in cards.items()),
+        "anchor": min(plan["hosts"]) if plan.get("hosts") else None,
+    }
 
 
 class ActionModule(ActionBase):
@@ -108,7 +137,8 @@ class ActionModule(ActionBase):
         if warnings:
             result["warnings"] = warnings
         result["changed"] = False
-        result["ansible_facts"] = {"launchcard_cards": cards, "launchcard_plan": the_plan}
+        result["ansible_facts"] = {"launchcard_cards": cards, "launchcard_plan": the_plan,
+                                   "launchcard_run": run_identity(cards, the_plan)}
         result["msg"] = "; ".join("%s@%s: %d recipe(s), %d instance(s) on %d host(s)" % (
             card["model"]["repo"], card["model"]["revision"][:12], len(card["recipes"]),
             sum(len(h["instances"]) for h in the_plan["hosts"].values() if h["card"] == src),

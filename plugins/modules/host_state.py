@@ -55,6 +55,13 @@ options:
       - "O(state=present) - what runs the engines, for example C({kind: native, packages: [...], image_refs: {}})."
     type: dict
     default: {}
+  release_lock:
+    description:
+      - "Release this run's run locks in the same call, after the record is written: C({run_id, paths: [{path,
+        scope}]}) (see M(launchcard.inference.run_lock)). A lock held by another run is left in place and
+        reported in RV(lock). Unset: no lock is touched."
+      - The playbooks pass it on the call that records a host at the end of its run, so releasing costs no round trip.
+    type: dict
 author:
   - launchcard.inference contributors (@launchcard)
 extends_documentation_fragment:
@@ -90,6 +97,13 @@ drift:
   returned: always
   type: list
   elements: str
+lock:
+  description:
+    - With O(release_lock) - C(released) (the paths this run held and released), C(held_by) (C(<path> held by
+      <holder>) for each lock another run holds, left in place). Null without O(release_lock).
+  returned: always
+  type: dict
+  sample: {released: [/var/lib/launchcard/lock.json], held_by: []}
 """
 
 import json
@@ -97,6 +111,7 @@ import os
 
 from ansible.module_utils.basic import AnsibleModule
 
+from ansible_collections.launchcard.inference.plugins.module_utils import _lock
 from ansible_collections.launchcard.inference.plugins.module_utils import _state as state
 
 
@@ -112,6 +127,18 @@ def _unit_files(directory, prefix):
     return found
 
 
+def _release(module, spec):
+    """Release this run's locks (``release_lock``); the lock files are bookkeeping, not a change of the host."""
+    if not spec:
+        return None
+    try:
+        results, held, dummy, dummy2 = _lock.apply_all("absent", spec.get("paths") or [], {"run_id": spec.get("run_id")},
+                                                       check_mode=module.check_mode)
+    except (ValueError, _lock.LockError) as exc:
+        module.fail_json(msg="release_lock: %s" % exc)
+    return {"released": [r["path"] for r in results if r["released"]], "held_by": held}
+
+
 def main():
     module = AnsibleModule(
         argument_spec=dict(
@@ -122,6 +149,7 @@ def main():
             card=dict(type="dict", default={}),
             instances=dict(type="list", elements="dict", default=[]),
             runtime=dict(type="dict", default={}),
+            release_lock=dict(type="dict"),
         ),
         supports_check_mode=True,
     )
@@ -139,10 +167,10 @@ def main():
         recorded = (record or {}).get("units") or {}
         drift = sorted(n for n in set(units) | set(recorded)
                        if (recorded.get(n) or {}).get("text") != units.get(n))
-        module.exit_json(changed=False, record=record, drift=drift)
+        module.exit_json(changed=False, record=record, drift=drift, lock=_release(module, p["release_lock"]))
     record = state.build(units, p["card"], p["instances"], p["runtime"], previous=existing)
     if state.same_state(existing, record):
-        module.exit_json(changed=False, record=existing, drift=[])
+        module.exit_json(changed=False, record=existing, drift=[], lock=_release(module, p["release_lock"]))
     if not module.check_mode:
         directory = os.path.dirname(p["path"])
         if not os.path.isdir(directory):
@@ -152,7 +180,7 @@ def main():
             f.write(state.dumps(record))
         os.chmod(tmp, 0o644)
         module.atomic_move(tmp, p["path"])
-    module.exit_json(changed=True, record=json.loads(json.dumps(record)), drift=[])
+    module.exit_json(changed=True, record=json.loads(json.dumps(record)), drift=[], lock=_release(module, p["release_lock"]))
 
 
 if __name__ == "__main__":

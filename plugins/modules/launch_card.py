@@ -86,6 +86,14 @@ ansible_facts:
         (its card source), C(address), C(gpus_needed) and C(instances) (id, unit, recipe, role,
         gpu_ids, port, bootstrap_port, url, health_url, probe, argv, env, changes).
       type: dict
+    launchcard_run:
+      description: >-
+        Who runs this play, for the run lock: C(id) (UTC time and 8 random hex digits, one per run, the
+        same on every host), C(user) and C(controller) (the controller's login user and host name),
+        C(playbook) (the playbook file name given to ansible-playbook), C(cards) (card source to
+        C(sha256:<hex>) of the loaded card, as a host's record holds it) and C(anchor) (the first host of
+        the plan in sorted order, which holds the fleet lock).
+      type: dict
 warnings:
   description: Unknown card keys, reported and ignored.
   returned: when present

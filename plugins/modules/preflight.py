@@ -126,6 +126,18 @@ options:
         not a measurement - vLLM and SGLang CUDA images take 10-25 GB.
     type: float
     default: 30.0
+  lock:
+    description:
+      - Take the run lock in this same call (no round trip of its own), after the checks; see
+        M(launchcard.inference.run_lock) for the lock files and their holder.
+      - "The shape is C({holder: {run_id, user, controller, playbook, card}, paths: [{path, scope}], break_stale: bool}):
+        C(paths) the host lock and, on the fleet's anchor host, the fleet lock; C(break_stale) replaces a lock
+        held by another run (C(-e launchcard_lock_break=true))."
+      - Not taken when a check of this host fails (the host stops; it holds nothing to release). A lock held by
+        another run is returned in RV(lock), never failed here, so the play can release what it took on the other
+        hosts before it refuses the run. In check mode nothing is written and a held lock is reported.
+      - Unset (the default, and C(playbooks/preflight.yml)) touches no lock.
+    type: dict
   native_venv:
     description:
       - The C(native) runtime's virtualenv. When set, RV(native_stamps) lists its requirement stamps, so a
@@ -148,8 +160,14 @@ options:
 author:
   - launchcard.inference contributors (@launchcard)
 extends_documentation_fragment:
-  - launchcard.inference.attributes.read_only
   - launchcard.inference.attributes
+attributes:
+  check_mode:
+    support: full
+    details: The checks only read; with O(lock), check mode reports a held lock and writes nothing.
+  diff_mode:
+    support: N/A
+    details: The checks change nothing; the lock file is the run's bookkeeping, released by the same run.
 """
 
 EXAMPLES = r"""
@@ -188,6 +206,20 @@ bare_host:
       but the PCI bus shows accelerators. Such a host is checked again after its stack is installed.
   returned: always
   type: bool
+lock:
+  description:
+    - With O(lock) - C(taken) (bool, every lock of C(paths) is this run's now), C(reason) (why nothing was taken,
+      or empty), C(held_by) (C(<path> held by <holder>) for each lock another run holds), C(broken) (the same for
+      each stale lock broken on request) and C(locks) (one result per path, as M(launchcard.inference.run_lock)
+      returns them). Null without O(lock).
+  returned: always
+  type: dict
+  sample:
+    taken: false
+    reason: held by another run
+    held_by: ["/var/lib/launchcard/lock.json held by alice@ops-1, upgrade.yml, run 20261130T130055Z-1a2b3c4d,
+      card sha256:0f1e2d3c4b5a, since 2026-11-30 13:00:56 UTC"]
+    broken: []
 native_stamps:
   description:
     - The names of the C(.launchcard-*) requirement stamps in O(native_venv) (each records one successful
@@ -293,6 +325,7 @@ from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.launchcard.inference.plugins.module_utils import _accelerators as accelerators
 from ansible_collections.launchcard.inference.plugins.module_utils._hf_snapshot import stamp_path
+from ansible_collections.launchcard.inference.plugins.module_utils import _lock
 from ansible_collections.launchcard.inference.plugins.module_utils._preflight import (
     GIB,
     bare_host,
@@ -367,6 +400,29 @@ def _disk(weights_dir, repo, revision):
             "present_bytes": present}
 
 
+def _take_lock(module, spec, failed_checks):
+    """The run lock of this host (``lock`` option), taken after the checks; see the option's description."""
+    if not spec:
+        return None
+    out = {"taken": False, "reason": "", "held_by": [], "broken": [], "locks": []}
+    if failed_checks:
+        out["reason"] = "not taken: a check of this host failed"
+        return out
+    try:
+        results, held, broken, dummy = _lock.apply_all("present", spec.get("paths") or [], spec.get("holder") or {},
+                                                       bool(spec.get("break_stale")), module.check_mode)
+    except (ValueError, _lock.LockError) as exc:
+        module.fail_json(msg="lock: %s" % exc)
+    for line in broken:
+        module.warn("run lock broken on request: %s" % line)
+    if held and module.check_mode:
+        for line in held:
+            module.warn("run lock: %s (check mode: nothing is changed, a real run would be refused)" % line)
+    out.update(taken=not held and not module.check_mode, held_by=held, broken=broken, locks=results,
+               reason="held by another run" if held else ("check mode" if module.check_mode else ""))
+    return out
+
+
 def main():
     module = AnsibleModule(
         argument_spec=dict(
@@ -390,6 +446,7 @@ def main():
             native_venv=dict(type="path"),
             inspect=dict(type="list", elements="path", default=[]),
             users=dict(type="list", elements="str", default=[]),
+            lock=dict(type="dict"),
         ),
         supports_check_mode=True,
     )
@@ -423,7 +480,10 @@ def main():
     if p["repo"] and p["revision"] and _COMMIT.match(p["revision"]):
         staged = weights_staged(_read(stamp_path(p["weights_dir"], p["repo"], p["revision"])),
                                 facts["disk"]["present_bytes"])
-    module.exit_json(changed=False, checks=results, failed_checks=[r["check"] for r in failed(results)],
+    failed_checks = [r["check"] for r in failed(results)]
+    # the lock files are the run's own bookkeeping (released by the same run): changed stays false
+    module.exit_json(changed=False, checks=results, failed_checks=failed_checks,
+                     lock=_take_lock(module, p["lock"], failed_checks),
                      bare_host=bare_host(facts["accelerators"], p["install_driver"]),
                      stack_vendor=stack_vendor(facts["accelerators"]),
                      native_stamps=_native_stamps(p["native_venv"]) if p["native_venv"] else None,

@@ -244,3 +244,122 @@ def test_a_revision_that_fails_its_gate_is_rolled_back_and_the_upgrade_stops(upg
         assert "LAUNCHCARD_STANDIN_FAIL_HEALTH" not in env, host
     status, body = http("GET", ROUTER_URL + "/workers")
     assert {w["url"] for w in json.loads(body)["workers"] if w["is_healthy"]} == WORKER_URLS
+
+
+# --- Run lock (README "Run lock"): concurrent runs are refused, a failed run releases, a stale lock is broken on request.
+
+ANCHOR = ROUTER  # the fleet lock's host: the first host of the plan in sorted order (lc-up-router)
+LOCK_FILES = "/var/lib/launchcard/lock.json /var/lib/launchcard/fleet-lock.json"
+
+
+def locks_on(address):
+    """The lock files on a host, ``{path: holder}``."""
+    out = ssh(address, "for f in %s; do [ -f $f ] && echo \"$f $(tr -d '\\n' < $f)\"; done; true" % LOCK_FILES).stdout
+    return dict((line.split(" ", 1)[0], json.loads(line.split(" ", 1)[1])) for line in out.splitlines() if line.strip())
+
+
+def all_locks():
+    return dict((a, locks_on(a)) for a in list(WORKERS.values()) + [ROUTER])
+
+
+def background(name, *extra):
+    """ansible-playbook in its own session (so it can be killed with its workers), output to a temp file."""
+    log = open(os.path.join(ROOT, STATE, "lock-%s-%d.log" % (name, time.time())), "w+")
+    proc = subprocess.Popen([os.path.join(BIN, "ansible-playbook"), "playbooks/%s.yml" % name, "-i", INVENTORY] + list(extra),
+                            cwd=ROOT, env=ENV, stdout=log, stderr=subprocess.STDOUT, text=True, start_new_session=True)
+    return proc, log
+
+
+def wait_for_lock(address, path, proc, timeout=240):
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        held = locks_on(address).get(path)
+        if held:
+            return held
+        assert proc.poll() is None, "the first run ended before it took its lock"
+        time.sleep(0.3)
+    raise AssertionError("no lock %s on %s after %d s" % (path, address, timeout))
+
+
+def finish(proc, log, timeout=600):
+    proc.wait(timeout=timeout)
+    log.seek(0)
+    out = log.read()
+    log.close()
+    return proc.returncode, out
+
+
+def test_lock_a_second_deploy_is_refused_while_an_upgrade_runs_and_the_upgrade_ends_healthy(upgraded):
+    assert all_locks() == dict((a, {}) for a in list(WORKERS.values()) + [ROUTER]), "a finished run left a lock"
+    first, log = background("upgrade", "-e", "launchcard_card_src=%s/upgrade-v1.json" % CARDS, *FAST)
+    try:
+        holder = wait_for_lock(ANCHOR, "/var/lib/launchcard/fleet-lock.json", first)
+        assert holder["playbook"] == "upgrade.yml" and holder["scope"] == "fleet" and holder["card"].startswith("sha256:")
+        second = playbook("deploy", "-e", "launchcard_card_src=%s/upgrade-v2.json" % CARDS)
+        said = " ".join(second.stdout.split())
+        assert first.poll() is None, "the upgrade ended before the second run was refused: nothing was tested"
+    finally:
+        rc, out = finish(first, log)
+    # the second run stops before changing anything and names the holder and since when
+    assert second.returncode != 0
+    assert "another run holds the lock of this fleet; nothing was changed" in said, second.stdout[-6000:]
+    assert "fleet-lock.json held by %s@%s, upgrade.yml, run %s, card %s" % (
+        holder["user"], holder["controller"], holder["run_id"], holder["card"][:19]) in said
+    assert "since %s UTC" % holder["since"].replace("T", " ").rstrip("Z") in said
+    assert "launchcard_lock_break=true" in said
+    assert all(r["changed"] == 0 for r in recap(second.stdout).values()), recap(second.stdout)
+    # the first one ends healthy, every replica on its card (revision 1111..., without v2's flag)
+    assert rc == 0, out[-8000:]
+    for host, address in WORKERS.items():
+        execstart, revision, active = host_facts(address)
+        assert revision == "1" * 40 and active == "active", (host, revision, active)
+        assert "--max-running-requests" not in execstart, host
+    # and both runs released what they took
+    assert all_locks() == dict((a, {}) for a in list(WORKERS.values()) + [ROUTER])
+
+
+def test_lock_a_failed_deploy_releases_its_locks(upgraded, tmp_path):
+    with open(os.path.join(CARDS, "upgrade-v1.json")) as f:
+        card = json.load(f)
+    card["hf"]["revision"] = "4" * 40  # the sandbox hub does not serve it: the weights step fails on every replica
+    bad = tmp_path / "upgrade-v1-unknown-revision.json"
+    bad.write_text(json.dumps(card))
+    snap = "md5sum /etc/systemd/system/launchcard-*.service; systemctl show -p MainPID 'launchcard-*'"
+    before = {a: ssh(a, snap).stdout for a in list(WORKERS.values()) + [ROUTER]}
+    res = playbook("deploy", "-e", "launchcard_card_src=%s" % bad)
+    assert res.returncode != 0, res.stdout[-6000:]
+    assert all(recap(res.stdout)[h]["failed"] == 1 for h in WORKERS), recap(res.stdout)
+    assert "Deploy | Release the locks of the hosts that did not finish" in res.stdout
+    assert all_locks() == dict((a, {}) for a in list(WORKERS.values()) + [ROUTER]), res.stdout[-6000:]
+    assert {a: ssh(a, snap).stdout for a in before} == before
+
+
+def test_lock_left_by_a_killed_run_refuses_until_broken_on_request(upgraded):
+    killed, log = background("deploy", "-e", "launchcard_card_src=%s/upgrade-v1.json" % CARDS)
+    try:
+        holder = wait_for_lock(ANCHOR, "/var/lib/launchcard/fleet-lock.json", killed)
+        for address in WORKERS.values():
+            wait_for_lock(address, "/var/lib/launchcard/lock.json", killed)
+    finally:
+        os.killpg(killed.pid, 9)
+        finish(killed, log)
+    left = all_locks()
+    assert all(held.get("/var/lib/launchcard/lock.json", {}).get("run_id") == holder["run_id"] for held in left.values()), left
+    # check mode takes no lock and says a real run would be refused
+    check = playbook("deploy", "--check")
+    assert check.returncode == 0, check.stdout[-6000:]
+    said = " ".join(check.stdout.split())
+    assert "a real run would be refused" in said and holder["run_id"] in said
+    assert all_locks() == left
+    # a real run is refused, naming the killed run
+    refused = playbook("deploy")
+    assert refused.returncode != 0
+    assert "held by %s@%s, deploy.yml, run %s" % (holder["user"], holder["controller"], holder["run_id"]) in " ".join(
+        refused.stdout.split()), refused.stdout[-6000:]
+    assert all_locks() == left
+    # broken on request: the run goes on, reports the broken holder, and releases its own locks at the end
+    broke = playbook("deploy", "-e", "launchcard_lock_break=true")
+    assert broke.returncode == 0, broke.stdout[-6000:]
+    said = " ".join(broke.stdout.split())
+    assert "run lock broken on request" in said and holder["run_id"] in said
+    assert all_locks() == dict((a, {}) for a in list(WORKERS.values()) + [ROUTER])

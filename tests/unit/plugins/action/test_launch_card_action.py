@@ -14,6 +14,7 @@ import copy
 import hashlib
 import json
 import os
+import re
 import shutil
 from unittest.mock import MagicMock
 
@@ -23,6 +24,7 @@ from ansible.errors import AnsibleActionFail
 from ansible.parsing.dataloader import DataLoader
 from ansible.playbook.play_context import PlayContext
 from ansible_collections.launchcard.inference.plugins.action.launch_card import ActionModule
+from ansible_collections.launchcard.inference.plugins.plugin_utils._rollout import card_sha256
 
 REPO_ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", "..", ".."))
 CARD = os.path.join(REPO_ROOT, "cards", "glm-5.3-flash.json")
@@ -192,4 +194,19 @@ def test_check_mode_plans_the_same():
     plugin, dummy = action()
     expected = copy.deepcopy(plugin.run(task_vars=task_vars()))
     plugin, dummy = action(check_mode=True)
-    assert plugin.run(task_vars=task_vars()) == expected
+    got = plugin.run(task_vars=task_vars())
+    # every run has its own id (the run lock's); everything else is the same
+    first, second = expected["ansible_facts"].pop("launchcard_run"), got["ansible_facts"].pop("launchcard_run")
+    assert first["id"] != second["id"] and dict(first, id=None) == dict(second, id=None)
+    assert got == expected
+
+
+def test_the_run_is_named_once_for_the_lock():
+    plugin, dummy = action()
+    run = plugin.run(task_vars=task_vars())["ansible_facts"]["launchcard_run"]
+    plan = plugin.run(task_vars=task_vars())["ansible_facts"]["launchcard_plan"]
+    assert re.match(r"^\d{8}T\d{6}Z-[0-9a-f]{8}$", run["id"])
+    assert run["user"] and run["controller"]
+    assert run["anchor"] == sorted(plan["hosts"])[0]
+    assert list(run["cards"].values()) == ["sha256:" + card_sha256(c) for c in
+                                           plugin.run(task_vars=task_vars())["ansible_facts"]["launchcard_cards"].values()]

@@ -1,0 +1,107 @@
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, launchcard.inference contributors
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Filters of the run lock (README "Run lock"); the lock itself is plugins/module_utils/_lock.py."""
+
+from __future__ import annotations
+
+from ansible.errors import AnsibleFilterError
+
+from ansible_collections.launchcard.inference.plugins.module_utils import _lock as lock
+
+HOST_LOCK = "lock.json"
+FLEET_LOCK = "fleet-lock.json"
+
+
+def _get(mapping, *keys):
+    for key in keys:
+        if not isinstance(mapping, dict) and not hasattr(mapping, "get"):
+            return None
+        mapping = mapping.get(key)
+        if mapping is None:
+            return None
+    return mapping
+
+
+def run_lock_spec(run, host, plan, lock_dir="/var/lib/launchcard", break_stale=False, scope="host"):
+    """The ``lock`` option of one host's preflight call (``scope="host"``: its host lock, and the fleet lock
+    when ``host`` is the anchor), or of the fleet lock alone (``scope="fleet"``).
+
+    :param run: ``launchcard_run`` (set by the plan role).
+    :returns: ``{"holder": {...}, "paths": [{"path", "scope"}], "break_stale": bool}``.
+    """
+    if not run or not run.get("id"):
+        raise AnsibleFilterError("launchcard.inference.run_lock_spec: no launchcard_run (the plan role sets it)")
+    lock_dir = (lock_dir or "/var/lib/launchcard").rstrip("/") or "/"
+    cards = run.get("cards") or {}
+    if scope == "fleet":
+        card = ",".join(sorted(set(cards.values())))
+        paths = [{"path": "%s/%s" % (lock_dir, FLEET_LOCK), "scope": "fleet"}]
+    else:
+        card = cards.get(_get(plan, "hosts", host, "card")) or ",".join(sorted(set(cards.values())))
+        paths = [{"path": "%s/%s" % (lock_dir, HOST_LOCK), "scope": "host"}]
+        if host == run.get("anchor"):
+            paths.append({"path": "%s/%s" % (lock_dir, FLEET_LOCK), "scope": "fleet"})
+    holder = {"run_id": run["id"], "user": run.get("user"), "controller": run.get("controller"),
+              "playbook": run.get("playbook"), "card": card}
+    return {"holder": holder, "paths": paths, "break_stale": bool(break_stale)}
+
+
+def _locks(result):
+    """The per-path lock results of a registered preflight (``lock.locks``) or run_lock (``locks``) result."""
+    return _get(result, "lock", "locks") or _get(result, "locks") or []
+
+
+def _taken(result):
+    return [{"path": r["path"], "scope": r.get("scope") or "host"} for r in _locks(result) if r.get("acquired")]
+
+
+def run_lock_taken(hostvars, hosts, fleet=None, anchor=None, released=None, result="preflight_result"):
+    """The locks this run holds: ``[{"host", "paths": [{"path", "scope"}]}]``, hosts in ``hosts`` order.
+
+    :param hostvars: ``hostvars``; a host's locks are in its registered ``result`` (``preflight_result.lock``, or a
+        ``run_lock`` result).
+    :param hosts: the hosts to look at (``ansible_play_hosts_all``).
+    :param fleet: the registered result of the task that took the fleet lock on ``anchor`` outside the limit.
+    :param released: the name (or a list of names) of registered ``host_state`` results whose ``lock.released``
+        lists the paths a host already released (those are left out).
+    """
+    if isinstance(released, str):
+        released = [released]
+    out = []
+    for host in hosts or ():
+        hv = hostvars[host] if host in hostvars else {}
+        paths = _taken(_get(hv, result))
+        gone = set(p for name in released or () for p in (_get(hv, name, "lock", "released") or []))
+        paths = [p for p in paths if p["path"] not in gone]
+        if paths:
+            out.append({"host": host, "paths": paths})
+    if anchor and _taken(fleet):
+        out.append({"host": anchor, "paths": _taken(fleet)})
+    return out
+
+
+def run_lock_refusal(hostvars, hosts, fleet=None, anchor=None, result="preflight_result"):
+    """Why this run must not go on: each lock another run holds (``<host>:<path> held by <holder>``), and how to
+    break a stale one; ``""`` when no other run holds a lock this run needs."""
+    conflicts = []
+    for host in hosts or ():
+        hv = hostvars[host] if host in hostvars else {}
+        for r in _locks(_get(hv, result)):
+            if r.get("held_by"):
+                conflicts.append((host, r["path"], r["held_by"]))
+    for r in _locks(fleet):
+        if r.get("held_by"):
+            conflicts.append((anchor, r["path"], r["held_by"]))
+    return lock.refusal(conflicts) if conflicts else ""
+
+
+class FilterModule(object):
+    """launchcard.inference run lock filters."""
+
+    def filters(self):
+        return {
+            "run_lock_spec": run_lock_spec,
+            "run_lock_taken": run_lock_taken,
+            "run_lock_refusal": run_lock_refusal,
+        }

@@ -1,0 +1,136 @@
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, launchcard.inference contributors
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The run lock through the modules that carry it, in-process: run_lock, preflight's ``lock`` option,
+host_state's ``release_lock`` option, and the filters the playbooks build them with. Lock files are real
+files in a temporary directory. (The warnings, a broken lock and a held lock in check mode, go to the
+controller's display in this process; tests/e2e/test_upgrade_sandbox.py reads them in a real run.)"""
+
+from __future__ import annotations
+
+import json
+import os
+
+import pytest
+
+from ansible.module_utils.testing import patch_module_args
+from ansible_collections.launchcard.inference.plugins.filter import run_lock as filters
+from ansible_collections.launchcard.inference.plugins.modules import host_state, preflight, run_lock
+
+RUN_A = {"id": "20261130T130055Z-aaaaaaaa", "user": "alice", "controller": "ctl-a", "playbook": "upgrade.yml",
+         "cards": {"c.json": "sha256:" + "a" * 64}, "anchor": "h1"}
+RUN_B = dict(RUN_A, id="20261130T130056Z-bbbbbbbb", user="bob", controller="ctl-b", playbook="deploy.yml")
+PLAN = {"hosts": {"h1": {"card": "c.json", "instances": []}, "h2": {"card": "c.json", "instances": []}}}
+
+
+def call(module, capsys, args, check_mode=False):
+    if check_mode:
+        args = dict(args, _ansible_check_mode=True)
+    with patch_module_args(args):
+        with pytest.raises(SystemExit) as info:
+            module.main()
+    return info.value.code, json.loads(capsys.readouterr().out)
+
+
+def spec(run, host, lock_dir, **kw):
+    return filters.run_lock_spec(run, host, PLAN, str(lock_dir), **kw)
+
+
+def test_the_spec_gives_the_anchor_the_fleet_lock_and_names_the_holder(tmp_path):
+    one, two = spec(RUN_A, "h1", tmp_path), spec(RUN_A, "h2", tmp_path)
+    assert [p["scope"] for p in one["paths"]] == ["host", "fleet"] and [p["scope"] for p in two["paths"]] == ["host"]
+    assert one["holder"] == {"run_id": RUN_A["id"], "user": "alice", "controller": "ctl-a", "playbook": "upgrade.yml",
+                             "card": "sha256:" + "a" * 64}
+    fleet = spec(RUN_A, "h2", tmp_path, scope="fleet")
+    assert fleet["paths"] == [{"path": str(tmp_path / "fleet-lock.json"), "scope": "fleet"}]
+
+
+def test_run_lock_takes_refuses_naming_the_holder_and_releases_only_its_own(tmp_path, capsys):
+    a, b = spec(RUN_A, "h1", tmp_path), spec(RUN_B, "h1", tmp_path)
+    rc, res = call(run_lock, capsys, {"paths": a["paths"], "holder": a["holder"]})
+    assert rc == 0 and not res["changed"] and all(r["acquired"] for r in res["locks"])
+    rc, res = call(run_lock, capsys, {"paths": b["paths"], "holder": b["holder"]})
+    assert rc == 1 and res["failed"]
+    assert "another run holds the lock of this fleet; nothing was changed" in res["msg"]
+    assert "%s/fleet-lock.json held by alice@ctl-a, upgrade.yml, run %s" % (tmp_path, RUN_A["id"]) in res["msg"]
+    # check mode: a held lock is a warning, not a failure
+    rc, res = call(run_lock, capsys, {"paths": b["paths"], "holder": b["holder"]}, check_mode=True)
+    assert rc == 0 and len(res["held_by"]) == 2 and not any(r["acquired"] for r in res["locks"])
+    rc, res = call(run_lock, capsys, {"state": "absent", "paths": b["paths"], "holder": {"run_id": RUN_B["id"]}})
+    assert rc == 0 and len(res["held_by"]) == 2 and os.path.exists(str(tmp_path / "lock.json"))
+    rc, res = call(run_lock, capsys, {"state": "absent", "paths": a["paths"], "holder": {"run_id": RUN_A["id"]}})
+    assert rc == 0 and all(r["released"] for r in res["locks"])
+    assert not os.path.exists(str(tmp_path / "lock.json")) and not os.path.exists(str(tmp_path / "fleet-lock.json"))
+
+
+def test_run_lock_breaks_a_stale_lock_on_request_and_fails_after_releasing_with_fail_msg(tmp_path, capsys):
+    a, b = spec(RUN_A, "h2", tmp_path), spec(RUN_B, "h2", tmp_path, break_stale=True)
+    call(run_lock, capsys, {"paths": a["paths"], "holder": a["holder"]})
+    rc, res = call(run_lock, capsys, {"paths": b["paths"], "holder": b["holder"], "break_stale": True})
+    assert rc == 0 and res["broken"] == ["%s/lock.json held by %s" % (tmp_path, "alice@ctl-a, upgrade.yml, run "
+                                                                      "20261130T130055Z-aaaaaaaa, card sha256:aaaaaaaaaaaa, since "
+                                                                      + res["locks"][0]["broken"]["since"].replace("T", " ")
+                                                                      .replace("Z", " UTC"))]
+    rc, res = call(run_lock, capsys, {"state": "absent", "paths": b["paths"], "holder": {"run_id": RUN_B["id"]},
+                                      "fail_msg": "stopped"})
+    assert rc == 1 and res["msg"] == "stopped" and not os.path.exists(str(tmp_path / "lock.json"))
+
+
+def test_run_lock_wants_absolute_paths_and_a_run_id(tmp_path, capsys):
+    rc, res = call(run_lock, capsys, {"paths": [{"path": "lock.json"}], "holder": {"run_id": "x"}})
+    assert rc == 1 and "paths[0].path: an absolute path is required" in res["msg"]
+    rc, res = call(run_lock, capsys, {"paths": [{"path": str(tmp_path / "l.json")}], "holder": {"user": "x"}})
+    assert rc == 1 and "run_id" in res["msg"]
+
+
+def preflight_args(host, lock):
+    return {"needs": {"disk_bytes": 0, "gpus": 0, "validated_models": [], "weights_per_gpu_mib": 0, "ports": [],
+                      "images": [], "peers": []},
+            "weights_dir": str(host["tmp"] / "models"), "checks": {"os": False}, "runtime": "native",
+            "pci_devices_dir": str(host["tmp"] / "no-pci-bus"), "lock": lock}
+
+
+def test_preflight_takes_the_lock_in_its_call_and_reports_another_runs(host, capsys):
+    lock_dir = host["tmp"] / "state"
+    rc, res = call(preflight, capsys, preflight_args(host, spec(RUN_A, "h1", lock_dir)))
+    assert rc == 0 and not res["failed_checks"], res["checks"]
+    assert res["lock"]["taken"] and not res["changed"] and [r["scope"] for r in res["lock"]["locks"]] == ["host", "fleet"]
+    # the same run again: re-entrant; another run: reported (not failed), nothing written
+    rc, res = call(preflight, capsys, preflight_args(host, spec(RUN_A, "h1", lock_dir)))
+    assert res["lock"]["taken"] and all(r["reentrant"] for r in res["lock"]["locks"])
+    rc, res = call(preflight, capsys, preflight_args(host, spec(RUN_B, "h1", lock_dir)))
+    assert rc == 0 and not res["lock"]["taken"] and res["lock"]["reason"] == "held by another run"
+    assert len(res["lock"]["held_by"]) == 2 and "alice@ctl-a" in res["lock"]["held_by"][0]
+    hostvars = {"h1": {"preflight_result": res}, "h2": {}}
+    msg = filters.run_lock_refusal(hostvars, ["h1", "h2"])
+    assert msg.startswith("another run holds the lock") and "h1:%s/lock.json held by alice@ctl-a" % lock_dir in msg
+    assert filters.run_lock_taken(hostvars, ["h1", "h2"]) == []
+
+
+def test_preflight_takes_no_lock_in_check_mode_or_when_a_check_fails(host, capsys):
+    lock_dir = host["tmp"] / "state"
+    rc, res = call(preflight, capsys, preflight_args(host, spec(RUN_A, "h2", lock_dir)), check_mode=True)
+    assert rc == 0 and not res["lock"]["taken"] and not os.path.exists(str(lock_dir / "lock.json"))
+    args = preflight_args(host, spec(RUN_A, "h2", lock_dir))
+    args["needs"]["gpus"] = 8  # no GPU on this fake host: gpu_count fails
+    rc, res = call(preflight, capsys, args)
+    assert res["failed_checks"] and not res["lock"]["taken"] and "a check of this host failed" in res["lock"]["reason"]
+    assert not os.path.exists(str(lock_dir / "lock.json"))
+    rc, res = call(preflight, capsys, dict(preflight_args(host, None)))
+    assert res["lock"] is None
+
+
+def test_host_state_releases_the_run_lock_in_its_record_call(tmp_path, capsys):
+    a = spec(RUN_A, "h1", tmp_path / "state")
+    call(run_lock, capsys, {"paths": a["paths"], "holder": a["holder"]})
+    args = {"state": "present", "path": str(tmp_path / "state" / "state.json"), "directory": str(tmp_path / "units"),
+            "card": {"key": "c.json"}, "release_lock": {"run_id": RUN_B["id"], "paths": a["paths"]}}
+    rc, res = call(host_state, capsys, args)
+    assert rc == 0 and res["lock"]["released"] == [] and len(res["lock"]["held_by"]) == 2
+    rc, res = call(host_state, capsys, dict(args, release_lock={"run_id": RUN_A["id"], "paths": a["paths"]}))
+    assert rc == 0 and not res["changed"] and res["lock"]["released"] == [p["path"] for p in a["paths"]]
+    assert sorted(os.listdir(str(tmp_path / "state"))) == ["fleet-lock.json.guard", "lock.json.guard", "state.json"]
+    hostvars = {"h1": {"preflight_result": {"lock": {"locks": [dict(p, acquired=True) for p in a["paths"]]}},
+                       "record": res}}
+    assert filters.run_lock_taken(hostvars, ["h1"], released="record") == []
+    assert filters.run_lock_taken(hostvars, ["h1"]) == [{"host": "h1", "paths": a["paths"]}]
