@@ -371,6 +371,20 @@ def test_docker_unit_text():
     assert text.endswith("WantedBy=multi-user.target\n")
 
 
+def test_podman_cgroups_mode_is_one_flag_right_after_the_run_options():
+    inst = _inst(EX, "sglang-encoder")
+    default = command(inst, {"runtime": "podman"})[0]
+    assert not [w for w in default if w.startswith("--cgroups")]
+    start = command(inst, {"runtime": "podman", "podman_cgroups": "disabled"})[0]
+    assert start[:9] == ["/usr/bin/podman", "run", "--rm", "--name", inst["id"], "--network", "host", "--ipc", "host"]
+    assert start[9] == "--cgroups=disabled"
+    # a podman option: docker units never get it
+    assert not [w for w in command(inst, {"runtime": "docker", "podman_cgroups": "disabled"})[0]
+                if w.startswith("--cgroups")]
+    with pytest.raises(ValueError, match="podman_cgroups must be one of enabled, disabled, no-conmon, split"):
+        command(inst, {"runtime": "podman", "podman_cgroups": "off"})
+
+
 def test_podman_nvidia_uses_cdi_devices():
     inst = _inst(EX, "vllm-aggregated")
     start, stop = command(inst, {"runtime": "podman"})[:2]
