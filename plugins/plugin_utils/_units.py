@@ -355,6 +355,9 @@ def render(inst, options=None):
         lines.append("ExecStartPost=%s" % exec_line(ready))
     if stop is not None:
         lines.append("ExecStop=%s" % exec_line(stop))
+        # The container's record is removed by the client's --rm only when its monitor (conmon) outlives the
+        # stop; systemd ends every process of the unit, so remove it here too ("-": none left is fine).
+        lines.append("ExecStopPost=-%s" % exec_line([start[0], "rm", "-f", inst["id"]]))
     if opts["runtime"] == "native":
         lines += ["User=%s" % ENGINE_USER, "Group=%s" % ENGINE_USER]
         groups = DEVICE_GROUPS.get(opts["vendor"], ())

@@ -366,6 +366,7 @@ def test_docker_unit_text():
     assert "Requires=docker.service" in text.splitlines()
     assert directives(text, "ExecStartPre") == ["-/usr/bin/docker rm -f %s" % inst["id"]]
     assert directives(text, "ExecStop") == ["/usr/bin/docker stop -t 45 %s" % inst["id"]]
+    assert directives(text, "ExecStopPost") == ["-/usr/bin/docker rm -f %s" % inst["id"]]
     assert directives(text, "TimeoutStopSec") == ["75"]
     assert parse_exec(directives(text, "ExecStart")[0])[0] == "/usr/bin/docker"
     assert text.endswith("WantedBy=multi-user.target\n")
