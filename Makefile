@@ -27,7 +27,7 @@ help: ## List the targets
 	  awk -F'\t' '{ printf "  %-16s %s\n", $$1, $$2 }'
 
 host-deps: ## Debian packages the sandbox needs (root)
-	@missing=""; for c in systemd-nspawn:systemd-container debootstrap:debootstrap ip:iproute2 ssh:openssh-client mkfs.ext4:e2fsprogs curl:curl; do \
+	@missing=""; for c in systemd-nspawn:systemd-container debootstrap:debootstrap ip:iproute2 ssh:openssh-client mkfs.ext4:e2fsprogs curl:curl skopeo:skopeo docker-registry:docker-registry; do \
 	  command -v $${c%%:*} >/dev/null || missing="$$missing $${c#*:}"; done; \
 	[ -f /usr/share/misc/pci.ids ] || missing="$$missing pci.ids"; \
 	if [ -n "$$missing" ]; then echo "installing:$$missing"; \

@@ -14,6 +14,7 @@ from ansible_collections.launchcard.inference.plugins.plugin_utils._images impor
     ImageError,
     RegistryClient,
     distinct_images,
+    mirror_urls,
     pin_plan,
     resolve_all,
 )
@@ -33,11 +34,13 @@ class ActionModule(ActionBase):
             mirrors=dict(type="dict", default={}),
             credentials=dict(type="dict", default={}, no_log=True),
             timeout=dict(type="float", default=30.0),
+            qualified=dict(type="bool", default=True),
         ), mutually_exclusive=[("images", "plan")], required_one_of=[("images", "plan")])
         images = args["images"] if args["images"] is not None else distinct_images(args["plan"])
-        client = RegistryClient(mirrors=args["mirrors"], credentials=args["credentials"], timeout=args["timeout"])
         try:
-            refs = resolve_all(images, client.resolve)
+            client = RegistryClient(mirrors=mirror_urls(args["mirrors"]), credentials=args["credentials"],
+                                    timeout=args["timeout"])
+            refs = resolve_all(images, client.resolve, qualified=args["qualified"])
         except ImageError as exc:
             raise AnsibleActionFail(to_text(exc))
         result.update(changed=False, image_refs=refs, registry_requests=client.requests)

@@ -18,7 +18,8 @@ description:
   - Answers a registry's C(401) Bearer challenge with a token from its realm, sending O(credentials) for that
     registry as basic auth.
   - Errors name the image and the cause (no such image or tag, refused credentials, unreachable registry).
-  - Not yet called by the roles; the runtime role pulls and pins per host.
+  - C(playbooks/deploy.yml) calls it once per run (C(run_once)) before the runtime role; every host then pulls and
+    runs exactly the digests it returns.
 options:
   plan:
     description: The plan (C(launchcard_plan)); every instance's C(image) is resolved.
@@ -31,9 +32,17 @@ options:
     description:
       - >-
         Registry (as in the reference, C(docker.io) for Docker Hub) to base URL of a mirror serving the same names,
-        for example C({"docker.io": "http://10.0.0.5:5000"}). Other registries are reached at C(https://REGISTRY).
+        for example C({"docker.io": "http://10.0.0.5:5000"}), or to a list of C({location, insecure}) as
+        C(launchcard_registry_mirrors) gives them (the first is asked; C(insecure) means plain HTTP). Other
+        registries are reached at C(https://REGISTRY).
     type: dict
     default: {}
+  qualified:
+    description:
+      - Return fully qualified names (C(docker.io/lmsysorg/sglang@sha256:...)). podman refuses a short name
+        without a TTY to ask which registry is meant; docker reads both alike.
+    type: bool
+    default: true
   credentials:
     description: Registry to C({username, password}). Never returned or logged.
     type: dict
@@ -70,10 +79,10 @@ EXAMPLES = r"""
 
 RETURN = r"""
 image_refs:
-  description: Image as the card wrote it to C(NAME@sha256:...).
+  description: Image as the card wrote it to C(NAME@sha256:...) (fully qualified unless O(qualified=false)).
   returned: always
   type: dict
-  sample: {"vllm/vllm-openai:v0.11.0": "vllm/vllm-openai@sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"}
+  sample: {"vllm/vllm-openai:v0.11.0": "docker.io/vllm/vllm-openai@sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"}
 plan:
   description: With O(plan), a copy of it with C(image_refs) and each instance's C(image_ref).
   returned: when plan is given

@@ -88,9 +88,16 @@ def parse_reference(ref):
     return {"registry": registry, "repository": "/".join(path), "tag": tag, "digest": digest, "name": rest}
 
 
-def pinned(ref, digest):
-    """``name@digest``: the reference as written, without its tag, pinned to ``digest``."""
-    return "%s@%s" % (parse_reference(ref)["name"], digest)
+def pinned(ref, digest, qualified=False):
+    """``name@digest``: the reference as written, without its tag, pinned to ``digest``.
+
+    With ``qualified``, the name is fully qualified (``docker.io/lmsysorg/sglang@sha256:...``): podman
+    refuses a short name without a TTY to ask which registry is meant (its ``short-name-mode``), and
+    docker reads the qualified name as it reads the short one.
+    """
+    parsed = parse_reference(ref)
+    name = "%s/%s" % (parsed["registry"], parsed["repository"]) if qualified else parsed["name"]
+    return "%s@%s" % (name, digest)
 
 
 def distinct_images(plan):
@@ -99,23 +106,53 @@ def distinct_images(plan):
                    if i.get("image")})
 
 
-def resolve_all(images, resolve):
+def resolve_all(images, resolve, qualified=False):
     """``{image: name@sha256:...}`` for each distinct image.
 
     ``resolve(parsed_reference) -> "sha256:..."`` is called once per image
-    that names no digest; an image that names one is used as written.
+    that names no digest; an image that names one is used as written (with
+    ``qualified``, its name fully qualified, its digest unchanged).
     """
     refs = {}
     for image in sorted(set(images)):
         ref = parse_reference(image)
         if ref["digest"]:
-            refs[image] = image
+            refs[image] = pinned(image, ref["digest"], qualified=True) if qualified else image
             continue
         digest = resolve(ref)
         if not _DIGEST.match(digest or ""):
             raise ImageError("image %s: the registry answered digest %r" % (image, digest))
-        refs[image] = pinned(image, digest)
+        refs[image] = pinned(image, digest, qualified)
     return refs
+
+
+_MIRROR_LOCATION = re.compile(r"^[A-Za-z0-9.-]+(:[0-9]{1,5})?(/[a-z0-9._/-]*)?$")
+
+
+def mirror_urls(mirrors):
+    """``{registry: base URL}`` of the first mirror of each registry, for :class:`RegistryClient`.
+
+    :param mirrors: ``{registry: URL}`` (``http://10.0.0.5:5000``), or ``{registry: [{"location":
+        "10.0.0.5:5000", "insecure": bool}, ...]}``, the shape of podman's ``registries.conf``
+        mirror entries (containers-registries.conf(5)): ``insecure`` means plain HTTP.
+    :raises ImageError: a registry or location that is not a host name (and port, and path), naming it.
+    """
+    out = {}
+    for registry, value in (mirrors or {}).items():
+        if isinstance(value, str):
+            out[registry] = value
+            continue
+        if not isinstance(value, (list, tuple)) or not value or not hasattr(value[0], "get"):
+            raise ImageError("mirrors.%s must be a URL or a list of {location, insecure}, found %r" % (registry, value))
+        first = value[0]
+        location = str(first.get("location") or "")
+        if not _MIRROR_LOCATION.match(location):
+            raise ImageError("mirrors.%s[0].location must be HOST[:PORT][/PATH], found %r" % (registry, location))
+        insecure = first.get("insecure", False)
+        if isinstance(insecure, str):
+            insecure = insecure.strip().lower() in ("1", "true", "yes", "on")
+        out[registry] = ("http://" if insecure else "https://") + location
+    return out
 
 
 def pin_plan(plan, refs):

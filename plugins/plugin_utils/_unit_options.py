@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import json
 
-from ansible_collections.launchcard.inference.plugins.plugin_utils._units import DEFAULTS, RUNTIMES, VENDORS
+from ansible_collections.launchcard.inference.plugins.plugin_utils._units import DEFAULTS, PODMAN_CGROUPS, RUNTIMES, VENDORS
 
 # Option (a key of _units.DEFAULTS) -> the one variable that sets it, its type, and what it means.
 # Types: str, path, bool, int, int_or_none, list_str, list_int_or_none.
@@ -64,6 +64,10 @@ VARIABLES = {
     "extra_container_args": ("launchcard_extra_container_args", "list_str",
                              "Extra C(docker run)/C(podman run) arguments, placed before the image (escaped "
                              "for systemd like every argv word)."),
+    "podman_cgroups": ("launchcard_podman_cgroups", "str",
+                       "podman: C(podman run --cgroups=MODE) of the units, one of C(enabled) (default, no flag), "
+                       "C(disabled), C(no-conmon), C(split). C(disabled) runs each container in its unit's cgroup, "
+                       "for hosts without cgroup delegation (read-only cgroup v1 controllers, as in the sandbox)."),
     "image_refs": (None, "dict", "Image to C(image@sha256:...), from the runtime role's C(runtime_image_refs) fact."),
 }
 SECRETS_VARIABLE = "launchcard_hf_token"
@@ -190,6 +194,9 @@ def host_options(host_vars):
     if opts["vendor"] not in VENDORS:
         raise OptionError("launchcard_accelerator_vendor must be one of %s, found %r" % (
             ", ".join(VENDORS), opts["vendor"]))
+    if opts["podman_cgroups"] not in PODMAN_CGROUPS:
+        raise OptionError("launchcard_podman_cgroups must be one of %s, found %r" % (
+            ", ".join(PODMAN_CGROUPS), opts["podman_cgroups"]))
     refs = host_vars.get(IMAGE_REFS_FACT)
     opts["image_refs"] = dict(refs) if hasattr(refs, "items") else {}
     # Every unit names the secrets file (EnvironmentFile=-, optional) whether or not a token is

@@ -104,7 +104,12 @@ DEFAULTS = {
     "ascend_devices": None,
     "ascend_device_count": 8,
     "extra_container_args": [],
+    # podman run --cgroups=MODE (podman-run(1)): "enabled" (podman's default, no flag written), "disabled",
+    # "no-conmon" or "split". "disabled" runs the container in the unit's own cgroup, for hosts without
+    # cgroup delegation (a container host whose cgroup v1 controllers are read-only, e.g. the sandbox's).
+    "podman_cgroups": "enabled",
 }
+PODMAN_CGROUPS = ("enabled", "disabled", "no-conmon", "split")
 
 
 class UnsafeValue(ValueError):
@@ -175,6 +180,8 @@ def options_with_defaults(options):
         raise ValueError("runtime must be one of %s, found %r" % (", ".join(RUNTIMES), opts["runtime"]))
     if opts["vendor"] not in VENDORS:
         raise ValueError("vendor must be one of %s, found %r" % (", ".join(VENDORS), opts["vendor"]))
+    if opts["podman_cgroups"] not in PODMAN_CGROUPS:
+        raise ValueError("podman_cgroups must be one of %s, found %r" % (", ".join(PODMAN_CGROUPS), opts["podman_cgroups"]))
     return opts
 
 
@@ -247,7 +254,8 @@ def command(inst, options=None):
     - ``native``: ``<venv>/bin/<argv[0]>`` then the card's argv; GPUs chosen
       with the vendor's visible-devices variable for vLLM, ``--base-gpu-id``
       (already in argv) for SGLang.
-    - ``docker``/``podman``: ``run --rm --name <id> --network host --ipc host``,
+    - ``docker``/``podman``: ``run --rm --name <id> --network host --ipc host``
+      (podman: ``--cgroups=MODE`` unless ``podman_cgroups`` is ``enabled``),
       vendor device flags (the vendors' container guides: NVIDIA ``--gpus``,
       AMD ``--device /dev/kfd --device /dev/dri``, Ascend ``/dev/davinciN`` and
       its manager devices; NVIDIA vLLM gets only its
@@ -277,6 +285,8 @@ def command(inst, options=None):
     binary = opts["docker_bin"] if opts["runtime"] == "docker" else opts["podman_bin"]
     image = opts["image_refs"].get(inst["image"], inst["image"])
     run = [binary, "run", "--rm", "--name", inst["id"], "--network", "host", "--ipc", "host"]
+    if opts["runtime"] == "podman" and opts["podman_cgroups"] != "enabled":
+        run.append("--cgroups=%s" % opts["podman_cgroups"])
     if opts["runtime"] == "podman" and opts["vendor"] == "nvidia" and inst["gpus"]:
         # one CDI device name per GPU (nvidia.com/gpu=0, =1, ...; "0,1" names no device)
         names = [str(g) for g in inst["gpu_ids"]] if inst["gpu_selection"] == "visible_devices" else ["all"]
@@ -345,6 +355,9 @@ def render(inst, options=None):
         lines.append("ExecStartPost=%s" % exec_line(ready))
     if stop is not None:
         lines.append("ExecStop=%s" % exec_line(stop))
+        # The container's record is removed by the client's --rm only when its monitor (conmon) outlives the
+        # stop; systemd ends every process of the unit, so remove it here too ("-": none left is fine).
+        lines.append("ExecStopPost=-%s" % exec_line([start[0], "rm", "-f", inst["id"]]))
     if opts["runtime"] == "native":
         lines += ["User=%s" % ENGINE_USER, "Group=%s" % ENGINE_USER]
         groups = DEVICE_GROUPS.get(opts["vendor"], ())

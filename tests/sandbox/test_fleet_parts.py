@@ -208,3 +208,55 @@ def test_nspawn_argv_binds_wheelhouse_read_only_and_the_weights_disk():
     assert "--network-bridge=lcbrc61200" in argv and "--register=no" in argv
     assert "--bind-ro=/s/wheelhouse:/srv/launchcard-wheels" in argv
     assert "--bind=/s/hosts/lc-a/weights:/var/lib/launchcard/models" in argv
+
+
+def test_podman_hosts_boot_their_own_rootfs_with_container_storage_off_the_overlay():
+    h = inventory.Host("lc-ct", {"ansible_host": "198.18.10.20", "sandbox_rootfs": "podman"})
+    assert h.rootfs == "podman" and h.config()["rootfs"] == "podman"
+    assert "rootfs" not in inventory.Host("lc-x", {"ansible_host": "198.18.0.20"}).config()  # base hosts unchanged
+    with pytest.raises(FleetError, match="sandbox_rootfs='docker' must be one of base, podman"):
+        inventory.Host("lc-ct", {"ansible_host": "198.18.10.20", "sandbox_rootfs": "docker"})
+    assert rootfs.rootfs_path("base") == rootfs.ROOTFS
+    assert rootfs.rootfs_path("podman").name == "rootfs-bookworm-podman-v%d" % rootfs.ROOTFS_VERSION
+    cfg = {"merged": "/s/m", "name": "lc-ct", "bridge": "b", "wheelhouse": "/s/w", "weights_mount": "/s/wm",
+           "weights_dir": "/var/lib/launchcard/models", "containers_storage": "/s/hosts/lc-ct/containers"}
+    assert "--bind=/s/hosts/lc-ct/containers:/var/lib/containers" in supervisor.nspawn_argv(cfg)
+
+
+def test_registry_mirrors_the_cards_docker_hub_images_under_their_paths(tmp_path):
+    from sandbox_fleet import registry  # noqa: E402  pylint: disable=import-outside-toplevel
+    (tmp_path / "a.json").write_text(json.dumps({"envs": [
+        {"image": "lmsysorg/sglang:latest"}, {"image": "vllm/vllm-openai:nightly"},
+        {"image": "ghcr.io/o/x@sha256:" + "a" * 64}, {"image": "ubuntu"}]}))
+    assert registry.card_images([tmp_path]) == ["lmsysorg/sglang:latest", "ubuntu", "vllm/vllm-openai:nightly"]
+    assert registry.mirror_path("lmsysorg/sglang:latest") == ("lmsysorg/sglang", "latest")
+    assert registry.mirror_path("ubuntu") == ("library/ubuntu", "latest")
+    assert registry.mirror_path("docker.io/vllm/vllm-openai:nightly") == ("vllm/vllm-openai", "nightly")
+    assert registry.mirror_path("nvcr.io/nvidia/x:1") is None  # only Docker Hub is mirrored
+
+
+def test_the_image_layer_is_the_same_bytes_for_the_same_input(tmp_path):
+    from sandbox_fleet import registry  # noqa: E402  pylint: disable=import-outside-toplevel
+    root = tmp_path / "root"
+    (root / "usr/lib/x86_64-linux-gnu").mkdir(parents=True)
+    (root / "usr/bin").mkdir(parents=True)
+    (root / "lib").symlink_to("usr/lib")
+    (root / "usr/lib/x86_64-linux-gnu/libc.so.6").write_bytes(b"libc")
+    (root / "usr/bin/python3.11").write_bytes(b"py")
+    (root / "var/lib/dpkg/info").mkdir(parents=True)
+    for pkg in registry.RUNTIME_PACKAGES:
+        (root / ("var/lib/dpkg/info/%s:amd64.list" % pkg)).write_text(
+            "/.\n/lib/x86_64-linux-gnu/libc.so.6\n/usr/bin/python3.11\n/usr/share/doc/x\n")
+    site = tmp_path / "site"
+    (site / "pkg").mkdir(parents=True)
+    (site / "pkg/__init__.py").write_text("")
+    one = registry._layer(root, site)  # pylint: disable=protected-access
+    os.utime(root / "usr/bin/python3.11", (1, 1))
+    assert registry._layer(root, site) == one  # pylint: disable=protected-access
+    import io  # pylint: disable=import-outside-toplevel
+    import tarfile  # pylint: disable=import-outside-toplevel
+    names = tarfile.open(fileobj=io.BytesIO(one)).getnames()
+    # /lib/... is stored where the symlinked directory leads; documentation is left out
+    assert "usr/lib/x86_64-linux-gnu/libc.so.6" in names and "lib" in names and "usr/share/doc/x" not in names
+    assert {"usr/bin/python", "usr/local/bin/sglang", "usr/local/bin/vllm",
+            "usr/local/lib/python3.11/dist-packages/pkg/__init__.py"} <= set(names)

@@ -9,6 +9,7 @@ import json
 import re
 
 from .base import FleetError, find_tool, run
+from .rootfs import VARIANTS as ROOTFS_VARIANTS
 
 # PCI bus ids of the eight GPUs on an HGX H100 baseboard; GPUs past eight get PCI domains 1-3
 PCI_BUS_IDS = ["18", "2A", "3A", "5D", "9A", "AB", "BA", "DB"]
@@ -31,6 +32,9 @@ DEFAULTS = {
     "sandbox_bare_npus": 0,
     "sandbox_npu_model": "910B3",
     "sandbox_npu_hbm_mib": 65536,
+    # the host's root filesystem (rootfs.VARIANTS): "base", or "podman" (Debian 12's podman and crun, with
+    # /var/lib/containers on the machine's disk, and the fleet's container registry started beside the hub)
+    "sandbox_rootfs": "base",
 }
 
 
@@ -66,6 +70,9 @@ class Host:
         self.bare_npus = get("sandbox_bare_npus", int)
         self.npu_model = get("sandbox_npu_model", str)
         self.npu_hbm_mib = get("sandbox_npu_hbm_mib", int)
+        self.rootfs = get("sandbox_rootfs", str)
+        if self.rootfs not in ROOTFS_VARIANTS:
+            raise FleetError(f"host {name}: sandbox_rootfs={self.rootfs!r} must be one of {', '.join(sorted(ROOTFS_VARIANTS))}")
         if not 0 <= self.bare_npus <= 16 or (self.bare_npus and self.gpus):
             raise FleetError(f"host {name}: sandbox_bare_npus={self.bare_npus} must be 0-16, on a host without sandbox_gpus")
         if self.gpus < 0 or self.gpus > len(PCI_BUS_IDS) * 4:
@@ -86,6 +93,8 @@ class Host:
             cfg["fabric_state"] = self.fabric_state
         if self.busy_port:
             cfg["busy_port"] = self.busy_port
+        if self.rootfs != "base":
+            cfg["rootfs"] = self.rootfs
         if self.bare_npus:
             cfg["bare_npus"] = {"count": self.bare_npus, "model": self.npu_model, "hbm_mib": self.npu_hbm_mib}
         return cfg

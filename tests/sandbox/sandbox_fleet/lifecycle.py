@@ -18,6 +18,7 @@ from .base import FleetError, locked, log, port_open, read_json, run, write_file
 from .hostfiles import (ensure_fleet_key, host_keys, prepare_overlay, prepare_weights_disk, write_host_files,
                         write_ssh_client_files)
 from .hubproc import ensure_hub, stop_hub
+from .registry import ensure_image, ensure_registry, stop_registry
 from .inventory import read_inventory
 from .mounts import is_mounted, umount
 from .network import bridge_name, ensure_bridge, link_alias, link_exists, network_for
@@ -73,7 +74,7 @@ class Fleet:
                     run(["ip", "link", "del", old_br], check=False)
             data["inventory"] = str(Path(inventory).resolve())
             ensure_fleet_key(self.key)
-            rootfs = ensure_rootfs()
+            rootfs = {v: ensure_rootfs(v) for v in sorted({"base"} | {h.rootfs for h in hosts})}
             wheelhouse = ensure_wheelhouse(self.state)
             # stop hosts this state dir runs that are no longer in the inventory
             stale = set(data.get("hosts", {})) - {h.name for h in hosts}
@@ -86,6 +87,12 @@ class Fleet:
             self.save(data)
             ensure_bridge(br, gateway, net, self.owner())
             data["hub"] = ensure_hub(self.state, str(gateway))  # HF_ENDPOINT of the hosts (tests/sandbox/hub)
+            if any(h.rootfs == "podman" for h in hosts):
+                # the card's registry, mirrored on the bridge (launchcard_registry_mirrors of the inventory)
+                data["registry"] = ensure_registry(self.state, str(gateway), ensure_image(rootfs["base"], wheelhouse))
+            else:
+                stop_registry(self.state)
+                data.pop("registry", None)
             self.raise_inotify(data, len(hosts))
             if any(h.default_route for h in hosts) and Path("/proc/sys/net/ipv4/ip_forward").read_text().strip() != "0":
                 log("warning: sandbox_default_route is set and this machine forwards IPv4 (net.ipv4.ip_forward=1): "
@@ -138,16 +145,22 @@ class Fleet:
 
     def boot_config(self, host, rootfs, wheelhouse, br, data) -> dict:
         hdir = self.hosts_dir / host.name
-        return {
+        cfg = {
             "name": host.name, "host": host.config(), "merged": str(hdir / "merged"), "bridge": br,
             "wheelhouse": str(wheelhouse), "weights_mount": str(hdir / "weights"), "weights_dir": host.weights_dir,
-            "cgroup": data["cgroup"], "rootfs": str(rootfs),
+            "cgroup": data["cgroup"], "rootfs": str(rootfs[host.rootfs]),
         }
+        if host.rootfs == "podman":
+            # podman's overlay storage needs an upper directory that is not itself on overlayfs
+            cfg["containers_storage"] = str(hdir / "containers")
+        return cfg
 
     def prepare_host(self, host, hosts, rootfs, net, pubkey) -> None:
         """Mounts and per-host files (for a running host: only files are rewritten)."""
         hdir = self.hosts_dir / host.name
-        merged = prepare_overlay(hdir, host.name, rootfs)
+        merged = prepare_overlay(hdir, host.name, rootfs[host.rootfs])
+        if host.rootfs == "podman":
+            (hdir / "containers").mkdir(mode=0o700, exist_ok=True)
         prepare_weights_disk(hdir, host)
         write_host_files(host, hosts, merged, pubkey, net, net.network_address + 1, host_keys(self.key, host.name))
 
@@ -281,6 +294,7 @@ class Fleet:
             for name in names:
                 self.unmount_host(name)
             stop_hub(self.state)
+            stop_registry(self.state)
             br = (data.get("bridge") or {}).get("name")
             if br and link_exists(br):
                 if link_alias(br) == self.owner():

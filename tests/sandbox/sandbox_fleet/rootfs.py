@@ -18,6 +18,20 @@ ROOTFS_VERSION = 3  # bump when the rootfs preparation changes: a new rootfs is 
 ROOTFS = CACHE_DIR / f"rootfs-{SUITE}-v{ROOTFS_VERSION}"
 # python3-packaging: ansible.builtin.pip; python3-apt: ansible.builtin.apt
 PACKAGES = "systemd,systemd-sysv,openssh-server,python3,python3-venv,python3-packaging,python3-apt,dbus,iproute2,ca-certificates"
+# Variants: a host's `sandbox_rootfs` picks one; each is its own read-only base with these packages on top.
+# podman: Debian 12's podman 4.3 with crun (containers run with --cgroups=disabled in the hosts, whose
+# cgroup v1 controllers are read-only) and fuse-overlayfs; the hosts reach no Debian mirror, so it is
+# installed here, once, rather than by the runtime role.
+VARIANTS = {
+    "base": "",
+    "podman": "podman,crun,conmon,catatonit,fuse-overlayfs,golang-github-containers-common,containernetworking-plugins",
+}
+
+
+def rootfs_path(variant: str = "base") -> Path:
+    if variant not in VARIANTS:
+        raise FleetError(f"sandbox_rootfs={variant!r}: must be one of {', '.join(sorted(VARIANTS))}")
+    return ROOTFS if variant == "base" else CACHE_DIR / f"rootfs-{SUITE}-{variant}-v{ROOTFS_VERSION}"
 
 
 def debian_mirror() -> str:
@@ -85,35 +99,37 @@ def _mirror_rank(uri: str, suite: str, components: str) -> int:
     return rank
 
 
-def ensure_rootfs() -> Path:
-    if (ROOTFS / "etc/launchcard-sandbox-rootfs").exists():
-        return ROOTFS
+def ensure_rootfs(variant: str = "base") -> Path:
+    rootfs = rootfs_path(variant)
+    packages = ",".join(p for p in (PACKAGES, VARIANTS[variant]) if p)
+    if (rootfs / "etc/launchcard-sandbox-rootfs").exists():
+        return rootfs
     with locked(CACHE_DIR / ".lock"):
-        if (ROOTFS / "etc/launchcard-sandbox-rootfs").exists():
-            return ROOTFS
-        for stale in CACHE_DIR.glob(f".{ROOTFS.name}.tmp*"):
+        if (rootfs / "etc/launchcard-sandbox-rootfs").exists():
+            return rootfs
+        for stale in CACHE_DIR.glob(f".{rootfs.name}.tmp*"):
             log(f"removing interrupted rootfs build {stale}")
             shutil.rmtree(stale, ignore_errors=True)
-        if ROOTFS.exists():  # a directory without the marker: never finished
-            shutil.rmtree(ROOTFS)
+        if rootfs.exists():  # a directory without the marker: never finished
+            shutil.rmtree(rootfs)
         mirror = debian_mirror()
-        tmp = Path(tempfile.mkdtemp(prefix=f".{ROOTFS.name}.tmp", dir=CACHE_DIR))
+        tmp = Path(tempfile.mkdtemp(prefix=f".{rootfs.name}.tmp", dir=CACHE_DIR))
         os.chmod(tmp, 0o755)
-        log(f"building the base rootfs (debootstrap {SUITE} from {mirror}); this takes a few minutes, once")
+        log(f"building the {variant} rootfs (debootstrap {SUITE} from {mirror}); this takes a few minutes, once")
         started = time.time()
-        res = run(["debootstrap", "--variant=minbase", f"--include={PACKAGES}", SUITE, str(tmp), mirror],
+        res = run(["debootstrap", "--variant=minbase", f"--include={packages}", SUITE, str(tmp), mirror],
                   check=False, capture=True)
         if res.returncode != 0:
             tail = "\n".join((res.stdout or "").splitlines()[-15:] + (res.stderr or "").splitlines()[-15:])
             shutil.rmtree(tmp, ignore_errors=True)
             raise FleetError(f"debootstrap failed ({res.returncode}):\n{tail}")
-        prepare_rootfs(tmp, mirror)
-        os.rename(tmp, ROOTFS)
-        log(f"base rootfs ready in {time.time() - started:.0f}s: {ROOTFS}")
-    return ROOTFS
+        prepare_rootfs(tmp, mirror, packages)
+        os.rename(tmp, rootfs)
+        log(f"{variant} rootfs ready in {time.time() - started:.0f}s: {rootfs}")
+    return rootfs
 
 
-def prepare_rootfs(root: Path, mirror: str) -> None:
+def prepare_rootfs(root: Path, mirror: str, packages: str = PACKAGES) -> None:
     """One-time edits to the shared, read-only base of every host."""
     if not (root / "usr/bin/python3").exists():
         raise FleetError("debootstrap produced no /usr/bin/python3")
@@ -140,4 +156,4 @@ def prepare_rootfs(root: Path, mirror: str) -> None:
         (root / "etc/hostname").unlink()
     write_file(root / "etc/launchcard-sandbox-rootfs",
                f"TEST ROOTFS for the launchcard sandbox (tests/sandbox/fleet.py)\nversion={ROOTFS_VERSION}\n"
-               f"suite={SUITE}\npackages={PACKAGES}\nmirror={mirror}\nbuilt={time.strftime('%Y-%m-%dT%H:%M:%SZ', time.gmtime())}\n")
+               f"suite={SUITE}\npackages={packages}\nmirror={mirror}\nbuilt={time.strftime('%Y-%m-%dT%H:%M:%SZ', time.gmtime())}\n")

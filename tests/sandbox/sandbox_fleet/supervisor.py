@@ -27,7 +27,7 @@ def nspawn_argv(cfg: dict) -> list:
         "--resolv-conf=off", "--timezone=off", "--link-journal=no",
         f"--bind-ro={cfg['wheelhouse']}:{GUEST_WHEELHOUSE}",
         f"--bind={cfg['weights_mount']}:{cfg['weights_dir']}",
-    ]
+    ] + ([f"--bind={cfg['containers_storage']}:/var/lib/containers"] if cfg.get("containers_storage") else [])
 
 
 def supervise(state: Path, name: str) -> int:

@@ -63,6 +63,32 @@ def test_one_resolution_per_distinct_image_and_digests_used_as_written():
     assert "image_ref" not in plan["hosts"]["a"]["instances"][0]  # the input is not changed
 
 
+def test_qualified_refs_name_the_registry_and_keep_a_written_digest():
+    digest = "sha256:" + "c" * 64
+    refs = im.resolve_all(["ubuntu:24.04", "lmsysorg/sglang:latest", "ghcr.io/o/x@" + D1, "vllm/vllm-openai@" + D1],
+                          lambda ref: digest, qualified=True)
+    assert refs == {
+        "ubuntu:24.04": "docker.io/library/ubuntu@" + digest,
+        "lmsysorg/sglang:latest": "docker.io/lmsysorg/sglang@" + digest,
+        "ghcr.io/o/x@" + D1: "ghcr.io/o/x@" + D1,
+        "vllm/vllm-openai@" + D1: "docker.io/vllm/vllm-openai@" + D1,
+    }
+
+
+def test_mirrors_in_the_registries_conf_shape_become_base_urls():
+    assert im.mirror_urls({
+        "docker.io": [{"location": "198.18.10.1:5000", "insecure": True}, {"location": "other:5000"}],
+        "ghcr.io": [{"location": "mirror.example.internal/ghcr"}],
+        "quay.io": "http://10.0.0.5:5000",
+    }) == {"docker.io": "http://198.18.10.1:5000", "ghcr.io": "https://mirror.example.internal/ghcr",
+           "quay.io": "http://10.0.0.5:5000"}
+    assert im.mirror_urls(None) == {}
+    with pytest.raises(im.ImageError, match=r"mirrors.docker.io\[0\].location must be HOST\[:PORT\]"):
+        im.mirror_urls({"docker.io": [{"location": "a b\ninsecure = true"}]})
+    with pytest.raises(im.ImageError, match="mirrors.docker.io must be a URL or a list"):
+        im.mirror_urls({"docker.io": []})
+
+
 def test_a_registry_answer_that_is_not_a_digest_is_refused():
     with pytest.raises(im.ImageError, match="a/b:1"):
         im.resolve_all(["a/b:1"], lambda ref: "md5:xyz")

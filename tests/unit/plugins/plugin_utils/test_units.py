@@ -366,9 +366,24 @@ def test_docker_unit_text():
     assert "Requires=docker.service" in text.splitlines()
     assert directives(text, "ExecStartPre") == ["-/usr/bin/docker rm -f %s" % inst["id"]]
     assert directives(text, "ExecStop") == ["/usr/bin/docker stop -t 45 %s" % inst["id"]]
+    assert directives(text, "ExecStopPost") == ["-/usr/bin/docker rm -f %s" % inst["id"]]
     assert directives(text, "TimeoutStopSec") == ["75"]
     assert parse_exec(directives(text, "ExecStart")[0])[0] == "/usr/bin/docker"
     assert text.endswith("WantedBy=multi-user.target\n")
+
+
+def test_podman_cgroups_mode_is_one_flag_right_after_the_run_options():
+    inst = _inst(EX, "sglang-encoder")
+    default = command(inst, {"runtime": "podman"})[0]
+    assert not [w for w in default if w.startswith("--cgroups")]
+    start = command(inst, {"runtime": "podman", "podman_cgroups": "disabled"})[0]
+    assert start[:9] == ["/usr/bin/podman", "run", "--rm", "--name", inst["id"], "--network", "host", "--ipc", "host"]
+    assert start[9] == "--cgroups=disabled"
+    # a podman option: docker units never get it
+    assert not [w for w in command(inst, {"runtime": "docker", "podman_cgroups": "disabled"})[0]
+                if w.startswith("--cgroups")]
+    with pytest.raises(ValueError, match="podman_cgroups must be one of enabled, disabled, no-conmon, split"):
+        command(inst, {"runtime": "podman", "podman_cgroups": "off"})
 
 
 def test_podman_nvidia_uses_cdi_devices():

@@ -1,0 +1,167 @@
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, launchcard.inference contributors
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""End to end: the container path for real. The example card's prefill, decode and router recipes run as
+podman containers on three sandbox hosts, their image resolved once for the fleet to a digest and pulled by
+that digest from a real registry (Debian's docker-registry on the bridge, holding the stand-in engine image
+under the card's image name, reached as a mirror of Docker Hub).
+
+Fleet: inventories/containers/gpus.ini (lc-ct-*, 198.18.10.0/24, state dir .sandbox-containers/, hosts on the
+`podman` root filesystem). The registry's access log (.sandbox-containers/registry.log) tells what the hosts
+fetched. The fleet is purged before and after, so the check-mode run meets hosts that hold no image.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import urllib.request
+
+import pytest
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+INVENTORY = "inventories/containers/gpus.ini"
+STATE = ".sandbox-containers"
+KEY = os.path.join(ROOT, STATE, "ssh", "id_ed25519")
+REGISTRY_LOG = os.path.join(ROOT, STATE, "registry.log")
+REGISTRY = "198.18.10.1:5000"
+BIN = os.path.dirname(sys.executable)
+ENV = dict(os.environ, ANSIBLE_CONFIG=os.path.join(ROOT, "ansible.cfg"), ANSIBLE_FORCE_COLOR="0",
+           PATH=BIN + os.pathsep + os.environ.get("PATH", ""))
+RECAP = re.compile(r"^(\S+)\s*:\s*ok=(\d+)\s+changed=(\d+)\s+unreachable=(\d+)\s+failed=(\d+)", re.M)
+HOSTS = {"lc-ct-prefill": "198.18.10.11", "lc-ct-decode": "198.18.10.12", "lc-ct-router": "198.18.10.13"}
+CONTAINERS = {"lc-ct-prefill": "glm-5.3-flash-sglang-prefill-0", "lc-ct-decode": "glm-5.3-flash-sglang-decode-0",
+              "lc-ct-router": "glm-5.3-flash-sglang-router-0"}
+IMAGE = "lmsysorg/sglang:latest"  # what the card names for these three recipes
+# a host's fetch from the registry: a manifest or blob GET (the controller's digest HEAD is not one)
+FETCH = re.compile(r'^(\S+) - - \[[^]]*\] "GET /v2/\S+/(?:manifests|blobs)/', re.M)
+
+pytestmark = pytest.mark.skipif(
+    os.geteuid() != 0 or not shutil.which("systemd-nspawn") or not os.path.exists("/usr/bin/docker-registry")
+    or not shutil.which("skopeo"),
+    reason="the container sandbox needs root, systemd-nspawn, docker-registry and skopeo (make host-deps)")
+
+
+def run(args, **kw):
+    return subprocess.run(args, cwd=ROOT, env=ENV, capture_output=True, text=True, check=False, **kw)
+
+
+def playbook(name, *extra):
+    return run([os.path.join(BIN, "ansible-playbook"), "playbooks/%s.yml" % name, "-i", INVENTORY] + list(extra))
+
+
+def recap(out):
+    return {m.group(1): {"changed": int(m.group(3)), "failed": int(m.group(5))} for m in RECAP.finditer(out)}
+
+
+def ssh(host, command):
+    return run(["ssh", "-i", KEY, "-o", "StrictHostKeyChecking=no", "-o", "UserKnownHostsFile=/dev/null",
+                "-o", "LogLevel=ERROR", "-o", "BatchMode=yes", "root@" + HOSTS[host], command])
+
+
+def fetches():
+    """Manifest and blob GETs in the registry's access log, by client address."""
+    with open(REGISTRY_LOG, errors="replace") as f:
+        text = f.read()
+    out = {}
+    for m in FETCH.finditer(text):
+        out[m.group(1)] = out.get(m.group(1), 0) + 1
+    return out
+
+
+def registry_digest():
+    """The manifest digest the registry serves for the card's image tag (what deploy must pin)."""
+    req = urllib.request.Request("http://%s/v2/lmsysorg/sglang/manifests/latest" % REGISTRY, method="HEAD", headers={
+        "Accept": "application/vnd.oci.image.index.v1+json, application/vnd.oci.image.manifest.v1+json, "
+                  "application/vnd.docker.distribution.manifest.v2+json"})
+    with urllib.request.urlopen(req, timeout=10) as resp:
+        return resp.headers["Docker-Content-Digest"]
+
+
+def down():
+    run([sys.executable, "tests/sandbox/fleet.py", "down", "--purge", "--state-dir", STATE])
+
+
+@pytest.fixture(scope="module")
+def fleet():
+    down()  # fresh hosts: no image in their stores
+    up = run([sys.executable, "tests/sandbox/fleet.py", "up", "-i", INVENTORY, "--state-dir", STATE])
+    try:
+        assert up.returncode == 0, up.stdout[-3000:] + up.stderr[-3000:]
+        yield registry_digest()
+    finally:
+        if not os.environ.get("LAUNCHCARD_KEEP_FLEET"):
+            down()
+
+
+@pytest.fixture(scope="module")
+def checked(fleet):
+    before = fetches()
+    res = playbook("deploy", "--check")
+    return res, before, fetches()
+
+
+@pytest.fixture(scope="module")
+def deployed(checked):
+    before = fetches()
+    res = playbook("deploy")
+    assert res.returncode == 0, res.stdout[-6000:] + res.stderr[-2000:]
+    return res, before, fetches()
+
+
+def test_check_mode_on_fresh_hosts_predicts_each_pull_by_digest_and_fetches_nothing(fleet, checked):
+    res, before, after = checked
+    assert res.returncode == 0, res.stdout[-6000:] + res.stderr[-2000:]
+    assert all(r["failed"] == 0 for r in recap(res.stdout).values()) and set(recap(res.stdout)) == set(HOSTS)
+    block = res.stdout.split("Pull the pinned images (podman)]", 1)[1].split("TASK [", 1)[0]
+    for host in HOSTS:
+        assert "changed: [%s] => (item=docker.io/lmsysorg/sglang@%s)" % (host, fleet) in block, block
+    assert after == before
+    for host in HOSTS:
+        assert ssh(host, "podman images -q").stdout.strip() == "", host
+
+
+def test_every_host_runs_the_one_digest_resolved_for_the_fleet(fleet, deployed):
+    res, before, after = deployed
+    assert "3 instances on 3 hosts: 3 healthy" in res.stdout
+    pinned = "docker.io/lmsysorg/sglang@" + fleet
+    for host, name in CONTAINERS.items():
+        out = ssh(host, "podman inspect --format '{{.ImageDigest}} {{.ImageName}} {{.State.Running}}' " + name)
+        assert out.stdout.split() == [fleet, pinned, "true"], (host, out.stdout, out.stderr)
+        state = json.loads(ssh(host, "cat /var/lib/launchcard/state.json").stdout)
+        assert state["runtime"]["kind"] == "podman"
+        assert state["runtime"]["image_refs"] == {IMAGE: pinned}, host
+    # every host fetched the image from the mirror itself (one manifest, config and layer at least)
+    new = {addr: after.get(addr, 0) - before.get(addr, 0) for addr in HOSTS.values()}
+    assert all(n >= 3 for n in new.values()), new
+
+
+def test_a_completion_goes_through_the_router_to_both_containers(deployed):
+    req = urllib.request.Request("http://%s:30000/v1/completions" % HOSTS["lc-ct-router"], method="POST",
+                                 data=json.dumps({"model": "zai-org/GLM-5.3-Flash", "prompt": "hi",
+                                                  "max_tokens": 4}).encode(),
+                                 headers={"Content-Type": "application/json"})
+    with urllib.request.urlopen(req, timeout=30) as resp:
+        body = json.loads(resp.read())
+    served = body["launchcard_standin"]
+    assert (served["prefill"], served["decode"]) == ("lc-ct-prefill:31000", "lc-ct-decode:32000")
+
+
+def test_a_second_deploy_changes_nothing_and_fetches_nothing(deployed):
+    before = fetches()
+    res = playbook("deploy")
+    assert res.returncode == 0, res.stdout[-6000:] + res.stderr[-2000:]
+    assert {h: r["changed"] for h, r in recap(res.stdout).items()} == {h: 0 for h in HOSTS}
+    assert fetches() == before
+
+
+def test_undeploy_stops_and_removes_every_container(deployed):
+    res = playbook("undeploy")
+    assert res.returncode == 0, res.stdout[-4000:] + res.stderr[-2000:]
+    for host in HOSTS:
+        out = ssh(host, "podman ps -a --format '{{.Names}}'; ls /etc/systemd/system | grep -c '^launchcard-' || true")
+        assert out.stdout.split() == ["0"], (host, out.stdout)

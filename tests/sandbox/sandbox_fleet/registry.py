@@ -1,0 +1,303 @@
+"""The sandbox container registry: Debian's ``docker-registry`` on the bridge, holding the stand-in engine image.
+
+TEST INFRASTRUCTURE (tests/sandbox), not part of the collection. Started by ``fleet.py up`` when a host of
+the inventory boots the ``podman`` root filesystem (``sandbox_rootfs: podman``), stopped by ``down``.
+
+The image is built here, without a container engine: one deterministic layer (a Python 3.11 runtime copied
+from the Debian 12 base root filesystem by its packages' file lists, the stand-in engine and sglang-router
+installed from the fleet's wheelhouse), an OCI image config and manifest in an OCI image layout
+(https://github.com/opencontainers/image-spec/blob/main/image-layout.md), cached under the sandbox cache
+dir. ``skopeo copy oci:... docker://...`` pushes it under every image name the cards use (``cards/``,
+``tests/e2e/cards/``), so the hosts pull ``docker.io/lmsysorg/sglang@sha256:...`` from this registry as a mirror
+of Docker Hub. The registry's access log (``registry.log`` in the state dir) records every request, which is
+how the tests count what a deploy pulled.
+"""
+
+import contextlib
+import gzip
+import hashlib
+import io
+import json
+import os
+import signal
+import subprocess
+import sys
+import tarfile
+import tempfile
+import time
+from pathlib import Path
+
+from .base import CACHE_DIR, REPO_ROOT, FleetError, locked, log, port_open, read_json, run, write_file
+from .procs import read_pidfile, wait_gone, write_pidfile
+
+REGISTRY_PORT = 5000
+IMAGE_VERSION = 2  # bump when the image's content or layout changes
+# The Debian packages whose files make the image's Python 3.11 runtime (from the base root filesystem).
+RUNTIME_PACKAGES = (
+    "libc6", "libgcc-s1", "libstdc++6", "zlib1g", "libexpat1", "libssl3", "libffi8", "libbz2-1.0", "liblzma5",
+    "libuuid1", "libcrypt1", "libsqlite3-0", "libtinfo6", "libncursesw6", "libreadline8",
+    "libpython3.11-minimal", "libpython3.11-stdlib", "python3.11-minimal", "python3.11", "python3-minimal",
+    "libpython3-stdlib", "python3",
+)
+# What the image does not need of those packages.
+PRUNE = ("usr/share/doc/", "usr/share/man/", "usr/share/locale/", "usr/share/lintian/", "usr/share/info/",
+         "usr/lib/python3.11/test/", "usr/lib/python3.11/idlelib/", "usr/lib/python3.11/ensurepip/",
+         "usr/lib/python3.11/tkinter/", "usr/lib/python3.11/lib2to3/")
+ENGINE_PACKAGES = ("launchcard-standin-engine", "sglang-router")
+SITE = "usr/local/lib/python3.11/dist-packages"
+SCRIPTS = {
+    "usr/local/bin/vllm": "launchcard_standin_engine.cli:vllm_main",
+    "usr/local/bin/sglang": "launchcard_standin_engine.cli:sglang_main",
+}
+CARD_DIRS = (REPO_ROOT / "cards", REPO_ROOT / "tests" / "e2e" / "cards")
+DOCKER_HUB = "docker.io"
+
+
+def card_images(cards_dirs=CARD_DIRS) -> list:
+    """Every image (``envs[].image``) of the cards in ``cards_dirs`` that names a tag, not a digest."""
+    images = set()
+    for path in sorted(p for d in cards_dirs for p in Path(d).glob("*.json")):
+        for env in (read_json(path, {}) or {}).get("envs") or []:
+            image = env.get("image") if isinstance(env, dict) else None
+            if isinstance(image, str) and image and "@" not in image:
+                images.add(image)
+    return sorted(images)
+
+
+def mirror_path(image: str):
+    """``(repository, tag)`` under which a Docker Hub image is stored in the mirror (``lmsysorg/sglang``, ``latest``).
+
+    Only Docker Hub images are mirrored (the card's registry); others return None.
+    """
+    rest, tag = image, "latest"
+    if ":" in image.rsplit("/", 1)[-1]:
+        rest, tag = image.rsplit(":", 1)
+    parts = rest.split("/")
+    if len(parts) > 1 and ("." in parts[0] or ":" in parts[0] or parts[0] == "localhost"):
+        if parts[0] != DOCKER_HUB:
+            return None
+        parts = parts[1:]
+    if len(parts) == 1:
+        parts = ["library"] + parts
+    return "/".join(parts), tag
+
+
+# --- the image ------------------------------------------------------------------------------------
+def _dpkg_paths(root: Path, package: str) -> list:
+    for name in (f"{package}:amd64.list", f"{package}.list"):
+        path = root / "var/lib/dpkg/info" / name
+        if path.exists():
+            return [line.strip() for line in path.read_text().splitlines() if line.strip() and line.strip() != "/."]
+    raise FleetError(f"package {package} is not installed in {root} (the image's Python runtime comes from it)")
+
+
+def _canonical(root: Path, path: str):
+    """The path inside ``root`` with symlinked parent directories resolved (``/lib/x`` -> ``usr/lib/x``)."""
+    parent = os.path.realpath(root / os.path.dirname(path.lstrip("/")))
+    if not (parent + "/").startswith(str(root) + "/") and parent != str(root):
+        return None
+    rel = os.path.relpath(os.path.join(parent, os.path.basename(path)), root)
+    return None if rel.startswith("..") else rel
+
+
+def _add(tar: tarfile.TarFile, name: str, *, data: bytes = None, mode: int = 0o644, link: str = None,
+         kind: bytes = tarfile.REGTYPE) -> None:
+    info = tarfile.TarInfo(name)
+    info.uid = info.gid = 0
+    info.uname = info.gname = "root"
+    info.mtime = 0
+    info.mode = mode
+    info.type = kind
+    if link is not None:
+        info.type = tarfile.SYMTYPE
+        info.linkname = link
+        tar.addfile(info)
+    elif kind == tarfile.DIRTYPE:
+        tar.addfile(info)
+    else:
+        info.size = len(data)
+        tar.addfile(info, io.BytesIO(data))
+
+
+def _layer(base_root: Path, site: Path) -> bytes:
+    """The image's one layer, an uncompressed tar with fixed owners and times (same input, same bytes)."""
+    entries = {}  # path -> ("dir"|"file"|"link", source or target, mode)
+    for top in ("bin", "lib", "lib64", "sbin"):
+        if (base_root / top).is_symlink():
+            entries[top] = ("link", os.readlink(base_root / top), 0o777)
+    for package in RUNTIME_PACKAGES:
+        for path in _dpkg_paths(base_root, package):
+            rel = _canonical(base_root, path)
+            if not rel or any(rel.startswith(p) or rel + "/" == p for p in PRUNE) or rel in entries:
+                continue
+            src = base_root / rel
+            if src.is_symlink():
+                entries[rel] = ("link", os.readlink(src), 0o777)
+            elif src.is_dir():
+                entries[rel] = ("dir", None, 0o755)
+            elif src.is_file():
+                entries[rel] = ("file", src, src.stat().st_mode & 0o777)
+    for src in sorted(site.rglob("*")):
+        rel = f"{SITE}/{src.relative_to(site)}"
+        if "__pycache__" in src.parts or src.relative_to(site).parts[0] == "bin":
+            continue
+        if src.is_symlink():
+            entries[rel] = ("link", os.readlink(src), 0o777)
+        elif src.is_dir():
+            entries[rel] = ("dir", None, 0o755)
+        else:
+            entries[rel] = ("file", src, src.stat().st_mode & 0o777)
+    extra = {
+        "usr/bin/python": ("link", "python3", 0o777),
+        "etc/passwd": ("data", b"root:x:0:0:root:/root:/bin/sh\nnobody:x:65534:65534:nobody:/nonexistent:/bin/false\n", 0o644),
+        "etc/group": ("data", b"root:x:0:\nnogroup:x:65534:\n", 0o644),
+        "etc/launchcard-sandbox-image": ("data", b"TEST IMAGE of the launchcard sandbox (tests/sandbox/sandbox_fleet/"
+                                                 b"registry.py): the stand-in engine, not an inference engine\n", 0o644),
+        "tmp": ("dir", None, 0o1777),
+        "root": ("dir", None, 0o700),
+    }
+    for script, target in SCRIPTS.items():
+        module, func = target.split(":")
+        extra[script] = ("data", (f"#!/usr/bin/python3\n# TEST CODE: the sandbox stand-in engine\nimport sys\n"
+                                  f"from {module} import {func}\nsys.exit({func}())\n").encode(), 0o755)
+    entries.update(extra)
+    # every parent directory, so the tar unpacks anywhere
+    for rel in list(entries):
+        parent = os.path.dirname(rel)
+        while parent and parent not in entries:
+            entries[parent] = ("dir", None, 0o755)
+            parent = os.path.dirname(parent)
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode="w", format=tarfile.PAX_FORMAT) as tar:
+        for rel in sorted(entries):
+            kind, src, mode = entries[rel]
+            if kind == "dir":
+                _add(tar, rel, mode=mode, kind=tarfile.DIRTYPE)
+            elif kind == "link":
+                _add(tar, rel, link=src)
+            elif kind == "data":
+                _add(tar, rel, data=src, mode=mode)
+            else:
+                _add(tar, rel, data=src.read_bytes(), mode=mode)
+    return buf.getvalue()
+
+
+def _blob(layout: Path, data: bytes) -> str:
+    digest = hashlib.sha256(data).hexdigest()
+    write_file(layout / "blobs" / "sha256" / digest, data)
+    return f"sha256:{digest}"
+
+
+def ensure_image(base_root: Path, wheelhouse: Path) -> Path:
+    """The stand-in engine image as an OCI image layout (tag ``latest``), built once per content; its path."""
+    stamp = hashlib.sha256(json.dumps([IMAGE_VERSION, str(base_root), sorted(
+        (p.name, (wheelhouse / ".standin.sha256").read_text() if p.name.startswith("launchcard_standin") else "")
+        for p in wheelhouse.glob("*.whl"))]).encode()).hexdigest()[:16]
+    layout = CACHE_DIR / "images" / f"standin-engine-{stamp}"
+    if (layout / "index.json").exists():
+        return layout
+    with locked(CACHE_DIR / ".lock"):
+        if (layout / "index.json").exists():
+            return layout
+        log("building the stand-in engine image (Python runtime, stand-in engine, sglang-router)")
+        with tempfile.TemporaryDirectory(prefix="lc-image-") as tmp:
+            site = Path(tmp) / "site"
+            res = run([_pip(), "-m", "pip", "install", "--disable-pip-version-check", "-q", "--no-index",
+                       "--no-compile", "--find-links", str(wheelhouse), "--target", str(site)] + list(ENGINE_PACKAGES),
+                      check=False, capture=True)
+            if res.returncode != 0:
+                raise FleetError(f"pip install into the image failed ({res.returncode}):\n{(res.stdout + res.stderr)[-3000:]}")
+            tar = _layer(base_root, site)
+        staging = layout.with_name(layout.name + f".tmp{os.getpid()}")
+        diff_id = "sha256:" + hashlib.sha256(tar).hexdigest()
+        gz = io.BytesIO()
+        with gzip.GzipFile(fileobj=gz, mode="wb", mtime=0, compresslevel=6) as f:
+            f.write(tar)
+        layer = gz.getvalue()
+        config = json.dumps({
+            "architecture": "amd64", "os": "linux",
+            "config": {"Env": ["PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"],
+                       "WorkingDir": "/", "Labels": {"org.opencontainers.image.description":
+                                                     "TEST IMAGE: launchcard sandbox stand-in engine"}},
+            "rootfs": {"type": "layers", "diff_ids": [diff_id]},
+        }, sort_keys=True).encode()
+        manifest = json.dumps({
+            "schemaVersion": 2, "mediaType": "application/vnd.oci.image.manifest.v1+json",
+            "config": {"mediaType": "application/vnd.oci.image.config.v1+json",
+                       "digest": _blob(staging, config), "size": len(config)},
+            "layers": [{"mediaType": "application/vnd.oci.image.layer.v1.tar+gzip",
+                        "digest": _blob(staging, layer), "size": len(layer)}],
+        }, sort_keys=True).encode()
+        index = {"schemaVersion": 2, "manifests": [{
+            "mediaType": "application/vnd.oci.image.manifest.v1+json", "digest": _blob(staging, manifest),
+            "size": len(manifest), "annotations": {"org.opencontainers.image.ref.name": "latest"}}]}
+        write_file(staging / "oci-layout", json.dumps({"imageLayoutVersion": "1.0.0"}))
+        write_file(staging / "index.json", json.dumps(index, sort_keys=True))
+        os.replace(staging, layout)
+        log(f"stand-in engine image: {len(layer) / 2**20:.1f} MiB compressed, {layout}")
+    return layout
+
+
+def _pip() -> str:
+    return sys.executable
+
+
+# --- the registry process -------------------------------------------------------------------------
+def ensure_registry(state: Path, address: str, layout: Path, port: int = REGISTRY_PORT) -> str:
+    """Run the registry on ``address:port`` holding ``layout`` under every card image; returns ``host:port``."""
+    binary = "/usr/bin/docker-registry"
+    if not Path(binary).exists():
+        raise FleetError("docker-registry is not installed (Debian package docker-registry; `make host-deps`)")
+    if not Path("/usr/bin/skopeo").exists():
+        raise FleetError("skopeo is not installed (Debian package skopeo; `make host-deps`)")
+    rdir = state / "registry"
+    want = {"address": address, "port": port}
+    pidfile, cfgfile = state / "registry.pid", rdir / "want.json"
+    pid = read_pidfile(pidfile)
+    if not (pid and read_json(cfgfile, {}) == want and port_open(address, port)):
+        stop_registry(state)
+        config = (f"# TEST registry of the launchcard sandbox (tests/sandbox/sandbox_fleet/registry.py)\n"
+                  f"version: 0.1\nlog:\n  level: info\n  accesslog:\n    disabled: false\n"
+                  f"storage:\n  filesystem:\n    rootdirectory: {rdir / 'data'}\n  delete:\n    enabled: true\n"
+                  f"http:\n  addr: {address}:{port}\n")
+        write_file(rdir / "config.yml", config)
+        with open(state / "registry.log", "ab") as logf:
+            proc = subprocess.Popen([binary, "serve", str(rdir / "config.yml")], stdin=subprocess.DEVNULL,
+                                    stdout=logf, stderr=logf, start_new_session=True)
+        write_pidfile(pidfile, proc.pid)
+        write_file(cfgfile, json.dumps(want))
+        for _attempt in range(200):
+            if port_open(address, port):
+                break
+            if proc.poll() is not None:
+                raise FleetError(f"the sandbox registry exited; see {state / 'registry.log'}")
+            time.sleep(0.1)
+        else:
+            raise FleetError(f"the sandbox registry did not start on {address}:{port}; see {state / 'registry.log'}")
+        log(f"container registry on {address}:{port} (docker-registry)")
+    index = read_json(layout / "index.json")
+    digest = index["manifests"][0]["digest"]
+    pushed = read_json(rdir / "pushed.json", {}) or {}
+    for image in card_images():
+        path = mirror_path(image)
+        if not path or pushed.get(image) == digest:
+            continue
+        dest = f"docker://{address}:{port}/{path[0]}:{path[1]}"
+        run(["skopeo", "copy", "--quiet", "--dest-tls-verify=false", f"oci:{layout}:latest", dest], capture=True,
+            timeout=300)
+        pushed[image] = digest
+        write_file(rdir / "pushed.json", json.dumps(pushed, indent=1, sort_keys=True) + "\n")
+        log(f"pushed the stand-in engine image as {image} ({dest})")
+    return f"{address}:{port}"
+
+
+def stop_registry(state: Path) -> None:
+    pid = read_pidfile(state / "registry.pid")
+    if pid:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGTERM)
+        if wait_gone([pid], 5):
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
+    with contextlib.suppress(FileNotFoundError):
+        (state / "registry.pid").unlink()
