@@ -68,22 +68,40 @@ def card_sha256(card_model):
     return hashlib.sha256(json.dumps(card_model, sort_keys=True, separators=(",", ":")).encode("utf-8")).hexdigest()
 
 
-def parse_serial(serial):
+def parse_serial(serial, var="launchcard_upgrade_serial"):
     """``launchcard_upgrade_serial``: hosts per recipe switched together.
 
     :param serial: an int >= 1 or a string holding one.
+    :param var: the variable named in the error.
     :returns: int.
     :raises RolloutError: anything else (names the variable).
     """
+    bad = RolloutError("%s must be an integer >= 1, found %r" % (var, serial))
     if isinstance(serial, bool):
-        raise RolloutError("launchcard_upgrade_serial must be an integer >= 1, found %r" % (serial,))
+        raise bad
     try:
         value = int(serial)
     except (TypeError, ValueError):
-        raise RolloutError("launchcard_upgrade_serial must be an integer >= 1, found %r" % (serial,))
+        raise bad
     if value < 1 or str(value) != str(serial).strip():
-        raise RolloutError("launchcard_upgrade_serial must be an integer >= 1, found %r" % (serial,))
+        raise bad
     return value
+
+
+def reboot_batches(hosts, wanted, serial=1):
+    """The accelerator stack's reboots in batches (``roles/stack_reboot``), never all hosts at once.
+
+    :param hosts: the play's hosts, in play order.
+    :param wanted: dict host -> whether it reboots (hosts missing: no).
+    :param serial: hosts per batch (``launchcard_stack_reboot_serial``), an
+        int >= 1 or a string holding one.
+    :returns: list of lists of host names, in play order, each at most
+        ``serial`` long; ``[]`` when no host reboots.
+    :raises RolloutError: a bad ``serial`` (names the variable).
+    """
+    serial = parse_serial(serial, "launchcard_stack_reboot_serial")
+    todo = [h for h in hosts if wanted.get(h)]
+    return [todo[i:i + serial] for i in range(0, len(todo), serial)]
 
 
 def _exec_start(text):
