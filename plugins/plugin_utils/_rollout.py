@@ -51,6 +51,7 @@ from __future__ import annotations
 import difflib
 import hashlib
 import json
+import re
 import shlex
 
 from ansible_collections.launchcard.inference.plugins.plugin_utils._argv import Argv
@@ -121,6 +122,43 @@ def _exec_start(text):
         return joined.split()
 
 
+_IMAGE_DIGEST = re.compile(r"^(?P<image>[^\s@]+)@(?P<digest>sha256:[0-9a-f]{64})$")
+# the comment line plugin_utils/_units.py writes into a native unit
+_REQUIREMENTS = "# Native virtualenv requirements: sha256 "
+
+
+def runs(text):
+    """What a unit runs besides its flags: the images it runs by digest and the native requirements.
+
+    :param text: a unit file's text.
+    :returns: ``(images, requirements)``: dict image -> ``sha256:...`` from
+        the ``ExecStart=`` words that name an image by digest (containers),
+        and the digest of the native virtualenv's requirements or None.
+    """
+    images = {}
+    for word in _exec_start(text):
+        m = _IMAGE_DIGEST.match(word)
+        if m:
+            images[m.group("image")] = m.group("digest")
+    requirements = None
+    for line in (text or "").splitlines():
+        if line.startswith(_REQUIREMENTS):
+            requirements = line[len(_REQUIREMENTS):].strip()
+    return images, requirements
+
+
+def _runs_reasons(before, after):
+    """Reasons a unit's process changes besides its flags (image digest, native requirements)."""
+    out = []
+    (old_images, old_req), (new_images, new_req) = runs(before), runs(after)
+    for image in sorted(new_images):
+        if image in old_images and old_images[image] != new_images[image]:
+            out.append("image %s %s -> %s" % (image, old_images[image][:19], new_images[image][:19]))
+    if old_req and new_req and old_req != new_req:
+        out.append("native virtualenv requirements %s -> %s" % (old_req[:12], new_req[:12]))
+    return out
+
+
 def _flags(old_argv, new_argv):
     """Option groups (``--flag value ...``) removed and added between two argv lists."""
     def groups(argv):
@@ -161,9 +199,10 @@ def host_change(host, record, target_host, target_units, cards):
     new_inst = {i["unit"]: i for i in (target_host or {}).get("instances", [])}
     write = sorted(n for n in want if have.get(n) != want[n])
     remove = sorted(n for n in have if n not in want)
-    diff, flags = [], []
+    diff, flags, runs_changes = [], [], []
     for name in write + remove:
         before, after = have.get(name, ""), want.get(name, "")
+        runs_changes += [r for r in _runs_reasons(before, after) if r not in runs_changes]
         diff.append({"unit": name, "lines": list(difflib.unified_diff(
             before.splitlines(), after.splitlines(),
             "%s (running)" % name if name in have else "(absent)",
@@ -192,6 +231,7 @@ def host_change(host, record, target_host, target_units, cards):
     elif write or remove:
         action = "update"
         reasons.append("%d unit file(s) change" % len(write + remove))
+        reasons += runs_changes
     elif revision and loads_weights:
         # same unit files, new weights: restart what loads them (routers load none)
         action = "restart"
