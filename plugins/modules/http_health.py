@@ -58,7 +58,7 @@ options:
             returns it as RV(launchcard.inference.systemd_units#module:queued)). C(systemctl --no-block) returns
             before the job runs, so the process about to be replaced may still answer for a while.
           - When set (with O(endpoints[].unit)), a probe counts only once systemd reports the unit C(active) with
-            an C(InvocationID) other than this one (without one, a C(MainPID) other than this one): the
+            an C(InvocationID) other than this one (without one, a C(MainPID) other than this one), that is the
             new process, ready (the units' C(ExecStartPost=) readiness check keeps them C(activating) until the
             engine answers).
         type: dict
