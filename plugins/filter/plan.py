@@ -31,10 +31,24 @@ def unit_settings(host_vars):
         raise AnsibleFilterError("launchcard.inference.unit_settings: %s" % to_text(exc))
 
 
-def health_endpoints(host_plan):
-    """Health-gate endpoints for one host of the plan (headless ranks left out)."""
-    return [{"name": i["unit"], "url": i["health_url"], "probe": i["probe"], "model": i["served_model"], "unit": i["unit"]}
-            for i in (host_plan or {}).get("instances", []) if i.get("health_url")]
+def health_endpoints(host_plan, converge=None):
+    """Health-gate endpoints for one host of the plan (headless ranks left out).
+
+    ``converge`` (optional): the ``systemd_units`` result of the run; the
+    units whose start or restart it queued get ``previous`` (what they ran
+    before), so the gate counts only their new process.
+    """
+    queued = (converge or {}).get("queued") or {}
+    out = []
+    for i in (host_plan or {}).get("instances", []):
+        if i.get("health_url"):
+            ep = {"name": i["unit"], "url": i["health_url"], "probe": i["probe"], "model": i["served_model"],
+                  "unit": i["unit"]}
+            if i["unit"] in queued:
+                ep["previous"] = {"invocation_id": queued[i["unit"]].get("invocation_id") or "",
+                                  "main_pid": queued[i["unit"]].get("main_pid") or 0}
+            out.append(ep)
+    return out
 
 
 def deploy_summary(plan, hostvars, check_mode=False):

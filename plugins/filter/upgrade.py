@@ -46,6 +46,19 @@ def upgrade_record_units(record):
             for name, u in sorted(((record or {}).get("units") or {}).items())]
 
 
+def stack_reboot_batches(hosts, hostvars, serial=1):
+    """The hosts whose ``stack_reboot_wanted`` is true, in batches of ``serial`` (play order)."""
+    wanted = {}
+    for host in hosts or []:
+        hv = hostvars[host] if host in hostvars else {}
+        value = hv.get("stack_reboot_wanted", False)
+        wanted[host] = value if isinstance(value, bool) else str(value).strip().lower() in ("true", "1", "yes")
+    try:
+        return rollout.reboot_batches(list(hosts or []), wanted, serial)
+    except rollout.RolloutError as exc:
+        raise AnsibleFilterError("launchcard.inference.stack_reboot_batches: %s" % to_text(exc))
+
+
 def upgrade_report(plan):
     """The rollout in words, one line per item."""
     return rollout.report(plan)
@@ -60,4 +73,5 @@ class FilterModule(object):
             "upgrade_rollout": upgrade_rollout,
             "upgrade_record_units": upgrade_record_units,
             "upgrade_report": upgrade_report,
+            "stack_reboot_batches": stack_reboot_batches,
         }

@@ -70,7 +70,8 @@ def check_once(endpoint, request):
     return True, "health 200, completion %r" % str(text)[:120]
 
 
-def wait_all(endpoints, timeout, request, interval=2.0, clock=time.monotonic, sleep=time.sleep, watch=None):
+def wait_all(endpoints, timeout, request, interval=2.0, clock=time.monotonic, sleep=time.sleep, watch=None,
+             fresh=None):
     """Poll every endpoint in its own thread until healthy or ``timeout`` s.
 
     :param watch: optional ``watch(pending) -> {endpoint name: reason}``,
@@ -81,11 +82,22 @@ def wait_all(endpoints, timeout, request, interval=2.0, clock=time.monotonic, sl
         module passes a reader of the endpoints' systemd units, so an engine
         that exits at start is reported in seconds instead of after
         ``timeout``. An exception in ``watch`` stops watching, not the gate.
+    :param fresh: optional ``fresh(held) -> set of endpoint names``, called
+        from this thread every ``interval`` s with the endpoints that carry
+        a ``previous`` key (the unit's process before a queued start or
+        restart) and are not yet named: the names of those whose unit now
+        runs its new process, ready. Such an endpoint's probe counts only
+        once ``fresh`` has named it before the probe, so the process that
+        a queued restart is about to replace cannot pass the gate. Without
+        ``fresh``, ``previous`` is ignored; an exception in ``fresh`` names
+        none (the wait then ends by timeout).
     :returns: list of dicts ``{name, url, probe, healthy, detail,
         elapsed_s}`` (plus ``crashed``, see above) in the order given.
     """
     results = [None] * len(endpoints)
     ended = {}
+    held = set(i for i, ep in enumerate(endpoints) if fresh is not None and ep.get("previous") is not None)
+    renewed = set()
     start = clock()
 
     def record(i, ep, ok, detail, crashed=False):
@@ -98,10 +110,14 @@ def wait_all(endpoints, timeout, request, interval=2.0, clock=time.monotonic, sl
         while True:
             if i in ended:
                 return record(i, ep, False, ended[i], True)
+            counts = i not in held or i in renewed  # read before the probe
             try:
                 ok, detail = check_once(ep, request)
             except Exception as exc:  # a thread that dies would leave no result
                 ok, detail = False, "probe failed: %r" % (exc,)
+            if ok and not counts:
+                ok, detail = False, "%s, but from the process before the queued restart: the unit is not " \
+                                    "active with a new process yet" % detail
             if ok or clock() - start >= timeout:
                 return record(i, ep, ok, detail)
             sleep(interval)
@@ -110,12 +126,19 @@ def wait_all(endpoints, timeout, request, interval=2.0, clock=time.monotonic, sl
     for t in threads:
         t.daemon = True
         t.start()
-    while watch is not None and any(t.is_alive() for t in threads) and clock() - start < timeout:
+    while (watch is not None or held - renewed) and any(t.is_alive() for t in threads) and clock() - start < timeout:
+        waiting = [i for i in sorted(held - renewed) if results[i] is None]
+        try:
+            named = fresh([endpoints[i] for i in waiting]) if waiting else set()
+        except Exception:  # counts none: the gate then ends by timeout, never on the old process
+            named = set()
+        renewed.update(i for i in waiting if endpoints[i].get("name", endpoints[i]["url"]) in named)
         pending = [ep for i, ep in enumerate(endpoints) if results[i] is None and i not in ended]
         try:
-            verdicts = watch(pending) if pending else {}
+            verdicts = watch(pending) if pending and watch is not None else {}
         except Exception:  # the gate still ends by health or timeout
-            break
+            watch = None
+            verdicts = {}
         for i, ep in enumerate(endpoints):
             name = ep.get("name", ep["url"])
             if results[i] is None and i not in ended and name in verdicts:

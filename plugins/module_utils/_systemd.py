@@ -14,6 +14,10 @@ import re
 import signal
 
 SHOW_PROPERTIES = ("Id", "LoadState", "ActiveState", "SubState", "UnitFileState", "NRestarts", "ExecMainPID")
+# What tells a unit's process after a start or restart from the one before it: systemd gives every
+# start of a unit a new InvocationID (systemd.exec(5), "$INVOCATION_ID"); MainPID for a systemd that
+# reports none. See ``restart_baseline`` and ``runs_new_invocation``.
+RESTART_PROPERTIES = ("Id", "ActiveState", "InvocationID", "MainPID")
 # What the health gate reads to tell a crash (see CrashWatch).
 WATCH_PROPERTIES = SHOW_PROPERTIES + ("Result", "ExecMainCode", "ExecMainStatus", "SyslogIdentifier")
 
@@ -113,6 +117,44 @@ def parse_show(text):
         if props.get("Id"):
             units[props["Id"]] = props
     return units
+
+
+def restart_baseline(props):
+    """What a unit runs before this run queues its start or restart.
+
+    :param props: the unit's properties (:func:`parse_show`) read before
+        the job was queued (``RESTART_PROPERTIES`` among them).
+    :returns: dict ``{"invocation_id": str ("" when none), "main_pid":
+        int (0 when none)}``, for :func:`runs_new_invocation`.
+    """
+    pid = props.get("MainPID") or "0"
+    return {"invocation_id": props.get("InvocationID") or "",
+            "main_pid": int(pid) if pid.isdigit() else 0}
+
+
+def runs_new_invocation(props, previous):
+    """Whether a unit whose start or restart was queued now runs the new process, ready.
+
+    ``systemctl --no-block`` returns before the job runs, so for a while the
+    process that is about to be stopped still answers its port: a health
+    probe then tells nothing about the new one. The new process is there
+    when systemd reports an ``InvocationID`` other than ``previous``'s (a
+    systemd that reports none: a ``MainPID`` other than ``previous``'s and
+    not 0), and it is ready when the unit is ``active``: the units' readiness
+    check (``ExecStartPost=``) keeps them ``activating`` until the engine
+    answers.
+
+    :param props: the unit's properties now (:func:`parse_show`).
+    :param previous: :func:`restart_baseline` of the unit before the job.
+    :returns: bool.
+    """
+    if props.get("ActiveState") != "active":
+        return False
+    invocation, before = props.get("InvocationID") or "", (previous or {}).get("invocation_id") or ""
+    if invocation or before:
+        return invocation != before
+    pid = props.get("MainPID") or "0"
+    return pid not in ("", "0") and pid != str((previous or {}).get("main_pid") or 0)
 
 
 def actions(names, states, written, state):

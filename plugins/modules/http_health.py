@@ -22,6 +22,9 @@ description:
     was restarted by systemd, or stays inactive ends its wait at once, and the failure message gives the
     unit's C(Result), exit status, restart count and the last O(journal_lines) lines of its journal.
     An engine that exits at start is so reported in seconds, not after O(timeout).
+  - Endpoints that name what their unit ran before a queued start or restart (O(endpoints[].previous)) count
+    a probe only once their unit runs the new process and is C(active); one more C(systemctl show) for all of
+    them every O(interval) seconds until then.
 options:
   endpoints:
     description: The endpoints to gate on.
@@ -49,6 +52,25 @@ options:
           - The systemd unit that serves the endpoint, for example C(launchcard-demo-vllm-monolithic-0.service).
           - When set, the unit's state can end the wait early (see the description).
         type: str
+      previous:
+        description:
+          - What the unit ran before this run queued its start or restart (M(launchcard.inference.systemd_units)
+            returns it as RV(launchcard.inference.systemd_units#module:queued)). C(systemctl --no-block) returns
+            before the job runs, so the process about to be replaced may still answer for a while.
+          - When set (with O(endpoints[].unit)), a probe counts only once systemd reports the unit C(active) with
+            an C(InvocationID) other than this one (without one, a C(MainPID) other than this one), that is the
+            new process, ready (the units' C(ExecStartPost=) readiness check keeps them C(activating) until the
+            engine answers).
+        type: dict
+        suboptions:
+          invocation_id:
+            description: The unit's C(InvocationID) before the job; empty when it had none.
+            type: str
+            default: ""
+          main_pid:
+            description: The unit's C(MainPID) before the job; 0 when none.
+            type: int
+            default: 0
   journal_lines:
     description:
       - Lines of a crashed unit's journal quoted in the message, its engine's own output
@@ -125,9 +147,11 @@ from ansible.module_utils.urls import open_url
 
 from ansible_collections.launchcard.inference.plugins.module_utils._health import wait_all
 from ansible_collections.launchcard.inference.plugins.module_utils._systemd import (
+    RESTART_PROPERTIES,
     WATCH_PROPERTIES,
     CrashWatch,
     parse_show,
+    runs_new_invocation,
 )
 
 
@@ -173,6 +197,27 @@ def unit_watch(module, journal_lines):
     return watch
 
 
+def restart_watch(module):
+    """The health gate's ``fresh``: one ``systemctl show`` for the units whose start or restart was queued.
+
+    :returns: ``fresh(held) -> set of endpoint names`` whose unit runs a new
+        process and is ``active`` (see ``runs_new_invocation``).
+    """
+    systemctl = module.get_bin_path("systemctl", required=True)
+
+    def fresh(held):
+        units = sorted(set(ep["unit"] for ep in held if ep.get("unit")))
+        if not units:
+            return set()
+        rc, out, dummy = module.run_command([systemctl, "show", "-p", ",".join(RESTART_PROPERTIES), "--"] + units)
+        if rc != 0:
+            return set()
+        states = parse_show(out)
+        return set(ep["name"] for ep in held
+                   if ep.get("unit") in states and runs_new_invocation(states[ep["unit"]], ep["previous"]))
+    return fresh
+
+
 def main():
     module = AnsibleModule(
         argument_spec=dict(
@@ -182,6 +227,10 @@ def main():
                 probe=dict(type="str", choices=["health", "completion"], default="health"),
                 model=dict(type="str"),
                 unit=dict(type="str"),
+                previous=dict(type="dict", options=dict(
+                    invocation_id=dict(type="str", default=""),
+                    main_pid=dict(type="int", default=0),
+                )),
             )),
             journal_lines=dict(type="int", default=10),
             timeout=dict(type="int", default=600),
@@ -191,11 +240,17 @@ def main():
     )
     p = module.params
     endpoints = [dict(ep, name=ep["name"] or ep["url"]) for ep in p["endpoints"]]
+    for i, ep in enumerate(endpoints):
+        if ep.get("previous") is not None and not ep.get("unit"):
+            module.fail_json(msg="endpoints[%d].previous needs endpoints[%d].unit (the unit whose restart was queued)" % (i, i))
     timeout = 0 if module.check_mode else p["timeout"]
     watch = None
     if not module.check_mode and any(ep.get("unit") for ep in endpoints):
         watch = unit_watch(module, p["journal_lines"])
-    results = wait_all(endpoints, timeout, request, p["interval"], watch=watch)
+    fresh = None
+    if not module.check_mode and any(ep.get("previous") is not None for ep in endpoints):
+        fresh = restart_watch(module)
+    results = wait_all(endpoints, timeout, request, p["interval"], watch=watch, fresh=fresh)
     bad = [r["name"] for r in results if not r["healthy"]]
     crashed = [r["name"] for r in results if r.get("crashed")]
     if bad and not module.check_mode:

@@ -22,6 +22,10 @@ description:
     C(systemctl reset-failed) of those units (a unit that hit its start limit can start again); whether the
     engines come up is the health gate's to tell (M(launchcard.inference.http_health)). A unit that is
     C(failed) right after the jobs were queued fails the module.
+  - Because the jobs are queued, the process a restart replaces may still answer for a while. RV(queued) gives,
+    per unit started or restarted, what it ran before (C(InvocationID), C(MainPID)); pass it to
+    M(launchcard.inference.http_health) (O(launchcard.inference.http_health#module:endpoints[].previous)) so the
+    gate counts only the new process.
 options:
   units:
     description:
@@ -41,6 +45,14 @@ options:
       instance:
         description: The plan instance the unit runs (informational, for reports).
         type: str
+  restart:
+    description:
+      - Units of O(units) to restart even when their file did not change (for example because the model
+        revision they load or the packages they run changed). Queued with the other restarts; a unit that is not
+        running is started. Ignored with O(state=stopped).
+    type: list
+    elements: str
+    default: []
   state:
     description:
       - C(started) enables and starts the units (changed files restart); C(stopped) stops and disables them.
@@ -173,6 +185,18 @@ secrets_changed:
   description: Whether the secrets file was written or removed (its content is never returned).
   returned: always
   type: bool
+queued:
+  description:
+    - Per unit whose start or restart this run queued, the verb and what the unit ran before the job
+      (C(InvocationID), empty when none; C(MainPID), 0 when none), for
+      O(launchcard.inference.http_health#module:endpoints[].previous). Empty in check mode.
+  returned: always
+  type: dict
+  sample:
+    launchcard-demo-vllm-aggregated-0.service:
+      verb: restart
+      invocation_id: 5d1f3c0e6b8a4f3e9c2d7b1a0e4f6c8d
+      main_pid: 4242
 secrets_restarted:
   description: Units restarted because the secrets file they read changed (also among the RV(actions) C(restart) units).
   returned: always
@@ -189,8 +213,10 @@ import tempfile
 from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.launchcard.inference.plugins.module_utils._systemd import (
+    RESTART_PROPERTIES,
     SHOW_PROPERTIES,
     actions,
+    restart_baseline,
     dropin_verdicts,
     foreign_peer_changes,
     render_env_file,
@@ -280,6 +306,7 @@ def main():
                 instance=dict(type="str"),
             )),
             state=dict(type="str", choices=["started", "stopped"], default="started"),
+            restart=dict(type="list", elements="str", default=[]),
             prune=dict(type="bool", default=True),
             prefix=dict(type="str", default="launchcard-"),
             directory=dict(type="path", default="/etc/systemd/system"),
@@ -304,6 +331,9 @@ def main():
         if "/" in name or not name.startswith(p["prefix"]) or not name.endswith(".service"):
             module.fail_json(msg="units[%d].name: expected %s*.service without '/', found %r" % (i, p["prefix"], name))
         desired[name] = u["content"]
+    for i, name in enumerate(p["restart"]):
+        if name not in desired:
+            module.fail_json(msg="restart[%d]: %r is not one of the units given" % (i, name))
     existing = _read_existing(p["directory"], p["prefix"])
     plan = diff_files(desired, existing, p["prefix"]) if p["prune"] else dict(
         diff_files(desired, existing, p["prefix"]), remove=[])
@@ -317,7 +347,8 @@ def main():
     def show(names):
         if not names:
             return {}
-        return parse_show(run(["show", "-p", ",".join(SHOW_PROPERTIES), "--"] + sorted(names)))
+        props = SHOW_PROPERTIES + tuple(k for k in RESTART_PROPERTIES if k not in SHOW_PROPERTIES)
+        return parse_show(run(["show", "-p", ",".join(props), "--"] + sorted(names)))
 
     if p["foreign_peers"]:
         moved = dict((name, foreign_peer_changes(existing.get(name, ""), desired[name], p["foreign_peers"]))
@@ -346,7 +377,7 @@ def main():
                       "before": existing.get(name, ""), "after": desired.get(name, "")})
 
     before = show(list(desired))
-    todo = actions(list(desired), before, set(plan["write"]), p["state"])
+    todo = actions(list(desired), before, set(plan["write"]) | set(p["restart"]), p["state"])
     stale = show(plan["remove"])
     stale_active = {n for n, st in stale.items() if st.get("ActiveState") in ("active", "activating", "failed")}
     stale_enabled = {n for n, st in stale.items() if st.get("UnitFileState") in ("enabled", "enabled-runtime")}
@@ -423,6 +454,9 @@ def main():
                 # --no-block: a unit is "active" only once its engine answers (ExecStartPost=),
                 # which the health gate waits for, watching every unit at once.
                 run([verb, "--no-block", "--"] + todo[verb])
+    queued = {} if module.check_mode else dict(
+        (name, dict(restart_baseline(before.get(name, {})), verb=verb))
+        for verb in ("start", "restart") for name in todo[verb] if name in desired)
     after = before if module.check_mode else show(list(desired))
     units = []
     for name in sorted(desired):
@@ -440,7 +474,7 @@ def main():
         })
     result = dict(changed=changed, units=units, written=plan["write"], removed=plan["remove"],
                   actions=todo, daemon_reloaded=reloaded, secrets_changed=secrets_changed,
-                  secrets_restarted=secrets_restarted,
+                  secrets_restarted=secrets_restarted, queued=queued,
                   dropins={"kept": dropins["keep"], "removed": dropins["remove"]})
     if module._diff and diffs:
         result["diff"] = diffs

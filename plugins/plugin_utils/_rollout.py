@@ -51,6 +51,7 @@ from __future__ import annotations
 import difflib
 import hashlib
 import json
+import re
 import shlex
 
 from ansible_collections.launchcard.inference.plugins.plugin_utils._argv import Argv
@@ -68,22 +69,40 @@ def card_sha256(card_model):
     return hashlib.sha256(json.dumps(card_model, sort_keys=True, separators=(",", ":")).encode("utf-8")).hexdigest()
 
 
-def parse_serial(serial):
+def parse_serial(serial, var="launchcard_upgrade_serial"):
     """``launchcard_upgrade_serial``: hosts per recipe switched together.
 
     :param serial: an int >= 1 or a string holding one.
+    :param var: the variable named in the error.
     :returns: int.
     :raises RolloutError: anything else (names the variable).
     """
+    bad = RolloutError("%s must be an integer >= 1, found %r" % (var, serial))
     if isinstance(serial, bool):
-        raise RolloutError("launchcard_upgrade_serial must be an integer >= 1, found %r" % (serial,))
+        raise bad
     try:
         value = int(serial)
     except (TypeError, ValueError):
-        raise RolloutError("launchcard_upgrade_serial must be an integer >= 1, found %r" % (serial,))
+        raise bad
     if value < 1 or str(value) != str(serial).strip():
-        raise RolloutError("launchcard_upgrade_serial must be an integer >= 1, found %r" % (serial,))
+        raise bad
     return value
+
+
+def reboot_batches(hosts, wanted, serial=1):
+    """The accelerator stack's reboots in batches (``roles/stack_reboot``), never all hosts at once.
+
+    :param hosts: the play's hosts, in play order.
+    :param wanted: dict host -> whether it reboots (hosts missing: no).
+    :param serial: hosts per batch (``launchcard_stack_reboot_serial``), an
+        int >= 1 or a string holding one.
+    :returns: list of lists of host names, in play order, each at most
+        ``serial`` long; ``[]`` when no host reboots.
+    :raises RolloutError: a bad ``serial`` (names the variable).
+    """
+    serial = parse_serial(serial, "launchcard_stack_reboot_serial")
+    todo = [h for h in hosts if wanted.get(h)]
+    return [todo[i:i + serial] for i in range(0, len(todo), serial)]
 
 
 def _exec_start(text):
@@ -101,6 +120,43 @@ def _exec_start(text):
         return shlex.split(joined)
     except ValueError:
         return joined.split()
+
+
+_IMAGE_DIGEST = re.compile(r"^(?P<image>[^\s@]+)@(?P<digest>sha256:[0-9a-f]{64})$")
+# the comment line plugin_utils/_units.py writes into a native unit
+_REQUIREMENTS = "# Native virtualenv requirements: sha256 "
+
+
+def runs(text):
+    """What a unit runs besides its flags: the images it runs by digest and the native requirements.
+
+    :param text: a unit file's text.
+    :returns: ``(images, requirements)``: dict image -> ``sha256:...`` from
+        the ``ExecStart=`` words that name an image by digest (containers),
+        and the digest of the native virtualenv's requirements or None.
+    """
+    images = {}
+    for word in _exec_start(text):
+        m = _IMAGE_DIGEST.match(word)
+        if m:
+            images[m.group("image")] = m.group("digest")
+    requirements = None
+    for line in (text or "").splitlines():
+        if line.startswith(_REQUIREMENTS):
+            requirements = line[len(_REQUIREMENTS):].strip()
+    return images, requirements
+
+
+def _runs_reasons(before, after):
+    """Reasons a unit's process changes besides its flags (image digest, native requirements)."""
+    out = []
+    (old_images, old_req), (new_images, new_req) = runs(before), runs(after)
+    for image in sorted(new_images):
+        if image in old_images and old_images[image] != new_images[image]:
+            out.append("image %s %s -> %s" % (image, old_images[image][:19], new_images[image][:19]))
+    if old_req and new_req and old_req != new_req:
+        out.append("native virtualenv requirements %s -> %s" % (old_req[:12], new_req[:12]))
+    return out
 
 
 def _flags(old_argv, new_argv):
@@ -143,9 +199,10 @@ def host_change(host, record, target_host, target_units, cards):
     new_inst = {i["unit"]: i for i in (target_host or {}).get("instances", [])}
     write = sorted(n for n in want if have.get(n) != want[n])
     remove = sorted(n for n in have if n not in want)
-    diff, flags = [], []
+    diff, flags, runs_changes = [], [], []
     for name in write + remove:
         before, after = have.get(name, ""), want.get(name, "")
+        runs_changes += [r for r in _runs_reasons(before, after) if r not in runs_changes]
         diff.append({"unit": name, "lines": list(difflib.unified_diff(
             before.splitlines(), after.splitlines(),
             "%s (running)" % name if name in have else "(absent)",
@@ -174,6 +231,7 @@ def host_change(host, record, target_host, target_units, cards):
     elif write or remove:
         action = "update"
         reasons.append("%d unit file(s) change" % len(write + remove))
+        reasons += runs_changes
     elif revision and loads_weights:
         # same unit files, new weights: restart what loads them (routers load none)
         action = "restart"

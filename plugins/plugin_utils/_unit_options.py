@@ -27,6 +27,7 @@ variable set for render to show what deploy writes.
 
 from __future__ import annotations
 
+import hashlib
 import json
 
 from ansible_collections.launchcard.inference.plugins.plugin_utils._units import DEFAULTS, PODMAN_CGROUPS, RUNTIMES, VENDORS
@@ -69,7 +70,14 @@ VARIABLES = {
                        "C(disabled), C(no-conmon), C(split). C(disabled) runs each container in its unit's cgroup, "
                        "for hosts without cgroup delegation (read-only cgroup v1 controllers, as in the sandbox)."),
     "image_refs": (None, "dict", "Image to C(image@sha256:...), from the runtime role's C(runtime_image_refs) fact."),
+    "native_requirements": (None, "str", "Native runtime: digest of C(launchcard_runtime_native_packages) and "
+                                         "C(launchcard_runtime_native_pip_extra_args), a comment in each unit, so "
+                                         "that a new requirement set restarts the units (see native_requirements)."),
 }
+# What the runtime role installs into the native virtualenv (roles/runtime/defaults/main.yml,
+# runtime_native_packages and runtime_native_pip_extra_args, with these defaults).
+NATIVE_PACKAGES = ("launchcard_runtime_native_packages", ["vllm"])
+NATIVE_PIP_ARGS = ("launchcard_runtime_native_pip_extra_args", "")
 SECRETS_VARIABLE = "launchcard_hf_token"
 IMAGE_REFS_FACT = "runtime_image_refs"
 PREFLIGHT_RESULT = "preflight_result"
@@ -167,6 +175,28 @@ def detected(host_vars):
     }
 
 
+def native_requirements(host_vars):
+    """A digest of what the runtime role installs into the native virtualenv.
+
+    The runtime role reinstalls the virtualenv when its requirements (the
+    package list and pip's extra arguments) change; processes started before
+    keep running on replaced files. The units carry this digest (a comment
+    line), so that change rewrites them and the converge restarts them.
+
+    :param host_vars: the host's variables (``launchcard_runtime_native_packages``,
+        default ``["vllm"]``; ``launchcard_runtime_native_pip_extra_args``,
+        default ``""``).
+    :returns: 64 hex digits (SHA-256 of the JSON of both, keys sorted).
+    :raises OptionError: the package list is not a list of strings.
+    """
+    packages = host_vars.get(NATIVE_PACKAGES[0])
+    packages = list(NATIVE_PACKAGES[1]) if packages is None else _coerce("list_str", packages, NATIVE_PACKAGES[0])
+    extra = host_vars.get(NATIVE_PIP_ARGS[0])
+    extra = NATIVE_PIP_ARGS[1] if extra is None else str(extra)
+    text = json.dumps({"packages": packages, "pip_extra_args": extra}, sort_keys=True)
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
 def host_options(host_vars):
     """The unit options of one host: variable, else preflight's facts, else the default.
 
@@ -199,6 +229,8 @@ def host_options(host_vars):
             ", ".join(PODMAN_CGROUPS), opts["podman_cgroups"]))
     refs = host_vars.get(IMAGE_REFS_FACT)
     opts["image_refs"] = dict(refs) if hasattr(refs, "items") else {}
+    if opts["runtime"] == "native":
+        opts["native_requirements"] = native_requirements(host_vars)
     # Every unit names the secrets file (EnvironmentFile=-, optional) whether or not a token is
     # given, so a run without the vault loaded rewrites no unit.
     secrets_file = host_vars.get(VARIABLES["secrets_env_file"][0]) or SECRETS_ENV_FILE

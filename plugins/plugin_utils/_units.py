@@ -97,6 +97,8 @@ DEFAULTS = {
     "hf_offline": True,
     "secrets_env_file": None,
     "image_refs": {},
+    # native: a digest of what the virtualenv holds (see _unit_options.native_requirements); None: not written
+    "native_requirements": None,
     "start_timeout_s": 1800,
     "stop_timeout_s": 60,
     "amd_render_gid": None,
@@ -325,6 +327,14 @@ def render(inst, options=None):
     stop_timeout = int(opts["stop_timeout_s"])
     lines = [
         "# Managed by the launchcard.inference collection; changes are overwritten.",
+    ]
+    if opts["runtime"] == "native" and opts.get("native_requirements"):
+        # What the virtualenv holds is part of what runs: a new requirement set rewrites the file, and a
+        # rewritten file restarts the unit (as an image digest does in a container's ExecStart=).
+        if not re.match(r"^[0-9a-f]{16,128}$", str(opts["native_requirements"])):
+            raise UnsafeValue("native_requirements must be a hex digest: %r" % opts["native_requirements"])
+        lines.append("# Native virtualenv requirements: sha256 %s" % opts["native_requirements"])
+    lines += [
         "[Unit]",
         "Description=%s" % _spec("launchcard %s %s (%s, %s) on %s" % (
             inst["engine"], inst["role"], inst["recipe"], inst["id"], inst["host"])),

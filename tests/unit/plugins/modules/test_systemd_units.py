@@ -51,9 +51,11 @@ if verb == "show":
         if os.path.exists(os.path.join(UNITS, n)) or n in state:
             u = unit(n)
             load = "loaded" if os.path.exists(os.path.join(UNITS, n)) else "not-found"
+            pid = 4200 + u.get("starts", 0) if u["active"] == "active" else 0
             blocks.append("Id=%s\nLoadState=%s\nActiveState=%s\nSubState=%s\nUnitFileState=%s\nNRestarts=%d\nExecMainPID=%d"
+                          "\nInvocationID=%s\nMainPID=%d"
                           % (n, load, u["active"], u["sub"], u["file"] if load == "loaded" else "", u["restarts"],
-                             4242 if u["active"] == "active" else 0))
+                             pid, "inv%d" % u["starts"] if u.get("starts") else "", pid))
         else:
             blocks.append("Id=%s\nLoadState=not-found\nActiveState=inactive\nSubState=dead\nUnitFileState=\n"
                           "NRestarts=0\nExecMainPID=0" % n)
@@ -64,6 +66,7 @@ elif verb in ("start", "restart"):
             sys.stderr.write("Failed to %s %s: Unit %s not found.\n" % (verb, n, n))
             sys.exit(5)
         u = unit(n)
+        u["starts"] = u.get("starts", 0) + 1  # a new InvocationID and MainPID per start
         u["active"], u["sub"] = ("failed", "failed") if n in state.get("_crash", []) else ("active", "running")
 elif verb == "stop":
     for n in names:
@@ -436,3 +439,43 @@ def test_a_secret_that_needs_quoting_is_refused_without_echoing_it(systemd, caps
     assert systemd.mutating() == []
     assert not os.path.exists(systemd.secrets)
     assert systemd.listing() == []
+
+
+def test_queued_gives_what_each_started_or_restarted_unit_ran_before(systemd, capsys):
+    # A ran (first start: invocation 1), B is new; A's file changes
+    systemd.put(A, unit_text("/bin/a"))
+    systemd.running(A)
+    state = systemd.state()
+    state[A]["starts"] = 1
+    systemd.save(state)
+    result, dummy = run_module(capsys, systemd, [(A, unit_text("/bin/a2")), (B, unit_text("/bin/b"))])
+    assert result["actions"]["restart"] == [A] and result["actions"]["start"] == [B]
+    assert result["queued"] == {A: {"verb": "restart", "invocation_id": "inv1", "main_pid": 4201},
+                                B: {"verb": "start", "invocation_id": "", "main_pid": 0}}
+    # the gate's reading afterwards: a different invocation, active
+    assert systemd.state()[A]["starts"] == 2
+
+
+def test_restart_option_restarts_an_unchanged_unit_and_queues_it(systemd, capsys):
+    systemd.put(A, unit_text("/bin/a"))
+    systemd.put(B, unit_text("/bin/b"))
+    systemd.running(A, B)
+    result, dummy = run_module(capsys, systemd, [(A, unit_text("/bin/a")), (B, unit_text("/bin/b"))], restart=[A])
+    assert result["changed"] is True and result["written"] == []
+    assert systemd.mutating() == [["reset-failed", "--", A], ["restart", "--no-block", "--", A]]
+    assert list(result["queued"]) == [A] and result["queued"][A]["verb"] == "restart"
+    # without it, nothing happens
+    systemd.reset_log()
+    result, dummy = run_module(capsys, systemd, [(A, unit_text("/bin/a")), (B, unit_text("/bin/b"))])
+    assert result["changed"] is False and result["queued"] == {} and systemd.mutating() == []
+
+
+def test_restart_option_names_only_given_units(systemd, capsys):
+    result, dummy = run_module(capsys, systemd, [(A, unit_text("/bin/a"))], rc=1, restart=[B])
+    assert result["msg"] == "restart[0]: %r is not one of the units given" % B
+    assert systemd.mutating() == [] and systemd.listing() == []
+
+
+def test_check_mode_queues_nothing(systemd, capsys):
+    result, dummy = run_module(capsys, systemd, [(A, unit_text("/bin/a"))], _ansible_check_mode=True)
+    assert result["actions"]["start"] == [A] and result["queued"] == {}

@@ -225,3 +225,36 @@ def test_host_change_new_and_none():
     ch = host_change("h", None, {"card": "k", "instances": []}, [{"name": "launchcard-x.service", "content": "a\n"}],
                      {"k": {"revision": "r"}})
     assert ch["action"] == "new" and ch["write"] == ["launchcard-x.service"]
+
+
+def _same_card_new_runtime(old_opts, new_opts):
+    v1 = _card(os.path.join(CARDS, "upgrade-v1.json"))
+    p = _plan(v1, REPLICAS)
+    records = {h: {"card": dict(_cards(v1)["card"], key="card"), "instances": hp["instances"],
+                   "units": {u["name"]: {"text": u["content"]} for u in host_units(hp, old_opts)}}
+               for h, hp in p["hosts"].items()}
+    return rollout(records, p, {h: host_units(hp, new_opts) for h, hp in p["hosts"].items()}, _cards(v1), 1)
+
+
+def test_a_new_image_digest_alone_changes_the_host_and_says_so():
+    v1 = _card(os.path.join(CARDS, "upgrade-v1.json"))
+    image = v1["recipes"][0]["image"]
+    old = {"runtime": "docker", "image_refs": {image: image.split(":")[0] + "@sha256:" + "a" * 64}}
+    new = {"runtime": "docker", "image_refs": {image: image.split(":")[0] + "@sha256:" + "b" * 64}}
+    ro = _same_card_new_runtime(old, new)
+    ch = ro["hosts"]["w0"]
+    assert ch["action"] == "update" and ch["flags"] == []
+    assert "image %s sha256:aaaaaaaaaaaa -> sha256:bbbbbbbbbbbb" % image.split(":")[0] in ch["reasons"]
+    text = "\n".join(report(ro))
+    assert "w0: update (1 unit file(s) change; image " in text
+    assert [b["hosts"] for b in ro["batches"]][:4] == [["w0"], ["w1"], ["w2"], ["w3"]]
+
+
+def test_new_native_requirements_alone_change_the_host_and_say_so():
+    ro = _same_card_new_runtime(dict(OPTS, native_requirements="a" * 64), dict(OPTS, native_requirements="b" * 64))
+    for h in ("w0", "w1", "w2", "w3", "rt"):
+        assert ro["hosts"][h]["action"] == "update"
+        assert "native virtualenv requirements aaaaaaaaaaaa -> bbbbbbbbbbbb" in ro["hosts"][h]["reasons"]
+    # the same requirements: nothing to do
+    same = _same_card_new_runtime(dict(OPTS, native_requirements="a" * 64), dict(OPTS, native_requirements="a" * 64))
+    assert same["batches"] == []

@@ -161,3 +161,36 @@ def test_units_name_the_secrets_file_token_or_not_and_the_token_only_in_the_secr
     assert "hf_SECRET" not in repr(settings["options"])
     # no token: nothing to write; the file stays unless launchcard_hf_token_remove asks
     assert uo.host_settings({}) == {"options": uo.host_options({}), "secrets_file": uo.SECRETS_ENV_FILE, "secrets": {}}
+
+
+# -- a change of what the native virtualenv holds restarts the units (issue 12, item 5) -------------
+def test_native_units_change_when_the_requirements_change():
+    host = {"instances": [_vllm()]}
+    base = {"launchcard_runtime": "native", "launchcard_runtime_native_packages": ["vllm==0.11.0"]}
+
+    def unit_text(**extra):
+        return host_units(host, uo.host_options(dict(base, **extra)))[0]["content"]
+
+    first = unit_text()
+    assert first == unit_text()  # the same requirements: the same file, nothing restarts
+    marker = [line for line in first.splitlines() if line.startswith("# Native virtualenv requirements: sha256 ")]
+    assert len(marker) == 1 and re.match(r"^# Native virtualenv requirements: sha256 [0-9a-f]{64}$", marker[0])
+    assert unit_text(launchcard_runtime_native_packages=["vllm==0.11.1"]) != first
+    assert unit_text(launchcard_runtime_native_pip_extra_args="--find-links /srv/wheels") != first
+    # the unit text differs only in that line
+    changed = unit_text(launchcard_runtime_native_packages=["vllm==0.11.1"]).splitlines()
+    assert [a for a, b in zip(first.splitlines(), changed) if a != b] == marker
+    # the runtime role's default package list
+    assert uo.native_requirements({}) == uo.native_requirements({"launchcard_runtime_native_packages": ["vllm"]})
+
+
+def test_container_units_carry_no_requirements_line():
+    for runtime in ("docker", "podman"):
+        opts = uo.host_options({"launchcard_runtime": runtime, "launchcard_runtime_native_packages": ["vllm"]})
+        assert opts["native_requirements"] is None
+        assert "requirements" not in host_units({"instances": [_vllm()]}, opts)[0]["content"]
+
+
+def test_a_bad_package_list_is_named():
+    with pytest.raises(uo.OptionError, match="launchcard_runtime_native_packages must be a list"):
+        uo.host_options({"launchcard_runtime": "native", "launchcard_runtime_native_packages": 3})
