@@ -31,10 +31,24 @@ def unit_settings(host_vars):
         raise AnsibleFilterError("launchcard.inference.unit_settings: %s" % to_text(exc))
 
 
-def health_endpoints(host_plan):
-    """Health-gate endpoints for one host of the plan (headless ranks left out)."""
-    return [{"name": i["unit"], "url": i["health_url"], "probe": i["probe"], "model": i["served_model"], "unit": i["unit"]}
-            for i in (host_plan or {}).get("instances", []) if i.get("health_url")]
+def health_endpoints(host_plan, stage=None, plan=None, host=None, hostvars=None, result_var="units_health_first"):
+    """Health-gate endpoints for one host of the plan (headless ranks left out).
+
+    With ``stage`` (``first`` or ``then``), ``plan`` and ``host``: one stage of
+    the two-stage gate (see plugin_utils._report.gate_endpoints); for ``then``
+    the first stage's results are read from ``hostvars[*][result_var]``.
+    """
+    if stage is None:
+        return [{"name": i["unit"], "url": i["health_url"], "probe": i["probe"], "model": i["served_model"],
+                 "unit": i["unit"]} for i in (host_plan or {}).get("instances", []) if i.get("health_url")]
+    prior = {}
+    for name in ((plan or {}).get("hosts") or {}):
+        if hostvars is not None and name in hostvars:
+            prior[name] = hostvars[name].get(result_var) or {}
+    try:
+        return report.gate_endpoints(plan, host, stage, prior)
+    except ValueError as exc:
+        raise AnsibleFilterError("launchcard.inference.health_endpoints: %s" % to_text(exc))
 
 
 def deploy_summary(plan, hostvars, check_mode=False):
@@ -52,7 +66,9 @@ def deploy_summary(plan, hostvars, check_mode=False):
     for host in (plan or {}).get("hosts", {}):
         hv = hostvars[host] if host in hostvars else {}
         conv, health = hv.get("units_converge") or {}, hv.get("units_health") or {}
-        results[host] = {"units": conv.get("units"), "health": health.get("endpoints"),
+        first = hv.get("units_health_first") or {}  # the gate's first stage (see health_endpoints)
+        endpoints = (first.get("endpoints") or []) + (health.get("endpoints") or [])
+        results[host] = {"units": conv.get("units"), "health": endpoints if (first or health) else None,
                          "pending": report.pending_units(conv, check_mode)}
     return report.deploy_table(report.deploy_rows(plan, results))
 
