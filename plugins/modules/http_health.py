@@ -55,7 +55,7 @@ options:
       blocked:
         description:
           - Why this endpoint cannot become healthy in this run, for example a peer it routes to that
-            crashed. Set: the endpoint is not probed and reads unhealthy with this text as its detail.
+            crashed. When set, the endpoint is not probed and reads unhealthy with this text as its detail.
         type: str
   journal_lines:
     description:
