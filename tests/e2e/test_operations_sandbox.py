@@ -31,11 +31,6 @@ TOKEN_B = "hf_launchcardOPSrotationBBBB9876543210"
 NO_MUX = dict(ENV, ANSIBLE_SSH_ARGS="-o ControlMaster=no -o ControlPath=none -o PreferredAuthentications=publickey")
 
 
-# Not yet run green end to end (issue 9): the crash-loop gate is fixed and its case passes; the cases
-# marked with this ran out of session time before their first green run on a fleet.
-UNVERIFIED = pytest.mark.skip(reason="not yet run green end to end (issue 9); unit-level parts are in tests/unit")
-
-
 def playbook_no_mux(*extra):
     return subprocess.run([os.path.join(BIN, "ansible-playbook"), "playbooks/deploy.yml", "-i", INVENTORY] + list(extra),
                           cwd=ROOT, env=NO_MUX, capture_output=True, text=True, check=False)
@@ -248,7 +243,6 @@ def test_secrets_rotation_restarts_exactly_the_units_that_read_it(fleet, plan, d
     assert {u for u in second if second[u] != third[u]} == readers
 
 
-@UNVERIFIED
 def test_a_systemctl_edit_dropin_is_reported_and_removed_unless_allowed(fleet, plan, deployed):
     """Issue 9 item 4: `systemctl edit` (Restart=no) on the decode unit is drift: the deploy says so,
     removes it and the unit gets its self-healing back; an allowed drop-in stays."""
@@ -277,7 +271,6 @@ def test_a_systemctl_edit_dropin_is_reported_and_removed_unless_allowed(fleet, p
     assert ssh(addr, "rm -r /etc/systemd/system/%s.d && systemctl daemon-reload" % decode["unit"]).returncode == 0
 
 
-@UNVERIFIED
 def test_undeploy_removes_the_units_and_a_redeploy_restores_them(fleet, plan, deployed):
     """Issue 9 item 9: undeploy stops, disables and deletes the card's units; weights and the
     virtualenv stay; a deploy brings every engine back healthy."""
