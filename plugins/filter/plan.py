@@ -31,23 +31,35 @@ def unit_settings(host_vars):
         raise AnsibleFilterError("launchcard.inference.unit_settings: %s" % to_text(exc))
 
 
-def health_endpoints(host_plan, converge=None):
+def health_endpoints(host_plan, converge=None, stage=None, plan=None, host=None, hostvars=None,
+                     result_var="units_health_first"):
     """Health-gate endpoints for one host of the plan (headless ranks left out).
 
     ``converge`` (optional): the ``systemd_units`` result of the run; the
     units whose start or restart it queued get ``previous`` (what they ran
     before), so the gate counts only their new process.
+
+    With ``stage`` (``first`` or ``then``), ``plan`` and ``host``: one stage of
+    the two-stage gate (see plugin_utils._report.gate_endpoints); for ``then``
+    the first stage's results are read from ``hostvars[*][result_var]``.
     """
+    if stage is None:
+        out = [{"name": i["unit"], "url": i["health_url"], "probe": i["probe"], "model": i["served_model"],
+                "unit": i["unit"]} for i in (host_plan or {}).get("instances", []) if i.get("health_url")]
+    else:
+        prior = {}
+        for name in ((plan or {}).get("hosts") or {}):
+            if hostvars is not None and name in hostvars:
+                prior[name] = hostvars[name].get(result_var) or {}
+        try:
+            out = report.gate_endpoints(plan, host, stage, prior)
+        except ValueError as exc:
+            raise AnsibleFilterError("launchcard.inference.health_endpoints: %s" % to_text(exc))
     queued = (converge or {}).get("queued") or {}
-    out = []
-    for i in (host_plan or {}).get("instances", []):
-        if i.get("health_url"):
-            ep = {"name": i["unit"], "url": i["health_url"], "probe": i["probe"], "model": i["served_model"],
-                  "unit": i["unit"]}
-            if i["unit"] in queued:
-                ep["previous"] = {"invocation_id": queued[i["unit"]].get("invocation_id") or "",
-                                  "main_pid": queued[i["unit"]].get("main_pid") or 0}
-            out.append(ep)
+    for ep in out:
+        if ep["unit"] in queued:
+            ep["previous"] = {"invocation_id": queued[ep["unit"]].get("invocation_id") or "",
+                              "main_pid": queued[ep["unit"]].get("main_pid") or 0}
     return out
 
 
@@ -66,7 +78,9 @@ def deploy_summary(plan, hostvars, check_mode=False):
     for host in (plan or {}).get("hosts", {}):
         hv = hostvars[host] if host in hostvars else {}
         conv, health = hv.get("units_converge") or {}, hv.get("units_health") or {}
-        results[host] = {"units": conv.get("units"), "health": health.get("endpoints"),
+        first = hv.get("units_health_first") or {}  # the gate's first stage (see health_endpoints)
+        endpoints = (first.get("endpoints") or []) + (health.get("endpoints") or [])
+        results[host] = {"units": conv.get("units"), "health": endpoints if (first or health) else None,
                          "pending": report.pending_units(conv, check_mode)}
     return report.deploy_table(report.deploy_rows(plan, results))
 

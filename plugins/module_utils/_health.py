@@ -74,31 +74,47 @@ def wait_all(endpoints, timeout, request, interval=2.0, clock=time.monotonic, sl
              fresh=None):
     """Poll every endpoint in its own thread until healthy or ``timeout`` s.
 
-    :param watch: optional ``watch(pending) -> {endpoint name: reason}``,
-        called from this thread every ``interval`` s with the endpoints still
-        waiting (dicts as given). An endpoint it names ends its wait at once,
-        unhealthy, with ``reason`` as its detail and ``crashed: True`` (a
-        key only such results have): the
+    :param watch: optional ``watch(pending) -> (crashed, unsettled)``, called
+        from this thread before the probes start and then every ``interval``
+        s with the endpoints still waiting (dicts as given). ``crashed`` is a
+        dict endpoint name -> reason: such an endpoint ends its wait at once,
+        unhealthy, with ``reason`` as its detail and ``crashed: True`` (a key
+        only such results have). ``unsettled`` is a dict endpoint name ->
+        state (e.g. ``deactivating/stop-sigterm``) of the endpoints whose unit
+        is not ``active`` yet: a health answer from one of them is not taken
+        as healthy, since it may come from the old process that a queued
+        restart has not stopped yet (with the units' readiness check,
+        ``ExecStartPost=``, "active" means the new process answered). The
         module passes a reader of the endpoints' systemd units, so an engine
         that exits at start is reported in seconds instead of after
-        ``timeout``. An exception in ``watch`` stops watching, not the gate.
+        ``timeout``. An exception in ``watch`` stops watching (and the
+        unsettled check), not the gate.
     :param fresh: optional ``fresh(held) -> set of endpoint names``, called
-        from this thread every ``interval`` s with the endpoints that carry
-        a ``previous`` key (the unit's process before a queued start or
-        restart) and are not yet named: the names of those whose unit now
-        runs its new process, ready. Such an endpoint's probe counts only
-        once ``fresh`` has named it before the probe, so the process that
-        a queued restart is about to replace cannot pass the gate. Without
+        along with ``watch`` with the endpoints that carry a ``previous`` key
+        (the unit's process before a queued start or restart) and are not yet
+        named: the names of those whose unit now runs its new process, ready.
+        Such an endpoint's probe counts only once ``fresh`` has named it
+        before the probe, so the process that a queued restart is about to
+        replace cannot pass the gate, even in the instant before systemd
+        starts the queued job (when the unit still reads ``active``). Without
         ``fresh``, ``previous`` is ignored; an exception in ``fresh`` names
         none (the wait then ends by timeout).
+
+    An endpoint with a ``blocked`` reason (str) is not probed: it reads
+    unhealthy at once with that reason as its detail and ``blocked: True``
+    (e.g. a router whose peer crashed, known from another host's gate).
+
     :returns: list of dicts ``{name, url, probe, healthy, detail,
-        elapsed_s}`` (plus ``crashed``, see above) in the order given.
+        elapsed_s}`` (plus ``crashed`` or ``blocked``, see above) in the
+        order given.
     """
     results = [None] * len(endpoints)
     ended = {}
+    unsettled = {}
     held = set(i for i, ep in enumerate(endpoints) if fresh is not None and ep.get("previous") is not None)
     renewed = set()
     start = clock()
+    watching = [watch is not None]
 
     def record(i, ep, ok, detail, crashed=False):
         results[i] = {"name": ep.get("name", ep["url"]), "url": ep["url"], "probe": ep.get("probe", "health"),
@@ -107,6 +123,10 @@ def wait_all(endpoints, timeout, request, interval=2.0, clock=time.monotonic, sl
             results[i]["crashed"] = True
 
     def worker(i, ep):
+        if ep.get("blocked"):
+            record(i, ep, False, ep["blocked"])
+            results[i]["blocked"] = True
+            return None
         while True:
             if i in ended:
                 return record(i, ep, False, ended[i], True)
@@ -115,35 +135,46 @@ def wait_all(endpoints, timeout, request, interval=2.0, clock=time.monotonic, sl
                 ok, detail = check_once(ep, request)
             except Exception as exc:  # a thread that dies would leave no result
                 ok, detail = False, "probe failed: %r" % (exc,)
+            state = unsettled.get(ep.get("name", ep["url"])) if watching[0] else None
             if ok and not counts:
                 ok, detail = False, "%s, but from the process before the queued restart: the unit is not " \
                                     "active with a new process yet" % detail
+            elif ok and state:
+                ok, detail = False, "%s, but its unit is %s (not ready yet, or the old process)" % (detail, state)
             if ok or clock() - start >= timeout:
                 return record(i, ep, ok, detail)
             sleep(interval)
 
-    threads = [threading.Thread(target=worker, args=(i, ep)) for i, ep in enumerate(endpoints)]
-    for t in threads:
-        t.daemon = True
-        t.start()
-    while (watch is not None or held - renewed) and any(t.is_alive() for t in threads) and clock() - start < timeout:
+    def observe():
         waiting = [i for i in sorted(held - renewed) if results[i] is None]
         try:
             named = fresh([endpoints[i] for i in waiting]) if waiting else set()
         except Exception:  # counts none: the gate then ends by timeout, never on the old process
             named = set()
         renewed.update(i for i in waiting if endpoints[i].get("name", endpoints[i]["url"]) in named)
-        pending = [ep for i, ep in enumerate(endpoints) if results[i] is None and i not in ended]
+        if not watching[0]:
+            return
+        pending = [ep for i, ep in enumerate(endpoints) if results[i] is None and i not in ended and not ep.get("blocked")]
         try:
-            verdicts = watch(pending) if pending and watch is not None else {}
+            crashed, busy = watch(pending) if pending else ({}, {})
         except Exception:  # the gate still ends by health or timeout
-            watch = None
-            verdicts = {}
+            watching[0] = False
+            return
+        unsettled.clear()
+        unsettled.update(busy)
         for i, ep in enumerate(endpoints):
             name = ep.get("name", ep["url"])
-            if results[i] is None and i not in ended and name in verdicts:
-                ended[i] = verdicts[name]
+            if results[i] is None and i not in ended and name in crashed:
+                ended[i] = crashed[name]
+
+    observe()  # the units' state is known before the first probe
+    threads = [threading.Thread(target=worker, args=(i, ep)) for i, ep in enumerate(endpoints)]
+    for t in threads:
+        t.daemon = True
+        t.start()
+    while (watching[0] or held - renewed) and any(t.is_alive() for t in threads) and clock() - start < timeout:
         sleep(interval)
+        observe()
     for t in threads:
         t.join()
     return results

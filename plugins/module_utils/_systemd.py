@@ -236,6 +236,23 @@ def exit_status(props):
         return "signal %s" % status
 
 
+def unsettled(states):
+    """The units not ``active`` yet, whose health answer the gate must not trust.
+
+    After ``systemctl --no-block restart`` the old process keeps answering
+    while it stops (``deactivating``), and a new one answers before its
+    readiness check (``ExecStartPost=``) has ended (``activating``,
+    ``start-post``); the units role's readiness check makes ``active`` mean
+    "the new process answered" (systemd.service(5), ``ExecStartPost=``).
+
+    :param states: dict unit name -> properties (:func:`parse_show`).
+    :returns: dict unit name -> ``"ActiveState/SubState"`` for every unit
+        whose ``ActiveState`` is not ``active``.
+    """
+    return dict((name, "%s/%s" % (p.get("ActiveState") or "?", p.get("SubState") or "?"))
+                for name, p in states.items() if p.get("ActiveState") != "active")
+
+
 class CrashWatch(object):
     """Tell, from successive ``systemctl show`` readings, which units crashed.
 

@@ -50,7 +50,15 @@ options:
       unit:
         description:
           - The systemd unit that serves the endpoint, for example C(launchcard-demo-vllm-monolithic-0.service).
-          - When set, the unit's state can end the wait early (see the description).
+          - When set, the unit's state can end the wait early (see the description), and a health answer
+            counts only once the unit is C(active) (with the units' readiness check, C(ExecStartPost=), that
+            is once its new process answered; before, the answer may come from the old process that a
+            queued restart has not stopped yet).
+        type: str
+      blocked:
+        description:
+          - Why this endpoint cannot become healthy in this run, for example a peer it routes to that
+            crashed. When set, the endpoint is not probed and reads unhealthy with this text as its detail.
         type: str
       previous:
         description:
@@ -152,6 +160,7 @@ from ansible_collections.launchcard.inference.plugins.module_utils._systemd impo
     CrashWatch,
     parse_show,
     runs_new_invocation,
+    unsettled,
 )
 
 
@@ -169,8 +178,9 @@ def request(url, payload=None, timeout=10.0):
 def unit_watch(module, journal_lines):
     """The health gate's ``watch``: one ``systemctl show`` for the pending endpoints' units.
 
-    :returns: ``watch(pending) -> {endpoint name: reason}``; the reason ends
-        with the unit's last journal lines.
+    :returns: ``watch(pending) -> (crashed, unsettled)``, dicts endpoint
+        name -> reason (ending with the unit's last journal lines) and
+        endpoint name -> unit state (the units not ``active`` yet).
     """
     systemctl = module.get_bin_path("systemctl", required=True)
     journalctl = module.get_bin_path("journalctl")
@@ -179,10 +189,10 @@ def unit_watch(module, journal_lines):
     def watch(pending):
         units = sorted(set(ep["unit"] for ep in pending if ep.get("unit")))
         if not units:
-            return {}
+            return {}, {}
         rc, out, dummy = module.run_command([systemctl, "show", "-p", ",".join(WATCH_PROPERTIES), "--"] + units)
         if rc != 0:
-            return {}
+            return {}, {}
         states = parse_show(out)
         verdicts = crashes.observe(states)
         for unit in list(verdicts):
@@ -193,7 +203,9 @@ def unit_watch(module, journal_lines):
                 rc, log, dummy = module.run_command(args + ["-n", str(journal_lines), "-o", "cat", "--no-pager", "-q"])
                 lines = [line for line in log.splitlines() if line.strip()] if rc == 0 else []
                 verdicts[unit] += "; journal: %s" % (" | ".join(lines) if lines else "(empty)")
-        return dict((ep["name"], verdicts[ep["unit"]]) for ep in pending if ep.get("unit") in verdicts)
+        busy = unsettled(states)
+        return (dict((ep["name"], verdicts[ep["unit"]]) for ep in pending if ep.get("unit") in verdicts),
+                dict((ep["name"], busy[ep["unit"]]) for ep in pending if ep.get("unit") in busy))
     return watch
 
 
@@ -231,6 +243,7 @@ def main():
                     invocation_id=dict(type="str", default=""),
                     main_pid=dict(type="int", default=0),
                 )),
+                blocked=dict(type="str"),
             )),
             journal_lines=dict(type="int", default=10),
             timeout=dict(type="int", default=600),
@@ -245,7 +258,7 @@ def main():
             module.fail_json(msg="endpoints[%d].previous needs endpoints[%d].unit (the unit whose restart was queued)" % (i, i))
     timeout = 0 if module.check_mode else p["timeout"]
     watch = None
-    if not module.check_mode and any(ep.get("unit") for ep in endpoints):
+    if not module.check_mode and any(ep.get("unit") and not ep.get("blocked") for ep in endpoints):
         watch = unit_watch(module, p["journal_lines"])
     fresh = None
     if not module.check_mode and any(ep.get("previous") is not None for ep in endpoints):

@@ -118,3 +118,64 @@ def deploy_table(rows):
         "" if len(set(r[0] for r in rows)) == 1 else "s",
         ", ".join("%d %s" % (counts[g], g) for g in groups) or "nothing planned")
     return table(list(DEPLOY_HEADERS), ordered) + ["", footer]
+
+
+_LOOPBACK = ("127.0.0.1", "localhost", "[::1]")
+
+
+def _names_peer(words, inst, peer):
+    """Whether ``inst``'s argv ``words`` name ``peer``'s HTTP endpoint (``address:port``)."""
+    if peer is inst or not peer.get("port") or not peer.get("health_url"):
+        return False
+    addrs = [str(peer.get("address"))]
+    if peer.get("host") == inst.get("host"):
+        addrs += list(_LOOPBACK)  # a peer on the consumer's own host may be named by a loopback URL
+    wanted = set("//%s:%s" % (a if ":" not in a or a.startswith("[") else "[%s]" % a, peer["port"]) for a in addrs)
+    return any(("//%s" % w.split("//", 1)[1].split("/", 1)[0]) in wanted for w in words if "//" in w)
+
+
+def gate_endpoints(plan, host, stage, prior=None):
+    """The health-gate endpoints of one host, in two stages.
+
+    A router (or a language server) answers a completion only through its
+    peers: when a decode engine crashed on another host, the router on its
+    own host would wait out the whole health timeout. So the gate runs in two
+    stages: first the instances that name no peer (``first``), then those
+    that do (``then``), and an instance whose peer was unhealthy in the
+    first stage is not probed: it reads unhealthy at once, naming the peer.
+
+    :param plan: the whole plan (``launchcard_plan``).
+    :param host: the inventory host name.
+    :param stage: ``first``, ``then``, or ``None`` (every endpoint, one stage).
+    :param prior: for ``then``, dict host name -> that host's ``first``
+        stage result (an ``http_health`` result: its ``endpoints`` are read);
+        a host without one (not in this run, or it failed earlier) blocks
+        nothing.
+    :returns: list of endpoint dicts for ``http_health``: ``name`` (the
+        unit), ``url``, ``probe``, ``model``, ``unit``, plus ``blocked``
+        (str) for the endpoints not to probe.
+    :raises ValueError: an unknown ``stage``.
+    """
+    if stage not in ("first", "then", None):
+        raise ValueError("stage must be 'first', 'then' or none, not %r" % (stage,))
+    everyone = [i for hp in (plan or {}).get("hosts", {}).values() for i in hp.get("instances", [])]
+    out = []
+    for inst in ((plan or {}).get("hosts", {}).get(host) or {}).get("instances", []):
+        if not inst.get("health_url"):
+            continue
+        words = [str(w) for w in inst.get("argv") or []]
+        peers = [p for p in everyone if _names_peer(words, inst, p)]
+        if (stage == "first" and peers) or (stage == "then" and not peers):
+            continue
+        ep = {"name": inst["unit"], "url": inst["health_url"], "probe": inst["probe"],
+              "model": inst.get("served_model"), "unit": inst["unit"]}
+        bad = []
+        for peer in peers if stage == "then" else []:
+            res = ((prior or {}).get(peer["host"]) or {}).get("endpoints") or []
+            for r in res:
+                if r.get("name") == peer["unit"] and not r.get("healthy"):
+                    bad.append("%s on %s (%s)" % (peer["unit"], peer["host"], r.get("detail")))
+        if bad:
+            ep["blocked"] = "not probed: its peer is not healthy: %s" % "; ".join(bad)
+        out.append(ep)
+    return out

@@ -34,7 +34,8 @@ VISIBLE_DEVICES_ENV = {"nvidia": "CUDA_VISIBLE_DEVICES", "amd": "HIP_VISIBLE_DEV
 CONTAINER_HF_HOME = "/root/.cache/huggingface"
 # Restart policy: a unit whose engine keeps exiting is restarted every RESTART_SEC s, at most
 # START_LIMIT_BURST starts within START_LIMIT_INTERVAL_S s (manual starts included), then stays
-# failed (Result=start-limit-hit) until a deploy or `systemctl reset-failed` (systemd.unit(5)).
+# failed ("Start request repeated too quickly"; Result keeps the exit that caused it) until a deploy
+# or `systemctl reset-failed` (systemd.unit(5)).
 # An engine that crashes after loading for minutes is not limited: its starts are further apart.
 RESTART_SEC = 10
 # "Started" means ready: ExecStartPost= runs this helper (shipped by the units role) until the

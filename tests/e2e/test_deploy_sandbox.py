@@ -191,7 +191,9 @@ def test_second_deploy_changes_nothing(fleet, hub, first_deploy):
     assert not re.search(r"TASK \[launchcard\.inference\.units : Units \| (Create the engines|Give the weights|Install the readiness)",
                          res.stdout)
     skipped = dict((m.group(1), int(m.group(2))) for m in re.finditer(r"^(\S+)\s*:.*\bskipped=(\d+)", res.stdout, re.M))
-    assert set(skipped) >= set(fleet) and max(skipped.values()) <= 8, skipped
+    # (plus, on the play's first host only, the run-once lock steps with nothing to do)
+    assert set(skipped) >= set(fleet) and max(skipped.values()) <= 12, skipped
+    assert sorted(skipped.values())[len(skipped) // 2] <= 9, skipped
     assert hub_bytes(hub) == served  # no byte of the weights downloaded again
 
 
@@ -199,7 +201,7 @@ def test_tags_health_asks_the_endpoints_again_and_touches_nothing(fleet, plan, f
     res = playbook("--tags", "health")
     assert res.returncode == 0, res.stdout[-4000:]
     assert all(c["changed"] == 0 and c["failed"] == 0 for c in recap(res.stdout).values())
-    assert "Units | Gate on the health of every endpoint" in res.stdout
+    assert "Units | Gate on the health of the engines that name no peer" in res.stdout
     for other in ("Preflight | Check this host", "Units | Converge every unit", "Runtime |"):
         assert other not in res.stdout, other
     table = report_table(res.stdout, SUMMARY_TASK, ("host", "recipe", "engine", "role", "port", "state"))

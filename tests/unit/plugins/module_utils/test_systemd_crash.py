@@ -98,7 +98,7 @@ def test_watch_ends_only_the_crashed_endpoints_wait():
 
     def watch(pending):
         seen.append(sorted(ep["name"] for ep in pending))
-        return {"a": "unit failed (Result=exit-code)"} if len(seen) >= 2 else {}
+        return ({"a": "unit failed (Result=exit-code)"} if len(seen) >= 2 else {}), {}
 
     eps = [{"name": "a", "url": "http://127.0.0.1:1/health", "unit": "a"},
            {"name": "b", "url": "http://127.0.0.1:2/health", "unit": "b"}]
@@ -154,3 +154,43 @@ def test_an_exit_during_the_readiness_check_is_a_crash():
     assert w.observe({U: props("activating", "start-post")}) == {}  # loading, main process alive
     out = w.observe({U: props("activating", "start-post", code="1", status="1")})
     assert out == {U: "engine exited while starting (Result=success, exit status 1, NRestarts=0)"}
+
+
+# -- a health answer counts only from an active unit -------------------------------------------
+def test_units_not_active_yet_are_unsettled():
+    from ansible_collections.launchcard.inference.plugins.module_utils._systemd import unsettled
+    states = {"a": props("deactivating", "stop-sigterm"), "b": props(), "c": props("activating", "start-post")}
+    assert unsettled(states) == {"a": "deactivating/stop-sigterm", "c": "activating/start-post"}
+
+
+def test_an_answer_from_a_unit_that_is_still_restarting_is_not_healthy():
+    """A queued restart: the old process answers 200 while systemd stops it; the gate waits until
+    the unit is active (its readiness check passed), then takes the answer."""
+    readings = []
+
+    def watch(pending):
+        readings.append(1)
+        return {}, ({"a": "deactivating/stop-sigterm"} if len(readings) <= 3 else {})
+
+    res = wait_all([{"name": "a", "url": "http://x/health", "unit": "a"}], timeout=600,
+                   request=lambda *a, **k: (200, ""), interval=0.01, watch=watch)
+    assert res[0]["healthy"] is True and len(readings) >= 4
+    t = FakeTime()
+    res = wait_all([{"name": "a", "url": "http://x/health", "unit": "a"}], timeout=3, request=lambda *a, **k: (200, ""),
+                   interval=1, clock=t.clock, sleep=t.sleep, watch=lambda pending: ({}, {"a": "deactivating/stop-sigterm"}))
+    assert res[0]["healthy"] is False
+    assert res[0]["detail"] == "health 200, but its unit is deactivating/stop-sigterm (not ready yet, or the old process)"
+
+
+def test_a_blocked_endpoint_is_not_probed():
+    probed = []
+
+    def request(url, payload=None, timeout=10.0):
+        probed.append(url)
+        return 200, ""
+
+    eps = [{"name": "r", "url": "http://r/health", "unit": "r", "blocked": "not probed: its peer is not healthy: d"},
+           {"name": "s", "url": "http://s/health"}]
+    res = wait_all(eps, timeout=600, request=request, interval=0.01, watch=lambda pending: ({}, {}))
+    assert res[0]["healthy"] is False and res[0]["blocked"] is True and res[0]["detail"].endswith("healthy: d")
+    assert res[1]["healthy"] is True and probed == ["http://s/health"]

@@ -128,7 +128,7 @@ def test_healthy_endpoints_pass_in_one_call(engines, capsys):
 
 def test_unhealthy_endpoint_fails_with_a_message_naming_it(engines, capsys):
     good, dead = engines(), engines(health=503)
-    result = run_module(capsys, rc=1, timeout=1, interval=0.1, endpoints=[
+    result = run_module(capsys, rc=1, timeout=3, interval=0.1, endpoints=[
         {"name": "launchcard-a.service", "url": good.url}, {"name": "launchcard-b.service", "url": dead.url}])
     assert result["failed"] is True
     assert result["msg"].startswith("not healthy: launchcard-b.service (health answered 503, after ")

@@ -106,3 +106,38 @@ def test_deploy_table_of_one_and_of_nothing():
     from ansible_collections.launchcard.inference.plugins.plugin_utils._report import deploy_table
     assert deploy_table([["h", "r", "vllm", "monolithic", 8000, "healthy"]])[-1] == "1 instance on 1 host: 1 healthy"
     assert deploy_table([])[-1] == "0 instances on 0 hosts: nothing planned"
+
+
+def test_gate_stages_put_routers_after_their_peers_and_block_them_on_a_crashed_peer():
+    import pytest
+    from ansible_collections.launchcard.inference.plugins.plugin_utils._report import gate_endpoints
+    with open(EXAMPLE) as f:
+        card = load_card(f.read(), EXAMPLE)
+    p = plan(card, normalize_placement([
+        ("pre", {"address": "10.0.0.5", "recipes": ["sglang-prefill"]}),
+        ("dec", {"address": "10.0.0.6", "recipes": ["sglang-decode"]}),
+        ("rtr", {"address": "10.0.0.7", "recipes": ["sglang-router"]}),
+        ("enc", {"address": "10.0.0.2", "recipes": ["sglang-encoder"]}),
+        ("lang", {"address": "10.0.0.3", "recipes": ["sglang-language"]}),
+    ]))
+    unit = "launchcard-glm-5.3-flash-sglang-%s-0.service"
+    first = {h: [e["name"] for e in gate_endpoints(p, h, "first")] for h in p["hosts"]}
+    then = {h: [e["name"] for e in gate_endpoints(p, h, "then")] for h in p["hosts"]}
+    assert first == {"pre": [unit % "prefill"], "dec": [unit % "decode"], "rtr": [], "enc": [unit % "encoder"],
+                     "lang": []}
+    assert then == {"pre": [], "dec": [], "rtr": [unit % "router"], "enc": [], "lang": [unit % "language"]}
+    # the two stages split the one-stage list, none left out
+    for h in p["hosts"]:
+        assert sorted(first[h] + then[h]) == sorted(e["name"] for e in gate_endpoints(p, h, None))
+    crash = "engine exited, systemd restarts it (Result=exit-code, exit status 1, NRestarts=1)"
+    prior = {"dec": {"endpoints": [{"name": unit % "decode", "healthy": False, "detail": crash}]},
+             "pre": {"endpoints": [{"name": unit % "prefill", "healthy": True, "detail": "health 200"}]},
+             "enc": {"endpoints": [{"name": unit % "encoder", "healthy": True, "detail": "health 200"}]}}
+    (router,) = gate_endpoints(p, "rtr", "then", prior)
+    assert router["blocked"] == "not probed: its peer is not healthy: %s on dec (%s)" % (unit % "decode", crash)
+    (lang,) = gate_endpoints(p, "lang", "then", prior)
+    assert "blocked" not in lang and lang["probe"] == "completion"
+    # a peer host without a first-stage result (outside --limit) blocks nothing
+    assert "blocked" not in gate_endpoints(p, "rtr", "then", {"pre": prior["pre"]})[0]
+    with pytest.raises(ValueError, match="stage"):
+        gate_endpoints(p, "rtr", "second")
