@@ -171,7 +171,8 @@ def _flags(old_argv, new_argv):
                 cur.append(tok)
             else:
                 out.append([tok])
-        return [" ".join(g) for g in out]
+        # quoted as a shell would need (shlex.quote), so a value with spaces or ';' reads as one value
+        return [" ".join(shlex.quote(t) for t in g) for g in out]
     old, new = groups(old_argv), groups(new_argv)
     return [g for g in old if g not in new], [g for g in new if g not in old]
 

@@ -13,6 +13,7 @@ import pytest
 from ansible_collections.launchcard.inference.plugins.plugin_utils._card import load_card
 from ansible_collections.launchcard.inference.plugins.plugin_utils._planner import normalize_placement, plan_fleet
 from ansible_collections.launchcard.inference.plugins.plugin_utils._rollout import (
+    _flags,
     RolloutError,
     card_sha256,
     host_change,
@@ -258,3 +259,9 @@ def test_new_native_requirements_alone_change_the_host_and_say_so():
     # the same requirements: nothing to do
     same = _same_card_new_runtime(dict(OPTS, native_requirements="a" * 64), dict(OPTS, native_requirements="a" * 64))
     assert same["batches"] == []
+
+
+def test_flag_changes_quote_values_a_shell_would_split():
+    removed, added = _flags(["vllm", "--port", "8000"], ["vllm", "--port", "8000", "--served-model-name", "x;rm -rf /"])
+    assert removed == []
+    assert added == ["--served-model-name 'x;rm -rf /'"]
