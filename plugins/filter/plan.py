@@ -104,6 +104,16 @@ def preflight_report(hostvars, hosts, result_var="preflight_result"):
     return report.table(["host", "check", "result", "need", "found", "message"], preflight.report_rows(by_host))
 
 
+def preflight_fleet_warnings(plan, cards, hostvars, hosts, result_var="preflight_result"):
+    """Fleet-wide preflight warnings (see module_utils._preflight.fleet_gpu_shortfalls) from each host's result."""
+    results = {}
+    for host in hosts:
+        res = (hostvars[host] if host in hostvars else {}).get(result_var)
+        if res and not res.get("skipped"):
+            results[host] = res
+    return preflight.fleet_gpu_shortfalls(plan, cards, results)
+
+
 class FilterModule(object):
     """launchcard.inference filters."""
 
@@ -117,4 +127,5 @@ class FilterModule(object):
             "version_drift": versions.drift,
             "preflight_needs": preflight_needs,
             "preflight_report": preflight_report,
+            "preflight_fleet_warnings": preflight_fleet_warnings,
         }

@@ -998,3 +998,50 @@ def weights_staged(stamp_text, present_bytes):
     except ValueError:
         return False
     return recorded > 0 and recorded == present_bytes
+
+
+def accelerator_count(result):
+    """Accelerators one host's preflight result found: the devices its vendor tool lists, or on a
+    bare host (no driver yet) the PCI bus's count; None when the host was not checked.
+
+    :param result: the ``preflight`` module's result for the host (its ``facts.accelerators``).
+    """
+    facts = (result or {}).get("facts")
+    if not isinstance(facts, dict):
+        return None
+    acc = facts.get("accelerators") or {}
+    devices = acc.get("devices") or []
+    return len(devices) if devices else int((acc.get("pci") or {}).get("count") or 0)
+
+
+def fleet_gpu_shortfalls(plan, cards, results):
+    """Cards whose engine hosts together hold fewer accelerators than the card's ``hardware.min_gpus``.
+
+    ``min_gpus`` is the fewest accelerators one deployment of the model needs, across nodes; the
+    per-host ``gpu_count`` check only covers the recipes' own TP sizes. When every engine host of a
+    card together has fewer, no deployment can meet it. A card is not judged when a host of it has
+    no result (outside ``--limit``, unreachable: the failure budget covers those).
+
+    :param plan: the plan (``launchcard_plan``: ``hosts`` -> ``card``, ``gpus_needed``).
+    :param cards: card source -> card model (``launchcard_cards``: ``hardware.min_gpus``).
+    :param results: host -> its ``preflight`` result (missing or None: not checked).
+    :returns: list of messages, one per short card, naming ``hardware.min_gpus`` and each host's count.
+    """
+    by_card = {}
+    for host, hp in sorted(((plan or {}).get("hosts") or {}).items()):
+        if hp.get("gpus_needed"):
+            by_card.setdefault(hp.get("card"), []).append(host)
+    out = []
+    for card, hosts in sorted(by_card.items(), key=lambda kv: str(kv[0])):
+        want = (((cards or {}).get(card) or {}).get("hardware") or {}).get("min_gpus")
+        if not want:
+            continue
+        counts = [(h, accelerator_count((results or {}).get(h))) for h in hosts]
+        if any(n is None for dummy, n in counts):
+            continue
+        total = sum(n for dummy, n in counts)
+        if total < want:
+            out.append("hardware.min_gpus of %s: one deployment needs at least %d accelerators, but the %d "
+                       "host(s) that serve it have %d together (%s)" % (
+                           card, want, len(hosts), total, ", ".join("%s %d" % c for c in counts)))
+    return out

@@ -74,3 +74,46 @@ def test_weights_are_staged_only_while_the_snapshot_holds_the_bytes_the_stamp_re
     assert weights_staged(None, 1024) is False  # never stamped
     assert weights_staged("not a number", 1024) is False
     assert weights_staged("0\n", 0) is False  # an empty snapshot is never taken as staged
+
+
+# -- hardware.min_gpus against the whole fleet ------------------------------------------------
+
+from ansible_collections.launchcard.inference.plugins.module_utils._preflight import (  # noqa: E402
+    accelerator_count,
+    fleet_gpu_shortfalls,
+)
+
+
+def _res(devices=0, pci=0):
+    return {"facts": {"accelerators": {"devices": [{"index": i} for i in range(devices)], "pci": {"count": pci}}}}
+
+
+def _fleet_plan():
+    return {"hosts": {
+        "a": {"card": "c.json", "gpus_needed": 8},
+        "b": {"card": "c.json", "gpus_needed": 2},
+        "router": {"card": "c.json", "gpus_needed": 0},
+    }}
+
+
+def test_accelerator_count_reads_devices_then_the_pci_bus():
+    assert accelerator_count(_res(devices=4)) == 4
+    assert accelerator_count(_res(devices=0, pci=8)) == 8  # a bare host: no driver yet
+    assert accelerator_count(None) is None
+    assert accelerator_count({"skipped": True}) is None
+
+
+def test_min_gpus_above_what_the_engine_hosts_hold_together_is_named():
+    msgs = fleet_gpu_shortfalls(_fleet_plan(), {"c.json": {"hardware": {"min_gpus": 16}}},
+                                {"a": _res(8), "b": _res(2), "router": _res(0)})
+    assert msgs == ["hardware.min_gpus of c.json: one deployment needs at least 16 accelerators, but the 2 host(s) "
+                    "that serve it have 10 together (a 8, b 2)"]
+
+
+def test_min_gpus_met_unknown_or_unchecked_hosts_say_nothing():
+    cards = {"c.json": {"hardware": {"min_gpus": 10}}}
+    assert fleet_gpu_shortfalls(_fleet_plan(), cards, {"a": _res(8), "b": _res(2)}) == []
+    # b outside --limit (no result): the fleet total is not known
+    assert fleet_gpu_shortfalls(_fleet_plan(), {"c.json": {"hardware": {"min_gpus": 64}}}, {"a": _res(8)}) == []
+    assert fleet_gpu_shortfalls(_fleet_plan(), {"c.json": {"hardware": {"min_gpus": None}}},
+                                {"a": _res(0), "b": _res(0)}) == []
