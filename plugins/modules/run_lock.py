@@ -23,7 +23,7 @@ description:
   - O(state=present) takes each lock in O(paths) for O(holder); the same run taking it again changes nothing.
     A lock held by another run is refused (the module fails naming the holder), unless O(break_stale) is set;
     then it is replaced and the broken holder reported.
-  - O(state=absent) releases each lock in O(paths) that the run O(holder.run_id) holds; a lock held by another
+  - O(state=absent) releases each lock in O(paths) that the run C(holder.run_id) holds; a lock held by another
     run is left in place and reported.
   - The lock files are the run's own bookkeeping, taken and released within one run, so the module reports
     C(changed=false) (a no-op run stays C(changed=0)).

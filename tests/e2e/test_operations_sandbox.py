@@ -17,6 +17,7 @@ import re
 import subprocess
 import sys
 import time
+import urllib.request
 
 import pytest
 
@@ -294,3 +295,36 @@ def test_undeploy_removes_the_units_and_a_redeploy_restores_them(fleet, plan, de
     assert res.returncode == 0, res.stdout[-5000:]
     table = report_table(res.stdout, SUMMARY_TASK, SUMMARY_COLUMNS)
     assert {r["state"] for r in table} == {"healthy"} and len(table) == 7, table
+
+
+def test_upgrade_moves_the_prefill_decode_pair_as_one_batch_and_the_router_answers(fleet, plan, deployed, tmp_path):
+    """Issue 12 item 8: the example card's prefill/decode pair, upgraded (a new env on both sides),
+    moves as one batch, both sides run a new process, and a request routed through prefill and decode
+    answers afterwards. The fleet goes back to the example card at the end."""
+    prefill, decode, router = instance(plan, "prefill"), instance(plan, "decode"), instance(plan, "router")
+
+    def mark(card):
+        for idx in (prefill["recipe_index"], decode["recipe_index"]):
+            card["envs"][idx].setdefault("env", {})["LAUNCHCARD_E2E_GENERATION"] = "2"
+    new = card_with(tmp_path, "pd-generation-2.json", mark)
+    before = invocations(fleet, plan)
+    upgrade = [os.path.join(BIN, "ansible-playbook"), "playbooks/upgrade.yml", "-i", INVENTORY,
+               "-e", "launchcard_card_src=%s" % new]
+    res = run(upgrade)
+    assert res.returncode == 0, res.stdout[-6000:] + res.stderr[-2000:]
+    batches = re.findall(r"batch \d+ \([^)]*\): ([^\n\\]+)", res.stdout)
+    pair = [b for b in batches if prefill["host"] in b]
+    assert pair and decode["host"] in pair[0], batches  # partners in one batch
+    after = invocations(fleet, plan)
+    assert after[prefill["unit"]] != before[prefill["unit"]] and after[decode["unit"]] != before[decode["unit"]]
+    untouched = [u for u in before if u not in (prefill["unit"], decode["unit"], router["unit"])]
+    assert all(after[u] == before[u] for u in untouched), (before, after)
+    for inst in (prefill, decode):
+        assert "LAUNCHCARD_E2E_GENERATION=2" in ssh(fleet[inst["host"]], "cat /etc/systemd/system/%s" % inst["unit"]).stdout
+    body = json.dumps({"model": router["served_model"], "prompt": "hi", "max_tokens": 4}).encode()
+    req = urllib.request.Request(router["url"] + "/v1/completions", data=body, headers={"Content-Type": "application/json"})
+    with urllib.request.urlopen(req, timeout=60) as resp:
+        text = json.loads(resp.read())["choices"][0]["text"]
+    assert "prefill=" in text and "decode=" in text, text
+    res = playbook()  # back to the example card
+    assert res.returncode == 0, res.stdout[-4000:]
