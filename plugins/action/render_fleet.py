@@ -78,6 +78,11 @@ class ActionModule(ActionBase):
             recipes_var=dict(type="str", default="launchcard_recipes"),
             validate_certs=dict(type="bool", default=True),
         ))
+        if not args["dest"]:
+            # the render role passes launchcard_render_dir, empty when unset
+            raise AnsibleActionFail("dest is empty: no output directory; set launchcard_render_dir (for example "
+                                    "-e launchcard_render_dir=/tmp/render), the controller directory that gets "
+                                    "one folder per host")
         planned = self._plan(args, task_vars)
         if planned.get("failed"):
             return planned

@@ -183,6 +183,12 @@ def test_render_is_one_task_for_the_whole_fleet_and_rewrites_only_changes(venv, 
     assert list(recap_hosts(third.stdout).values()) == [(3, 0)], third.stdout[-2000:]
 
 
+def test_no_output_directory_names_the_variable(venv):
+    res = render("tests/integration/render/two-by-two.ini", "", venv)
+    assert res.returncode != 0
+    assert "set launchcard_render_dir" in " ".join(res.stdout.split()), res.stdout[-2000:]
+
+
 def test_a_bad_unit_variable_names_host_and_variable_and_writes_nothing(venv, tmp_path):
     out = str(tmp_path / "out")
     res = render("tests/integration/render/two-by-two.ini", out, venv, "-e", "launchcard_unit_stop_timeout_s=soon")
