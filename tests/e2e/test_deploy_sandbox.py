@@ -218,9 +218,10 @@ def test_wrong_revision_fails_naming_host_and_cause_and_restarts_nothing(fleet, 
     before = unit_states(fleet, plan)
     res = playbook("-e", "launchcard_card_src=%s" % moved)
     assert res.returncode != 0
+    out = " ".join(res.stdout.split())  # however the result format folded the message
     for host in engine_hosts(plan):
         assert re.search(r"on %s: wrong revision: revision %s of %s does not exist on %s" % (
-            host, card["hf"]["revision"], re.escape(hub["repo"]), re.escape(hub["url"])), res.stdout), res.stdout[-3000:]
+            host, card["hf"]["revision"], re.escape(hub["repo"]), re.escape(hub["url"])), out), res.stdout[-3000:]
     assert unit_states(fleet, plan) == before
 
 
