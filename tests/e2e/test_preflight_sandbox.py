@@ -58,7 +58,8 @@ BAD = {
 }
 ALL = GOOD + tuple(BAD)
 GPU_CHECKS = {"os", "disk", "gpu_count", "memory_fit", "driver", "driver_branch", "fabric", "ports"}
-SNAPSHOT = ("find /etc/systemd/system /etc/launchcard /opt /var/lib/launchcard -xdev -printf '%p %s %T@\\n' "
+# The run lock's guard files (empty, flock only: plugins/module_utils/_lock.py) stay after a refused run.
+SNAPSHOT = ("find /etc/systemd/system /etc/launchcard /opt /var/lib/launchcard -xdev ! -name '*.guard' -printf '%p %s %T@\\n' "
             "2>/dev/null | sort | md5sum; systemctl list-units --all --no-legend --plain 'launchcard-*'; "
             "systemctl list-unit-files --no-legend --plain 'launchcard-*'; true")
 
