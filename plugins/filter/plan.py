@@ -31,6 +31,27 @@ def unit_settings(host_vars):
         raise AnsibleFilterError("launchcard.inference.unit_settings: %s" % to_text(exc))
 
 
+def failure_budget_spent(lost, hosts, percent=None):
+    """Whether the lost hosts (failed or unreachable) exceed the failure budget (see plugin_utils._report)."""
+    try:
+        return report.failure_budget_spent(lost, hosts, percent)
+    except ValueError as exc:
+        raise AnsibleFilterError("launchcard.inference.failure_budget_spent: %s" % to_text(exc))
+
+
+def units_setup_reads(host_vars):
+    """Paths and users the preflight call reads for the units role's setup (see plugin_utils._unit_options)."""
+    try:
+        return unit_options.setup_reads(host_vars if host_vars is not None else {})
+    except ValueError as exc:
+        raise AnsibleFilterError("launchcard.inference.units_setup_reads: %s" % to_text(exc))
+
+
+def units_setup_needed(found, options, helper_sha1):
+    """Whether the units role's setup steps have anything to do (see plugin_utils._unit_options)."""
+    return unit_options.setup_needed(found, options, helper_sha1)
+
+
 def health_endpoints(host_plan, converge=None, stage=None, plan=None, host=None, hostvars=None,
                      result_var="units_health_first"):
     """Health-gate endpoints for one host of the plan (headless ranks left out).
@@ -121,6 +142,9 @@ class FilterModule(object):
         return {
             "host_units": host_units,
             "unit_settings": unit_settings,
+            "units_setup_reads": units_setup_reads,
+            "failure_budget_spent": failure_budget_spent,
+            "units_setup_needed": units_setup_needed,
             "health_endpoints": health_endpoints,
             "deploy_summary": deploy_summary,
             "pending_units": report.pending_units,

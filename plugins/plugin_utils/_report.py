@@ -179,3 +179,23 @@ def gate_endpoints(plan, host, stage, prior=None):
             ep["blocked"] = "not probed: its peer is not healthy: %s" % "; ".join(bad)
         out.append(ep)
     return out
+
+
+def failure_budget_spent(lost, hosts, percent=None):
+    """Whether the hosts that failed or could not be reached exceed the failure budget.
+
+    Ansible's ``max_fail_percentage`` counts failed hosts, not unreachable ones; the
+    collection counts both, so a budget of 0 changes no host once any host is lost.
+
+    :param lost: names of the hosts lost so far (failed or unreachable; repeats count once).
+    :param hosts: every host of the play (``ansible_play_hosts_all``).
+    :param percent: ``launchcard_max_fail_percentage`` (0-100; None: 0).
+    :raises ValueError: a percentage that is not an integer from 0 to 100.
+    """
+    try:
+        pct = 0 if percent is None else int(percent)
+    except (TypeError, ValueError):
+        raise ValueError("launchcard_max_fail_percentage must be an integer from 0 to 100, found %r" % (percent,))
+    if isinstance(percent, bool) or not 0 <= pct <= 100:
+        raise ValueError("launchcard_max_fail_percentage must be an integer from 0 to 100, found %r" % (percent,))
+    return len(set(lost or [])) * 100 > len(hosts or []) * pct

@@ -30,7 +30,14 @@ from __future__ import annotations
 import hashlib
 import json
 
-from ansible_collections.launchcard.inference.plugins.plugin_utils._units import DEFAULTS, PODMAN_CGROUPS, RUNTIMES, VENDORS
+from ansible_collections.launchcard.inference.plugins.plugin_utils._units import (
+    DEFAULTS,
+    ENGINE_USER,
+    PODMAN_CGROUPS,
+    RUNTIMES,
+    VENDORS,
+    WAIT_READY,
+)
 
 # Option (a key of _units.DEFAULTS) -> the one variable that sets it, its type, and what it means.
 # Types: str, path, bool, int, int_or_none, list_str, list_int_or_none.
@@ -83,6 +90,8 @@ IMAGE_REFS_FACT = "runtime_image_refs"
 PREFLIGHT_RESULT = "preflight_result"
 # The secrets file's path when a token is set and launchcard_secrets_env_file is not.
 SECRETS_ENV_FILE = "/etc/launchcard/secrets.env"
+READY_HELPER = WAIT_READY[-1]
+"""Where the units role installs the readiness helper that every unit's ``ExecStartPost=`` runs."""
 
 
 class OptionError(ValueError):
@@ -241,7 +250,8 @@ def host_options(host_vars):
 def host_settings(host_vars):
     """The unit options plus the secrets of one host, for the ``units`` role.
 
-    :returns: ``{"options": host_options(...), "secrets_file": path,
+    :returns: ``{"options": host_options(...), "ready_helper": path of the
+        units' readiness helper (:data:`READY_HELPER`), "secrets_file": path,
         "secrets": {"HF_TOKEN": token} or {}}``; ``secrets_file`` is the path
         even without a token (the converge removes a stale file there).
     """
@@ -250,6 +260,45 @@ def host_settings(host_vars):
     token = "" if token is None else str(token)
     return {
         "options": opts,
+        "ready_helper": READY_HELPER,
         "secrets_file": str(host_vars.get(VARIABLES["secrets_env_file"][0]) or SECRETS_ENV_FILE),
         "secrets": {"HF_TOKEN": token} if token else {},
     }
+
+
+def setup_reads(host_vars):
+    """What the preflight call reads for the units role's setup steps, so they need no call of their own.
+
+    :returns: ``{"inspect": [paths], "users": [names]}`` for the ``preflight`` module's options of those
+        names: the weights directory and the readiness helper; under the native runtime the engines' user.
+    :raises ValueError: a variable :func:`host_options` refuses.
+    """
+    opts = host_options(host_vars)
+    return {"inspect": [opts["weights_dir"], READY_HELPER],
+            "users": [ENGINE_USER] if opts["runtime"] == "native" else []}
+
+
+def setup_needed(found, options, helper_sha1):
+    """Whether the units role's setup steps have anything to do on a host.
+
+    :param found: the preflight module's ``{"inspected": {path: ...}, "users": {name: bool}}`` for the
+        paths and users of :func:`setup_reads`, or None (not read: the steps run, each reporting its own
+        change).
+    :param options: the host's :func:`host_options`.
+    :param helper_sha1: SHA-1 (hex) of the readiness helper the role ships.
+    :returns: True when the helper is not that file as ``root:root 0644``, or, under the native runtime,
+        the engines' user is missing or the weights directory is not a ``launchcard:launchcard 0755``
+        directory.
+    """
+    if found is None:
+        return True
+    inspected = found.get("inspected") or {}
+    helper = {"exists": True, "type": "file", "owner": "root", "group": "root", "mode": "0644",
+              "checksum": helper_sha1}
+    if inspected.get(READY_HELPER) != helper:
+        return True
+    if options["runtime"] != "native":
+        return False
+    weights = {"exists": True, "type": "directory", "owner": ENGINE_USER, "group": ENGINE_USER, "mode": "0755",
+               "checksum": None}
+    return not (found.get("users") or {}).get(ENGINE_USER) or inspected.get(options["weights_dir"]) != weights

@@ -5,17 +5,15 @@ HF_ENDPOINT (the inventories' ``launchcard_hf_endpoint``), as air-gapped fleets 
 mirror. It serves every card of ``cards/`` and ``tests/e2e/cards/`` under its ``hf.repo`` at its ``hf.revision``.
 """
 
-import contextlib
 import json
 import os
-import signal
 import subprocess
 import sys
 import time
 from pathlib import Path
 
 from .base import REPO_ROOT, SANDBOX_DIR, FleetError, log, port_open, read_json, write_file
-from .procs import read_pidfile, wait_gone, write_pidfile
+from .procs import read_pidfile, stop_pidfile, write_pidfile
 
 HUB_PORT = 8470
 
@@ -62,12 +60,4 @@ def ensure_hub(state: Path, address: str, port: int = HUB_PORT) -> str:
 
 
 def stop_hub(state: Path) -> None:
-    pid = read_pidfile(state / "hub.pid")
-    if pid:
-        with contextlib.suppress(ProcessLookupError):
-            os.kill(pid, signal.SIGTERM)
-        if wait_gone([pid], 5):
-            with contextlib.suppress(ProcessLookupError):
-                os.kill(pid, signal.SIGKILL)
-    with contextlib.suppress(FileNotFoundError):
-        (state / "hub.pid").unlink()
+    stop_pidfile(state / "hub.pid")

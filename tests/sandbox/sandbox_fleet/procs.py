@@ -4,6 +4,8 @@ TEST INFRASTRUCTURE (tests/sandbox), not part of the collection.
 """
 
 import contextlib
+import os
+import signal
 import time
 from pathlib import Path
 
@@ -43,6 +45,19 @@ def wait_gone(pids, timeout: float) -> set:
         if alive:
             time.sleep(0.1)
     return alive
+
+
+def stop_pidfile(pidfile: Path) -> None:
+    """Stop the process a pid file names (SIGTERM, SIGKILL after 5 s), if it is still that process; remove the file."""
+    pid = read_pidfile(pidfile)
+    if pid:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGTERM)
+        if wait_gone([pid], 5):
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
+    with contextlib.suppress(FileNotFoundError):
+        pidfile.unlink()
 
 
 def cgroup_dirs(cg_name: str, host: str):

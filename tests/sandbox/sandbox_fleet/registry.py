@@ -13,13 +13,11 @@ of Docker Hub. The registry's access log (``registry.log`` in the state dir) rec
 how the tests count what a deploy pulled.
 """
 
-import contextlib
 import gzip
 import hashlib
 import io
 import json
 import os
-import signal
 import subprocess
 import sys
 import tarfile
@@ -28,7 +26,7 @@ import time
 from pathlib import Path
 
 from .base import CACHE_DIR, REPO_ROOT, FleetError, locked, log, port_open, read_json, run, write_file
-from .procs import read_pidfile, wait_gone, write_pidfile
+from .procs import read_pidfile, stop_pidfile, write_pidfile
 
 REGISTRY_PORT = 5000
 IMAGE_VERSION = 2  # bump when the image's content or layout changes
@@ -292,12 +290,4 @@ def ensure_registry(state: Path, address: str, layout: Path, port: int = REGISTR
 
 
 def stop_registry(state: Path) -> None:
-    pid = read_pidfile(state / "registry.pid")
-    if pid:
-        with contextlib.suppress(ProcessLookupError):
-            os.kill(pid, signal.SIGTERM)
-        if wait_gone([pid], 5):
-            with contextlib.suppress(ProcessLookupError):
-                os.kill(pid, signal.SIGKILL)
-    with contextlib.suppress(FileNotFoundError):
-        (state / "registry.pid").unlink()
+    stop_pidfile(state / "registry.pid")

@@ -141,3 +141,19 @@ def test_gate_stages_put_routers_after_their_peers_and_block_them_on_a_crashed_p
     assert "blocked" not in gate_endpoints(p, "rtr", "then", {"pre": prior["pre"]})[0]
     with pytest.raises(ValueError, match="stage"):
         gate_endpoints(p, "rtr", "second")
+
+
+def test_failure_budget_counts_failed_and_unreachable_hosts_once():
+    from ansible_collections.launchcard.inference.plugins.plugin_utils._report import failure_budget_spent
+    hosts = ["a", "b", "c", "d"]
+    assert failure_budget_spent([], hosts) is False
+    assert failure_budget_spent(["a"], hosts) is True  # budget 0: one lost host is over it
+    assert failure_budget_spent(["a", "a"], hosts, 25) is False  # 1 of 4 = 25 %: not over
+    assert failure_budget_spent(["a", "b"], hosts, "25") is True
+    for bad in (101, -1, "many", True):
+        try:
+            failure_budget_spent([], hosts, bad)
+        except ValueError as exc:
+            assert "launchcard_max_fail_percentage" in str(exc)
+        else:
+            raise AssertionError("accepted %r" % (bad,))

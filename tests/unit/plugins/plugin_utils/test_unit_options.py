@@ -160,7 +160,8 @@ def test_units_name_the_secrets_file_token_or_not_and_the_token_only_in_the_secr
     assert settings["options"]["secrets_env_file"] == "/etc/lc/s.env"
     assert "hf_SECRET" not in repr(settings["options"])
     # no token: nothing to write; the file stays unless launchcard_hf_token_remove asks
-    assert uo.host_settings({}) == {"options": uo.host_options({}), "secrets_file": uo.SECRETS_ENV_FILE, "secrets": {}}
+    assert uo.host_settings({}) == {"options": uo.host_options({}), "ready_helper": uo.READY_HELPER,
+                                    "secrets_file": uo.SECRETS_ENV_FILE, "secrets": {}}
 
 
 # -- a change of what the native virtualenv holds restarts the units (issue 12, item 5) -------------
@@ -194,3 +195,39 @@ def test_container_units_carry_no_requirements_line():
 def test_a_bad_package_list_is_named():
     with pytest.raises(uo.OptionError, match="launchcard_runtime_native_packages must be a list"):
         uo.host_options({"launchcard_runtime": "native", "launchcard_runtime_native_packages": 3})
+
+
+# -- the units role's setup steps, read by the preflight call --------------------------------------
+
+HELPER_SHA1 = "0" * 40
+
+
+def _found(runtime="native", helper=None, weights=None, user=True, weights_dir="/var/lib/launchcard/models"):
+    ok_helper = {"exists": True, "type": "file", "owner": "root", "group": "root", "mode": "0644",
+                 "checksum": HELPER_SHA1}
+    ok_weights = {"exists": True, "type": "directory", "owner": "launchcard", "group": "launchcard",
+                  "mode": "0755", "checksum": None}
+    return {"inspected": {uo.READY_HELPER: dict(ok_helper, **(helper or {})),
+                          weights_dir: dict(ok_weights, **(weights or {}))},
+            "users": {"launchcard": user} if runtime == "native" else {}}
+
+
+def test_setup_reads_follow_the_options_builder():
+    native = uo.setup_reads({"launchcard_runtime": "native", "launchcard_weights_dir": "/srv/hf"})
+    assert native == {"inspect": ["/srv/hf", uo.READY_HELPER], "users": ["launchcard"]}
+    assert uo.setup_reads({"launchcard_runtime": "podman"})["users"] == []
+
+
+@pytest.mark.parametrize("found,runtime,needed", [
+    (None, "native", True),
+    (_found(), "native", False),
+    (_found(helper={"checksum": "1" * 40}), "native", True),
+    (_found(helper={"mode": "0755"}), "native", True),
+    (_found(weights={"owner": "root"}), "native", True),
+    (_found(user=False), "native", True),
+    # containers: the user and the weights directory's owner are not the role's business
+    (_found(runtime="podman", weights={"owner": "root"}), "podman", False),
+])
+def test_setup_needed(found, runtime, needed):
+    opts = uo.host_options({"launchcard_runtime": runtime})
+    assert uo.setup_needed(found, opts, HELPER_SHA1) is needed
