@@ -23,6 +23,7 @@ import urllib.request
 
 import pytest
 
+from playbook_output import recap
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 INVENTORY = "inventories/containers/gpus.ini"
 STATE = ".sandbox-containers"
@@ -32,7 +33,6 @@ REGISTRY = "198.18.10.1:5000"
 BIN = os.path.dirname(sys.executable)
 ENV = dict(os.environ, ANSIBLE_CONFIG=os.path.join(ROOT, "ansible.cfg"), ANSIBLE_FORCE_COLOR="0",
            PATH=BIN + os.pathsep + os.environ.get("PATH", ""))
-RECAP = re.compile(r"^(\S+)\s*:\s*ok=(\d+)\s+changed=(\d+)\s+unreachable=(\d+)\s+failed=(\d+)", re.M)
 HOSTS = {"lc-ct-prefill": "198.18.10.11", "lc-ct-decode": "198.18.10.12", "lc-ct-router": "198.18.10.13"}
 CONTAINERS = {"lc-ct-prefill": "glm-5.3-flash-sglang-prefill-0", "lc-ct-decode": "glm-5.3-flash-sglang-decode-0",
               "lc-ct-router": "glm-5.3-flash-sglang-router-0"}
@@ -52,10 +52,6 @@ def run(args, **kw):
 
 def playbook(name, *extra):
     return run([os.path.join(BIN, "ansible-playbook"), "playbooks/%s.yml" % name, "-i", INVENTORY] + list(extra))
-
-
-def recap(out):
-    return {m.group(1): {"changed": int(m.group(3)), "failed": int(m.group(5))} for m in RECAP.finditer(out)}
 
 
 def ssh(host, command):

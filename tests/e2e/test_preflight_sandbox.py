@@ -33,6 +33,7 @@ import urllib.request
 import pytest
 import yaml
 
+from playbook_output import recap
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 INVENTORY = "inventories/preflight/gpus.ini"
 STATE = os.path.join(ROOT, ".sandbox-preflight")
@@ -40,7 +41,6 @@ SSH_CONFIG = os.path.join(STATE, "ssh", "config")
 BIN = os.path.dirname(sys.executable)
 ENV = dict(os.environ, ANSIBLE_CONFIG=os.path.join(ROOT, "ansible.cfg"), ANSIBLE_FORCE_COLOR="0",
            ANSIBLE_NOCOLOR="1", PATH=BIN + os.pathsep + os.environ.get("PATH", ""))
-RECAP = re.compile(r"^(\S+)\s*:\s*ok=(\d+)\s+changed=(\d+)\s+unreachable=(\d+)\s+failed=(\d+)", re.M)
 REPORT_TASK = "TASK [launchcard.inference.preflight : Preflight | Report every host]"
 SUMMARY_TASK = "Units | Summary of every planned instance]"
 
@@ -91,11 +91,6 @@ def snapshot(hosts=ALL):
         return res.stdout
     with concurrent.futures.ThreadPoolExecutor(len(hosts)) as pool:
         return dict(zip(hosts, pool.map(one, hosts)))
-
-
-def recap(out):
-    return {m.group(1): {"ok": int(m.group(2)), "changed": int(m.group(3)), "unreachable": int(m.group(4)),
-                         "failed": int(m.group(5))} for m in RECAP.finditer(out)}
 
 
 def flat(text):

@@ -25,6 +25,8 @@ import urllib.request
 
 import pytest
 
+from playbook_output import host_failures, recap
+
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 INVENTORY = "inventories/upgrade/gpus.ini"
 STATE = ".sandbox-upgrade"
@@ -33,7 +35,6 @@ CARDS = os.path.join(ROOT, "tests", "e2e", "cards")
 BIN = os.path.dirname(sys.executable)
 ENV = dict(os.environ, ANSIBLE_CONFIG=os.path.join(ROOT, "ansible.cfg"), ANSIBLE_FORCE_COLOR="0",
            PATH=BIN + os.pathsep + os.environ.get("PATH", ""))
-RECAP = re.compile(r"^(\S+)\s*:\s*ok=(\d+)\s+changed=(\d+)\s+unreachable=(\d+)\s+failed=(\d+)", re.M)
 WORKERS = {"lc-up-w1": "198.18.9.11", "lc-up-w2": "198.18.9.12", "lc-up-w3": "198.18.9.13", "lc-up-w4": "198.18.9.14"}
 ROUTER = "198.18.9.20"
 ROUTER_URL = "http://%s:30080" % ROUTER
@@ -56,10 +57,6 @@ def run(args, **kw):
 
 def playbook(name, *extra):
     return run([os.path.join(BIN, "ansible-playbook"), "playbooks/%s.yml" % name, "-i", INVENTORY] + list(extra))
-
-
-def recap(out):
-    return {m.group(1): {"changed": int(m.group(3)), "failed": int(m.group(5))} for m in RECAP.finditer(out)}
 
 
 def ssh(address, command):
@@ -239,7 +236,10 @@ def test_a_revision_that_cannot_be_staged_stops_the_upgrade_with_every_engine_un
     before = {a: ssh(a, pids).stdout for a in list(WORKERS.values()) + [ROUTER]}
     res = playbook("upgrade", "-e", "launchcard_card_src=%s" % path, *FAST)
     assert res.returncode != 0
-    assert "weights of launchcard-test/Upgrade-Tiny@%s on lc-up-w" % ("4" * 40) in res.stdout, res.stdout[-6000:]
+    failures = host_failures(res.stdout)
+    assert failures and set(failures) <= set(WORKERS), res.stdout[-6000:]
+    assert all("revision %s of launchcard-test/Upgrade-Tiny does not exist" % ("4" * 40) in " ".join(texts)
+               for texts in failures.values()), failures
     assert "Upgrade | Switch the units" not in res.stdout and "Take this host's instances out" not in res.stdout
     assert {a: ssh(a, pids).stdout for a in before} == before
     for address in WORKERS.values():
