@@ -155,6 +155,21 @@ def test_a_second_deploy_changes_nothing_and_fetches_nothing(deployed):
     assert fetches() == before
 
 
+def test_an_upgrade_to_the_deployed_card_pins_the_same_digest_and_touches_no_host(fleet, deployed):
+    # upgrade.yml resolves the images as deploy does: with the tags resolved to the same digest, the
+    # rollout finds every unit file as deployed (unpinned, every unit would differ by its image)
+    before = fetches()
+    res = playbook("upgrade")
+    assert res.returncode == 0, res.stdout[-6000:] + res.stderr[-2000:]
+    said = " ".join(res.stdout.split())
+    assert "unchanged (not touched): %s" % ", ".join(sorted(HOSTS)) in said, res.stdout[-4000:]
+    assert {h: r["changed"] for h, r in recap(res.stdout).items()} == {h: 0 for h in HOSTS}
+    assert fetches() == before
+    for host, name in CONTAINERS.items():
+        out = ssh(host, "podman inspect --format '{{.ImageDigest}}' " + name)
+        assert out.stdout.split() == [fleet], (host, out.stdout, out.stderr)
+
+
 def test_undeploy_stops_and_removes_every_container(deployed):
     res = playbook("undeploy")
     assert res.returncode == 0, res.stdout[-4000:] + res.stderr[-2000:]
