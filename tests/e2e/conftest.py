@@ -65,3 +65,28 @@ def plan():
 def pytest_runtest_teardown(item, nextitem):
     if "sandbox_fleet" in item.fixturenames and (nextitem is None or "sandbox_fleet" not in nextitem.fixturenames):
         _down()
+
+
+# Each file boots its own fleet on its own subnet (test_deploy_sandbox.py and test_operations_sandbox.py
+# share one), so `make e2e` runs them on two pytest-xdist workers (--dist loadgroup): one group per
+# fleet, a group never split across workers, the longest groups first.
+FLEETS = (("sandbox", ("test_deploy_sandbox.py", "test_operations_sandbox.py")),
+          ("upgrade", ("test_upgrade_sandbox.py",)),
+          ("containers", ("test_containers_sandbox.py",)),
+          ("bare-host", ("test_bare_host_sandbox.py",)),
+          ("preflight", ("test_preflight_sandbox.py",)))
+
+
+def _fleet_of(item):
+    name = os.path.basename(str(item.fspath))
+    for rank, (group, files) in enumerate(FLEETS):
+        if name in files:
+            return rank, group
+    return len(FLEETS), name
+
+
+def pytest_collection_modifyitems(config, items):
+    # sorted() is stable: the tests of a file keep their order (later cases build on earlier ones)
+    items[:] = sorted(items, key=lambda item: _fleet_of(item)[0])
+    for item in items:
+        item.add_marker(pytest.mark.xdist_group(_fleet_of(item)[1]))
