@@ -14,6 +14,7 @@ from ansible_collections.launchcard.inference.plugins.plugin_utils._images impor
     ImageError,
     RegistryClient,
     distinct_images,
+    hold,
     mirror_urls,
     pin_plan,
     resolve_all,
@@ -35,6 +36,7 @@ class ActionModule(ActionBase):
             credentials=dict(type="dict", default={}, no_log=True),
             timeout=dict(type="float", default=30.0),
             qualified=dict(type="bool", default=True),
+            hold=dict(type="dict", default={}),
         ), mutually_exclusive=[("images", "plan")], required_one_of=[("images", "plan")])
         images = args["images"] if args["images"] is not None else distinct_images(args["plan"])
         try:
@@ -43,7 +45,12 @@ class ActionModule(ActionBase):
             refs = resolve_all(images, client.resolve, qualified=args["qualified"])
         except ImageError as exc:
             raise AnsibleActionFail(to_text(exc))
-        result.update(changed=False, image_refs=refs, registry_requests=client.requests)
+        refs, drift = hold(refs, args["hold"])
+        for moved in drift:
+            result.setdefault("warnings", []).append(
+                "image %s: the registry now resolves it to %s; the fleet runs %s and keeps it (a deploy never "
+                "follows a moved tag; playbooks/upgrade.yml does)" % (moved["image"], moved["registry"], moved["running"]))
+        result.update(changed=False, image_refs=refs, drift=drift, registry_requests=client.requests)
         if args["plan"] is not None:
             result["plan"] = pin_plan(args["plan"], refs)
         return result

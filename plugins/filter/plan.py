@@ -9,6 +9,7 @@ from ansible.errors import AnsibleFilterError
 from ansible.module_utils.common.text.converters import to_text
 
 from ansible_collections.launchcard.inference.plugins.module_utils import _preflight as preflight
+from ansible_collections.launchcard.inference.plugins.plugin_utils import _images as images
 from ansible_collections.launchcard.inference.plugins.plugin_utils import _report as report
 from ansible_collections.launchcard.inference.plugins.plugin_utils import _unit_options as unit_options
 from ansible_collections.launchcard.inference.plugins.plugin_utils import _units as units
@@ -50,6 +51,18 @@ def units_setup_reads(host_vars):
 def units_setup_needed(found, options, helper_sha1):
     """Whether the units role's setup steps have anything to do (see plugin_utils._unit_options)."""
     return unit_options.setup_needed(found, options, helper_sha1)
+
+
+def held_images(hostvars, hosts, result_var="preflight_result"):
+    """``{image: name@sha256:...}`` the hosts' records agree they run (see plugin_utils._images.held_refs).
+
+    Reads ``hostvars[host][result_var].recorded_image_refs`` (the preflight call's read of each record).
+    """
+    recorded = {}
+    for host in hosts or []:
+        if host in hostvars:
+            recorded[host] = (hostvars[host].get(result_var) or {}).get("recorded_image_refs") or {}
+    return images.held_refs(recorded)[0]
 
 
 def health_endpoints(host_plan, converge=None, stage=None, plan=None, host=None, hostvars=None,
@@ -146,6 +159,7 @@ class FilterModule(object):
             "failure_budget_spent": failure_budget_spent,
             "units_setup_needed": units_setup_needed,
             "health_endpoints": health_endpoints,
+            "held_images": held_images,
             "deploy_summary": deploy_summary,
             "pending_units": report.pending_units,
             "version_drift": versions.drift,

@@ -92,3 +92,18 @@ def from_unit_files(units):
     return {"version": VERSION, "card": None, "instances": [], "runtime": {}, "previous": None,
             "units": {name: {"sha256": sha256_text(t), "text": t} for name, t in sorted(units.items())},
             "source": "unit-files"}
+
+
+def recorded_image_refs(text):
+    """The pinned images a record says the host runs: ``runtime.image_refs`` (``{image: name@sha256:...}``).
+
+    :param text: the record file's text, or None when there is none.
+    :returns: dict; empty when there is no record, it holds no image (native runtime), or it does not
+        parse (a record the host cannot vouch for holds nothing back).
+    """
+    try:
+        record = parse(text)
+    except ValueError:
+        return {}
+    refs = ((record or {}).get("runtime") or {}).get("image_refs") or {}
+    return dict((k, v) for k, v in refs.items() if isinstance(k, str) and isinstance(v, str)) if isinstance(refs, dict) else {}

@@ -157,6 +157,13 @@ options:
     type: list
     elements: str
     default: []
+  record:
+    description:
+      - The host's record of what it runs (M(launchcard.inference.host_state)'s file, for example
+        C(/var/lib/launchcard/state.json)). When set, RV(recorded_image_refs) returns the pinned images it names,
+        so a deploy holds a fleet at the digests it runs when a tag moved, without a round trip of its own.
+      - Unset (the default) reads nothing.
+    type: path
 author:
   - launchcard.inference contributors (@launchcard)
 extends_documentation_fragment:
@@ -251,6 +258,13 @@ weights_staged:
       weights role (no Hub request). False otherwise, and when O(repo) or O(revision) is unset.
   returned: always
   type: bool
+recorded_image_refs:
+  description:
+    - With O(record), the record's C(runtime.image_refs): image as the card wrote it to the C(name@sha256:...) the
+      host runs. Empty without O(record), without a record, for a native runtime, or when the record does not parse.
+  returned: always
+  type: dict
+  sample: {"lmsysorg/sglang:latest": "docker.io/lmsysorg/sglang@sha256:0a1b2c3d4e5f..."}
 failed_checks:
   description: Names of the checks with severity C(error).
   returned: always
@@ -326,6 +340,7 @@ from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.launchcard.inference.plugins.module_utils import _accelerators as accelerators
 from ansible_collections.launchcard.inference.plugins.module_utils._hf_snapshot import stamp_path
 from ansible_collections.launchcard.inference.plugins.module_utils import _lock
+from ansible_collections.launchcard.inference.plugins.module_utils._state import recorded_image_refs
 from ansible_collections.launchcard.inference.plugins.module_utils._preflight import (
     GIB,
     bare_host,
@@ -447,6 +462,7 @@ def main():
             inspect=dict(type="list", elements="path", default=[]),
             users=dict(type="list", elements="str", default=[]),
             lock=dict(type="dict"),
+            record=dict(type="path"),
         ),
         supports_check_mode=True,
     )
@@ -490,6 +506,7 @@ def main():
                      inspected=dict((path, inspect_path(path)) for path in p["inspect"]),
                      users=dict((name, user_exists(name)) for name in p["users"]),
                      weights_staged=staged,
+                     recorded_image_refs=recorded_image_refs(_read(p["record"])) if p["record"] else {},
                      facts=facts)
 
 

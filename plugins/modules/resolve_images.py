@@ -47,6 +47,16 @@ options:
     description: Registry to C({username, password}). Never returned or logged.
     type: dict
     default: {}
+  hold:
+    description:
+      - Image to the pinned reference (C(name@sha256:...)) the fleet runs now, as the hosts recorded it
+        (C(runtime.image_refs) of C(/var/lib/launchcard/state.json), read by M(launchcard.inference.preflight)'s
+        O(launchcard.inference.preflight#module:record) and joined by the C(launchcard.inference.held_images) filter).
+      - An image whose tag now resolves to another digest keeps the held one and is reported (a warning, and
+        RV(drift)): a deploy never moves a running fleet to a moved tag; C(playbooks/upgrade.yml) passes no
+        O(hold) and follows it. An image the card names by digest is never held.
+    type: dict
+    default: {}
   timeout:
     description: Seconds to wait for one registry request.
     type: float
@@ -87,6 +97,22 @@ plan:
   description: With O(plan), a copy of it with C(image_refs) and each instance's C(image_ref).
   returned: when plan is given
   type: dict
+drift:
+  description: The images whose tag moved away from the digest of O(hold), each kept at that digest.
+  returned: always
+  type: list
+  elements: dict
+  contains:
+    image:
+      description: The image as the card wrote it.
+      type: str
+    running:
+      description: The digest the fleet runs (and keeps).
+      type: str
+    registry:
+      description: The digest the tag resolves to now.
+      type: str
+  sample: [{"image": "lmsysorg/sglang:latest", "running": "sha256:0a1b...", "registry": "sha256:9f8e..."}]
 registry_requests:
   description: HTTP requests made (tokens included).
   returned: always

@@ -126,6 +126,51 @@ def resolve_all(images, resolve, qualified=False):
     return refs
 
 
+def held_refs(recorded):
+    """The pinned reference the fleet runs for each image, from the hosts' records.
+
+    :param recorded: ``{host: {image: name@sha256:...}}``, each host's record
+        (``runtime.image_refs`` of ``/var/lib/launchcard/state.json``, as the
+        preflight call read it); a host without a record maps to ``{}`` or None.
+    :returns: ``(held, split)``: ``held`` is ``{image: ref}`` for each image
+        every host that recorded it agrees on; ``split`` is ``{image: sorted
+        refs}`` for each image the hosts recorded with different digests (held
+        by none: the fleet converges to what the registry says).
+    """
+    seen = {}
+    for refs in (recorded or {}).values():
+        for image, ref in (refs or {}).items():
+            if isinstance(ref, str) and ref:
+                seen.setdefault(image, set()).add(ref)
+    held = dict((image, refs.pop()) for image, refs in seen.items() if len(refs) == 1)
+    split = dict((image, sorted(refs)) for image, refs in seen.items() if len(refs) > 1)
+    return held, split
+
+
+def hold(refs, held):
+    """Keep the digest the fleet runs for each image whose tag moved in the registry.
+
+    A no-op deploy never changes what runs: when a tag now resolves to
+    another digest than the one the hosts recorded, the recorded one stays,
+    and the move is reported (only ``playbooks/upgrade.yml`` follows it).
+    An image the card names by digest is never held (the card decides).
+
+    :param refs: ``{image: name@sha256:...}`` as :func:`resolve_all` returned them.
+    :param held: ``{image: name@sha256:...}`` the fleet runs (:func:`held_refs`).
+    :returns: ``(refs, drift)``: the references to use, and one dict per moved
+        tag: ``image``, ``running`` and ``registry`` (the two digests).
+    """
+    out, drift = dict(refs), []
+    for image in sorted(refs):
+        if parse_reference(image)["digest"] or image not in (held or {}):
+            continue
+        running, now = held[image].rsplit("@", 1)[-1], refs[image].rsplit("@", 1)[-1]
+        if running != now and _DIGEST.match(running):
+            out[image] = held[image]
+            drift.append({"image": image, "running": running, "registry": now})
+    return out, drift
+
+
 _MIRROR_LOCATION = re.compile(r"^[A-Za-z0-9.-]+(:[0-9]{1,5})?(/[a-z0-9._/-]*)?$")
 
 

@@ -13,6 +13,7 @@ fetched. The fleet is purged before and after, so the check-mode run meets hosts
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import re
@@ -168,6 +169,71 @@ def test_an_upgrade_to_the_deployed_card_pins_the_same_digest_and_touches_no_hos
     for host, name in CONTAINERS.items():
         out = ssh(host, "podman inspect --format '{{.ImageDigest}}' " + name)
         assert out.stdout.split() == [fleet], (host, out.stdout, out.stderr)
+
+
+def move_the_tag(tmp):
+    """Push another image (the same layer, a new label: a new manifest digest) under the card's tag.
+
+    Returns the path of an OCI layout holding the image the tag named before, to put back."""
+    src = "docker://%s/lmsysorg/sglang:latest" % REGISTRY
+    before, moved = os.path.join(str(tmp), "before"), os.path.join(str(tmp), "moved")
+    for dest in (before, moved):
+        res = run(["skopeo", "copy", "--quiet", "--src-tls-verify=false", src, "oci:%s:latest" % dest])
+        assert res.returncode == 0, res.stderr
+
+    def blob(digest):
+        return os.path.join(moved, "blobs", "sha256", digest.split(":", 1)[1])
+
+    def put(data):
+        digest = "sha256:" + hashlib.sha256(data).hexdigest()
+        with open(blob(digest), "wb") as f:
+            f.write(data)
+        return digest, len(data)
+
+    with open(os.path.join(moved, "index.json")) as f:
+        index = json.load(f)
+    with open(blob(index["manifests"][0]["digest"])) as f:
+        manifest = json.load(f)
+    with open(blob(manifest["config"]["digest"])) as f:
+        config = json.load(f)
+    config["config"].setdefault("Labels", {})["launchcard.sandbox.build"] = "moved-tag"
+    manifest["config"]["digest"], manifest["config"]["size"] = put(json.dumps(config, sort_keys=True).encode())
+    index["manifests"][0]["digest"], index["manifests"][0]["size"] = put(json.dumps(manifest, sort_keys=True).encode())
+    with open(os.path.join(moved, "index.json"), "w") as f:
+        json.dump(index, f)
+    res = run(["skopeo", "copy", "--quiet", "--dest-tls-verify=false", "oci:%s:latest" % moved, src])
+    assert res.returncode == 0, res.stderr
+    return before
+
+
+def test_a_moved_tag_is_reported_and_held_by_deploy_and_followed_by_upgrade(fleet, deployed, tmp_path):
+    old = fleet
+    before = move_the_tag(tmp_path)
+    try:
+        new = registry_digest()
+        assert new != old
+        # deploy: the drift is reported, every host keeps the digest it runs, nothing changes
+        res = playbook("deploy")
+        assert res.returncode == 0, res.stdout[-6000:] + res.stderr[-2000:]
+        said = " ".join((res.stdout + res.stderr).split())
+        assert ("image %s: the registry now resolves it to %s; the fleet runs %s and keeps it" % (IMAGE, new, old)) in said, said[-3000:]
+        assert {h: r["changed"] for h, r in recap(res.stdout).items()} == {h: 0 for h in HOSTS}
+        for host, name in CONTAINERS.items():
+            assert ssh(host, "podman inspect --format '{{.ImageDigest}}' " + name).stdout.split() == [old], host
+        # upgrade: the rollout moves every host to the tag's new digest, and the router answers through both
+        res = playbook("upgrade")
+        assert res.returncode == 0, res.stdout[-6000:] + res.stderr[-2000:]
+        assert "%s -> %s" % (old[:19], new[:19]) in res.stdout, res.stdout[-6000:]  # the rollout names the move
+        for host, name in CONTAINERS.items():
+            out = ssh(host, "podman inspect --format '{{.ImageDigest}} {{.State.Running}}' " + name)
+            assert out.stdout.split() == [new, "true"], (host, out.stdout, out.stderr)
+            state = json.loads(ssh(host, "cat /var/lib/launchcard/state.json").stdout)
+            assert state["runtime"]["image_refs"] == {IMAGE: "docker.io/lmsysorg/sglang@" + new}, host
+        test_a_completion_goes_through_the_router_to_both_containers(deployed)
+    finally:
+        # the registry serves the tag as before, for the next run of this file
+        run(["skopeo", "copy", "--quiet", "--dest-tls-verify=false", "oci:%s:latest" % before,
+             "docker://%s/lmsysorg/sglang:latest" % REGISTRY])
 
 
 def test_undeploy_stops_and_removes_every_container(deployed):

@@ -296,3 +296,16 @@ def test_the_same_call_reports_paths_users_and_whether_the_weights_are_staged(ho
     # another revision has no stamp
     assert run_module(capsys, host, needs=needs(), weights_dir=str(weights), repo=REPO,
                       revision="f" * 40)["weights_staged"] is False
+
+
+def test_the_same_call_reads_the_images_the_host_record_says_it_runs(host, capsys):
+    nvidia_smi(host["bin"])
+    record = host["tmp"] / "state.json"
+    ref = "docker.io/lmsysorg/sglang@sha256:" + "a" * 64
+    assert run_module(capsys, host, needs=needs())["recorded_image_refs"] == {}
+    assert run_module(capsys, host, needs=needs(), record=str(record))["recorded_image_refs"] == {}  # no record yet
+    record.write_text(json.dumps({"version": 1, "card": {}, "instances": [], "units": {}, "previous": None,
+                                  "runtime": {"kind": "podman", "image_refs": {"lmsysorg/sglang": ref}}}))
+    assert run_module(capsys, host, needs=needs(), record=str(record))["recorded_image_refs"] == {"lmsysorg/sglang": ref}
+    record.write_text("{not json")  # a record the host cannot vouch for holds nothing
+    assert run_module(capsys, host, needs=needs(), record=str(record))["recorded_image_refs"] == {}

@@ -178,3 +178,30 @@ def test_errors_name_the_image_and_the_cause(registry):
     sock.close()
     with pytest.raises(im.ImageError, match=r"ubuntu:24\.04: cannot reach the registry at http://127\.0\.0\.1:%d" % port):
         im.resolve_all(["ubuntu:24.04"], im.RegistryClient(mirrors={"docker.io": "http://127.0.0.1:%d" % port}).resolve)
+
+
+D2 = "sha256:" + "b" * 64
+D3 = "sha256:" + "c" * 64
+
+
+def test_the_hosts_records_hold_an_image_only_where_they_agree():
+    recorded = {"h1": {"lmsysorg/sglang": "docker.io/lmsysorg/sglang@" + D1, "vllm/vllm-openai:v1": "docker.io/vllm/vllm-openai@" + D2},
+                "h2": {"lmsysorg/sglang": "docker.io/lmsysorg/sglang@" + D1, "vllm/vllm-openai:v1": "docker.io/vllm/vllm-openai@" + D3},
+                "h3": {}, "h4": None}
+    held, split = im.held_refs(recorded)
+    assert held == {"lmsysorg/sglang": "docker.io/lmsysorg/sglang@" + D1}
+    assert split == {"vllm/vllm-openai:v1": sorted(["docker.io/vllm/vllm-openai@" + D2, "docker.io/vllm/vllm-openai@" + D3])}
+    assert im.held_refs({}) == ({}, {})
+
+
+def test_a_moved_tag_keeps_the_digest_the_fleet_runs_and_is_reported():
+    refs = {"lmsysorg/sglang": "docker.io/lmsysorg/sglang@" + D2,          # the tag moved: D1 -> D2
+            "vllm/vllm-openai:v1": "docker.io/vllm/vllm-openai@" + D3,     # unchanged
+            "new/image:1": "docker.io/new/image@" + D1,                    # not run yet: nothing to hold
+            "pinned/x@" + D1: "docker.io/pinned/x@" + D1}                  # the card names the digest
+    held = {"lmsysorg/sglang": "docker.io/lmsysorg/sglang@" + D1, "vllm/vllm-openai:v1": "docker.io/vllm/vllm-openai@" + D3,
+            "pinned/x@" + D1: "docker.io/pinned/x@" + D2}
+    out, drift = im.hold(refs, held)
+    assert out == dict(refs, **{"lmsysorg/sglang": "docker.io/lmsysorg/sglang@" + D1})
+    assert drift == [{"image": "lmsysorg/sglang", "running": D1, "registry": D2}]
+    assert im.hold(refs, {}) == (refs, [])
