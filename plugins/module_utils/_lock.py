@@ -226,6 +226,22 @@ def apply_all(state, paths, holder, break_stale=False, check_mode=False):
     return results, held, broken, changed
 
 
+def release_all(spec, check_mode=False):
+    """Release this run's locks as a record call is given them: ``spec`` is ``{"run_id", "paths": [{"path",
+    "scope"}]}`` (None: nothing to do).
+
+    :returns: None without ``spec``, else ``{"released": [paths released], "held_by": ["<path> held by
+        <holder>"]}`` (a lock another run holds is left in place).
+    :raises ValueError: a path that is not absolute.
+    :raises LockError: a lock file cannot be read or written.
+    """
+    if not spec:
+        return None
+    results, held, dummy, dummy2 = apply_all("absent", spec.get("paths") or [], {"run_id": spec.get("run_id")},
+                                             check_mode=check_mode)
+    return {"released": [r["path"] for r in results if r["released"]], "held_by": held}
+
+
 def refusal(conflicts):
     """The refusal message for ``[(host or None, path, holder)]``: who holds which lock, and how to break a stale one."""
     lines = ["another run holds the lock of this fleet; nothing was changed:"]

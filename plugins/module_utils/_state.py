@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 
 VERSION = 1
 INSTANCE_KEYS = ("id", "unit", "recipe", "engine", "role", "url", "health_url", "probe", "served_model", "argv")
@@ -107,3 +108,52 @@ def recorded_image_refs(text):
         return {}
     refs = ((record or {}).get("runtime") or {}).get("image_refs") or {}
     return dict((k, v) for k, v in refs.items() if isinstance(k, str) and isinstance(v, str)) if isinstance(refs, dict) else {}
+
+
+def unit_files(directory, prefix):
+    """``{file name: text}`` of the collection's unit files in ``directory`` (``<prefix>*.service``, no links)."""
+    found = {}
+    if not os.path.isdir(directory):
+        return found
+    for name in sorted(os.listdir(directory)):
+        path = os.path.join(directory, name)
+        if name.startswith(prefix) and name.endswith(".service") and os.path.isfile(path) and not os.path.islink(path):
+            with open(path) as f:
+                found[name] = f.read()
+    return found
+
+
+def read(path):
+    """``(record, problem)``: the record at ``path`` (None when there is none), and why it could not be read
+    (None when it could: a record that does not parse is reported, then treated as absent)."""
+    if not os.path.exists(path):
+        return None, None
+    try:
+        with open(path) as f:
+            return parse(f.read()), None
+    except (ValueError, IOError, OSError) as exc:
+        return None, "%s: %s" % (path, exc)
+
+
+def write_present(path, directory, prefix, card, instances, runtime, check_mode, move):
+    """Record what the host runs now (its unit files as they are on disk), keeping the replaced record as
+    ``previous``; nothing is written when the running state is the same.
+
+    :param move: ``move(tmp_path, path)``, an atomic rename (``AnsibleModule.atomic_move``).
+    :returns: ``(changed, record, problem)``; ``problem`` as :func:`read` gives it for the replaced record.
+    :raises OSError: the record cannot be written.
+    """
+    existing, problem = read(path)
+    record = build(unit_files(directory, prefix), card, instances, runtime, previous=existing)
+    if same_state(existing, record):
+        return False, existing, problem
+    if not check_mode:
+        parent = os.path.dirname(path)
+        if not os.path.isdir(parent):
+            os.makedirs(parent, 0o755)
+        tmp = path + ".launchcard-tmp"
+        with open(tmp, "w") as f:
+            f.write(dumps(record))
+        os.chmod(tmp, 0o644)
+        move(tmp, path)
+    return True, record, problem

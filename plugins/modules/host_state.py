@@ -107,7 +107,6 @@ lock:
 """
 
 import json
-import os
 
 from ansible.module_utils.basic import AnsibleModule
 
@@ -115,28 +114,12 @@ from ansible_collections.launchcard.inference.plugins.module_utils import _lock
 from ansible_collections.launchcard.inference.plugins.module_utils import _state as state
 
 
-def _unit_files(directory, prefix):
-    found = {}
-    if not os.path.isdir(directory):
-        return found
-    for name in sorted(os.listdir(directory)):
-        path = os.path.join(directory, name)
-        if name.startswith(prefix) and name.endswith(".service") and os.path.isfile(path) and not os.path.islink(path):
-            with open(path) as f:
-                found[name] = f.read()
-    return found
-
-
 def _release(module, spec):
     """Release this run's locks (``release_lock``); the lock files are bookkeeping, not a change of the host."""
-    if not spec:
-        return None
     try:
-        results, held, dummy, dummy2 = _lock.apply_all("absent", spec.get("paths") or [], {"run_id": spec.get("run_id")},
-                                                       check_mode=module.check_mode)
+        return _lock.release_all(spec, check_mode=module.check_mode)
     except (ValueError, _lock.LockError) as exc:
         module.fail_json(msg="release_lock: %s" % exc)
-    return {"released": [r["path"] for r in results if r["released"]], "held_by": held}
 
 
 def main():
@@ -154,33 +137,24 @@ def main():
         supports_check_mode=True,
     )
     p = module.params
-    units = _unit_files(p["directory"], p["prefix"])
-    existing = None
-    if os.path.exists(p["path"]):
-        try:
-            with open(p["path"]) as f:
-                existing = state.parse(f.read())
-        except (ValueError, IOError, OSError) as exc:
-            module.warn("%s: %s; reading the unit files instead" % (p["path"], exc))
     if p["state"] == "read":
+        units = state.unit_files(p["directory"], p["prefix"])
+        existing, problem = state.read(p["path"])
+        if problem:
+            module.warn("%s; reading the unit files instead" % problem)
         record = existing or (state.from_unit_files(units) if units else None)
         recorded = (record or {}).get("units") or {}
         drift = sorted(n for n in set(units) | set(recorded)
                        if (recorded.get(n) or {}).get("text") != units.get(n))
         module.exit_json(changed=False, record=record, drift=drift, lock=_release(module, p["release_lock"]))
-    record = state.build(units, p["card"], p["instances"], p["runtime"], previous=existing)
-    if state.same_state(existing, record):
-        module.exit_json(changed=False, record=existing, drift=[], lock=_release(module, p["release_lock"]))
-    if not module.check_mode:
-        directory = os.path.dirname(p["path"])
-        if not os.path.isdir(directory):
-            os.makedirs(directory, 0o755)
-        tmp = p["path"] + ".launchcard-tmp"
-        with open(tmp, "w") as f:
-            f.write(state.dumps(record))
-        os.chmod(tmp, 0o644)
-        module.atomic_move(tmp, p["path"])
-    module.exit_json(changed=True, record=json.loads(json.dumps(record)), drift=[], lock=_release(module, p["release_lock"]))
+    try:
+        changed, record, problem = state.write_present(p["path"], p["directory"], p["prefix"], p["card"], p["instances"],
+                                                       p["runtime"], module.check_mode, module.atomic_move)
+    except (IOError, OSError) as exc:
+        module.fail_json(msg="cannot write %s: %s" % (p["path"], exc))
+    if problem:
+        module.warn("%s; replaced" % problem)
+    module.exit_json(changed=changed, record=json.loads(json.dumps(record)), drift=[], lock=_release(module, p["release_lock"]))
 
 
 if __name__ == "__main__":

@@ -93,14 +93,57 @@ options:
     description: Seconds between two probes of one endpoint.
     type: float
     default: 2.0
+  record:
+    description:
+      - When every endpoint is healthy, also record what the host runs, in this same call, as
+        M(launchcard.inference.host_state) with O(launchcard.inference.host_state#module:state=present) does (same
+        file, same content; nothing is written when the running state is the same), and release this run's run
+        locks (its O(launchcard.inference.host_state#module:release_lock)). C(playbooks/deploy.yml) passes it on a
+        host's last gate call, so a deploy needs no round trip of its own for the record.
+      - When an endpoint is not healthy nothing is recorded and no lock is released (the play releases them).
+        In check mode the record that would be written is predicted whatever the endpoints answer.
+      - Unset (the default) writes nothing.
+    type: dict
+    suboptions:
+      card:
+        description: "The card the host serves, C({key, sha256, repo, revision})."
+        type: dict
+        default: {}
+      instances:
+        description: The plan instances of this host.
+        type: list
+        elements: dict
+        default: []
+      runtime:
+        description: "What runs the engines, for example C({kind: native, packages: [...], image_refs: {}})."
+        type: dict
+        default: {}
+      release_lock:
+        description: "This run's run locks to release after the record, C({run_id, paths: [{path, scope}]})."
+        type: dict
+      path:
+        description: The record file.
+        type: path
+        default: /var/lib/launchcard/state.json
+      directory:
+        description: Where the unit files are.
+        type: path
+        default: /etc/systemd/system
+      prefix:
+        description: Name prefix of the collection's unit files.
+        type: str
+        default: launchcard-
 author:
   - launchcard.inference contributors (@launchcard)
 extends_documentation_fragment:
-  - launchcard.inference.attributes.read_only
   - launchcard.inference.attributes
 attributes:
   check_mode:
-    details: Read-only; in check mode the endpoints are probed once and nothing fails.
+    details:
+      - The endpoints are probed once and nothing fails; with O(record), the record is predicted (RV(changed)),
+        not written.
+  diff_mode:
+    support: none
 """
 
 EXAMPLES = r"""
@@ -145,6 +188,19 @@ crashed:
   returned: always
   type: list
   elements: str
+recorded:
+  description:
+    - With O(record) - whether the record changed (or, in check mode, would change); C(null) when an endpoint was
+      not healthy and nothing was recorded. Null without O(record).
+  returned: always
+  type: bool
+lock:
+  description:
+    - With O(record.release_lock), once recorded - C(released) (the paths this run held and released), C(held_by)
+      (each lock another run holds, left in place), as M(launchcard.inference.host_state) returns them. Null otherwise.
+  returned: always
+  type: dict
+  sample: {released: [/var/lib/launchcard/lock.json], held_by: []}
 """
 
 import json
@@ -153,6 +209,8 @@ from ansible.module_utils.basic import AnsibleModule
 from ansible.module_utils.six.moves.urllib.error import HTTPError
 from ansible.module_utils.urls import open_url
 
+from ansible_collections.launchcard.inference.plugins.module_utils import _lock
+from ansible_collections.launchcard.inference.plugins.module_utils import _state as state
 from ansible_collections.launchcard.inference.plugins.module_utils._health import wait_all
 from ansible_collections.launchcard.inference.plugins.module_utils._systemd import (
     RESTART_PROPERTIES,
@@ -230,6 +288,22 @@ def restart_watch(module):
     return fresh
 
 
+def record(module, spec):
+    """Write the host's record and release this run's locks (``record``): ``(changed, lock)``."""
+    try:
+        changed, dummy, problem = state.write_present(spec["path"], spec["directory"], spec["prefix"], spec["card"],
+                                                      spec["instances"], spec["runtime"], module.check_mode,
+                                                      module.atomic_move)
+        released = _lock.release_all(spec["release_lock"], check_mode=module.check_mode)
+    except (IOError, OSError) as exc:
+        module.fail_json(msg="cannot write the record %s: %s" % (spec["path"], exc))
+    except (ValueError, _lock.LockError) as exc:
+        module.fail_json(msg="record.release_lock: %s" % exc)
+    if problem:
+        module.warn("%s; replaced" % problem)
+    return changed, released
+
+
 def main():
     module = AnsibleModule(
         argument_spec=dict(
@@ -248,6 +322,15 @@ def main():
             journal_lines=dict(type="int", default=10),
             timeout=dict(type="int", default=600),
             interval=dict(type="float", default=2.0),
+            record=dict(type="dict", options=dict(
+                card=dict(type="dict", default={}),
+                instances=dict(type="list", elements="dict", default=[]),
+                runtime=dict(type="dict", default={}),
+                release_lock=dict(type="dict"),
+                path=dict(type="path", default="/var/lib/launchcard/state.json"),
+                directory=dict(type="path", default="/etc/systemd/system"),
+                prefix=dict(type="str", default="launchcard-"),
+            )),
         ),
         supports_check_mode=True,
     )
@@ -270,8 +353,10 @@ def main():
         module.fail_json(msg="not healthy: %s" % "; ".join(
             "%s (%s, after %ss of %ds)" % (r["name"], r["detail"], r["elapsed_s"], p["timeout"])
             for r in results if not r["healthy"]),
-            endpoints=results, unhealthy=bad, crashed=crashed)
-    module.exit_json(changed=False, endpoints=results, unhealthy=bad, crashed=crashed)
+            endpoints=results, unhealthy=bad, crashed=crashed, recorded=None, lock=None)
+    recorded, released = record(module, p["record"]) if p["record"] else (None, None)
+    module.exit_json(changed=bool(recorded), endpoints=results, unhealthy=bad, crashed=crashed, recorded=recorded,
+                     lock=released)
 
 
 if __name__ == "__main__":

@@ -49,3 +49,13 @@ def test_build_install_and_run_by_fqcn(tmp_path):
                "-e", "launchcard_render_dir=%s" % out], env=env, cwd=str(tmp_path))
     assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-2000:]
     assert os.path.exists(out / "r-pd" / "launchcard-glm-5.3-flash-sglang-router-0.service")
+    # The installed deploy playbook checks its roles' variables (their argument specs, read next to the
+    # playbook) before it contacts any host: the wrong value is named, no host is reached.
+    res = run([os.path.join(BIN, "ansible-playbook"), "launchcard.inference.deploy",
+               "-i", os.path.join(ROOT, "tests", "integration", "render", "card-own.ini"),
+               "-e", "units_health_timeout_s=soon", "-e", "launchcard_runtime=dokcer"], env=env, cwd=str(tmp_path))
+    assert res.returncode != 0
+    said = " ".join(res.stdout.split())
+    assert "argument 'units_health_timeout_s' is of type str and we were unable to convert to int" in said, res.stdout[-3000:]
+    assert "value of runtime_kind must be one of: docker, podman, native, got: dokcer" in said
+    assert "TASK [launchcard.inference.preflight" not in res.stdout and "UNREACHABLE" not in res.stdout

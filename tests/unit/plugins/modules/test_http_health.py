@@ -200,3 +200,50 @@ def test_check_mode_probes_once_and_does_not_fail(engines, capsys):
     assert "failed" not in result
     assert result["unhealthy"] == ["dead"]
     assert len(dead.requests) == 1
+
+
+def _record_args(tmp_path, run_id="run-1", held=()):
+    units = tmp_path / "units"
+    units.mkdir(exist_ok=True)
+    (units / "launchcard-a.service").write_text("[Service]\nExecStart=/bin/true\n")
+    lock = tmp_path / "lock.json"
+    return {"card": {"key": "c.json", "sha256": "0" * 64, "repo": "o/m", "revision": "1" * 40},
+            "instances": [{"id": "a", "unit": "launchcard-a.service"}], "runtime": {"kind": "native"},
+            "release_lock": {"run_id": run_id, "paths": [{"path": str(lock), "scope": "host"}]},
+            "path": str(tmp_path / "state.json"), "directory": str(units)}
+
+
+def test_a_healthy_gate_records_the_host_and_releases_the_lock_in_the_same_call(engines, capsys, tmp_path):
+    from ansible_collections.launchcard.inference.plugins.module_utils import _lock
+    good = engines()
+    rec = _record_args(tmp_path)
+    _lock.apply_all("present", rec["release_lock"]["paths"], {"run_id": "run-1"})
+    first = run_module(capsys, timeout=5, interval=0.1, endpoints=[{"name": "a", "url": good.url}], record=rec)
+    assert first["changed"] is True and first["recorded"] is True
+    assert first["lock"] == {"released": [str(tmp_path / "lock.json")], "held_by": []}
+    written = json.loads((tmp_path / "state.json").read_text())
+    assert written["card"]["revision"] == "1" * 40 and list(written["units"]) == ["launchcard-a.service"]
+    # the same state again: nothing written (idempotent), no lock left to release
+    again = run_module(capsys, timeout=5, interval=0.1, endpoints=[{"name": "a", "url": good.url}], record=rec)
+    assert again["changed"] is False and again["recorded"] is False
+    assert again["lock"] == {"released": [], "held_by": []}
+    assert json.loads((tmp_path / "state.json").read_text()) == written
+
+
+def test_an_unhealthy_gate_records_nothing_and_keeps_the_lock(engines, capsys, tmp_path):
+    from ansible_collections.launchcard.inference.plugins.module_utils import _lock
+    dead = engines(health=503)
+    rec = _record_args(tmp_path)
+    _lock.apply_all("present", rec["release_lock"]["paths"], {"run_id": "run-1"})
+    result = run_module(capsys, rc=1, timeout=1, interval=0.1, endpoints=[{"name": "a", "url": dead.url}], record=rec)
+    assert result["recorded"] is None and result["lock"] is None
+    assert not (tmp_path / "state.json").exists()
+    assert json.loads((tmp_path / "lock.json").read_text())["run_id"] == "run-1"
+
+
+def test_check_mode_predicts_the_record_and_writes_nothing(engines, capsys, tmp_path):
+    dead = engines(health=503)
+    result = run_module(capsys, timeout=5, interval=0.1, _ansible_check_mode=True,
+                        endpoints=[{"name": "a", "url": dead.url}], record=_record_args(tmp_path))
+    assert result["changed"] is True and result["recorded"] is True
+    assert not (tmp_path / "state.json").exists()
