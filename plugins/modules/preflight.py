@@ -260,7 +260,7 @@ weights_staged:
   type: bool
 recorded_image_refs:
   description:
-    - With O(record), the record's C(runtime.image_refs): image as the card wrote it to the C(name@sha256:...) the
+    - With O(record), the record's C(runtime.image_refs), image as the card wrote it to the C(name@sha256:...) the
       host runs. Empty without O(record), without a record, for a native runtime, or when the record does not parse.
   returned: always
   type: dict

@@ -53,7 +53,7 @@ options:
         (C(runtime.image_refs) of C(/var/lib/launchcard/state.json), read by M(launchcard.inference.preflight)'s
         O(launchcard.inference.preflight#module:record) and joined by the C(launchcard.inference.held_images) filter).
       - An image whose tag now resolves to another digest keeps the held one and is reported (a warning, and
-        RV(drift)): a deploy never moves a running fleet to a moved tag; C(playbooks/upgrade.yml) passes no
+        RV(drift)); a deploy never moves a running fleet to a moved tag, C(playbooks/upgrade.yml) passes no
         O(hold) and follows it. An image the card names by digest is never held.
     type: dict
     default: {}
