@@ -68,8 +68,9 @@ def pytest_runtest_teardown(item, nextitem):
 
 
 # Each file boots its own fleet on its own subnet (test_deploy_sandbox.py and test_operations_sandbox.py
-# share one), so `make e2e` runs them on two pytest-xdist workers (--dist loadgroup): one group per
-# fleet, a group never split across workers, the longest groups first.
+# share one), so `make e2e` runs them on two pytest-xdist workers: one fleet's files on one worker, never
+# split, the longest fleets first. (xdist's own --dist loadgroup reads a node id layout that pytest 9
+# changed, so the grouping is this scheduler's: xdist's LoadScopeScheduling, its scope the fleet.)
 FLEETS = (("sandbox", ("test_deploy_sandbox.py", "test_operations_sandbox.py")),
           ("upgrade", ("test_upgrade_sandbox.py",)),
           ("containers", ("test_containers_sandbox.py",)),
@@ -77,8 +78,9 @@ FLEETS = (("sandbox", ("test_deploy_sandbox.py", "test_operations_sandbox.py")),
           ("preflight", ("test_preflight_sandbox.py",)))
 
 
-def _fleet_of(item):
-    name = os.path.basename(str(item.fspath))
+def _fleet_of(path):
+    """``(rank, fleet)`` of a test file (a path or a node id)."""
+    name = os.path.basename(str(path).split("::", 1)[0])
     for rank, (group, files) in enumerate(FLEETS):
         if name in files:
             return rank, group
@@ -87,6 +89,16 @@ def _fleet_of(item):
 
 def pytest_collection_modifyitems(config, items):
     # sorted() is stable: the tests of a file keep their order (later cases build on earlier ones)
-    items[:] = sorted(items, key=lambda item: _fleet_of(item)[0])
-    for item in items:
-        item.add_marker(pytest.mark.xdist_group(_fleet_of(item)[1]))
+    items[:] = sorted(items, key=lambda item: _fleet_of(item.fspath)[0])
+
+
+def pytest_xdist_make_scheduler(config, log):
+    from xdist.scheduler import LoadScopeScheduling
+
+    class FleetScheduling(LoadScopeScheduling):
+        """Every test of one fleet on one worker (xdist hands out whole scopes)."""
+
+        def _split_scope(self, nodeid):
+            return _fleet_of(nodeid)[1]
+
+    return FleetScheduling(config, log)
