@@ -140,7 +140,7 @@ extends_documentation_fragment:
 attributes:
   check_mode:
     details:
-      - The endpoints are probed once and nothing fails; with O(record), the record is predicted (RV(changed)),
+      - The endpoints are probed once and nothing fails; with O(record), the record is predicted (C(changed), RV(recorded)),
         not written.
   diff_mode:
     support: none
