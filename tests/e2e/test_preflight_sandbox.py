@@ -58,8 +58,11 @@ BAD = {
 }
 ALL = GOOD + tuple(BAD)
 GPU_CHECKS = {"os", "disk", "gpu_count", "memory_fit", "driver", "driver_branch", "fabric", "ports"}
-# The run lock's guard files (empty, flock only: plugins/module_utils/_lock.py) stay after a refused run.
-SNAPSHOT = ("find /etc/systemd/system /etc/launchcard /opt /var/lib/launchcard -xdev ! -name '*.guard' -printf '%p %s %T@\\n' "
+# Files with size and mtime, directories by name only: the run lock (plugins/module_utils/_lock.py), taken and
+# released by a run that stops at preflight, changes /var/lib/launchcard's mtime, and its empty .guard files
+# (flock only) stay.
+SNAPSHOT = ("find /etc/systemd/system /etc/launchcard /opt /var/lib/launchcard -xdev ! -name '*.guard' "
+            "\\( -type d -printf '%p/\\n' -o -printf '%p %s %T@\\n' \\) "
             "2>/dev/null | sort | md5sum; systemctl list-units --all --no-legend --plain 'launchcard-*'; "
             "systemctl list-unit-files --no-legend --plain 'launchcard-*'; true")
 
