@@ -257,3 +257,27 @@ def test_real_garbage_answer_is_not_yet():
         thread.join(5)
         server.server_close()
     assert ok is False and detail.startswith("no answer yet")
+
+
+def test_a_watched_gate_whose_endpoints_answer_at_once_returns_at_once():
+    """The unit watch observes every interval; once every probe has ended the gate returns without
+    waiting out the interval (a no-op deploy makes one such call per host and stage)."""
+    import time
+    observed = []
+
+    def watch(pending):
+        observed.append(len(pending))
+        return {}, {}
+
+    fake = FakeHTTP({"http://127.0.0.1:1/health": [(200, "")]})
+
+    def slow(url, payload=None, timeout=10.0):  # an answer takes a moment, as over a real socket
+        time.sleep(0.3)
+        return fake(url, payload, timeout)
+
+    started = time.monotonic()
+    res = wait_all([{"name": "launchcard-a.service", "url": "http://127.0.0.1:1/health", "unit": "launchcard-a.service"}],
+                   timeout=60, request=slow, interval=5.0, watch=watch)
+    assert res[0]["healthy"] is True
+    assert time.monotonic() - started < 2.0
+    assert observed == [1]  # before the first probe only
