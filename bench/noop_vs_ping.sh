@@ -31,7 +31,8 @@ load1() { cut -d' ' -f1 /proc/loadavg; }
 # sandbox guests (systemd-nspawn machines) of other fleets running beside this one
 guests() { pgrep -c -x systemd-nspawn || true; }
 
-down() { python tests/sandbox/fleet.py down --state-dir "$state" >/dev/null; }
+# purged: the next boot starts fresh hosts (a bench stopped mid-run would leave its run locks behind)
+down() { python tests/sandbox/fleet.py down --purge --state-dir "$state" >/dev/null; }
 trap down EXIT
 mkdir -p bench/results
 [[ -s $results ]] || printf '%s\n' "$header" >"$results"
