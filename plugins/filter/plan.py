@@ -53,6 +53,12 @@ def units_setup_needed(found, options, helper_sha1):
     return unit_options.setup_needed(found, options, helper_sha1)
 
 
+def setup_parts(preflight, host_plan, stack_roles, run_tags=("all",), skip_tags=(), install_stack=True):
+    """The roles deploy includes on a host before its units (see plugin_utils._unit_options.setup_parts)."""
+    return unit_options.setup_parts(preflight, host_plan, stack_roles or {}, run_tags or ("all",), skip_tags or (),
+                                    install_stack)
+
+
 def held_images(hostvars, hosts, result_var="preflight_result"):
     """``{image: name@sha256:...}`` the hosts' records agree they run (see plugin_utils._images.held_refs).
 
@@ -65,8 +71,28 @@ def held_images(hostvars, hosts, result_var="preflight_result"):
     return images.held_refs(recorded)[0]
 
 
+FIRST_STAGE_RESULTS = ("units_converge.health", "units_health_first")
+
+
+def first_stage_result(hostvars_of_host, result_var=FIRST_STAGE_RESULTS):
+    """A host's first-stage gate result: the first of ``result_var`` (dotted paths into its variables) found.
+
+    The units role gates the first stage in its converge call (``units_converge.health``), or, with
+    ``--tags health``, in a task of its own (``units_health_first``).
+    """
+    for path in [result_var] if isinstance(result_var, str) else result_var:
+        value = hostvars_of_host
+        for key in path.split("."):
+            value = value.get(key) if hasattr(value, "get") else None
+            if value is None:
+                break
+        if value:
+            return value
+    return {}
+
+
 def health_endpoints(host_plan, converge=None, stage=None, plan=None, host=None, hostvars=None,
-                     result_var="units_health_first"):
+                     result_var=FIRST_STAGE_RESULTS):
     """Health-gate endpoints for one host of the plan (headless ranks left out).
 
     ``converge`` (optional): the ``systemd_units`` result of the run; the
@@ -84,7 +110,7 @@ def health_endpoints(host_plan, converge=None, stage=None, plan=None, host=None,
         prior = {}
         for name in ((plan or {}).get("hosts") or {}):
             if hostvars is not None and name in hostvars:
-                prior[name] = hostvars[name].get(result_var) or {}
+                prior[name] = first_stage_result(hostvars[name], result_var)
         try:
             out = report.gate_endpoints(plan, host, stage, prior)
         except ValueError as exc:
@@ -112,7 +138,7 @@ def deploy_summary(plan, hostvars, check_mode=False):
     for host in (plan or {}).get("hosts", {}):
         hv = hostvars[host] if host in hostvars else {}
         conv, health = hv.get("units_converge") or {}, hv.get("units_health") or {}
-        first = hv.get("units_health_first") or {}  # the gate's first stage (see health_endpoints)
+        first = first_stage_result(hv)  # the gate's first stage (see health_endpoints)
         endpoints = (first.get("endpoints") or []) + (health.get("endpoints") or [])
         results[host] = {"units": conv.get("units"), "health": endpoints if (first or health) else None,
                          "pending": report.pending_units(conv, check_mode)}
@@ -158,6 +184,7 @@ class FilterModule(object):
             "units_setup_reads": units_setup_reads,
             "failure_budget_spent": failure_budget_spent,
             "units_setup_needed": units_setup_needed,
+            "setup_parts": setup_parts,
             "health_endpoints": health_endpoints,
             "held_images": held_images,
             "deploy_summary": deploy_summary,

@@ -63,7 +63,8 @@ def run_lock_taken(hostvars, hosts, fleet=None, anchor=None, released=None, resu
         ``run_lock`` result).
     :param hosts: the hosts to look at (``ansible_play_hosts_all``).
     :param fleet: the registered result of the task that took the fleet lock on ``anchor`` outside the limit.
-    :param released: the name (or a list of names) of registered ``host_state`` results whose ``lock.released``
+    :param released: the name (or a list of names; a dotted name reads into a result, as
+        ``units_converge.health``) of registered ``host_state`` or gate results whose ``lock.released``
         lists the paths a host already released (those are left out).
     """
     if isinstance(released, str):
@@ -72,7 +73,7 @@ def run_lock_taken(hostvars, hosts, fleet=None, anchor=None, released=None, resu
     for host in hosts or ():
         hv = hostvars[host] if host in hostvars else {}
         paths = _taken(_get(hv, result))
-        gone = set(p for name in released or () for p in (_get(hv, name, "lock", "released") or []))
+        gone = set(p for name in released or () for p in (_get(hv, *(name.split(".") + ["lock", "released"])) or []))
         paths = [p for p in paths if p["path"] not in gone]
         if paths:
             out.append({"host": host, "paths": paths})

@@ -28,6 +28,8 @@ import json
 import os
 
 VERSION = 1
+# Where a host's record lives: the one default of host_state, http_health, systemd_units and preflight.
+RECORD_PATH = "/var/lib/launchcard/state.json"
 INSTANCE_KEYS = ("id", "unit", "recipe", "engine", "role", "url", "health_url", "probe", "served_model", "argv")
 
 

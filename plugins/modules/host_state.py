@@ -126,7 +126,7 @@ def main():
     module = AnsibleModule(
         argument_spec=dict(
             state=dict(type="str", choices=["read", "present"], default="read"),
-            path=dict(type="path", default="/var/lib/launchcard/state.json"),
+            path=dict(type="path", default=state.RECORD_PATH),
             directory=dict(type="path", default="/etc/systemd/system"),
             prefix=dict(type="str", default="launchcard-"),
             card=dict(type="dict", default={}),

@@ -203,160 +203,24 @@ lock:
   sample: {released: [/var/lib/launchcard/lock.json], held_by: []}
 """
 
-import json
-
 from ansible.module_utils.basic import AnsibleModule
-from ansible.module_utils.six.moves.urllib.error import HTTPError
-from ansible.module_utils.urls import open_url
 
-from ansible_collections.launchcard.inference.plugins.module_utils import _lock
-from ansible_collections.launchcard.inference.plugins.module_utils import _state as state
-from ansible_collections.launchcard.inference.plugins.module_utils._health import wait_all
-from ansible_collections.launchcard.inference.plugins.module_utils._systemd import (
-    RESTART_PROPERTIES,
-    WATCH_PROPERTIES,
-    CrashWatch,
-    parse_show,
-    runs_new_invocation,
-    unsettled,
-)
-
-
-def request(url, payload=None, timeout=10.0):
-    """HTTP for the health policy: (status, body); HTTP errors are returned, not raised."""
-    data = None if payload is None else json.dumps(payload)
-    try:
-        resp = open_url(url, data=data, method="GET" if data is None else "POST", timeout=timeout, use_proxy=False,
-                        headers={"Content-Type": "application/json"} if data else None)
-        return resp.getcode(), resp.read(65536).decode("utf-8", "replace")
-    except HTTPError as exc:
-        return exc.code, exc.read(4096).decode("utf-8", "replace")
-
-
-def unit_watch(module, journal_lines):
-    """The health gate's ``watch``: one ``systemctl show`` for the pending endpoints' units.
-
-    :returns: ``watch(pending) -> (crashed, unsettled)``, dicts endpoint
-        name -> reason (ending with the unit's last journal lines) and
-        endpoint name -> unit state (the units not ``active`` yet).
-    """
-    systemctl = module.get_bin_path("systemctl", required=True)
-    journalctl = module.get_bin_path("journalctl")
-    crashes = CrashWatch()
-
-    def watch(pending):
-        units = sorted(set(ep["unit"] for ep in pending if ep.get("unit")))
-        if not units:
-            return {}, {}
-        rc, out, dummy = module.run_command([systemctl, "show", "-p", ",".join(WATCH_PROPERTIES), "--"] + units)
-        if rc != 0:
-            return {}, {}
-        states = parse_show(out)
-        verdicts = crashes.observe(states)
-        for unit in list(verdicts):
-            if journalctl and journal_lines > 0:
-                # the engine's own lines (its SyslogIdentifier=), not systemd's about the unit
-                ident = states[unit].get("SyslogIdentifier")
-                args = [journalctl, "-u", unit] + (["-t", ident] if ident else [])
-                rc, log, dummy = module.run_command(args + ["-n", str(journal_lines), "-o", "cat", "--no-pager", "-q"])
-                lines = [line for line in log.splitlines() if line.strip()] if rc == 0 else []
-                verdicts[unit] += "; journal: %s" % (" | ".join(lines) if lines else "(empty)")
-        busy = unsettled(states)
-        return (dict((ep["name"], verdicts[ep["unit"]]) for ep in pending if ep.get("unit") in verdicts),
-                dict((ep["name"], busy[ep["unit"]]) for ep in pending if ep.get("unit") in busy))
-    return watch
-
-
-def restart_watch(module):
-    """The health gate's ``fresh``: one ``systemctl show`` for the units whose start or restart was queued.
-
-    :returns: ``fresh(held) -> set of endpoint names`` whose unit runs a new
-        process and is ``active`` (see ``runs_new_invocation``).
-    """
-    systemctl = module.get_bin_path("systemctl", required=True)
-
-    def fresh(held):
-        units = sorted(set(ep["unit"] for ep in held if ep.get("unit")))
-        if not units:
-            return set()
-        rc, out, dummy = module.run_command([systemctl, "show", "-p", ",".join(RESTART_PROPERTIES), "--"] + units)
-        if rc != 0:
-            return set()
-        states = parse_show(out)
-        return set(ep["name"] for ep in held
-                   if ep.get("unit") in states and runs_new_invocation(states[ep["unit"]], ep["previous"]))
-    return fresh
-
-
-def record(module, spec):
-    """Write the host's record and release this run's locks (``record``): ``(changed, lock)``."""
-    try:
-        changed, dummy, problem = state.write_present(spec["path"], spec["directory"], spec["prefix"], spec["card"],
-                                                      spec["instances"], spec["runtime"], module.check_mode,
-                                                      module.atomic_move)
-        released = _lock.release_all(spec["release_lock"], check_mode=module.check_mode)
-    except (IOError, OSError) as exc:
-        module.fail_json(msg="cannot write the record %s: %s" % (spec["path"], exc))
-    except (ValueError, _lock.LockError) as exc:
-        module.fail_json(msg="record.release_lock: %s" % exc)
-    if problem:
-        module.warn("%s; replaced" % problem)
-    return changed, released
+from ansible_collections.launchcard.inference.plugins.module_utils._gate import ARGUMENT_SPEC, GateError, run_gate
 
 
 def main():
-    module = AnsibleModule(
-        argument_spec=dict(
-            endpoints=dict(type="list", elements="dict", required=True, options=dict(
-                name=dict(type="str"),
-                url=dict(type="str", required=True),
-                probe=dict(type="str", choices=["health", "completion"], default="health"),
-                model=dict(type="str"),
-                unit=dict(type="str"),
-                previous=dict(type="dict", options=dict(
-                    invocation_id=dict(type="str", default=""),
-                    main_pid=dict(type="int", default=0),
-                )),
-                blocked=dict(type="str"),
-            )),
-            journal_lines=dict(type="int", default=10),
-            timeout=dict(type="int", default=600),
-            interval=dict(type="float", default=2.0),
-            record=dict(type="dict", options=dict(
-                card=dict(type="dict", default={}),
-                instances=dict(type="list", elements="dict", default=[]),
-                runtime=dict(type="dict", default={}),
-                release_lock=dict(type="dict"),
-                path=dict(type="path", default="/var/lib/launchcard/state.json"),
-                directory=dict(type="path", default="/etc/systemd/system"),
-                prefix=dict(type="str", default="launchcard-"),
-            )),
-        ),
-        supports_check_mode=True,
-    )
-    p = module.params
-    endpoints = [dict(ep, name=ep["name"] or ep["url"]) for ep in p["endpoints"]]
-    for i, ep in enumerate(endpoints):
-        if ep.get("previous") is not None and not ep.get("unit"):
-            module.fail_json(msg="endpoints[%d].previous needs endpoints[%d].unit (the unit whose restart was queued)" % (i, i))
-    timeout = 0 if module.check_mode else p["timeout"]
-    watch = None
-    if not module.check_mode and any(ep.get("unit") and not ep.get("blocked") for ep in endpoints):
-        watch = unit_watch(module, p["journal_lines"])
-    fresh = None
-    if not module.check_mode and any(ep.get("previous") is not None for ep in endpoints):
-        fresh = restart_watch(module)
-    results = wait_all(endpoints, timeout, request, p["interval"], watch=watch, fresh=fresh)
-    bad = [r["name"] for r in results if not r["healthy"]]
-    crashed = [r["name"] for r in results if r.get("crashed")]
-    if bad and not module.check_mode:
-        module.fail_json(msg="not healthy: %s" % "; ".join(
-            "%s (%s, after %ss of %ds)" % (r["name"], r["detail"], r["elapsed_s"], p["timeout"])
-            for r in results if not r["healthy"]),
-            endpoints=results, unhealthy=bad, crashed=crashed, recorded=None, lock=None)
-    recorded, released = record(module, p["record"]) if p["record"] else (None, None)
-    module.exit_json(changed=bool(recorded), endpoints=results, unhealthy=bad, crashed=crashed, recorded=recorded,
-                     lock=released)
+    module = AnsibleModule(argument_spec=ARGUMENT_SPEC, supports_check_mode=True)
+    try:
+        result = run_gate(module.params, module.check_mode, module.run_command, module.get_bin_path,
+                          module.atomic_move)
+    except GateError as exc:
+        module.fail_json(msg=str(exc))
+    for warning in result.pop("warnings"):
+        module.warn(warning)
+    msg = result.pop("msg")
+    if msg:
+        module.fail_json(msg=msg, **result)
+    module.exit_json(changed=bool(result["recorded"]), **result)
 
 
 if __name__ == "__main__":

@@ -26,6 +26,8 @@ description:
     per unit started or restarted, what it ran before (C(InvocationID), C(MainPID)); pass it to
     M(launchcard.inference.http_health) (O(launchcard.inference.http_health#module:endpoints[].previous)) so the
     gate counts only the new process.
+  - With O(health), the same call then gates on the health of the converged units, as
+    M(launchcard.inference.http_health) does, so a host converges and is gated in one round trip.
 options:
   units:
     description:
@@ -124,6 +126,21 @@ options:
     description: Path of the secrets environment file.
     type: path
     default: /etc/launchcard/secrets.env
+  health:
+    description:
+      - After the converge (with O(state=started)), gate on these endpoints in the same call. The keys are the
+        options of M(launchcard.inference.http_health), with the same meaning and defaults
+        (O(launchcard.inference.http_health#module:endpoints), O(launchcard.inference.http_health#module:timeout),
+        O(launchcard.inference.http_health#module:interval), O(launchcard.inference.http_health#module:journal_lines),
+        O(launchcard.inference.http_health#module:record)); an unknown or wrong key fails the module, naming it,
+        before anything is changed.
+      - This module fills in each endpoint's O(launchcard.inference.http_health#module:endpoints[].previous) from
+        RV(queued), so only the new process of a unit it started or restarted counts; in check mode the endpoints
+        of the units it would start or restart are left out (their new process does not run).
+      - An endpoint that is not healthy does not fail the module; RV(health) says which, and why (the deploy prints
+        its fleet-wide summary before it stops the unhealthy hosts).
+      - Unset (the default) - no gate.
+    type: dict
 author:
   - launchcard.inference contributors (@launchcard)
 extends_documentation_fragment:
@@ -202,6 +219,22 @@ secrets_restarted:
   returned: always
   type: list
   elements: str
+health:
+  description:
+    - With O(health) and O(state=started), the gate's result, with the keys M(launchcard.inference.http_health)
+      returns (C(endpoints), C(unhealthy), C(crashed), C(recorded), C(lock)) and C(msg), why the unhealthy endpoints
+      are not healthy (empty when all are). Null otherwise.
+  returned: always
+  type: dict
+  sample:
+    endpoints:
+      - {name: launchcard-demo-vllm-aggregated-0.service, url: "http://127.0.0.1:8000/health", probe: health,
+         healthy: true, detail: health 200, elapsed_s: 0.0}
+    unhealthy: []
+    crashed: []
+    recorded: false
+    lock: null
+    msg: ""
 """
 
 import glob
@@ -211,7 +244,9 @@ import shutil
 import tempfile
 
 from ansible.module_utils.basic import AnsibleModule
+from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
 
+from ansible_collections.launchcard.inference.plugins.module_utils import _gate as gate
 from ansible_collections.launchcard.inference.plugins.module_utils._systemd import (
     RESTART_PROPERTIES,
     SHOW_PROPERTIES,
@@ -318,12 +353,19 @@ def main():
             dropin_directories=dict(type="list", elements="path",
                                     default=["/etc/systemd/system", "/run/systemd/system"]),
             secrets_file=dict(type="path", default="/etc/launchcard/secrets.env"),
+            health=dict(type="dict"),
         ),
         supports_check_mode=True,
     )
     p = module.params
     if p["secrets"] and p["remove_secrets"]:
         module.fail_json(msg="secrets and remove_secrets: give one, not both")
+    health = None
+    if p["health"] is not None:
+        checked = ArgumentSpecValidator(gate.ARGUMENT_SPEC).validate(p["health"])
+        if checked.error_messages:
+            module.fail_json(msg="health: %s; nothing was changed" % "; ".join(checked.error_messages))
+        health = checked.validated_parameters
     systemctl = module.get_bin_path("systemctl", required=True)
     desired = {}
     for i, u in enumerate(p["units"]):
@@ -478,12 +520,38 @@ def main():
                   dropins={"kept": dropins["keep"], "removed": dropins["remove"]})
     if module._diff and diffs:
         result["diff"] = diffs
+    result["health"] = None
     if p["state"] == "started" and not module.check_mode:
         failed = [u["name"] for u in units if u["active_state"] == "failed"]
         if failed:
             module.fail_json(msg="units failed at start: %s (see journalctl -u NAME)" % ", ".join(failed),
                              **result)
+    if health is not None and p["state"] == "started":
+        result["health"] = _gate(module, health, todo, queued)
+        result["changed"] = changed or bool(result["health"]["recorded"])
     module.exit_json(**result)
+
+
+def _gate(module, params, todo, queued):
+    """The O(health) gate after the converge: the new processes of queued units only, none of check mode's pending."""
+    pending = set(todo["start"]) | set(todo["restart"]) if module.check_mode else set()
+    endpoints = []
+    for ep in params["endpoints"]:
+        if (ep.get("unit") or ep.get("name")) in pending:
+            continue
+        ep = dict(ep)
+        if ep.get("unit") in queued:
+            ep["previous"] = {"invocation_id": queued[ep["unit"]].get("invocation_id") or "",
+                              "main_pid": queued[ep["unit"]].get("main_pid") or 0}
+        endpoints.append(ep)
+    try:
+        out = gate.run_gate(dict(params, endpoints=endpoints), module.check_mode, module.run_command,
+                            module.get_bin_path, module.atomic_move)
+    except gate.GateError as exc:
+        module.fail_json(msg="health: %s" % exc)
+    for warning in out.pop("warnings"):
+        module.warn(warning)
+    return out
 
 
 if __name__ == "__main__":

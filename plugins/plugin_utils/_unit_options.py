@@ -302,3 +302,34 @@ def setup_needed(found, options, helper_sha1):
     weights = {"exists": True, "type": "directory", "owner": ENGINE_USER, "group": ENGINE_USER, "mode": "0755",
                "checksum": None}
     return not (found.get("users") or {}).get(ENGINE_USER) or inspected.get(options["weights_dir"]) != weights
+
+
+def setup_parts(preflight, host_plan, stack_roles, run_tags=("all",), skip_tags=(), install_stack=True):
+    """The roles a deploy includes on a host before its units, in order, from the preflight call's verdict.
+
+    :param preflight: the host's preflight module result (``stack_vendor``, ``bare_host``, ``weights_staged``);
+        empty when preflight did not run (``--tags weights``).
+    :param host_plan: the host's share of the plan (its ``instances``), or None when the plan gives it nothing.
+    :param stack_roles: vendor -> the role that installs its stack, e.g. ``{"nvidia": "nvidia"}``.
+    :param run_tags: the run's ``--tags`` (``ansible_run_tags``; ``["all"]`` without them).
+    :param skip_tags: the run's ``--skip-tags`` (``ansible_skip_tags``).
+    :param install_stack: False when the hosts' stack is provisioned another way.
+    :returns: role names: the vendor's stack role (tag ``stack``) and, on a host that was bare, ``preflight``
+        (checked again once the driver is in); ``weights`` (tag ``weights``) on a host that runs an engine
+        (routers load no weights) whose revision preflight did not find staged. Empty on a no-op run.
+    """
+    preflight = preflight or {}
+
+    def wanted(tag):
+        return ("all" in run_tags or tag in run_tags) and tag not in skip_tags
+
+    parts = []
+    vendor = preflight.get("stack_vendor") or "none"
+    if install_stack and vendor in stack_roles and wanted("stack"):
+        parts.append(stack_roles[vendor])
+        if preflight.get("bare_host"):
+            parts.append("preflight")
+    engines = [i for i in (host_plan or {}).get("instances") or [] if i.get("role") != "router"]
+    if engines and wanted("weights") and not preflight.get("weights_staged"):
+        parts.append("weights")
+    return parts

@@ -131,3 +131,13 @@ def test_health_endpoints_carry_what_a_queued_unit_ran_before():
     # without a converge result (or in check mode, where nothing is queued), nothing is held
     assert all("previous" not in ep for ep in health_endpoints(host))
     assert all("previous" not in ep for ep in health_endpoints(host, {"queued": {}}))
+
+
+def test_the_second_stage_reads_the_first_stage_where_the_converge_call_put_it():
+    from ansible_collections.launchcard.inference.plugins.filter.plan import first_stage_result
+    in_converge = {"units_converge": {"health": {"unhealthy": ["a"]}}}
+    on_its_own = {"units_converge": {"skipped": True}, "units_health_first": {"unhealthy": ["b"]}}
+    assert first_stage_result(in_converge) == {"unhealthy": ["a"]}
+    assert first_stage_result(on_its_own) == {"unhealthy": ["b"]}
+    assert first_stage_result({}) == {}
+    assert first_stage_result(in_converge, "units_health_first") == {}

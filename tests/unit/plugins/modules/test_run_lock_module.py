@@ -134,3 +134,7 @@ def test_host_state_releases_the_run_lock_in_its_record_call(tmp_path, capsys):
                        "record": res}}
     assert filters.run_lock_taken(hostvars, ["h1"], released="record") == []
     assert filters.run_lock_taken(hostvars, ["h1"]) == [{"host": "h1", "paths": a["paths"]}]
+    # the units role's converge call carries the gate's result, record and release under `health`
+    hostvars["h1"] = {"preflight_result": hostvars["h1"]["preflight_result"], "units_converge": {"health": res}}
+    assert filters.run_lock_taken(hostvars, ["h1"], released=["units_converge.health", "units_health"]) == []
+    assert filters.run_lock_taken(hostvars, ["h1"], released=["units_health"]) == [{"host": "h1", "paths": a["paths"]}]

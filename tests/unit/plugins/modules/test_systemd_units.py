@@ -15,14 +15,17 @@ moment. The tests read the log to see exactly which verbs the module issued.
 from __future__ import annotations
 
 import builtins
+import http.server
 import json
 import os
 import stat
 import sys
+import threading
 
 import pytest
 
 from ansible.module_utils.testing import patch_module_args
+from ansible_collections.launchcard.inference.plugins.module_utils import _state as state
 from ansible_collections.launchcard.inference.plugins.modules import systemd_units
 
 MUTATING = ("start", "stop", "restart", "enable", "disable", "daemon-reload", "reload", "kill", "mask", "unmask",
@@ -479,3 +482,109 @@ def test_restart_option_names_only_given_units(systemd, capsys):
 def test_check_mode_queues_nothing(systemd, capsys):
     result, dummy = run_module(capsys, systemd, [(A, unit_text("/bin/a"))], _ansible_check_mode=True)
     assert result["actions"]["start"] == [A] and result["queued"] == {}
+
+
+# health: converge, then gate the converged units in the same call (real loopback servers answer /health as
+# the engines do; the fake systemctl above gives a unit a new InvocationID and MainPID on each start).
+
+def _server(status):
+    class Handler(http.server.BaseHTTPRequestHandler):
+        def do_GET(self):  # noqa: N802 (http.server's name)
+            self.server.probes += 1
+            self.send_response(status)
+            self.send_header("Content-Length", "0")
+            self.end_headers()
+
+        def log_message(self, *args):
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    server.probes = 0
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    return server
+
+
+@pytest.fixture
+def servers():
+    started = []
+
+    def start(status=200):
+        started.append(_server(status))
+        return started[-1], "http://127.0.0.1:%d/health" % started[-1].server_address[1]
+
+    yield start
+    for server in started:
+        server.shutdown()
+        server.server_close()
+
+
+def test_a_restarted_unit_is_gated_on_its_new_process_in_the_same_call(systemd, servers, capsys):
+    systemd.running(A)
+    systemd.put(A, unit_text("/bin/old"))
+    server, url = servers()
+    result, dummy = run_module(capsys, systemd, [(A, unit_text("/bin/new"))],
+                               health={"endpoints": [{"name": A, "unit": A, "url": url}], "timeout": 10, "interval": 0.1})
+    assert result["actions"]["restart"] == [A]
+    assert result["health"]["unhealthy"] == [] and result["health"]["msg"] == ""
+    assert [(e["name"], e["healthy"]) for e in result["health"]["endpoints"]] == [(A, True)]
+    assert server.probes >= 1
+    # the gate read the unit's InvocationID after the restart: `previous` came from the converge's queued
+    shows = [c["argv"] for c in systemd.systemctl() if c["argv"][0] == "show"]
+    assert ["show", "-p", "Id,ActiveState,InvocationID,MainPID", "--", A] in shows, shows
+
+
+def test_an_unhealthy_endpoint_does_not_fail_the_call_and_says_why(systemd, servers, capsys):
+    dummy_server, url = servers(503)
+    result, dummy = run_module(capsys, systemd, [(A, unit_text("/bin/a"))],
+                               health={"endpoints": [{"name": "a", "url": url}], "timeout": 1, "interval": 0.2})
+    assert result["changed"] is True
+    assert result["health"]["unhealthy"] == ["a"]
+    assert "a (health answered 503" in result["health"]["msg"]
+    assert result["health"]["recorded"] is None
+
+
+def test_check_mode_leaves_out_the_units_it_would_start(systemd, servers, capsys):
+    systemd.running(B)
+    systemd.put(B, unit_text("/bin/b"))
+    server, url = servers()
+    result, dummy = run_module(capsys, systemd, [(A, unit_text("/bin/a")), (B, unit_text("/bin/b"))],
+                               _ansible_check_mode=True,
+                               health={"endpoints": [{"name": A, "unit": A, "url": url}, {"name": B, "unit": B, "url": url}],
+                                       "timeout": 10})
+    assert result["actions"]["start"] == [A]
+    assert [e["name"] for e in result["health"]["endpoints"]] == [B]
+    assert systemd.mutating() == []
+
+
+def test_a_wrong_health_option_is_named_and_nothing_is_changed(systemd, capsys):
+    result, dummy = run_module(capsys, systemd, [(A, unit_text("/bin/a"))], rc=1,
+                               health={"endpoints": [{"name": "a"}], "timeout": "soon"})
+    assert result["msg"].startswith("health: ")
+    assert "url" in result["msg"] and "timeout" in result["msg"]
+    assert systemd.listing() == [] and systemd.mutating() == []
+
+
+@pytest.mark.parametrize("status", [200, 503])
+def test_the_record_is_written_only_when_every_endpoint_is_healthy(systemd, servers, capsys, tmp_path, status):
+    dummy_server, url = servers(status)
+    path = str(tmp_path / "state" / "state.json")
+    result, dummy = run_module(capsys, systemd, [(A, unit_text("/bin/a"))], health={
+        "endpoints": [{"name": "a", "url": url}], "timeout": 1, "interval": 0.2,
+        "record": {"path": path, "directory": systemd.units, "card": {"key": "demo", "sha256": "0" * 64},
+                   "runtime": {"kind": "native"}}})
+    if status == 200:
+        assert result["health"]["recorded"] is True
+        with open(path) as f:
+            record = state.parse(f.read())
+        assert list(record["units"]) == [A]
+    else:
+        assert result["health"]["recorded"] is None
+        assert not os.path.exists(path)
+    # a second, unchanged run changes nothing, the record included
+    if status == 200:
+        again, dummy = run_module(capsys, systemd, [(A, unit_text("/bin/a"))], health={
+            "endpoints": [{"name": "a", "url": url}], "timeout": 1, "interval": 0.2,
+            "record": {"path": path, "directory": systemd.units, "card": {"key": "demo", "sha256": "0" * 64},
+                       "runtime": {"kind": "native"}}})
+        assert again["changed"] is False and again["health"]["recorded"] is False
+        assert json.loads(open(path).read()) == json.loads(state.dumps(record))

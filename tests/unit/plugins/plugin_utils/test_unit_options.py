@@ -231,3 +231,29 @@ def test_setup_reads_follow_the_options_builder():
 def test_setup_needed(found, runtime, needed):
     opts = uo.host_options({"launchcard_runtime": runtime})
     assert uo.setup_needed(found, opts, HELPER_SHA1) is needed
+
+
+STACKS = {"nvidia": "nvidia", "amd": "rocm", "ascend": "ascend"}
+ENGINE_HOST = {"instances": [{"role": "prefill"}, {"role": "router"}]}
+ROUTER_HOST = {"instances": [{"role": "router"}]}
+
+
+@pytest.mark.parametrize("preflight, host_plan, run_tags, skip_tags, install, expected", [
+    # a no-op run: the driver answered, the weights are staged: nothing to include
+    ({"stack_vendor": "nvidia", "weights_staged": True}, ENGINE_HOST, ["all"], [], True, ["nvidia"]),
+    ({"stack_vendor": "none", "weights_staged": True}, ENGINE_HOST, ["all"], [], True, []),
+    # a bare AMD host: its stack, then preflight again, then the weights
+    ({"stack_vendor": "amd", "bare_host": True}, ENGINE_HOST, ["all"], [], True, ["rocm", "preflight", "weights"]),
+    # routers load no weights; a host outside the plan none either
+    ({"stack_vendor": "none"}, ROUTER_HOST, ["all"], [], True, []),
+    ({"stack_vendor": "none"}, None, ["all"], [], True, []),
+    # the stack provisioned another way
+    ({"stack_vendor": "ascend", "bare_host": True}, ENGINE_HOST, ["all"], [], False, ["weights"]),
+    # tags pick the parts; preflight not run (--tags weights): the weights are staged (the role checks)
+    ({}, ENGINE_HOST, ["weights"], [], True, ["weights"]),
+    ({"stack_vendor": "nvidia"}, ENGINE_HOST, ["stack"], [], True, ["nvidia"]),
+    ({"stack_vendor": "nvidia"}, ENGINE_HOST, ["all"], ["stack"], True, ["weights"]),
+    ({"stack_vendor": "nvidia"}, ENGINE_HOST, ["units"], [], True, []),
+])
+def test_setup_parts_are_what_preflight_found_missing(preflight, host_plan, run_tags, skip_tags, install, expected):
+    assert uo.setup_parts(preflight, host_plan, STACKS, run_tags, skip_tags, install) == expected
