@@ -13,7 +13,7 @@ import os
 import socket
 
 from ansible import context
-from ansible.errors import AnsibleActionFail
+from ansible.errors import AnsibleActionFail, AnsibleError
 from ansible.module_utils.common.text.converters import to_native, to_text
 from ansible.module_utils.urls import open_url
 from ansible.plugins.action import ActionBase
@@ -91,8 +91,17 @@ class ActionModule(ActionBase):
             raise AnsibleActionFail(to_text(exc))
 
     def run(self, tmp=None, task_vars=None):
-        task_vars = task_vars or {}
         result = super().run(tmp, task_vars)
+        try:
+            return self._plan(result, task_vars or {})
+        except AnsibleError as exc:
+            # Returned as the task's result, not raised: ansible-core 2.19 prints a raised failure as an error
+            # summary that repeats its message under "caused by", and then the task's "fatal:" line with the
+            # message once more, so a bad card's error was printed three times. The "fatal:" line alone names it.
+            result.update(changed=False, failed=True, msg=to_text(exc.message))
+            return result
+
+    def _plan(self, result, task_vars):
         dummy, args = self.validate_argument_spec(argument_spec=dict(
             src=dict(type="str"),
             checksum=dict(type="str"),

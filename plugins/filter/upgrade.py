@@ -13,12 +13,16 @@ from ansible_collections.launchcard.inference.plugins.plugin_utils import _units
 
 
 def upgrade_card(cards, key):
-    """``{key, sha256, repo, revision}`` of one loaded card, for the host's record."""
+    """``{sha256, repo, revision}`` of one loaded card, for the host's record.
+
+    ``key`` (the card's source, a controller path or URL) only finds the card: the record compares whole, so
+    a field that named where the card was read from would make the same card, read from another path, a
+    change of every host's record.
+    """
     card = (cards or {}).get(key)
     if card is None:
         raise AnsibleFilterError("launchcard.inference.upgrade_card: no card %r" % (key,))
-    return {"key": key, "sha256": rollout.card_sha256(card), "repo": card["model"]["repo"],
-            "revision": card["model"]["revision"]}
+    return {"sha256": rollout.card_sha256(card), "repo": card["model"]["repo"], "revision": card["model"]["revision"]}
 
 
 def upgrade_rollout(plan, hostvars, hosts, cards, options=None, serial=1, state_var="upgrade_current"):

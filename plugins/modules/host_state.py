@@ -11,8 +11,8 @@ module: host_state
 short_description: Read or write the host's record of what it runs, for upgrades and rollback
 version_added: 1.1.0
 description:
-  - The record (a JSON file, default C(/var/lib/launchcard/state.json)) names the card (source, sha256 of the
-    loaded card, Hugging Face repo and revision), the plan instances, every launchcard unit file (text and
+  - The record (a JSON file, default C(/var/lib/launchcard/state.json)) names the card (sha256 of the loaded
+    card, Hugging Face repo and revision; not where the controller read it), the plan instances, every launchcard unit file (text and
     sha256, read from the host itself), the runtime, and the record it replaced (C(previous)).
   - O(state=read) returns the record. A host deployed before records existed has none; then the record is
     made up from its unit files (C(source=unit-files)), so an upgrade can still roll it back.
@@ -41,7 +41,7 @@ options:
     default: launchcard-
   card:
     description:
-      - "O(state=present) - the card the host serves, C({key, sha256, repo, revision})."
+      - "O(state=present) - the card the host serves, C({sha256, repo, revision}) (filter C(launchcard.inference.upgrade_card))."
     type: dict
     default: {}
   instances:
@@ -79,7 +79,7 @@ EXAMPLES = r"""
 - name: Record what the host runs now
   launchcard.inference.host_state:
     state: present
-    card: {key: cards/demo.json, sha256: 0f1e..., repo: org/model, revision: 46a050bec13002ad29ee795c16e61cf4fa3c4a9c}
+    card: {sha256: 0f1e..., repo: org/model, revision: 46a050bec13002ad29ee795c16e61cf4fa3c4a9c}
     instances: "{{ launchcard_plan.hosts[inventory_hostname].instances }}"
     runtime: {kind: native}
 """

@@ -12,8 +12,9 @@ Inputs:
   :mod:`module_utils._state`): ``units`` (``{unit name: {"text", "sha256"}}``),
   ``instances`` (the plan instances it was deployed from; may be empty for a
   host deployed before records existed, whose unit files were read instead),
-  ``card`` (``{"key", "sha256", "repo", "revision"}`` or None). A host with no
-  record and no unit file is absent or maps to None.
+  ``card`` (``{"sha256", "repo", "revision"}``, or None; a record written
+  by an earlier release also names the card's source, ``key``: nothing reads it). A host
+  with no record and no unit file is absent or maps to None.
 - ``target``: the new plan (:func:`planner.plan_fleet` output) of the inventory.
 - ``target_units``: ``{host: [{"name", "content"}]}``, the unit files each
   host of the target plan must have (``host_units`` of each host).
@@ -65,8 +66,13 @@ class RolloutError(ValueError):
 
 
 def card_sha256(card_model):
-    """sha256 hex of a loaded card model (keys sorted), stable across runs."""
-    return hashlib.sha256(json.dumps(card_model, sort_keys=True, separators=(",", ":")).encode("utf-8")).hexdigest()
+    """sha256 hex of a loaded card model (keys sorted), stable across runs.
+
+    The model's ``source`` (the path or URL it was read from, for messages) is left out: the same card read
+    from another path is the same card, so a host's record (and the run lock naming the card) does not change.
+    """
+    body = dict((k, v) for k, v in card_model.items() if k != "source")
+    return hashlib.sha256(json.dumps(body, sort_keys=True, separators=(",", ":")).encode("utf-8")).hexdigest()
 
 
 def parse_serial(serial, var="launchcard_upgrade_serial"):

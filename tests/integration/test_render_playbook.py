@@ -139,6 +139,7 @@ def test_malformed_card_writes_nothing(name, venv, tmp_path):
                  "-e", "launchcard_card_src=%s" % os.path.join(ROOT, "tests", "unit", "cards", "malformed", name))
     assert res.returncode != 0
     assert expected["path"] in res.stdout + res.stderr
+    assert "caused by" not in res.stdout + res.stderr  # said once per place a failed task is shown
     assert not os.path.exists(out) or not os.listdir(out)
 
 

@@ -20,7 +20,6 @@ from unittest.mock import MagicMock
 
 import pytest
 
-from ansible.errors import AnsibleActionFail
 from ansible.parsing.dataloader import DataLoader
 from ansible.playbook.play_context import PlayContext
 from ansible_collections.launchcard.inference.plugins.action.launch_card import ActionModule
@@ -75,6 +74,12 @@ def assert_no_host_contacted(connection):
 
 def instances(plan):
     return dict((inst["id"], inst) for h in plan["hosts"].values() for inst in h["instances"])
+
+
+def failure(result):
+    """The message of a run that failed: returned as the task's result, not raised (see ActionModule.run)."""
+    assert result["failed"] is True and result["changed"] is False and "ansible_facts" not in result, result
+    return result["msg"]
 
 
 def test_plans_the_card_path_for_the_whole_inventory():
@@ -133,15 +138,13 @@ def test_a_good_checksum_passes_and_a_bad_one_fails_before_planning():
 
     bad = "0" * 64
     plugin, connection = action()
-    with pytest.raises(AnsibleActionFail) as info:
-        plugin.run(task_vars=task_vars(launchcard_card_checksum="sha256:" + bad))
-    assert str(info.value) == "checksum: %s has sha256:%s, expected sha256:%s" % (CARD, digest, bad)
+    message = failure(plugin.run(task_vars=task_vars(launchcard_card_checksum="sha256:" + bad)))
+    assert message == "checksum: %s has sha256:%s, expected sha256:%s" % (CARD, digest, bad)
     assert_no_host_contacted(connection)
 
     plugin, dummy = action({"checksum": "md5:" + bad})
-    with pytest.raises(AnsibleActionFail) as info:
-        plugin.run(task_vars=task_vars())
-    assert str(info.value) == "checksum: expected sha256:<hex>, found md5:" + bad
+    message = failure(plugin.run(task_vars=task_vars()))
+    assert message == "checksum: expected sha256:<hex>, found md5:" + bad
 
 
 @pytest.mark.parametrize("name", ["13-argv-element-number.json", "14-argv-newline-injection.json",
@@ -151,9 +154,7 @@ def test_a_malformed_card_fails_naming_the_field(name):
         want = json.load(f)[name]
     path = os.path.join(MALFORMED, name)
     plugin, connection = action()
-    with pytest.raises(AnsibleActionFail) as info:
-        plugin.run(task_vars=task_vars(card=path))
-    message = str(info.value)
+    message = failure(plugin.run(task_vars=task_vars(card=path)))
     assert want["path"] in message
     assert want["contains"] in message
     assert_no_host_contacted(connection)
@@ -163,19 +164,26 @@ def test_a_host_with_recipes_but_no_card_is_named():
     tv = task_vars()
     del tv["hostvars"]["lc-decode"]["launchcard_card_src"]
     plugin, dummy = action()
-    with pytest.raises(AnsibleActionFail) as info:
-        plugin.run(task_vars=tv)
-    assert str(info.value) == "lc-decode lists launchcard_recipes but has no launchcard_card_src"
+    message = failure(plugin.run(task_vars=tv))
+    assert message == "lc-decode lists launchcard_recipes but has no launchcard_card_src"
 
 
 def test_an_unknown_recipe_fails_naming_the_host():
     tv = task_vars()
     tv["hostvars"]["lc-cp"]["launchcard_recipes"] = ["sglang-nonexistent"]
     plugin, connection = action()
-    with pytest.raises(AnsibleActionFail) as info:
-        plugin.run(task_vars=tv)
-    assert "lc-cp" in str(info.value) and "sglang-nonexistent" in str(info.value)
+    message = failure(plugin.run(task_vars=tv))
+    assert "lc-cp" in message and "sglang-nonexistent" in message
     assert_no_host_contacted(connection)
+
+
+def test_every_failure_is_returned_not_raised(tmp_path):
+    # ansible-core's own errors too: a relative card not found next to the playbook, a bad argument
+    plugin, connection = action({"src": "no-such-card.json"}, search_path=str(tmp_path))
+    assert "no-such-card.json" in failure(plugin.run(task_vars=task_vars(card=None)))
+    assert_no_host_contacted(connection)
+    plugin, dummy = action({"validate_certs": "maybe"})
+    assert "validate_certs" in failure(plugin.run(task_vars=task_vars()))
 
 
 def test_plain_http_is_refused_without_fetching(monkeypatch):
@@ -184,9 +192,8 @@ def test_plain_http_is_refused_without_fetching(monkeypatch):
     fetched = []
     monkeypatch.setattr(launch_card, "open_url", lambda *a, **k: fetched.append(a))
     plugin, dummy = action()
-    with pytest.raises(AnsibleActionFail) as info:
-        plugin.run(task_vars=task_vars(card="http://cards.invalid/card.json"))
-    assert str(info.value) == "launchcard_card_src: only https:// URLs are fetched, found http://cards.invalid/card.json"
+    message = failure(plugin.run(task_vars=task_vars(card="http://cards.invalid/card.json")))
+    assert message == "launchcard_card_src: only https:// URLs are fetched, found http://cards.invalid/card.json"
     assert fetched == []
 
 

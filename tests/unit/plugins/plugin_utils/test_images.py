@@ -194,6 +194,45 @@ def test_the_hosts_records_hold_an_image_only_where_they_agree():
     assert im.held_refs({}) == ({}, {})
 
 
+def test_the_held_images_filter_joins_the_play_hosts_preflight_reads():
+    """``held_images`` (plugins/filter/plan.py), as resolve-images.yml calls it on ``hostvars``."""
+    from ansible_collections.launchcard.inference.plugins.filter.plan import FilterModule, held_images
+    assert FilterModule().filters()["held_images"] is held_images
+    sglang, vllm = "lmsysorg/sglang", "vllm/vllm-openai:v1"
+
+    def read(refs):  # a host's registered preflight result
+        return {"changed": False, "recorded_image_refs": refs}
+
+    hostvars = {
+        "agree-1": {"preflight_result": read({sglang: "docker.io/lmsysorg/sglang@" + D1,
+                                              vllm: "docker.io/vllm/vllm-openai@" + D2})},
+        "agree-2": {"preflight_result": read({sglang: "docker.io/lmsysorg/sglang@" + D1,
+                                              vllm: "docker.io/vllm/vllm-openai@" + D3})},
+        "no-record": {"preflight_result": read({})},
+        "no-result": {},                                   # its preflight call never ran
+        "skipped": {"preflight_result": {"skipped": True}},
+        "null": {"preflight_result": None},
+        "outside": {"preflight_result": read({sglang: "docker.io/lmsysorg/sglang@" + D3})},  # not a play host
+        "other-var": {"preflight_result": read({}),
+                      "second_read": read({sglang: "docker.io/lmsysorg/sglang@" + D2})},
+    }
+    play = ["agree-1", "agree-2", "no-record", "no-result", "skipped", "null", "other-var", "gone"]
+    # sglang: every host that recorded it agrees; vllm: two digests, so held by none
+    assert held_images(hostvars, play) == {sglang: "docker.io/lmsysorg/sglang@" + D1}
+    # only the hosts named count: one more host that disagrees splits sglang too
+    assert held_images(hostvars, play + ["outside"]) == {}
+    # a host that alone recorded an image holds it; hosts without a record change nothing
+    assert held_images(hostvars, ["agree-2", "no-record", "no-result"]) == {
+        sglang: "docker.io/lmsysorg/sglang@" + D1, vllm: "docker.io/vllm/vllm-openai@" + D3}
+    assert held_images(hostvars, ["no-record", "no-result", "skipped", "null", "gone"]) == {}
+    assert held_images(hostvars, []) == {} and held_images(hostvars, None) == {}
+    # result_var names the registered result read instead of preflight_result
+    assert held_images(hostvars, ["other-var"], result_var="second_read") == {sglang: "docker.io/lmsysorg/sglang@" + D2}
+    assert held_images(hostvars, ["agree-1", "other-var"], result_var="second_read") == {
+        sglang: "docker.io/lmsysorg/sglang@" + D2}
+    assert held_images(hostvars, ["other-var"]) == {}
+
+
 def test_a_moved_tag_keeps_the_digest_the_fleet_runs_and_is_reported():
     refs = {"lmsysorg/sglang": "docker.io/lmsysorg/sglang@" + D2,          # the tag moved: D1 -> D2
             "vllm/vllm-openai:v1": "docker.io/vllm/vllm-openai@" + D3,     # unchanged

@@ -54,7 +54,7 @@ def _cards(card, key="card"):
 def _records(p, card, key="card"):
     """The records a deploy of plan ``p`` leaves on each host."""
     units = _units(p)
-    return {h: {"card": dict(_cards(card, key)[key], key=key),
+    return {h: {"card": _cards(card, key)[key],
                 "instances": hp["instances"],
                 "units": {u["name"]: {"text": u["content"]} for u in units[h]}}
             for h, hp in p["hosts"].items()}
@@ -265,3 +265,44 @@ def test_flag_changes_quote_values_a_shell_would_split():
     removed, added = _flags(["vllm", "--port", "8000"], ["vllm", "--port", "8000", "--served-model-name", "x;rm -rf /"])
     assert removed == []
     assert added == ["--served-model-name 'x;rm -rf /'"]
+
+
+def test_the_same_card_read_from_another_path_leaves_every_record_as_it_is(tmp_path):
+    """The record's card (filter upgrade_card, as deploy.yml and upgrade.yml pass it) names no controller path:
+    the same bytes read from another path or URL write no new record, in check mode or not."""
+    from ansible_collections.launchcard.inference.plugins.filter.upgrade import upgrade_card
+    from ansible_collections.launchcard.inference.plugins.module_utils import _state as state
+    with open(EXAMPLE, "rb") as f:
+        raw = f.read()
+    sources = [EXAMPLE, "/srv/elsewhere/glm.json", "cards/glm-5.3-flash.json", "https://cards.example/glm.json"]
+    cards = dict((src, load_card(raw, src)) for src in sources)
+    found = [upgrade_card(cards, src) for src in sources]
+    assert found[0] == {"sha256": card_sha256(cards[EXAMPLE]), "repo": "zai-org/GLM-5.3-Flash",
+                        "revision": cards[EXAMPLE]["model"]["revision"]}
+    assert all(f == found[0] for f in found[1:])
+    assert [card_sha256(cards[src]) for src in sources] == [found[0]["sha256"]] * len(sources)
+
+    units = tmp_path / "system"
+    units.mkdir()
+    (units / "launchcard-glm-5.3-flash-vllm-aggregated-0.service").write_text("[Service]\nExecStart=/bin/true\n")
+    record = tmp_path / "state.json"
+
+    def write(card, check_mode=False):
+        return state.write_present(str(record), str(units), "launchcard-", card, [], {"kind": "native"},
+                                   check_mode, os.replace)[0]
+
+    # a record an earlier release wrote names the source and a digest over it: rewritten once, then stable
+    write(dict(found[0], key=EXAMPLE, sha256="0" * 64))
+    assert write(found[0], check_mode=True) is True and write(found[0]) is True
+    for card in found:
+        assert write(card, check_mode=True) is False and write(card) is False
+    written = json.loads(record.read_text())
+    assert written["card"] == found[0] and written["previous"]["card"]["key"] == EXAMPLE
+
+    # a card that differs (not only where it was read from) still changes the record
+    doc = json.loads(raw)
+    doc["hf"]["weight_gib"] = (doc["hf"].get("weight_gib") or 0) + 1
+    other = upgrade_card({"/srv/elsewhere/glm.json": load_card(json.dumps(doc), "/srv/elsewhere/glm.json")},
+                         "/srv/elsewhere/glm.json")
+    assert other["sha256"] != found[0]["sha256"] and other["revision"] == found[0]["revision"]
+    assert write(other, check_mode=True) is True
