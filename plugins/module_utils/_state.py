@@ -8,7 +8,7 @@ Pure Python, no Ansible import (shipped inside the ``host_state`` module).
 A record (JSON object, ``version`` 1)::
 
     {"version": 1,
-     "card": {"key": card source, "sha256": hex of the loaded card,
+     "card": {"sha256": hex of the loaded card (its controller path left out),
               "repo": HF repo, "revision": 40-hex HF revision},
      "instances": [plan instances, trimmed: id, unit, recipe, engine, role,
                    url, health_url, probe, served_model, argv],
@@ -59,7 +59,7 @@ def build(units, card, instances, runtime, previous=None):
     """A new record.
 
     :param units: ``{unit file name: text}`` as found on the host.
-    :param card: ``{"key", "sha256", "repo", "revision"}``.
+    :param card: ``{"sha256", "repo", "revision"}`` (``launchcard.inference.upgrade_card``).
     :param instances: plan instances of this host (extra keys are dropped).
     :param runtime: free-form dict describing the runtime (kind, venv, packages, image refs).
     :param previous: the record being replaced (its own ``previous`` is dropped).

@@ -106,7 +106,7 @@ options:
     type: dict
     suboptions:
       card:
-        description: "The card the host serves, C({key, sha256, repo, revision})."
+        description: "The card the host serves, C({sha256, repo, revision})."
         type: dict
         default: {}
       instances:
