@@ -23,13 +23,18 @@ from __future__ import annotations
 
 # One row per system: os-release ID, Ansible distribution fact, supported versions, and whether a
 # version matches on its major number (point releases of Debian and the RHEL 9 family) or exactly
-# (Ubuntu's YY.MM releases: 22.10 is not 22.04).
+# (Ubuntu's YY.MM releases: 22.10 is not 22.04). ``docker``: the OS package that provides Docker, or None
+# where the OS repositories have none (RHEL 9 and its rebuilds ship podman; Docker's own repository,
+# https://docs.docker.com/engine/install/rhel/, provides docker-ce).
 SUPPORTED_OS = (
-    {"id": "debian", "distribution": "Debian", "label": "Debian", "versions": ("12",), "match": "major"},
-    {"id": "ubuntu", "distribution": "Ubuntu", "label": "Ubuntu", "versions": ("22.04", "24.04"), "match": "exact"},
-    {"id": "rhel", "distribution": "RedHat", "label": "RHEL", "versions": ("9",), "match": "major"},
-    {"id": "rocky", "distribution": "Rocky", "label": "Rocky", "versions": ("9",), "match": "major"},
-    {"id": "almalinux", "distribution": "AlmaLinux", "label": "Alma", "versions": ("9",), "match": "major"},
+    {"id": "debian", "distribution": "Debian", "label": "Debian", "versions": ("12",), "match": "major",
+     "docker": "docker.io"},
+    {"id": "ubuntu", "distribution": "Ubuntu", "label": "Ubuntu", "versions": ("22.04", "24.04"), "match": "exact",
+     "docker": "docker.io"},
+    {"id": "rhel", "distribution": "RedHat", "label": "RHEL", "versions": ("9",), "match": "major", "docker": None},
+    {"id": "rocky", "distribution": "Rocky", "label": "Rocky", "versions": ("9",), "match": "major", "docker": None},
+    {"id": "almalinux", "distribution": "AlmaLinux", "label": "Alma", "versions": ("9",), "match": "major",
+     "docker": None},
 )
 
 SUMMARY = "Debian 12, Ubuntu 22.04/24.04, RHEL/Rocky/Alma 9"
@@ -69,3 +74,19 @@ def support(name, version):
     """``{"supported": bool, "summary": SUMMARY, "found": "<name> <version>"}`` for messages and reports."""
     return {"supported": is_supported(name, version), "summary": SUMMARY,
             "found": ("%s %s" % (name or "unknown", version or "")).strip()}
+
+
+def engine_package(name, runtime):
+    """The OS package that provides the container engine ``runtime`` on the system ``name``.
+
+    :param name: os-release ID or Ansible distribution (as :func:`is_supported`).
+    :param runtime: ``docker`` or ``podman`` (anything else: None).
+    :returns: ``podman`` for podman; for docker, the package of the OS repositories (``docker.io`` on Debian
+        and Ubuntu), or None where they have none (the RHEL 9 family) or the system is not supported.
+    """
+    if runtime == "podman":
+        return "podman"
+    if runtime != "docker":
+        return None
+    row = _row(name)
+    return row["docker"] if row else None

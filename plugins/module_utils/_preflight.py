@@ -514,6 +514,26 @@ def check_shm(host):
                    "/dev/shm too small for NCCL with TP>1: run with --ipc host or a larger --shm-size")
 
 
+def check_container_engine(host):
+    """``container_engine``: docker where the OS repositories have none (the RHEL 9 family) is installed already.
+
+    Reported only where it matters: the docker runtime on a system whose repositories ship no Docker
+    (``_platforms.engine_package``). ``engines.docker`` is the ``docker`` binary's path, or None.
+    """
+    options = host.options
+    os_id = (host.facts.get("os") or {}).get("id")
+    if options.get("runtime") != "docker" or not _platforms.is_supported(os_id, (host.facts.get("os") or {}).get(
+            "version_id")) or _platforms.engine_package(os_id, "docker"):
+        return None
+    found = (host.facts.get("engines") or {}).get("docker")
+    return _result("container_engine", bool(found),
+                   "docker installed from Docker's repository (%s ships podman, not docker)" % os_id,
+                   found or "no docker",
+                   "docker present, installed from outside the OS repositories" if found else
+                   "%s's repositories have no docker: install docker-ce from Docker's repository "
+                   "(https://docs.docker.com/engine/install/rhel/) first, or set launchcard_runtime: podman" % os_id)
+
+
 def check_image_disk(host):
     """``image_disk``: the container engine's data root has room for the placed images (an estimate)."""
     options = host.options
@@ -546,6 +566,7 @@ REGISTRY = (
     ("ports", check_ports),
     ("peers", check_peers),
     ("shm", check_shm),
+    ("container_engine", check_container_engine),
     ("image_disk", check_image_disk),
 )
 """Every check, in report order: ``(name, function)``. A function takes the host view
@@ -567,7 +588,8 @@ def evaluate(facts, needs, options=None):
         ``peers`` (:func:`probe_all` output), ``shm`` (``{"path",
         "size_bytes"}``, statvfs of /dev/shm; None when absent),
         ``image_disk`` (``{"path", "data_root", "free_bytes"}``: statvfs of
-        the nearest existing ancestor of the container engine's data root).
+        the nearest existing ancestor of the container engine's data root), ``engines``
+        (``{"docker": path or None}``: the container engine binaries found).
     :param needs: :func:`host_needs` output.
     :param options: ``checks`` (dict check -> bool, default all on),
         ``allow_unvalidated_hardware`` (bool: warn instead of fail),

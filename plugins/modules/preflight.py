@@ -43,7 +43,7 @@ options:
   checks:
     description: Checks to run; any left out stays on. Keys C(os), C(disk), C(gpu_count), C(gpu_model),
       C(memory_fit), C(driver), C(driver_branch), C(rocm_release), C(cann_driver), C(fabric), C(ports), C(peers),
-      C(shm), C(image_disk).
+      C(shm), C(container_engine), C(image_disk).
     type: dict
     default: {}
   gpu_memory_mib:
@@ -258,6 +258,15 @@ weights_staged:
       weights role (no Hub request). False otherwise, and when O(repo) or O(revision) is unset.
   returned: always
   type: bool
+container_package:
+  description:
+    - The OS package that provides the O(runtime)'s container engine on this host, for the runtime role to install
+      (C(docker.io) on Debian and Ubuntu, C(podman)); null for O(runtime=native), on an unsupported system, and for
+      docker on the RHEL 9 family, whose repositories have none (the C(container_engine) check then requires docker
+      installed from Docker's repository).
+  returned: always
+  type: str
+  sample: docker.io
 recorded_image_refs:
   description:
     - With O(record), the record's C(runtime.image_refs), image as the card wrote it to the C(name@sha256:...) the
@@ -339,6 +348,7 @@ from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.launchcard.inference.plugins.module_utils import _accelerators as accelerators
 from ansible_collections.launchcard.inference.plugins.module_utils._hf_snapshot import stamp_path
+from ansible_collections.launchcard.inference.plugins.module_utils._platforms import engine_package
 from ansible_collections.launchcard.inference.plugins.module_utils import _lock
 from ansible_collections.launchcard.inference.plugins.module_utils._state import recorded_image_refs
 from ansible_collections.launchcard.inference.plugins.module_utils._preflight import (
@@ -478,6 +488,7 @@ def main():
         "shm": _shm(),
         "image_disk": _image_disk(p["runtime"]) if on["image_disk"] else None,
         "runtime_devices": runtime_devices(),
+        "engines": {"docker": module.get_bin_path("docker")},
     }
     results = evaluate(facts, p["needs"], {
         "checks": p["checks"],
@@ -506,6 +517,7 @@ def main():
                      inspected=dict((path, inspect_path(path)) for path in p["inspect"]),
                      users=dict((name, user_exists(name)) for name in p["users"]),
                      weights_staged=staged,
+                     container_package=engine_package(facts["os"].get("id"), p["runtime"]),
                      recorded_image_refs=recorded_image_refs(_read(p["record"])) if p["record"] else {},
                      facts=facts)
 

@@ -41,3 +41,12 @@ def test_the_summary_names_every_row():
         assert row["label"] in platforms.SUMMARY
         for version in row["versions"]:
             assert version in platforms.SUMMARY
+
+
+@pytest.mark.parametrize("name, runtime, package", [
+    ("debian", "docker", "docker.io"), ("Ubuntu", "docker", "docker.io"), ("rhel", "docker", None),
+    ("RedHat", "docker", None), ("rocky", "docker", None), ("almalinux", "docker", None),
+    ("rhel", "podman", "podman"), ("debian", "podman", "podman"), ("debian", "native", None), ("arch", "docker", None),
+])
+def test_the_engine_package_is_the_one_the_os_repositories_have(name, runtime, package):
+    assert platforms.engine_package(name, runtime) == package

@@ -302,3 +302,24 @@ def test_a_router_only_host_needs_no_weights_disk():
                                              ("r", {"address": "10.0.0.3", "recipes": ["sglang-router"]})]))
     assert host_needs(EX, the_plan["hosts"]["r"], the_plan)["disk_bytes"] is None
     assert host_needs(EX, the_plan["hosts"]["p"], the_plan)["disk_bytes"] == 417 * GIB
+
+
+@pytest.mark.parametrize("os_id", ["rhel", "rocky", "almalinux"])
+def test_docker_on_the_rhel_family_needs_docker_from_dockers_repository(os_id):
+    rhel = {"id": os_id, "version_id": "9.4"}
+    r = _one(evaluate(_facts(os=rhel, engines={"docker": None}), NEEDS, {"runtime": "docker"}), "container_engine")
+    assert not r["ok"] and r["severity"] == "error" and r["found"] == "no docker"
+    assert "docker-ce" in r["message"] and "launchcard_runtime: podman" in r["message"]
+    r = _one(evaluate(_facts(os=rhel, engines={"docker": "/usr/bin/docker"}), NEEDS, {"runtime": "docker"}),
+             "container_engine")
+    assert r["ok"] and r["found"] == "/usr/bin/docker"
+    # podman comes from the OS; the native runtime needs no engine
+    for runtime in ("podman", "native"):
+        assert _one(evaluate(_facts(os=rhel, engines={"docker": None}), NEEDS, {"runtime": runtime}),
+                    "container_engine") is None
+
+
+def test_docker_where_the_os_ships_it_is_not_a_row():
+    for os_release in ({"id": "debian", "version_id": "12"}, {"id": "ubuntu", "version_id": "24.04"}):
+        assert _one(evaluate(_facts(os=os_release, engines={"docker": None}), NEEDS, {"runtime": "docker"}),
+                    "container_engine") is None

@@ -309,3 +309,22 @@ def test_the_same_call_reads_the_images_the_host_record_says_it_runs(host, capsy
     assert run_module(capsys, host, needs=needs(), record=str(record))["recorded_image_refs"] == {"lmsysorg/sglang": ref}
     record.write_text("{not json")  # a record the host cannot vouch for holds nothing
     assert run_module(capsys, host, needs=needs(), record=str(record))["recorded_image_refs"] == {}
+
+
+def test_docker_on_rhel_needs_docker_installed_and_names_no_package_to_install(host, capsys, monkeypatch):
+    real_read = preflight._read
+    monkeypatch.setattr(preflight, "_read", lambda path: 'ID="rocky"\nVERSION_ID="9.4"\n' if path == "/etc/os-release"
+                        else real_read(path))
+    nvidia_smi(host["bin"])
+    result = run_module(capsys, host, needs=needs(), runtime="docker", checks={"image_disk": False})
+    assert result["container_package"] is None
+    assert result["failed_checks"] == ["container_engine"]
+    assert "docker-ce" in by_check(result)["container_engine"]["message"]
+    docker = os.path.join(host["bin"], "docker")
+    with open(docker, "w") as f:
+        f.write("#!/bin/sh\nexit 0\n")
+    os.chmod(docker, 0o755)
+    result = run_module(capsys, host, needs=needs(), runtime="docker", checks={"image_disk": False})
+    assert result["failed_checks"] == [] and by_check(result)["container_engine"]["found"] == docker
+    result = run_module(capsys, host, needs=needs(), runtime="podman", checks={"image_disk": False})
+    assert result["container_package"] == "podman" and "container_engine" not in by_check(result)
