@@ -178,11 +178,11 @@ def run_gate(params, check_mode, run, bin_path, move, probe=request):
                 spec["path"], spec["directory"], spec["prefix"], spec["card"], spec["instances"], spec["runtime"],
                 check_mode, move)
         except (IOError, OSError) as exc:
-            raise GateError("cannot write the record %s: %s" % (spec["path"], exc))
+            raise GateError("cannot write the record %s: %s" % (spec["path"], exc)) from exc
         try:
             out["lock"] = _lock.release_all(spec["release_lock"], check_mode=check_mode)
         except (ValueError, _lock.LockError) as exc:
-            raise GateError("record.release_lock: %s" % exc)
+            raise GateError("record.release_lock: %s" % exc) from exc
         if problem:
             out["warnings"].append("%s; replaced" % problem)
     return out
