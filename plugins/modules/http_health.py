@@ -217,9 +217,9 @@ def main():
         module.fail_json(msg=str(exc))
     for warning in result.pop("warnings"):
         module.warn(warning)
-    msg = result.pop("msg")
-    if msg:
-        module.fail_json(msg=msg, **result)
+    if result["msg"]:
+        module.fail_json(**result)
+    del result["msg"]
     module.exit_json(changed=bool(result["recorded"]), **result)
 
 
