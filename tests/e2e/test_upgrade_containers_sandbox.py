@@ -182,6 +182,8 @@ def test_v1_runs_one_digest_everywhere_and_v2_names_another(fleet):
 def test_upgrade_under_load_loses_no_request(fleet, upgraded):
     old, new = fleet
     res, load, dummy = upgraded
+    print("load through the router: %d ok, %d failed; replicas in the router: min %s of %d over %d samples"
+          % (load.ok, load.failed, min(load.capacity or [None]), len(WORKERS), len(load.capacity)))
     assert res.returncode == 0, res.stdout[-8000:] + res.stderr[-2000:]
     assert load.failed == 0, load.errors[:5]
     assert load.ok >= 50, load.ok
