@@ -69,7 +69,7 @@ sanity: ## ansible-test sanity on a copy of the tracked tree
 integration: ## render.yml for three placements and malformed cards, collection build, EE build context (controller only)
 	$(BIN)/python -m pytest -q tests/integration
 
-e2e: ## Every end-to-end file on its sandbox fleet: deploy, operations, preflight, bare host, containers, upgrade
+e2e: ## Every end-to-end file on its sandbox fleet: deploy, operations, preflight, bare host, containers, upgrade (native and containers)
 	$(BIN)/python -m pytest -q -x -n 2 tests/e2e
 
 bench: setup ## No-op re-run of deploy against `ansible all -m ping`, at 8 and 24 hosts; prints the README's table

@@ -73,6 +73,7 @@ def pytest_runtest_teardown(item, nextitem):
 # changed, so the grouping is this scheduler's: xdist's LoadScopeScheduling, its scope the fleet.)
 FLEETS = (("sandbox", ("test_deploy_sandbox.py", "test_operations_sandbox.py")),
           ("upgrade", ("test_upgrade_sandbox.py",)),
+          ("upgrade-containers", ("test_upgrade_containers_sandbox.py",)),
           ("containers", ("test_containers_sandbox.py",)),
           ("bare-host", ("test_bare_host_sandbox.py",)),
           ("preflight", ("test_preflight_sandbox.py",)))

@@ -18,14 +18,12 @@ import re
 import shutil
 import subprocess
 import sys
-import threading
 import time
-import urllib.error
-import urllib.request
 
 import pytest
 
 from playbook_output import host_failures, recap
+from router_load import Load, http
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 INVENTORY = "inventories/upgrade/gpus.ini"
@@ -64,77 +62,6 @@ def ssh(address, command):
                 "-o", "LogLevel=ERROR", "-o", "BatchMode=yes", "root@" + address, command])
 
 
-def http(method, url, body=None, timeout=10.0):
-    data = json.dumps(body).encode() if body is not None else None
-    req = urllib.request.Request(url, data=data, method=method, headers={"Content-Type": "application/json"})
-    try:
-        with urllib.request.urlopen(req, timeout=timeout) as resp:
-            return resp.status, resp.read().decode()
-    except urllib.error.HTTPError as exc:
-        return exc.code, exc.read().decode()
-
-
-class Load:
-    """TEST CODE: a steady stream of completions through the router, and capacity samples.
-
-    Bounded: at most ``max_requests`` requests and ``max_s`` seconds, only to the sandbox router.
-    Capacity: the router's healthy workers among the four replicas, sampled every 0.5 s.
-    """
-
-    def __init__(self, threads=2, max_requests=20000, max_s=600.0):
-        self.ok, self.failed, self.errors, self.capacity = 0, 0, [], []
-        self.stop = threading.Event()
-        self.deadline = time.time() + max_s
-        self.budget = max_requests
-        self.lock = threading.Lock()
-        self.threads = [threading.Thread(target=self._send, daemon=True) for dummy in range(threads)]
-        self.threads.append(threading.Thread(target=self._sample, daemon=True))
-
-    def _running(self):
-        return not self.stop.is_set() and time.time() < self.deadline
-
-    def _send(self):
-        while self._running():
-            with self.lock:
-                if self.budget <= 0:
-                    return
-                self.budget -= 1
-            try:
-                status, body = http("POST", ROUTER_URL + "/v1/completions",
-                                    {"model": MODEL, "prompt": "hi", "max_tokens": 1}, timeout=30)
-                good = status == 200 and json.loads(body)["choices"][0]["text"] is not None
-                why = "" if good else "%d %s" % (status, body[:200])
-            except (OSError, ValueError, KeyError) as exc:
-                good, why = False, repr(exc)
-            with self.lock:
-                if good:
-                    self.ok += 1
-                else:
-                    self.failed += 1
-                    self.errors.append(why)
-            time.sleep(0.05)
-
-    def _sample(self):
-        while self._running():
-            try:
-                status, body = http("GET", ROUTER_URL + "/workers", timeout=5)
-                healthy = {w["url"] for w in json.loads(body)["workers"] if w.get("is_healthy")} if status == 200 else set()
-                self.capacity.append(len(healthy & WORKER_URLS))
-            except (OSError, ValueError, KeyError):
-                self.capacity.append(0)
-            time.sleep(0.5)
-
-    def __enter__(self):
-        for t in self.threads:
-            t.start()
-        return self
-
-    def __exit__(self, *exc):
-        self.stop.set()
-        for t in self.threads:
-            t.join(timeout=40)
-
-
 def host_facts(address):
     """(ExecStart, revision recorded in state.json, unit active state) of the replica on ``address``."""
     unit = "launchcard-upgrade-tiny-sglang-aggregated-*.service"
@@ -165,7 +92,7 @@ def fleet():
 @pytest.fixture(scope="module")
 def upgraded(fleet):
     pid = router_pid()
-    with Load() as load:
+    with Load(ROUTER_URL, MODEL, WORKER_URLS) as load:
         time.sleep(2)
         res = playbook("upgrade", "-e", "launchcard_card_src=%s/upgrade-v2.json" % CARDS, *FAST)
         time.sleep(2)
@@ -250,7 +177,7 @@ def test_a_revision_that_cannot_be_staged_stops_the_upgrade_with_every_engine_un
 # The batch's gate counts only the restarted process (systemd_units' `queued`, http_health's
 # `previous`): the process that a queued restart is about to replace cannot pass the bad revision.
 def test_a_revision_that_fails_its_gate_is_rolled_back_and_the_upgrade_stops(upgraded):
-    with Load() as load:
+    with Load(ROUTER_URL, MODEL, WORKER_URLS) as load:
         time.sleep(2)
         res = playbook("upgrade", "-e", "launchcard_card_src=%s/upgrade-v3-bad.json" % CARDS, *FAST)
         time.sleep(2)

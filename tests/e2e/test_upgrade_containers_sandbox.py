@@ -1,0 +1,230 @@
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, launchcard.inference contributors
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""End to end: upgrade.yml moves four SGLang replicas, run as podman containers behind a real sglang-router
+(regular mode, itself a container), to a new image digest and a new model revision while a load generator
+sends completions through the router. The container version of test_upgrade_sandbox.py (native engines):
+here what moves is the image every replica runs, pinned by digest.
+
+Fleet: inventories/upgrade-containers/gpus.ini (lc-cu-*, 198.18.11.0/24, state dir .sandbox-upgrade-containers/,
+hosts on the `podman` root filesystem, the sandbox registry on the bridge as a mirror of Docker Hub). Purged
+before and after. Cards: tests/e2e/cards/upgrade-containers-v1.json (every recipe on lmsysorg/sglang:v0.5.0,
+deployed first) and upgrade-containers-v2.json (the replicas on lmsysorg/sglang:v0.5.1 and a new hf revision;
+the router keeps v0.5.0). The fleet script pushes the one stand-in engine image under every card tag, so both
+tags would name one digest: this file pushes a variant of it (one more label in its config: a new manifest
+digest) under v0.5.1 before anything is deployed.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+import urllib.request
+
+import pytest
+
+from playbook_output import recap
+from router_load import Load, healthy_workers, http
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+INVENTORY = "inventories/upgrade-containers/gpus.ini"
+STATE = ".sandbox-upgrade-containers"
+KEY = os.path.join(ROOT, STATE, "ssh", "id_ed25519")
+CARDS = os.path.join(ROOT, "tests", "e2e", "cards")
+BIN = os.path.dirname(sys.executable)
+ENV = dict(os.environ, ANSIBLE_CONFIG=os.path.join(ROOT, "ansible.cfg"), ANSIBLE_FORCE_COLOR="0",
+           PATH=BIN + os.pathsep + os.environ.get("PATH", ""))
+REGISTRY = "198.18.11.1:5000"
+WORKERS = {"lc-cu-w1": "198.18.11.11", "lc-cu-w2": "198.18.11.12", "lc-cu-w3": "198.18.11.13",
+           "lc-cu-w4": "198.18.11.14"}
+ROUTER = "198.18.11.20"
+ROUTER_URL = "http://%s:30080" % ROUTER
+WORKER_URLS = {"http://%s:30000" % a for a in WORKERS.values()}
+MODEL = "launchcard-test/Upgrade-Tiny"
+REV1, REV2 = "1" * 40, "2" * 40
+# the cards' image tags (v1: every recipe; v2: the replicas, the router keeps V1) and where the hosts run them from
+IMAGE_V1, IMAGE_V2 = "lmsysorg/sglang:v0.5.0", "lmsysorg/sglang:v0.5.1"
+PINNED = "docker.io/lmsysorg/sglang@"
+# each host's container (its instance id: the plan numbers the replicas in host order)
+REPLICAS = {host: "upgrade-tiny-sglang-aggregated-%d" % n for n, host in enumerate(sorted(WORKERS))}
+ROUTER_CONTAINER = "upgrade-tiny-sglang-router-0"
+SERIAL = 1
+# a 2 s drain (the stand-in answers in milliseconds); a gate that gives up on a container in 2 minutes
+FAST = ["-e", "launchcard_upgrade_drain_s=2", "-e", "launchcard_upgrade_gate_timeout_s=120"]
+V2 = ["-e", "launchcard_card_src=%s/upgrade-containers-v2.json" % CARDS]
+MANIFEST_TYPES = ("application/vnd.oci.image.index.v1+json, application/vnd.oci.image.manifest.v1+json, "
+                  "application/vnd.docker.distribution.manifest.v2+json")
+
+pytestmark = pytest.mark.skipif(
+    os.geteuid() != 0 or not shutil.which("systemd-nspawn") or not os.path.exists("/usr/bin/docker-registry")
+    or not shutil.which("skopeo"),
+    reason="the container sandbox needs root, systemd-nspawn, docker-registry and skopeo (make host-deps)")
+
+
+def run(args, **kw):
+    return subprocess.run(args, cwd=ROOT, env=ENV, capture_output=True, text=True, check=False, **kw)
+
+
+def playbook(name, *extra):
+    return run([os.path.join(BIN, "ansible-playbook"), "playbooks/%s.yml" % name, "-i", INVENTORY] + list(extra))
+
+
+def ssh(address, command):
+    return run(["ssh", "-i", KEY, "-o", "StrictHostKeyChecking=no", "-o", "UserKnownHostsFile=/dev/null",
+                "-o", "LogLevel=ERROR", "-o", "BatchMode=yes", "root@" + address, command])
+
+
+def down():
+    run([sys.executable, "tests/sandbox/fleet.py", "down", "--purge", "--state-dir", STATE])
+
+
+def registry_digest(image):
+    """The manifest digest the sandbox registry serves for a Docker Hub ``repository:tag``."""
+    repo, tag = image.rsplit(":", 1)
+    req = urllib.request.Request("http://%s/v2/%s/manifests/%s" % (REGISTRY, repo, tag), method="HEAD",
+                                 headers={"Accept": MANIFEST_TYPES})
+    with urllib.request.urlopen(req, timeout=10) as resp:
+        return resp.headers["Docker-Content-Digest"]
+
+
+def push_variant(src, dest, label, tmp):
+    """Push the image the registry holds as ``src`` again as ``dest``, with one more config label.
+
+    The layer is shared; the config, so the manifest and its digest, differ. Deterministic: the same
+    label gives the same digest on every run. Returns ``dest``'s digest."""
+    layout = os.path.join(str(tmp), "variant")
+    res = run(["skopeo", "copy", "--quiet", "--src-tls-verify=false", "docker://%s/%s" % (REGISTRY, src),
+               "oci:%s:variant" % layout])
+    assert res.returncode == 0, res.stderr
+
+    def path(digest):
+        return os.path.join(layout, "blobs", "sha256", digest.split(":", 1)[1])
+
+    def store(obj):
+        data = json.dumps(obj, sort_keys=True).encode()
+        digest = "sha256:" + hashlib.sha256(data).hexdigest()
+        with open(path(digest), "wb") as f:
+            f.write(data)
+        return digest, len(data)
+
+    with open(os.path.join(layout, "index.json")) as f:
+        index = json.load(f)
+    entry = index["manifests"][0]
+    with open(path(entry["digest"])) as f:
+        manifest = json.load(f)
+    with open(path(manifest["config"]["digest"])) as f:
+        config = json.load(f)
+    config.setdefault("config", {}).setdefault("Labels", {})["launchcard.sandbox.variant"] = label
+    manifest["config"]["digest"], manifest["config"]["size"] = store(config)
+    entry["digest"], entry["size"] = store(manifest)
+    with open(os.path.join(layout, "index.json"), "w") as f:
+        json.dump(index, f)
+    res = run(["skopeo", "copy", "--quiet", "--dest-tls-verify=false", "oci:%s:variant" % layout,
+               "docker://%s/%s" % (REGISTRY, dest)])
+    assert res.returncode == 0, res.stderr
+    return registry_digest(dest)
+
+
+def container(address, name):
+    """``[image digest, image name, running, container id]`` of a container on a host, as podman reports them."""
+    out = ssh(address, "podman inspect --format '{{.ImageDigest}} {{.ImageName}} {{.State.Running}} {{.Id}}' " + name)
+    return out.stdout.split() or [out.stderr.strip()]
+
+
+def record(address):
+    """The host's record, /var/lib/launchcard/state.json."""
+    return json.loads(ssh(address, "cat /var/lib/launchcard/state.json").stdout)
+
+
+@pytest.fixture(scope="module")
+def fleet(tmp_path_factory):
+    """The fleet with v1 deployed; ``(v1 digest, v2 digest)`` as the registry serves the two tags."""
+    down()  # fresh hosts: no image and no record from an earlier run
+    up = run([sys.executable, "tests/sandbox/fleet.py", "up", "-i", INVENTORY, "--state-dir", STATE])
+    try:
+        assert up.returncode == 0, up.stdout[-3000:] + up.stderr[-3000:]
+        old = registry_digest(IMAGE_V1)
+        new = push_variant(IMAGE_V1, IMAGE_V2, "upgrade-containers-v2", tmp_path_factory.mktemp("image"))
+        res = playbook("deploy")
+        assert res.returncode == 0, res.stdout[-6000:] + res.stderr[-2000:]
+        yield old, new
+    finally:
+        if not os.environ.get("LAUNCHCARD_KEEP_FLEET"):
+            down()
+
+
+@pytest.fixture(scope="module")
+def upgraded(fleet):
+    router_before = container(ROUTER, ROUTER_CONTAINER)
+    with Load(ROUTER_URL, MODEL, WORKER_URLS) as load:
+        time.sleep(2)
+        res = playbook("upgrade", *(V2 + FAST))
+        time.sleep(2)
+    return res, load, router_before
+
+
+def test_v1_runs_one_digest_everywhere_and_v2_names_another(fleet):
+    old, new = fleet
+    assert old != new
+    for address, name in [(WORKERS[h], REPLICAS[h]) for h in sorted(WORKERS)] + [(ROUTER, ROUTER_CONTAINER)]:
+        assert container(address, name)[:3] == [old, PINNED + old, "true"], address
+        state = record(address)
+        assert state["runtime"]["kind"] == "podman" and state["card"]["revision"] == REV1, address
+        assert state["runtime"]["image_refs"] == {IMAGE_V1: PINNED + old}, address
+    assert healthy_workers(ROUTER_URL) == WORKER_URLS
+
+
+def test_upgrade_under_load_loses_no_request(fleet, upgraded):
+    old, new = fleet
+    res, load, dummy = upgraded
+    print("load through the router: %d ok, %d failed; replicas in the router: min %s of %d over %d samples"
+          % (load.ok, load.failed, min(load.capacity or [None]), len(WORKERS), len(load.capacity)))
+    assert res.returncode == 0, res.stdout[-8000:] + res.stderr[-2000:]
+    assert load.failed == 0, load.errors[:5]
+    assert load.ok >= 50, load.ok
+    # capacity never below N - batch: the router always had at least 3 of 4 replicas healthy
+    assert len(load.capacity) >= 10 and min(load.capacity) >= len(WORKERS) - SERIAL, load.capacity
+    assert min(load.capacity) < len(WORKERS), "no replica ever left the router: nothing was drained"
+    # the rollout names the image move and the new revision; one replica per batch, the router untouched
+    said = " ".join(res.stdout.split())
+    assert "image %s %s -> %s" % (PINNED[:-1], old[:19], new[:19]) in said, res.stdout[-6000:]
+    assert "model revision %s -> %s" % (REV1[:12], REV2[:12]) in said
+    for n, host in enumerate(sorted(WORKERS), 1):
+        assert "batch %d (server): %s" % (n, host) in res.stdout
+    switched = [res.stdout.find("TASK [Upgrade | Switch the units (batch %d)]" % n) for n in range(1, len(WORKERS) + 1)]
+    assert -1 not in switched and switched == sorted(switched), switched
+    assert "unchanged (not touched): lc-cu-router" in res.stdout
+    # pre-staged: every replica pulled the new digest before the first batch stopped anything
+    pulls = res.stdout.split("Pull the pinned images (podman)]", 1)[1].split("TASK [", 1)[0]
+    for host in WORKERS:
+        assert "changed: [%s] => (item=%s)" % (host, PINNED + new) in pulls, pulls
+    assert res.stdout.find("Pull the pinned images (podman)]") < switched[0]
+
+
+def test_every_replica_runs_the_new_digest_and_the_router_was_not_restarted(fleet, upgraded):
+    old, new = fleet
+    dummy, dummy2, router_before = upgraded
+    for host, address in WORKERS.items():
+        assert container(address, REPLICAS[host])[:3] == [new, PINNED + new, "true"], host
+        state = record(address)
+        assert state["runtime"]["image_refs"][IMAGE_V2] == PINNED + new, (host, state["runtime"])
+        assert state["card"]["revision"] == REV2, host
+    # the router: the same container (id) on the digest it ran, every replica back in it
+    assert container(ROUTER, ROUTER_CONTAINER) == router_before
+    assert router_before[:3] == [old, PINNED + old, "true"]
+    assert healthy_workers(ROUTER_URL) == WORKER_URLS
+    status, body = http("POST", ROUTER_URL + "/v1/completions", {"model": MODEL, "prompt": "hi", "max_tokens": 4},
+                        timeout=30)
+    assert status == 200 and json.loads(body)["choices"][0]["text"] is not None, (status, body[:500])
+
+
+def test_rerun_changes_nothing(upgraded):
+    res = playbook("upgrade", *(V2 + FAST))
+    assert res.returncode == 0, res.stdout[-6000:] + res.stderr[-2000:]
+    assert "rollout: 0 batch(es)" in res.stdout
+    assert all(r["changed"] == 0 for r in recap(res.stdout).values()), recap(res.stdout)
