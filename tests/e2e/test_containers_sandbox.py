@@ -13,27 +13,24 @@ fetched. The fleet is purged before and after, so the check-mode run meets hosts
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import re
 import shutil
-import subprocess
-import sys
 import urllib.request
 
 import pytest
 
+from sandbox_cli import ROOT, Fleet, run
 from playbook_output import recap
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+from sandbox_registry import push_variant, registry_digest
+
 INVENTORY = "inventories/containers/gpus.ini"
 STATE = ".sandbox-containers"
-KEY = os.path.join(ROOT, STATE, "ssh", "id_ed25519")
+FLEET = Fleet(INVENTORY, STATE)
+playbook, down = FLEET.playbook, FLEET.down
 REGISTRY_LOG = os.path.join(ROOT, STATE, "registry.log")
 REGISTRY = "198.18.10.1:5000"
-BIN = os.path.dirname(sys.executable)
-ENV = dict(os.environ, ANSIBLE_CONFIG=os.path.join(ROOT, "ansible.cfg"), ANSIBLE_FORCE_COLOR="0",
-           PATH=BIN + os.pathsep + os.environ.get("PATH", ""))
 HOSTS = {"lc-ct-prefill": "198.18.10.11", "lc-ct-decode": "198.18.10.12", "lc-ct-router": "198.18.10.13"}
 CONTAINERS = {"lc-ct-prefill": "glm-5.3-flash-sglang-prefill-0", "lc-ct-decode": "glm-5.3-flash-sglang-decode-0",
               "lc-ct-router": "glm-5.3-flash-sglang-router-0"}
@@ -47,17 +44,10 @@ pytestmark = pytest.mark.skipif(
     reason="the container sandbox needs root, systemd-nspawn, docker-registry and skopeo (make host-deps)")
 
 
-def run(args, **kw):
-    return subprocess.run(args, cwd=ROOT, env=ENV, capture_output=True, text=True, check=False, **kw)
-
-
-def playbook(name, *extra):
-    return run([os.path.join(BIN, "ansible-playbook"), "playbooks/%s.yml" % name, "-i", INVENTORY] + list(extra))
 
 
 def ssh(host, command):
-    return run(["ssh", "-i", KEY, "-o", "StrictHostKeyChecking=no", "-o", "UserKnownHostsFile=/dev/null",
-                "-o", "LogLevel=ERROR", "-o", "BatchMode=yes", "root@" + HOSTS[host], command])
+    return FLEET.ssh(HOSTS[host], command)
 
 
 def fetches():
@@ -70,26 +60,14 @@ def fetches():
     return out
 
 
-def registry_digest():
-    """The manifest digest the registry serves for the card's image tag (what deploy must pin)."""
-    req = urllib.request.Request("http://%s/v2/lmsysorg/sglang/manifests/latest" % REGISTRY, method="HEAD", headers={
-        "Accept": "application/vnd.oci.image.index.v1+json, application/vnd.oci.image.manifest.v1+json, "
-                  "application/vnd.docker.distribution.manifest.v2+json"})
-    with urllib.request.urlopen(req, timeout=10) as resp:
-        return resp.headers["Docker-Content-Digest"]
-
-
-def down():
-    run([sys.executable, "tests/sandbox/fleet.py", "down", "--purge", "--state-dir", STATE])
-
 
 @pytest.fixture(scope="module")
 def fleet():
     down()  # fresh hosts: no image in their stores
-    up = run([sys.executable, "tests/sandbox/fleet.py", "up", "-i", INVENTORY, "--state-dir", STATE])
+    up = FLEET.up()
     try:
         assert up.returncode == 0, up.stdout[-3000:] + up.stderr[-3000:]
-        yield registry_digest()
+        yield registry_digest(REGISTRY, IMAGE)
     finally:
         if not os.environ.get("LAUNCHCARD_KEEP_FLEET"):
             down()
@@ -175,34 +153,11 @@ def move_the_tag(tmp):
     """Push another image (the same layer, a new label: a new manifest digest) under the card's tag.
 
     Returns the path of an OCI layout holding the image the tag named before, to put back."""
-    src = "docker://%s/lmsysorg/sglang:latest" % REGISTRY
-    before, moved = os.path.join(str(tmp), "before"), os.path.join(str(tmp), "moved")
-    for dest in (before, moved):
-        res = run(["skopeo", "copy", "--quiet", "--src-tls-verify=false", src, "oci:%s:latest" % dest])
-        assert res.returncode == 0, res.stderr
-
-    def blob(digest):
-        return os.path.join(moved, "blobs", "sha256", digest.split(":", 1)[1])
-
-    def put(data):
-        digest = "sha256:" + hashlib.sha256(data).hexdigest()
-        with open(blob(digest), "wb") as f:
-            f.write(data)
-        return digest, len(data)
-
-    with open(os.path.join(moved, "index.json")) as f:
-        index = json.load(f)
-    with open(blob(index["manifests"][0]["digest"])) as f:
-        manifest = json.load(f)
-    with open(blob(manifest["config"]["digest"])) as f:
-        config = json.load(f)
-    config["config"].setdefault("Labels", {})["launchcard.sandbox.build"] = "moved-tag"
-    manifest["config"]["digest"], manifest["config"]["size"] = put(json.dumps(config, sort_keys=True).encode())
-    index["manifests"][0]["digest"], index["manifests"][0]["size"] = put(json.dumps(manifest, sort_keys=True).encode())
-    with open(os.path.join(moved, "index.json"), "w") as f:
-        json.dump(index, f)
-    res = run(["skopeo", "copy", "--quiet", "--dest-tls-verify=false", "oci:%s:latest" % moved, src])
+    before = os.path.join(str(tmp), "before")
+    res = run(["skopeo", "copy", "--quiet", "--src-tls-verify=false", "docker://%s/%s" % (REGISTRY, IMAGE),
+               "oci:%s:latest" % before])
     assert res.returncode == 0, res.stderr
+    push_variant(REGISTRY, IMAGE, IMAGE, "moved-tag", tmp)
     return before
 
 
@@ -210,7 +165,7 @@ def test_a_moved_tag_is_reported_and_held_by_deploy_and_followed_by_upgrade(flee
     old = fleet
     before = move_the_tag(tmp_path)
     try:
-        new = registry_digest()
+        new = registry_digest(REGISTRY, IMAGE)
         assert new != old
         # deploy: the drift is reported, every host keeps the digest it runs, nothing changes
         res = playbook("deploy")

@@ -17,28 +17,23 @@ digest) under v0.5.1 before anything is deployed.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import shutil
-import subprocess
-import sys
 import time
-import urllib.request
 
 import pytest
 
+from sandbox_cli import ROOT, Fleet, run
 from playbook_output import recap
+from sandbox_registry import push_variant, registry_digest
 from router_load import Load, healthy_workers, http
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 INVENTORY = "inventories/upgrade-containers/gpus.ini"
 STATE = ".sandbox-upgrade-containers"
-KEY = os.path.join(ROOT, STATE, "ssh", "id_ed25519")
+FLEET = Fleet(INVENTORY, STATE)
+playbook, ssh, down = FLEET.playbook, FLEET.ssh, FLEET.down
 CARDS = os.path.join(ROOT, "tests", "e2e", "cards")
-BIN = os.path.dirname(sys.executable)
-ENV = dict(os.environ, ANSIBLE_CONFIG=os.path.join(ROOT, "ansible.cfg"), ANSIBLE_FORCE_COLOR="0",
-           PATH=BIN + os.pathsep + os.environ.get("PATH", ""))
 REGISTRY = "198.18.11.1:5000"
 WORKERS = {"lc-cu-w1": "198.18.11.11", "lc-cu-w2": "198.18.11.12", "lc-cu-w3": "198.18.11.13",
            "lc-cu-w4": "198.18.11.14"}
@@ -57,77 +52,11 @@ SERIAL = 1
 # a 2 s drain (the stand-in answers in milliseconds); a gate that gives up on a container in 2 minutes
 FAST = ["-e", "launchcard_upgrade_drain_s=2", "-e", "launchcard_upgrade_gate_timeout_s=120"]
 V2 = ["-e", "launchcard_card_src=%s/upgrade-containers-v2.json" % CARDS]
-MANIFEST_TYPES = ("application/vnd.oci.image.index.v1+json, application/vnd.oci.image.manifest.v1+json, "
-                  "application/vnd.docker.distribution.manifest.v2+json")
 
 pytestmark = pytest.mark.skipif(
     os.geteuid() != 0 or not shutil.which("systemd-nspawn") or not os.path.exists("/usr/bin/docker-registry")
     or not shutil.which("skopeo"),
     reason="the container sandbox needs root, systemd-nspawn, docker-registry and skopeo (make host-deps)")
-
-
-def run(args, **kw):
-    return subprocess.run(args, cwd=ROOT, env=ENV, capture_output=True, text=True, check=False, **kw)
-
-
-def playbook(name, *extra):
-    return run([os.path.join(BIN, "ansible-playbook"), "playbooks/%s.yml" % name, "-i", INVENTORY] + list(extra))
-
-
-def ssh(address, command):
-    return run(["ssh", "-i", KEY, "-o", "StrictHostKeyChecking=no", "-o", "UserKnownHostsFile=/dev/null",
-                "-o", "LogLevel=ERROR", "-o", "BatchMode=yes", "root@" + address, command])
-
-
-def down():
-    run([sys.executable, "tests/sandbox/fleet.py", "down", "--purge", "--state-dir", STATE])
-
-
-def registry_digest(image):
-    """The manifest digest the sandbox registry serves for a Docker Hub ``repository:tag``."""
-    repo, tag = image.rsplit(":", 1)
-    req = urllib.request.Request("http://%s/v2/%s/manifests/%s" % (REGISTRY, repo, tag), method="HEAD",
-                                 headers={"Accept": MANIFEST_TYPES})
-    with urllib.request.urlopen(req, timeout=10) as resp:
-        return resp.headers["Docker-Content-Digest"]
-
-
-def push_variant(src, dest, label, tmp):
-    """Push the image the registry holds as ``src`` again as ``dest``, with one more config label.
-
-    The layer is shared; the config, so the manifest and its digest, differ. Deterministic: the same
-    label gives the same digest on every run. Returns ``dest``'s digest."""
-    layout = os.path.join(str(tmp), "variant")
-    res = run(["skopeo", "copy", "--quiet", "--src-tls-verify=false", "docker://%s/%s" % (REGISTRY, src),
-               "oci:%s:variant" % layout])
-    assert res.returncode == 0, res.stderr
-
-    def path(digest):
-        return os.path.join(layout, "blobs", "sha256", digest.split(":", 1)[1])
-
-    def store(obj):
-        data = json.dumps(obj, sort_keys=True).encode()
-        digest = "sha256:" + hashlib.sha256(data).hexdigest()
-        with open(path(digest), "wb") as f:
-            f.write(data)
-        return digest, len(data)
-
-    with open(os.path.join(layout, "index.json")) as f:
-        index = json.load(f)
-    entry = index["manifests"][0]
-    with open(path(entry["digest"])) as f:
-        manifest = json.load(f)
-    with open(path(manifest["config"]["digest"])) as f:
-        config = json.load(f)
-    config.setdefault("config", {}).setdefault("Labels", {})["launchcard.sandbox.variant"] = label
-    manifest["config"]["digest"], manifest["config"]["size"] = store(config)
-    entry["digest"], entry["size"] = store(manifest)
-    with open(os.path.join(layout, "index.json"), "w") as f:
-        json.dump(index, f)
-    res = run(["skopeo", "copy", "--quiet", "--dest-tls-verify=false", "oci:%s:variant" % layout,
-               "docker://%s/%s" % (REGISTRY, dest)])
-    assert res.returncode == 0, res.stderr
-    return registry_digest(dest)
 
 
 def container(address, name):
@@ -145,11 +74,11 @@ def record(address):
 def fleet(tmp_path_factory):
     """The fleet with v1 deployed; ``(v1 digest, v2 digest)`` as the registry serves the two tags."""
     down()  # fresh hosts: no image and no record from an earlier run
-    up = run([sys.executable, "tests/sandbox/fleet.py", "up", "-i", INVENTORY, "--state-dir", STATE])
+    up = FLEET.up()
     try:
         assert up.returncode == 0, up.stdout[-3000:] + up.stderr[-3000:]
-        old = registry_digest(IMAGE_V1)
-        new = push_variant(IMAGE_V1, IMAGE_V2, "upgrade-containers-v2", tmp_path_factory.mktemp("image"))
+        old = registry_digest(REGISTRY, IMAGE_V1)
+        new = push_variant(REGISTRY, IMAGE_V1, IMAGE_V2, "upgrade-containers-v2", tmp_path_factory.mktemp("image"))
         res = playbook("deploy")
         assert res.returncode == 0, res.stdout[-6000:] + res.stderr[-2000:]
         yield old, new

@@ -17,22 +17,19 @@ import os
 import re
 import shutil
 import subprocess
-import sys
 import time
 
 import pytest
 
+from sandbox_cli import BIN, ENV, ROOT, Fleet, run
 from playbook_output import host_failures, recap
 from router_load import Load, http
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 INVENTORY = "inventories/upgrade/gpus.ini"
 STATE = ".sandbox-upgrade"
-KEY = os.path.join(ROOT, STATE, "ssh", "id_ed25519")
+FLEET = Fleet(INVENTORY, STATE)
+playbook, ssh, down = FLEET.playbook, FLEET.ssh, FLEET.down
 CARDS = os.path.join(ROOT, "tests", "e2e", "cards")
-BIN = os.path.dirname(sys.executable)
-ENV = dict(os.environ, ANSIBLE_CONFIG=os.path.join(ROOT, "ansible.cfg"), ANSIBLE_FORCE_COLOR="0",
-           PATH=BIN + os.pathsep + os.environ.get("PATH", ""))
 WORKERS = {"lc-up-w1": "198.18.9.11", "lc-up-w2": "198.18.9.12", "lc-up-w3": "198.18.9.13", "lc-up-w4": "198.18.9.14"}
 ROUTER = "198.18.9.20"
 ROUTER_URL = "http://%s:30080" % ROUTER
@@ -49,17 +46,7 @@ pytestmark = pytest.mark.skipif(os.geteuid() != 0 or not shutil.which("systemd-n
                                 reason="the sandbox fleet needs root and systemd-nspawn")
 
 
-def run(args, **kw):
-    return subprocess.run(args, cwd=ROOT, env=ENV, capture_output=True, text=True, check=False, **kw)
 
-
-def playbook(name, *extra):
-    return run([os.path.join(BIN, "ansible-playbook"), "playbooks/%s.yml" % name, "-i", INVENTORY] + list(extra))
-
-
-def ssh(address, command):
-    return run(["ssh", "-i", KEY, "-o", "StrictHostKeyChecking=no", "-o", "UserKnownHostsFile=/dev/null",
-                "-o", "LogLevel=ERROR", "-o", "BatchMode=yes", "root@" + address, command])
 
 
 def host_facts(address):
@@ -77,7 +64,7 @@ def router_pid():
 
 @pytest.fixture(scope="module")
 def fleet():
-    up = run([sys.executable, "tests/sandbox/fleet.py", "up", "-i", INVENTORY, "--state-dir", STATE])
+    up = FLEET.up()
     try:
         assert up.returncode == 0, up.stdout[-3000:] + up.stderr[-3000:]
         res = playbook("deploy")
@@ -86,7 +73,7 @@ def fleet():
     finally:
         if not os.environ.get("LAUNCHCARD_KEEP_FLEET"):
             # purged: the lock cases leave a killed run's locks on the hosts, which the next boot must not find
-            run([sys.executable, "tests/sandbox/fleet.py", "down", "--purge", "--state-dir", STATE])
+            down()
 
 
 @pytest.fixture(scope="module")

@@ -1,0 +1,48 @@
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, launchcard.inference contributors
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""TEST CODE: how the e2e files drive one sandbox fleet (tests/sandbox/fleet.py) from the repository root.
+
+Commands run with the project's virtualenv first on PATH and its ansible.cfg; their output is captured and
+returned, never raised on.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+BIN = os.path.dirname(sys.executable)
+ENV = dict(os.environ, ANSIBLE_CONFIG=os.path.join(ROOT, "ansible.cfg"), ANSIBLE_FORCE_COLOR="0",
+           PATH=BIN + os.pathsep + os.environ.get("PATH", ""))
+
+
+def run(args, **kw):
+    """``subprocess.CompletedProcess`` of ``args`` run in the repository root (text, captured)."""
+    return subprocess.run(args, cwd=ROOT, env=ENV, capture_output=True, text=True, check=False, **kw)
+
+
+class Fleet(object):
+    """One inventory's fleet: its playbook runs, ssh to its hosts (the fleet's own key), its teardown."""
+
+    def __init__(self, inventory, state):
+        self.inventory = inventory
+        self.state = state
+        self.key = os.path.join(ROOT, state, "ssh", "id_ed25519")
+
+    def playbook(self, name, *extra):
+        return run([os.path.join(BIN, "ansible-playbook"), "playbooks/%s.yml" % name, "-i", self.inventory]
+                   + list(extra))
+
+    def ssh(self, address, command):
+        return run(["ssh", "-i", self.key, "-o", "StrictHostKeyChecking=no", "-o", "UserKnownHostsFile=/dev/null",
+                    "-o", "LogLevel=ERROR", "-o", "BatchMode=yes", "root@" + address, command])
+
+    def up(self):
+        return run([sys.executable, "tests/sandbox/fleet.py", "up", "-i", self.inventory, "--state-dir", self.state])
+
+    def down(self):
+        """Stop the hosts and purge their overlays (a killed run's locks never meet the next boot)."""
+        return run([sys.executable, "tests/sandbox/fleet.py", "down", "--purge", "--state-dir", self.state])
