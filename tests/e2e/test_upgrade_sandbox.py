@@ -273,7 +273,10 @@ def test_lock_a_failed_deploy_releases_its_locks(upgraded, tmp_path):
 
 
 def test_lock_left_by_a_killed_run_refuses_until_broken_on_request(upgraded):
-    killed, log = background("deploy", "-e", "launchcard_card_src=%s/upgrade-v1.json" % CARDS)
+    # A run that still holds every lock when it is killed: one whose engines never answer health (v3-bad) waits
+    # in its gate. (A no-op deploy converges, gates and releases each host's lock in one call, which can end
+    # on some hosts before the last lock is seen.) The run that breaks the lock below deploys v1 again.
+    killed, log = background("deploy", "-e", "launchcard_card_src=%s/upgrade-v3-bad.json" % CARDS)
     try:
         holder = wait_for_lock(ANCHOR, "/var/lib/launchcard/fleet-lock.json", killed)
         for address in WORKERS.values():
