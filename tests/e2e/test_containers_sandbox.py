@@ -44,8 +44,6 @@ pytestmark = pytest.mark.skipif(
     reason="the container sandbox needs root, systemd-nspawn, docker-registry and skopeo (make host-deps)")
 
 
-
-
 def ssh(host, command):
     return FLEET.ssh(HOSTS[host], command)
 
@@ -58,7 +56,6 @@ def fetches():
     for m in FETCH.finditer(text):
         out[m.group(1)] = out.get(m.group(1), 0) + 1
     return out
-
 
 
 @pytest.fixture(scope="module")

@@ -24,7 +24,7 @@ import time
 
 import pytest
 
-from sandbox_cli import ROOT, Fleet, run
+from sandbox_cli import ROOT, Fleet
 from playbook_output import recap
 from sandbox_registry import push_variant, registry_digest
 from router_load import Load, healthy_workers, http

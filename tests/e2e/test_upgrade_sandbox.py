@@ -21,7 +21,7 @@ import time
 
 import pytest
 
-from sandbox_cli import BIN, ENV, ROOT, Fleet, run
+from sandbox_cli import BIN, ENV, ROOT, Fleet
 from playbook_output import host_failures, recap
 from router_load import Load, http
 
@@ -44,9 +44,6 @@ FAST = ["-e", "launchcard_upgrade_drain_s=2", "-e", "launchcard_upgrade_gate_tim
 
 pytestmark = pytest.mark.skipif(os.geteuid() != 0 or not shutil.which("systemd-nspawn"),
                                 reason="the sandbox fleet needs root and systemd-nspawn")
-
-
-
 
 
 def host_facts(address):
