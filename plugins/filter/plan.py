@@ -123,6 +123,23 @@ def health_endpoints(host_plan, converge=None, stage=None, plan=None, host=None,
     return out
 
 
+def units_gate_first(host_plan, plan, host, timeout, interval, record=None):
+    """The units role's first gate stage, as ``systemd_units``' ``health`` option; None for a host the plan
+    gives nothing.
+
+    ``endpoints``: the host's engines that name no peer (``health_endpoints`` with ``stage="first"``);
+    ``timeout`` (s) and ``interval`` (s); ``record`` only when the host has no endpoint in the second stage
+    (otherwise that stage's call carries it).
+    """
+    if host_plan is None:
+        return None
+    spec = {"endpoints": health_endpoints(host_plan, stage="first", plan=plan, host=host),
+            "timeout": int(timeout), "interval": float(interval)}
+    if record is not None and not health_endpoints(host_plan, stage="then", plan=plan, host=host):
+        spec["record"] = record
+    return spec
+
+
 def deploy_summary(plan, hostvars, check_mode=False):
     """Deploy summary table lines: host, recipe, engine, role, port, state.
 
@@ -186,6 +203,7 @@ class FilterModule(object):
             "units_setup_needed": units_setup_needed,
             "setup_parts": setup_parts,
             "health_endpoints": health_endpoints,
+            "units_gate_first": units_gate_first,
             "held_images": held_images,
             "deploy_summary": deploy_summary,
             "pending_units": report.pending_units,

@@ -157,3 +157,22 @@ def test_failure_budget_counts_failed_and_unreachable_hosts_once():
             assert "launchcard_max_fail_percentage" in str(exc)
         else:
             raise AssertionError("accepted %r" % (bad,))
+
+
+def test_the_first_stage_carries_the_record_only_where_the_second_stage_has_nothing():
+    from ansible_collections.launchcard.inference.plugins.filter.plan import units_gate_first
+    with open(EXAMPLE) as f:
+        card = load_card(f.read(), EXAMPLE)
+    p = plan(card, normalize_placement([
+        ("pre", {"address": "10.0.0.5", "recipes": ["sglang-prefill"]}),
+        ("dec", {"address": "10.0.0.6", "recipes": ["sglang-decode"]}),
+        ("rtr", {"address": "10.0.0.7", "recipes": ["sglang-router"]}),
+    ]))
+    record = {"card": {"sha256": "0" * 64}}
+    pre = units_gate_first(p["hosts"]["pre"], p, "pre", "600", "2", record)
+    assert [e["name"] for e in pre["endpoints"]] == ["launchcard-glm-5.3-flash-sglang-prefill-0.service"]
+    assert (pre["timeout"], pre["interval"], pre["record"]) == (600, 2.0, record)
+    rtr = units_gate_first(p["hosts"]["rtr"], p, "rtr", 600, 2.0, record)
+    assert rtr["endpoints"] == [] and "record" not in rtr  # the router's second-stage call records
+    assert "record" not in units_gate_first(p["hosts"]["pre"], p, "pre", 600, 2.0)
+    assert units_gate_first(None, p, "other", 600, 2.0, record) is None
