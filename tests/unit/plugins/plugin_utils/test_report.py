@@ -108,18 +108,24 @@ def test_deploy_table_of_one_and_of_nothing():
     assert deploy_table([])[-1] == "0 instances on 0 hosts: nothing planned"
 
 
+PD = [("pre", {"address": "10.0.0.5", "recipes": ["sglang-prefill"]}),
+      ("dec", {"address": "10.0.0.6", "recipes": ["sglang-decode"]}),
+      ("rtr", {"address": "10.0.0.7", "recipes": ["sglang-router"]})]
+ENC_LANG = [("enc", {"address": "10.0.0.2", "recipes": ["sglang-encoder"]}),
+            ("lang", {"address": "10.0.0.3", "recipes": ["sglang-language"]})]
+
+
+def _example_plan(extra=()):
+    """The example card planned onto the prefill/decode/router hosts, plus ``extra``."""
+    with open(EXAMPLE) as f:
+        card = load_card(f.read(), EXAMPLE)
+    return plan(card, normalize_placement(PD + list(extra)))
+
+
 def test_gate_stages_put_routers_after_their_peers_and_block_them_on_a_crashed_peer():
     import pytest
     from ansible_collections.launchcard.inference.plugins.plugin_utils._report import gate_endpoints
-    with open(EXAMPLE) as f:
-        card = load_card(f.read(), EXAMPLE)
-    p = plan(card, normalize_placement([
-        ("pre", {"address": "10.0.0.5", "recipes": ["sglang-prefill"]}),
-        ("dec", {"address": "10.0.0.6", "recipes": ["sglang-decode"]}),
-        ("rtr", {"address": "10.0.0.7", "recipes": ["sglang-router"]}),
-        ("enc", {"address": "10.0.0.2", "recipes": ["sglang-encoder"]}),
-        ("lang", {"address": "10.0.0.3", "recipes": ["sglang-language"]}),
-    ]))
+    p = _example_plan(ENC_LANG)
     unit = "launchcard-glm-5.3-flash-sglang-%s-0.service"
     first = {h: [e["name"] for e in gate_endpoints(p, h, "first")] for h in p["hosts"]}
     then = {h: [e["name"] for e in gate_endpoints(p, h, "then")] for h in p["hosts"]}
@@ -161,13 +167,7 @@ def test_failure_budget_counts_failed_and_unreachable_hosts_once():
 
 def test_the_first_stage_carries_the_record_only_where_the_second_stage_has_nothing():
     from ansible_collections.launchcard.inference.plugins.filter.plan import units_gate_first
-    with open(EXAMPLE) as f:
-        card = load_card(f.read(), EXAMPLE)
-    p = plan(card, normalize_placement([
-        ("pre", {"address": "10.0.0.5", "recipes": ["sglang-prefill"]}),
-        ("dec", {"address": "10.0.0.6", "recipes": ["sglang-decode"]}),
-        ("rtr", {"address": "10.0.0.7", "recipes": ["sglang-router"]}),
-    ]))
+    p = _example_plan()
     record = {"card": {"sha256": "0" * 64}}
     pre = units_gate_first(p["hosts"]["pre"], p, "pre", "600", "2", record)
     assert [e["name"] for e in pre["endpoints"]] == ["launchcard-glm-5.3-flash-sglang-prefill-0.service"]
