@@ -71,6 +71,14 @@ def held_images(hostvars, hosts, result_var="preflight_result"):
     return images.held_refs(recorded)[0]
 
 
+def docker_daemon_config(current, mirrors):
+    """``daemon.json`` with the registry mirrors merged in (see plugin_utils._images.docker_daemon_config)."""
+    try:
+        return images.docker_daemon_config(current, mirrors)
+    except ValueError as exc:
+        raise AnsibleFilterError("launchcard.inference.docker_daemon_config: %s" % to_text(exc))
+
+
 FIRST_STAGE_RESULTS = ("units_converge.health", "units_health_first")
 
 
@@ -205,6 +213,7 @@ class FilterModule(object):
             "health_endpoints": health_endpoints,
             "units_gate_first": units_gate_first,
             "held_images": held_images,
+            "docker_daemon_config": docker_daemon_config,
             "deploy_summary": deploy_summary,
             "pending_units": report.pending_units,
             "version_drift": versions.drift,

@@ -200,6 +200,68 @@ def mirror_urls(mirrors):
     return out
 
 
+def _mirror_entries(registry, value):
+    """``[(location, insecure)]`` of one registry's mirrors, in order (the shapes :func:`mirror_urls` takes)."""
+    entries = []
+    for n, mirror in enumerate([value] if isinstance(value, str) else list(value or [])):
+        if isinstance(mirror, str):
+            location, insecure = re.sub(r"^https?://", "", mirror).rstrip("/"), mirror.startswith("http://")
+        elif hasattr(mirror, "get"):
+            location, insecure = str(mirror.get("location") or ""), mirror.get("insecure", False)
+            if isinstance(insecure, str):
+                insecure = insecure.strip().lower() in ("1", "true", "yes", "on")
+        else:
+            raise ImageError("mirrors.%s[%d] must be a URL or {location, insecure}, found %r" % (registry, n, mirror))
+        if not _MIRROR_LOCATION.match(location):
+            raise ImageError("mirrors.%s[%d].location must be HOST[:PORT][/PATH], found %r" % (registry, n, location))
+        entries.append((location, bool(insecure)))
+    return entries
+
+
+def docker_daemon_config(current, mirrors):
+    """The Docker daemon's ``daemon.json`` with the mirrors of ``mirrors`` merged in.
+
+    Docker mirrors Docker Hub only (``registry-mirrors``: https://docs.docker.com/docker-hub/image-library/mirror/);
+    a plain-HTTP mirror (``insecure``) must also be in ``insecure-registries``. Both keys are among those
+    ``dockerd`` reloads on ``SIGHUP`` without stopping containers ("Configuration reload behavior",
+    https://docs.docker.com/reference/cli/dockerd/). Every other key of the file (``runtimes`` from
+    ``nvidia-ctk runtime configure``, ``data-root``, ...) is kept; the mirrors go first, in order, before any
+    the file named already.
+
+    :param current: the file's text (empty or None when it does not exist), or its parsed object.
+    :param mirrors: ``launchcard_registry_mirrors``: ``{registry: URL | [URL | {location, insecure}]}``.
+    :returns: the new content as a dict (equal to the current one when nothing changes).
+    :raises ImageError: a mirror of a registry other than Docker Hub, a bad location, or a ``daemon.json`` that
+        is not a JSON object (naming it).
+    """
+    if isinstance(current, dict):
+        config = json.loads(json.dumps(current))
+    else:
+        try:
+            config = json.loads(current) if current and str(current).strip() else {}
+        except ValueError as exc:
+            raise ImageError("/etc/docker/daemon.json is not valid JSON (%s): fix or remove it" % exc)
+        if not isinstance(config, dict):
+            raise ImageError("/etc/docker/daemon.json must hold a JSON object")
+    wanted, insecure = [], []
+    for registry, value in sorted((mirrors or {}).items()):
+        if registry not in (DOCKER_HUB, "registry-1.docker.io", "index.docker.io"):
+            raise ImageError("mirrors.%s: docker mirrors Docker Hub only (daemon.json registry-mirrors); pull %s "
+                             "images from the mirror by name in the card, or use launchcard_runtime: podman" % (registry, registry))
+        for location, plain in _mirror_entries(registry, value):
+            wanted.append(("http://" if plain else "https://") + location)
+            if plain:
+                insecure.append(location.split("/", 1)[0])
+    for key, values in (("registry-mirrors", wanted), ("insecure-registries", insecure)):
+        if not values:
+            continue
+        present = config.get(key) or []
+        if not isinstance(present, list):
+            raise ImageError("/etc/docker/daemon.json: %s must be a list" % key)
+        config[key] = values + [v for v in present if v not in values]
+    return config
+
+
 def pin_plan(plan, refs):
     """A copy of ``plan`` with ``image_refs`` (``{image: ref}``) and each instance's ``image_ref``."""
     out = json.loads(json.dumps(plan))

@@ -244,3 +244,50 @@ def test_a_moved_tag_keeps_the_digest_the_fleet_runs_and_is_reported():
     assert out == dict(refs, **{"lmsysorg/sglang": "docker.io/lmsysorg/sglang@" + D1})
     assert drift == [{"image": "lmsysorg/sglang", "running": D1, "registry": D2}]
     assert im.hold(refs, {}) == (refs, [])
+
+
+# --- docker_daemon_config: launchcard_registry_mirrors into daemon.json ---
+
+NVIDIA_RUNTIME = {"runtimes": {"nvidia": {"args": [], "path": "nvidia-container-runtime"}}}
+
+
+def test_daemon_config_names_a_plain_http_hub_mirror_in_both_keys_and_keeps_the_rest():
+    mirrors = {"docker.io": [{"location": "10.0.0.5:5000", "insecure": True}]}
+    config = im.docker_daemon_config(json.dumps(NVIDIA_RUNTIME), mirrors)
+    assert config == dict(NVIDIA_RUNTIME, **{"registry-mirrors": ["http://10.0.0.5:5000"],
+                                              "insecure-registries": ["10.0.0.5:5000"]})
+
+
+def test_daemon_config_is_unchanged_when_the_mirrors_are_there_already():
+    mirrors = {"docker.io": ["https://mirror.example.com", {"location": "10.0.0.5:5000/hub", "insecure": "yes"}]}
+    once = im.docker_daemon_config("", mirrors)
+    assert once["registry-mirrors"] == ["https://mirror.example.com", "http://10.0.0.5:5000/hub"]
+    assert once["insecure-registries"] == ["10.0.0.5:5000"]
+    assert im.docker_daemon_config(json.dumps(once), mirrors) == once
+    assert im.docker_daemon_config(once, mirrors) == once
+
+
+def test_daemon_config_puts_its_mirrors_first_and_keeps_the_operators():
+    current = {"registry-mirrors": ["https://theirs.example.com"]}
+    config = im.docker_daemon_config(current, {"docker.io": "https://ours.example.com"})
+    assert config["registry-mirrors"] == ["https://ours.example.com", "https://theirs.example.com"]
+    assert "insecure-registries" not in config
+    assert current == {"registry-mirrors": ["https://theirs.example.com"]}  # the input is not changed
+
+
+def test_daemon_config_without_mirrors_or_file_is_empty():
+    assert im.docker_daemon_config(None, {}) == {}
+    assert im.docker_daemon_config("  \n", None) == {}
+
+
+@pytest.mark.parametrize("current, mirrors, message", [
+    ("", {"quay.io": ["10.0.0.5:5000"]}, "mirrors.quay.io: docker mirrors Docker Hub only"),
+    ("", {"docker.io": [{"location": "10.0.0.5:5000\nx", "insecure": True}]}, "mirrors.docker.io[0].location"),
+    ("", {"docker.io": [7]}, "mirrors.docker.io[0] must be a URL"),
+    ("{not json", {"docker.io": "https://m.example.com"}, "daemon.json is not valid JSON"),
+    ("[1]", {"docker.io": "https://m.example.com"}, "must hold a JSON object"),
+    ('{"registry-mirrors": "https://x"}', {"docker.io": "https://m.example.com"}, "registry-mirrors must be a list"),
+])
+def test_daemon_config_refuses_what_docker_cannot_take_naming_it(current, mirrors, message):
+    with pytest.raises(im.ImageError, match=re.escape(message)):
+        im.docker_daemon_config(current, mirrors)
