@@ -121,10 +121,13 @@ def test_units_run_the_planned_argv(fleet, plan, first_deploy):
 
 
 def test_render_equals_the_deployed_unit_files(fleet, plan, first_deploy, tmp_path):
-    """render.yml (no host contacted) writes byte for byte the unit files the deploy installed, and no other."""
+    """render.yml (no host contacted) writes byte for byte the unit files the deploy installed, and no other,
+    once it is given the image digests the fleet runs (the one thing only the registry knows)."""
     out = str(tmp_path / "render")
+    refs = json.loads(ssh(fleet["lc-router"], "cat /var/lib/launchcard/state.json").stdout)["runtime"]["image_refs"]
+    assert sorted(refs) == ["lmsysorg/sglang:latest", "vllm/vllm-openai:nightly"], refs
     res = run([os.path.join(BIN, "ansible-playbook"), "playbooks/render.yml", "-i", INVENTORY,
-               "-e", "launchcard_render_dir=%s" % out])
+               "-e", "launchcard_render_dir=%s" % out, "-e", json.dumps({"runtime_image_refs": refs})])
     assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-2000:]
     assert sorted(os.listdir(out)) == sorted(plan["hosts"])
     for host in plan["hosts"]:
@@ -322,12 +325,11 @@ def test_broken_card_changes_nothing(fleet, plan, first_deploy, tmp_path):
 def test_unit_that_does_not_verify_changes_nothing(fleet, plan, first_deploy):
     """Units whose executables are missing are refused before any file is written."""
     before = {h: ssh(fleet[h], "md5sum /etc/systemd/system/launchcard-*.service").stdout for h in plan["hosts"]}
-    # the units point at a virtualenv that does not exist; the runtime (and preflight's look at it) keep the real one
-    res = playbook("-e", "launchcard_runtime_native_venv=/nonexistent/venv", "-e", "runtime_native_venv=/opt/launchcard/venv",
-                   "-e", "preflight_native_venv=/opt/launchcard/venv")
+    # the units point at a podman that does not exist; the runtime's pulls keep the real one
+    res = playbook("-e", "launchcard_podman_bin=/nonexistent/podman")
     assert res.returncode != 0
     assert "systemd-analyze verify rejected" in res.stdout
-    assert "/nonexistent/venv/bin/" in res.stdout
+    assert "/nonexistent/podman" in res.stdout
     for h in plan["hosts"]:
         assert ssh(fleet[h], "md5sum /etc/systemd/system/launchcard-*.service").stdout == before[h]
     active = ssh(fleet["lc-router"] if "lc-router" in fleet else next(iter(fleet.values())),

@@ -83,6 +83,29 @@ def upgraded(fleet):
     return res, load, pid
 
 
+def test_native_engines_run_hardened_as_the_launchcard_user(fleet):
+    """Issue 9 item 7 on the native runtime (this fleet's): the engine runs as the launchcard user under
+    the hardened unit, which systemd accepts on the host; systemd-analyze security rates each unit type
+    (docs/hardening.md reports the scores)."""
+    address = WORKERS["lc-up-w1"]
+    unit = ssh(address, "systemctl list-units --plain --no-legend 'launchcard-*' | cut -d' ' -f1").stdout.split()
+    assert len(unit) == 1, unit
+    shown = ssh(address, "systemctl show -p MainPID -p ActiveState -p User -p NoNewPrivileges -p ProtectSystem %s" % unit[0])
+    props = dict(line.split("=", 1) for line in shown.stdout.split())
+    assert props["ActiveState"] == "active" and props["User"] == "launchcard", props
+    assert props["NoNewPrivileges"] == "yes" and props["ProtectSystem"] == "strict", props
+    owner = ssh(address, "stat -c %%U /proc/%s /var/lib/launchcard/models" % props["MainPID"]).stdout.split()
+    assert owner == ["launchcard", "launchcard"], owner
+    verify = ssh(address, "systemd-analyze verify /etc/systemd/system/%s" % unit[0])
+    assert verify.returncode == 0, verify.stdout + verify.stderr
+    scores = {}
+    for host_address, name in ((address, unit[0]), (ROUTER, "launchcard-upgrade-tiny-sglang-router-0.service")):
+        sec = ssh(host_address, "systemd-analyze security --no-pager %s | tail -1" % name).stdout
+        scores[name] = float(re.search(r"level for \S+: (\d+\.\d)", sec).group(1))
+    print("systemd-analyze security on the sandbox:", scores)
+    assert all(score <= 3.0 for score in scores.values()), scores
+
+
 def test_upgrade_under_load_loses_no_request(upgraded):
     res, load, dummy = upgraded
     assert res.returncode == 0, res.stdout[-8000:] + res.stderr[-2000:]
