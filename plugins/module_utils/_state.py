@@ -112,6 +112,25 @@ def recorded_image_refs(text):
     return dict((k, v) for k, v in refs.items() if isinstance(k, str) and isinstance(v, str)) if isinstance(refs, dict) else {}
 
 
+def recorded_runtime_setup(text):
+    """The digest of the container runtime's setup a record names (``runtime.setup``), or None.
+
+    The runtime role computes it from everything its container steps apply on the host (engine package, registry
+    mirrors, keyring setting, the host's pinned images); a deploy skips those steps while the record names the
+    same digest.
+
+    :param text: the record file's text, or None when there is none.
+    :returns: str, or None when there is no record, it names no setup (native runtime, an older record) or it does
+        not parse.
+    """
+    try:
+        record = parse(text)
+    except ValueError:
+        return None
+    setup = ((record or {}).get("runtime") or {}).get("setup")
+    return setup if isinstance(setup, str) and setup else None
+
+
 def unit_files(directory, prefix):
     """``{file name: text}`` of the collection's unit files in ``directory`` (``<prefix>*.service``, no links)."""
     found = {}

@@ -274,6 +274,15 @@ recorded_image_refs:
   returned: always
   type: dict
   sample: {"lmsysorg/sglang:latest": "docker.io/lmsysorg/sglang@sha256:0a1b2c3d4e5f..."}
+recorded_runtime_setup:
+  description:
+    - With O(record), the record's C(runtime.setup) - the digest of what the C(launchcard.inference.runtime) role's
+      container steps applied on the host (engine package, registry mirrors, keyring setting, pinned images). A
+      deploy skips those steps while it equals the role's C(runtime_setup_digest). Null without O(record), without
+      a record, for a native runtime, or when the record does not parse.
+  returned: always
+  type: str
+  sample: 3f786850e387550fdab836ed7e6dc881de23001b
 failed_checks:
   description: Names of the checks with severity C(error).
   returned: always
@@ -350,7 +359,7 @@ from ansible_collections.launchcard.inference.plugins.module_utils import _accel
 from ansible_collections.launchcard.inference.plugins.module_utils._hf_snapshot import stamp_path
 from ansible_collections.launchcard.inference.plugins.module_utils._platforms import engine_package
 from ansible_collections.launchcard.inference.plugins.module_utils import _lock
-from ansible_collections.launchcard.inference.plugins.module_utils._state import recorded_image_refs
+from ansible_collections.launchcard.inference.plugins.module_utils._state import recorded_image_refs, recorded_runtime_setup
 from ansible_collections.launchcard.inference.plugins.module_utils._preflight import (
     GIB,
     bare_host,
@@ -508,6 +517,7 @@ def main():
         staged = weights_staged(_read(stamp_path(p["weights_dir"], p["repo"], p["revision"])),
                                 facts["disk"]["present_bytes"])
     failed_checks = [r["check"] for r in failed(results)]
+    record_text = _read(p["record"]) if p["record"] else None
     # the lock files are the run's own bookkeeping (released by the same run): changed stays false
     module.exit_json(changed=False, checks=results, failed_checks=failed_checks,
                      lock=_take_lock(module, p["lock"], failed_checks),
@@ -518,7 +528,8 @@ def main():
                      users=dict((name, user_exists(name)) for name in p["users"]),
                      weights_staged=staged,
                      container_package=engine_package(facts["os"].get("id"), p["runtime"]),
-                     recorded_image_refs=recorded_image_refs(_read(p["record"])) if p["record"] else {},
+                     recorded_image_refs=recorded_image_refs(record_text),
+                     recorded_runtime_setup=recorded_runtime_setup(record_text),
                      facts=facts)
 
 

@@ -306,9 +306,16 @@ def test_the_same_call_reads_the_images_the_host_record_says_it_runs(host, capsy
     assert run_module(capsys, host, needs=needs(), record=str(record))["recorded_image_refs"] == {}  # no record yet
     record.write_text(json.dumps({"version": 1, "card": {}, "instances": [], "units": {}, "previous": None,
                                   "runtime": {"kind": "podman", "image_refs": {"lmsysorg/sglang": ref}}}))
-    assert run_module(capsys, host, needs=needs(), record=str(record))["recorded_image_refs"] == {"lmsysorg/sglang": ref}
+    result = run_module(capsys, host, needs=needs(), record=str(record))
+    assert result["recorded_image_refs"] == {"lmsysorg/sglang": ref}
+    assert result["recorded_runtime_setup"] is None  # a record from before the runtime recorded its setup
+    record.write_text(json.dumps({"version": 1, "card": {}, "instances": [], "units": {}, "previous": None,
+                                  "runtime": {"kind": "podman", "image_refs": {}, "setup": "3f78" * 10}}))
+    assert run_module(capsys, host, needs=needs(), record=str(record))["recorded_runtime_setup"] == "3f78" * 10
     record.write_text("{not json")  # a record the host cannot vouch for holds nothing
-    assert run_module(capsys, host, needs=needs(), record=str(record))["recorded_image_refs"] == {}
+    result = run_module(capsys, host, needs=needs(), record=str(record))
+    assert result["recorded_image_refs"] == {} and result["recorded_runtime_setup"] is None
+    assert run_module(capsys, host, needs=needs())["recorded_runtime_setup"] is None  # no record asked for
 
 
 def test_docker_on_rhel_needs_docker_installed_and_names_no_package_to_install(host, capsys, monkeypatch):
