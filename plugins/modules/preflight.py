@@ -19,6 +19,11 @@ description:
     peer port this host must reach (all in parallel threads),
     the size of C(/dev/shm), the free bytes of the container engine's data root, and what container device flags
     need from the host (the C(render) group's id, the C(/dev/davinciN) nodes).
+  - For containers (O(runtime) C(docker) or C(podman)) on a host that runs accelerator engines, whether the
+    containers can reach the accelerators - docker with NVIDIA GPUs has the C(nvidia) runtime or CDI (C(daemon.json),
+    C(docker info)), podman with NVIDIA GPUs has a CDI spec naming the loaded driver (C(/etc/cdi), C(/var/run/cdi)),
+    AMD has C(/dev/kfd), C(/dev/dri) and render nodes owned by the group the units add, Ascend has every
+    C(/dev/davinciN) the units pass and the control devices.
   - A peer connect that is refused (RST) counts as reachable - at preflight time the servers are not running
     yet, so a refusal proves the network path works; a timeout, no route or an unreachable host is blocked.
   - Evaluates the checks and returns them; it never fails the host by itself and never changes it, so
@@ -41,9 +46,24 @@ options:
     description: The card's pinned revision (40 hex).
     type: str
   checks:
-    description: Checks to run; any left out stays on. Keys C(os), C(disk), C(gpu_count), C(gpu_model),
-      C(memory_fit), C(driver), C(driver_branch), C(rocm_release), C(cann_driver), C(fabric), C(ports), C(peers),
-      C(shm), C(container_engine), C(image_disk).
+    description:
+      - Checks to run; any left out stays on. Keys C(os), C(disk), C(gpu_count), C(gpu_model),
+        C(memory_fit), C(driver), C(driver_branch), C(rocm_release), C(cann_driver), C(fabric), C(ports), C(peers),
+        C(shm), C(container_engine), C(image_disk), C(container_nvidia_runtime), C(container_cdi_spec),
+        C(container_amd_devices), C(container_ascend_devices).
+      - C(container_nvidia_runtime) - docker with NVIDIA GPUs - the daemon has the C(nvidia) runtime
+        (C(nvidia-ctk runtime configure --runtime=docker)) or CDI on (C(features.cdi)); the running daemon's
+        C(docker info) wins over C(/etc/docker/daemon.json).
+      - C(container_cdi_spec) - podman with NVIDIA GPUs - a CDI spec of kind C(nvidia.com/gpu) in C(/etc/cdi) or
+        C(/var/run/cdi) whose driver libraries are the loaded driver's (C(nvidia-ctk cdi generate)); a spec left by
+        an earlier driver fails, naming both versions and the command that regenerates it.
+      - C(container_amd_devices) - AMD - C(/dev/kfd) and C(/dev/dri) exist and the render nodes C(/dev/dri/renderD*)
+        belong to the group the units add (O(amd_render_gid), else the host's C(render) group).
+      - C(container_ascend_devices) - Ascend - every C(/dev/davinciN) the units pass (O(ascend_devices), else those
+        found) exists, with C(/dev/davinci_manager), C(/dev/devmm_svm), C(/dev/hisi_hdc), and they cover the NPUs
+        placed here.
+      - The four apply only to O(runtime) C(docker)/C(podman), on a host that runs accelerator engines, for the
+        vendor of O(container_vendor) (else the one found); C(native) and vendor C(none) skip them.
     type: dict
     default: {}
   gpu_memory_mib:
@@ -126,6 +146,27 @@ options:
         not a measurement - vLLM and SGLang CUDA images take 10-25 GB.
     type: float
     default: 30.0
+  container_vendor:
+    description:
+      - The vendor whose devices the units pass into containers (C(launchcard_accelerator_vendor)); empty - the
+        vendor found on the host (its tools, else its PCI bus). V(none) skips the C(container_*) checks.
+    type: str
+    choices: ['', nvidia, amd, ascend, none]
+    default: ''
+  container_toolkit:
+    description:
+      - With O(install_driver), whether the NVIDIA stack role installed next configures the container toolkit
+        (registers docker's C(nvidia) runtime, generates the CDI spec); then C(container_nvidia_runtime) and
+        C(container_cdi_spec) warn instead of failing.
+    type: bool
+    default: true
+  amd_render_gid:
+    description: The group id the AMD units add (C(launchcard_amd_render_gid)); unset - the host's C(render) group.
+    type: int
+  ascend_devices:
+    description: The C(/dev/davinciN) numbers the Ascend units pass (C(launchcard_ascend_devices)); unset - those found.
+    type: list
+    elements: int
   lock:
     description:
       - Take the run lock in this same call (no round trip of its own), after the checks; see
@@ -339,6 +380,13 @@ facts:
           type: list
           elements: int
           sample: [0, 1, 2, 3, 4, 5, 6, 7]
+    container_access:
+      description:
+        - "What the C(container_*) checks read, only what applies to O(runtime) and the vendor - C(docker)
+          (C({daemon_json: {path, runtimes, cdi, error}, info: {runtimes, cdi} or null}), docker with NVIDIA),
+          C(cdi_specs) (C([{path, kind, driver_versions}]), podman with NVIDIA), C(devices) (path to bool, and for
+          AMD C(render_nodes), path to group id)."
+      type: dict
 """
 
 import os
@@ -354,6 +402,7 @@ from ansible_collections.launchcard.inference.plugins.module_utils._state import
 from ansible_collections.launchcard.inference.plugins.module_utils._preflight import (
     GIB,
     bare_host,
+    container_access,
     evaluate,
     failed,
     image_data_root,
@@ -425,6 +474,16 @@ def _disk(weights_dir, repo, revision):
             "present_bytes": present}
 
 
+def _docker_info(module, docker):
+    """``docker info --format '{{json .}}'`` of the running daemon (10 s at most), or None without one."""
+    if not docker:
+        return None
+    timeout = module.get_bin_path("timeout")
+    argv = ([timeout, "10"] if timeout else []) + [docker, "info", "--format", "{{json .}}"]
+    rc, out, dummy = module.run_command(argv)
+    return out if rc == 0 else None
+
+
 def _take_lock(module, spec, failed_checks):
     """The run lock of this host (``lock`` option), taken after the checks; see the option's description."""
     if not spec:
@@ -473,6 +532,10 @@ def main():
             users=dict(type="list", elements="str", default=[]),
             lock=dict(type="dict"),
             record=dict(type="path"),
+            container_vendor=dict(type="str", choices=["", "nvidia", "amd", "ascend", "none"], default=""),
+            container_toolkit=dict(type="bool", default=True),
+            amd_render_gid=dict(type="int"),
+            ascend_devices=dict(type="list", elements="int"),
         ),
         supports_check_mode=True,
     )
@@ -490,6 +553,9 @@ def main():
         "runtime_devices": runtime_devices(),
         "engines": {"docker": module.get_bin_path("docker")},
     }
+    facts["container_access"] = container_access(
+        p["runtime"], p["container_vendor"] or stack_vendor(facts["accelerators"]),
+        docker_info=lambda: _docker_info(module, facts["engines"]["docker"]))
     results = evaluate(facts, p["needs"], {
         "checks": p["checks"],
         "allow_unvalidated_hardware": p["allow_unvalidated_hardware"],
@@ -501,6 +567,10 @@ def main():
         "install_driver": p["install_driver"],
         "gpu_memory_mib": p["gpu_memory_mib"],
         "stack_versions": dict((k, v) for k, v in (p["stack_versions"] or {}).items() if v),
+        "container_vendor": p["container_vendor"],
+        "container_toolkit": p["container_toolkit"],
+        "amd_render_gid": p["amd_render_gid"],
+        "ascend_devices": p["ascend_devices"],
     })
     facts["listening"] = dict((str(k), v) for k, v in facts["listening"].items())
     staged = False
