@@ -546,17 +546,29 @@ def check_container_engine(host):
 
 
 def check_image_disk(host):
-    """``image_disk``: the container engine's data root has room for the placed images (an estimate)."""
+    """``image_disk``: the container engine's data root has room for the placed images that are not in its
+    store yet (an estimate per image).
+
+    An image is in place when the host's record names the digest it runs and the engine's own store lists that
+    digest (``facts.image_disk.in_place``, :func:`images_in_place`): a re-deploy, which keeps that digest, pulls
+    nothing, so it needs no room for it.
+    """
     options = host.options
     if not host.needs.get("images") or options.get("runtime") not in IMAGE_DATA_ROOTS:
         return None
     per = int(options.get("image_allowance_bytes", DEFAULT_IMAGE_ALLOWANCE_BYTES))
-    want = per * len(host.needs["images"])
     img = host.facts.get("image_disk") or {}
+    in_place = set(img.get("in_place") or [])
+    pending = [i for i in host.needs["images"] if i not in in_place]
+    want = per * len(pending)
     free = img.get("free_bytes")
     ok = free is not None and free >= want
-    return _result("image_disk", ok, "%s free on %s (%d image(s) x %s, an estimate)" % (
-        _gib(want), img.get("path") or IMAGE_DATA_ROOTS[options["runtime"]], len(host.needs["images"]), _gib(per)),
+    where = img.get("path") or IMAGE_DATA_ROOTS[options["runtime"]]
+    if not pending:
+        return _result("image_disk", True, "no room: every image is in the engine's store", "%s free" % (
+            _gib(free) if free is not None else "unknown"), "the images are in place (the digests the host runs)")
+    return _result("image_disk", ok, "%s free on %s (%d image(s) to pull x %s, an estimate)" % (
+        _gib(want), where, len(pending), _gib(per)),
         "%s free" % (_gib(free) if free is not None else "unknown"),
         "enough space for the images" if ok else "not enough free space for the container images")
 
@@ -892,6 +904,45 @@ def image_data_root(runtime, daemon_json=None, storage_conf=None):
             if sep and section == "storage" and key.strip() == "graphroot" and value.strip().strip('"\''):
                 return value.strip().strip('"\'')
     return IMAGE_DATA_ROOTS.get(runtime)
+
+
+def stored_image_digests(runtime, data_root, read=None):
+    """The manifest digests of the images in the container engine's store, read from its own files.
+
+    podman (containers-storage): ``overlay-images/images.json`` under the graph root (``data_root``, or its
+    ``storage/`` below the default ``/var/lib/containers``), each image's ``digest`` and ``digests``. docker:
+    ``image/overlay2/repositories.json`` under the data root, the ``NAME@sha256:...`` references it holds.
+
+    :returns: set of ``sha256:...``; empty when the store has none or cannot be read.
+    """
+    read = read or _read_text
+    out = set()
+    if not data_root:
+        return out
+    if runtime == "podman":
+        for path in ("overlay-images/images.json", "storage/overlay-images/images.json"):
+            try:
+                images = json.loads(read(os.path.join(data_root, path)) or "[]")
+                for image in images if isinstance(images, list) else []:
+                    out.update(d for d in [image.get("digest")] + list(image.get("digests") or []) if d)
+            except (ValueError, AttributeError, TypeError):
+                continue
+    elif runtime == "docker":
+        try:
+            repos = (json.loads(read(os.path.join(data_root, "image/overlay2/repositories.json")) or "{}")
+                     .get("Repositories") or {})
+            for refs in repos.values():
+                out.update(ref.rsplit("@", 1)[1] for ref in refs if "@sha256:" in ref)
+        except (ValueError, AttributeError, TypeError):
+            pass
+    return out
+
+
+def images_in_place(recorded, stored):
+    """The card images whose recorded digest (``{image: NAME@sha256:...}``, the host's record) the engine's
+    store holds (``stored``, :func:`stored_image_digests`); sorted."""
+    return sorted(image for image, ref in (recorded or {}).items()
+                  if "@" in str(ref) and str(ref).rsplit("@", 1)[1] in stored)
 
 
 def failed(results):

@@ -142,8 +142,9 @@ options:
     default: docker
   image_allowance_gib:
     description:
-      - Free space (GiB) needed per distinct container image placed on the host (C(needs.images)). An estimate,
-        not a measurement - vLLM and SGLang CUDA images take 10-25 GB.
+      - Free space (GiB) needed per distinct container image placed on the host (C(needs.images)) that is not in the
+        engine's store yet (see RV(facts.image_disk)). An estimate, not a measurement - vLLM and SGLang CUDA images
+        take 10-25 GB; their real sizes are known only once their digests are resolved, after preflight.
     type: float
     default: 30.0
   container_vendor:
@@ -363,7 +364,11 @@ facts:
       description: C({path, size_bytes}) of C(/dev/shm) (bytes), or null when absent.
       type: dict
     image_disk:
-      description: C({path, data_root, free_bytes}) of the container engine's data root (bytes), or null.
+      description:
+        - C({path, data_root, free_bytes, in_place}) of the container engine's data root (bytes), or null. C(in_place)
+          lists the card images whose digest the host's record names (O(record)) and the engine's store holds
+          (podman C(overlay-images/images.json), docker C(image/overlay2/repositories.json)); the C(image_disk)
+          check asks room only for the others.
       type: dict
     runtime_devices:
       description: What container device flags need from the host.
@@ -410,8 +415,10 @@ from ansible_collections.launchcard.inference.plugins.module_utils._preflight im
     listening_sockets,
     parse_os_release,
     probe_all,
+    images_in_place,
     runtime_devices,
     stack_vendor,
+    stored_image_digests,
     user_exists,
     weights_staged,
 )
@@ -449,13 +456,14 @@ def _shm():
     return {"path": "/dev/shm", "size_bytes": st.f_blocks * st.f_frsize}
 
 
-def _image_disk(runtime):
+def _image_disk(runtime, recorded):
     root = image_data_root(runtime, _read("/etc/docker/daemon.json"), _read("/etc/containers/storage.conf"))
     if not root:
         return None
     path = _existing(root)
     st = os.statvfs(path)
-    return {"path": path, "data_root": root, "free_bytes": st.f_bavail * st.f_frsize}
+    return {"path": path, "data_root": root, "free_bytes": st.f_bavail * st.f_frsize,
+            "in_place": images_in_place(recorded, stored_image_digests(runtime, root)) if recorded else []}
 
 
 def _disk(weights_dir, repo, revision):
@@ -540,6 +548,7 @@ def main():
         supports_check_mode=True,
     )
     p = module.params
+    recorded = recorded_image_refs(_read(p["record"])) if p["record"] else {}
     on = dict((c, (p["checks"] or {}).get(c, True)) for c in ("peers", "image_disk"))
     facts = {
         "os": parse_os_release(_read("/etc/os-release") or ""),
@@ -549,7 +558,7 @@ def main():
         "listening": listening_sockets(),
         "peers": probe_all(p["needs"].get("peers") or [], p["connect_timeout"]) if on["peers"] else [],
         "shm": _shm(),
-        "image_disk": _image_disk(p["runtime"]) if on["image_disk"] else None,
+        "image_disk": _image_disk(p["runtime"], recorded) if on["image_disk"] else None,
         "runtime_devices": runtime_devices(),
         "engines": {"docker": module.get_bin_path("docker")},
     }
@@ -588,7 +597,7 @@ def main():
                      users=dict((name, user_exists(name)) for name in p["users"]),
                      weights_staged=staged,
                      container_package=engine_package(facts["os"].get("id"), p["runtime"]),
-                     recorded_image_refs=recorded_image_refs(_read(p["record"])) if p["record"] else {},
+                     recorded_image_refs=recorded,
                      facts=facts)
 
 

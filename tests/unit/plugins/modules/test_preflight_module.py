@@ -358,3 +358,22 @@ def test_podman_with_nvidia_gpus_needs_a_cdi_spec_naming_the_loaded_driver(host,
     result = run_module(capsys, host, needs=needs(), runtime="podman", checks={"image_disk": False},
                         container_vendor="none")
     assert "container_cdi_spec" not in by_check(result)
+
+
+def test_image_disk_needs_no_room_for_an_image_the_store_holds_at_the_recorded_digest(host, capsys, monkeypatch):
+    nvidia_smi(host["bin"])
+    store = host["tmp"] / "containers"
+    (store / "storage" / "overlay-images").mkdir(parents=True)
+    monkeypatch.setattr(preflight, "image_data_root", lambda runtime, daemon_json, storage_conf: str(store))
+    digest = "sha256:" + "b" * 64
+    record = host["tmp"] / "state.json"
+    record.write_text(json.dumps({"version": 1, "card": {}, "instances": [], "units": {}, "previous": None, "runtime": {
+        "kind": "podman", "image_refs": {"lmsysorg/sglang:latest": "docker.io/lmsysorg/sglang@" + digest}}}))
+    args = dict(needs=needs(images=["lmsysorg/sglang:latest"]), runtime="podman", record=str(record),
+                checks={"container_cdi_spec": False}, image_allowance_gib=1.0e9)  # more than any disk
+    result = run_module(capsys, host, **args)
+    assert result["facts"]["image_disk"]["in_place"] == [] and result["failed_checks"] == ["image_disk"]
+    (store / "storage" / "overlay-images" / "images.json").write_text(json.dumps([{"id": "4ea1", "digest": digest}]))
+    result = run_module(capsys, host, **args)
+    assert result["facts"]["image_disk"]["in_place"] == ["lmsysorg/sglang:latest"]
+    assert result["failed_checks"] == [] and by_check(result)["image_disk"]["ok"] is True
