@@ -67,6 +67,17 @@ REACHABLE_STATES = ("open", "refused")
 # port held by container <id> belongs to the unit launchcard-<id>.service.
 UNIT_PREFIX = "launchcard-"
 CONTAINER_OWNER = "container "
+# Where podman looks for CDI specs (containers.conf(5) cdi_spec_dirs: /etc/cdi, then /var/run/cdi, which
+# wins), the kind `nvidia-ctk cdi generate` writes and its default output; docker's daemon configuration.
+CDI_SPEC_DIRS = ("/etc/cdi", "/var/run/cdi")
+CDI_DEFAULT_SPEC = "/etc/cdi/nvidia.yaml"
+NVIDIA_CDI_KIND = "nvidia.com/gpu"
+DOCKER_DAEMON_JSON = "/etc/docker/daemon.json"
+# The Ascend control devices the units pass with the /dev/davinciN (plugins/plugin_utils/_units.py).
+ASCEND_CONTROL_DEVICES = ("/dev/davinci_manager", "/dev/devmm_svm", "/dev/hisi_hdc")
+_CDI_KIND = re.compile(r'^\s*"?kind"?\s*:\s*"?([^"\s,]+)"?', re.M)
+# a driver library mounted by its version (hostPath: /usr/lib/x86_64-linux-gnu/libcuda.so.580.95.05)
+_CDI_DRIVER = re.compile(r"lib(?:cuda|nvidia-ml)\.so\.(\d+\.\d+(?:\.\d+)?)")
 _CONTAINER_CGROUP = re.compile(r"(?:^|/)(?:docker|libpod)[-/]([0-9a-f]{64})(?:\.scope)?(?:/|$)")
 
 
@@ -535,19 +546,188 @@ def check_container_engine(host):
 
 
 def check_image_disk(host):
-    """``image_disk``: the container engine's data root has room for the placed images (an estimate)."""
+    """``image_disk``: the container engine's data root has room for the placed images that are not in its
+    store yet (an estimate per image).
+
+    An image is in place when the host's record names the digest it runs and the engine's own store lists that
+    digest (``facts.image_disk.in_place``, :func:`images_in_place`): a re-deploy, which keeps that digest, pulls
+    nothing, so it needs no room for it.
+    """
     options = host.options
     if not host.needs.get("images") or options.get("runtime") not in IMAGE_DATA_ROOTS:
         return None
     per = int(options.get("image_allowance_bytes", DEFAULT_IMAGE_ALLOWANCE_BYTES))
-    want = per * len(host.needs["images"])
     img = host.facts.get("image_disk") or {}
+    in_place = set(img.get("in_place") or [])
+    pending = [i for i in host.needs["images"] if i not in in_place]
+    want = per * len(pending)
     free = img.get("free_bytes")
     ok = free is not None and free >= want
-    return _result("image_disk", ok, "%s free on %s (%d image(s) x %s, an estimate)" % (
-        _gib(want), img.get("path") or IMAGE_DATA_ROOTS[options["runtime"]], len(host.needs["images"]), _gib(per)),
+    where = img.get("path") or IMAGE_DATA_ROOTS[options["runtime"]]
+    if not pending:
+        return _result("image_disk", True, "no room: every image is in the engine's store", "%s free" % (
+            _gib(free) if free is not None else "unknown"), "the images are in place (the digests the host runs)")
+    return _result("image_disk", ok, "%s free on %s (%d image(s) to pull x %s, an estimate)" % (
+        _gib(want), where, len(pending), _gib(per)),
         "%s free" % (_gib(free) if free is not None else "unknown"),
         "enough space for the images" if ok else "not enough free space for the container images")
+
+
+def container_vendor(host):
+    """The vendor whose devices the units pass into containers, for the ``container_*`` checks; None where
+    they do not apply: a native runtime, no accelerator placed here, a bare host, or vendor ``none``.
+
+    The units' own choice (plugins/plugin_utils/_unit_options.py): ``launchcard_accelerator_vendor``
+    (option ``container_vendor``), else the vendor preflight found (its tools, else its PCI bus).
+    """
+    options = host.options
+    if options.get("runtime") not in IMAGE_DATA_ROOTS or not host.needs.get("gpus") or host.bare:
+        # a bare host gets its driver next and is checked again (without install_driver) after it
+        return None
+    vendor = options.get("container_vendor") or stack_vendor(host.acc)
+    return vendor if vendor in ("nvidia", "amd", "ascend") else None
+
+
+def _stack_fixes(host, what):
+    """Severity and a note when the accelerator stack role installed next fixes ``what`` (nvidia only: its
+    ``container-toolkit.yml``), else ``("error", "")``."""
+    if host.options.get("install_driver") and host.options.get("container_toolkit", True):
+        return "warning", " (the nvidia stack role, installed next, %s)" % what
+    return "error", ""
+
+
+def _loaded_nvidia_driver(host):
+    """The NVIDIA driver the host runs now: the loaded kernel module's version, else what nvidia-smi
+    reports, else the installed module's."""
+    for version in [host.driver.get("loaded_version")] + [d.get("driver_version") for d in host.devices] + [
+            host.driver.get("installed_version")]:
+        if version:
+            return str(version)
+    return None
+
+
+def check_container_nvidia_runtime(host):
+    """``container_nvidia_runtime``: docker can hand NVIDIA GPUs to containers (``--gpus``).
+
+    Either the ``nvidia`` runtime is registered with the daemon, as ``nvidia-ctk runtime configure
+    --runtime=docker`` leaves it (``"runtimes": {"nvidia": {...}}`` in ``/etc/docker/daemon.json``; the
+    running daemon's ``docker info`` ``Runtimes``), or the daemon has CDI on (``"features": {"cdi": true}``;
+    ``docker info`` lists ``CDISpecDirs``). What the running daemon says wins over the file.
+    """
+    if container_vendor(host) != "nvidia" or host.options.get("runtime") != "docker":
+        return None
+    docker = (host.facts.get("container_access") or {}).get("docker") or {}
+    info, conf = docker.get("info"), docker.get("daemon_json") or {}
+    source = "docker info" if info is not None else (conf.get("path") or DOCKER_DAEMON_JSON)
+    seen = info if info is not None else conf
+    runtimes = sorted(seen.get("runtimes") or [])
+    cdi = bool(seen.get("cdi"))
+    ok = "nvidia" in runtimes or cdi
+    found = "%s: runtimes %s, CDI %s" % (source, ", ".join(runtimes) or "none", "on" if cdi else "off")
+    if conf.get("error"):
+        found += " (%s)" % conf["error"]
+    if ok:
+        return _result("container_nvidia_runtime", True, "docker's nvidia runtime or CDI", found,
+                       "containers can reach the GPUs")
+    severity, note = _stack_fixes(host, "registers it")
+    return _result("container_nvidia_runtime", False, "docker's nvidia runtime or CDI", found,
+                   "docker cannot pass the GPUs into containers: run `nvidia-ctk runtime configure --runtime=docker` "
+                   "and restart docker" + note, severity)
+
+
+def check_container_cdi_spec(host):
+    """``container_cdi_spec``: podman finds a CDI spec for ``nvidia.com/gpu`` that names the loaded driver.
+
+    podman reads CDI specs from ``/etc/cdi`` and ``/var/run/cdi`` (``cdi_spec_dirs`` in containers.conf(5));
+    ``nvidia-ctk cdi generate`` writes one whose mounts name the driver's libraries by version
+    (``libcuda.so.580.95.05``). After a driver upgrade the old spec mounts files that are gone: regenerate it.
+    """
+    if container_vendor(host) != "nvidia" or host.options.get("runtime") != "podman":
+        return None
+    specs = [s for s in (host.facts.get("container_access") or {}).get("cdi_specs") or []
+             if s.get("kind") == NVIDIA_CDI_KIND]
+    loaded = _loaded_nvidia_driver(host)
+    need = "a CDI spec of %s in %s naming driver %s" % (NVIDIA_CDI_KIND, " or ".join(CDI_SPEC_DIRS), loaded or "?")
+    fix = "nvidia-ctk cdi generate --output=%s" % (specs[0]["path"] if specs else CDI_DEFAULT_SPEC)
+    if not specs:
+        severity, note = _stack_fixes(host, "generates it")
+        return _result("container_cdi_spec", False, need, "no CDI spec of %s" % NVIDIA_CDI_KIND,
+                       "podman cannot pass the GPUs into containers: run `%s`%s" % (fix, note), severity)
+    named = sorted({v for s in specs for v in s.get("driver_versions") or []})
+    found = "; ".join("%s: driver %s" % (s["path"], ", ".join(s.get("driver_versions") or []) or "not named")
+                      for s in specs)
+    stale = [s for s in specs if s.get("driver_versions") and loaded not in s["driver_versions"]]
+    if loaded and stale:
+        severity, note = _stack_fixes(host, "regenerates it")
+        return _result("container_cdi_spec", False, need, found,
+                       "stale CDI spec: %s names driver %s, the loaded driver is %s (a driver upgrade since): "
+                       "run `nvidia-ctk cdi generate --output=%s`%s" % (
+                           stale[0]["path"], ", ".join(stale[0]["driver_versions"]), loaded, stale[0]["path"], note),
+                       severity)
+    if not named or not loaded:
+        return _result("container_cdi_spec", False, need, found,
+                       "cannot tell which driver the CDI spec was generated for: if the driver changed since, "
+                       "run `%s`" % fix, "warning")
+    return _result("container_cdi_spec", True, need, found, "the CDI spec names the loaded driver")
+
+
+def check_container_amd_devices(host):
+    """``container_amd_devices``: ``/dev/kfd`` and ``/dev/dri`` exist, and the group the units add
+    (``--group-add``: ``launchcard_amd_render_gid``, else the id of the host's ``render`` group) owns the
+    render nodes ``/dev/dri/renderD*`` (ROCm's Docker guide: the container user must be in it)."""
+    if container_vendor(host) != "amd":
+        return None
+    access = (host.facts.get("container_access") or {}).get("devices") or {}
+    gid = host.options.get("amd_render_gid")
+    if gid is None:
+        gid = (host.facts.get("runtime_devices") or {}).get("render_gid")
+    nodes = access.get("render_nodes") or {}
+    missing = [p for p in ("/dev/kfd", "/dev/dri") if not access.get(p)]
+    found = "%s; render nodes %s; units add group %s" % (
+        ", ".join("%s %s" % (p, "present" if access.get(p) else "missing") for p in ("/dev/kfd", "/dev/dri")),
+        ", ".join("%s gid %s" % kv for kv in sorted(nodes.items())) or "none", "none" if gid is None else gid)
+    need = "/dev/kfd, /dev/dri and the render nodes' group id"
+    if missing:
+        return _result("container_amd_devices", False, need, found,
+                       "%s missing: the amdgpu driver is not loaded (install ROCm's amdgpu-dkms, reboot)"
+                       % " and ".join(missing))
+    wrong = sorted(node for node, node_gid in nodes.items() if node_gid != gid)
+    if not nodes or wrong:
+        what = ", ".join(wrong) or "a render node (none in /dev/dri)"
+        return _result("container_amd_devices", False, need, found,
+                       "containers cannot open %s: the units add group %s; set launchcard_amd_render_gid to the "
+                       "group id that owns the render nodes" % (what, "none" if gid is None else gid))
+    return _result("container_amd_devices", True, need, found, "containers can reach the GPUs")
+
+
+def check_container_ascend_devices(host):
+    """``container_ascend_devices``: every ``/dev/davinciN`` the units pass exists, with ``davinci_manager``,
+    ``devmm_svm`` and ``hisi_hdc`` (what Ascend's container guide passes), and they cover the NPUs placed here.
+
+    The units pass ``launchcard_ascend_devices``, else the ``/dev/davinciN`` preflight found on the host.
+    """
+    if container_vendor(host) != "ascend":
+        return None
+    present = sorted((host.facts.get("runtime_devices") or {}).get("davinci") or [])
+    stated = host.options.get("ascend_devices")
+    passed = sorted(int(n) for n in stated) if stated else present
+    access = (host.facts.get("container_access") or {}).get("devices") or {}
+    missing = ["/dev/davinci%d" % n for n in passed if n not in present]
+    missing += [p for p in ASCEND_CONTROL_DEVICES if not access.get(p)]
+    want = int(host.needs.get("gpus") or 0)
+    need = "%d NPU(s): /dev/davinciN for each, %s" % (want, ", ".join(ASCEND_CONTROL_DEVICES))
+    found = "/dev/davinci%s present; units pass %s" % (
+        "{%s}" % ",".join(str(n) for n in present) if present else "N: none",
+        ", ".join(str(n) for n in passed) or "none")
+    if missing:
+        return _result("container_ascend_devices", False, need, found,
+                       "missing on the host: %s (the NPU driver is not loaded%s)" % (
+                           ", ".join(missing), ", or launchcard_ascend_devices names NPUs the host does not have"
+                           if stated else ""))
+    if len(passed) < want:
+        return _result("container_ascend_devices", False, need, found,
+                       "the units pass %d NPU(s), the recipes placed here need %d" % (len(passed), want))
+    return _result("container_ascend_devices", True, need, found, "containers can reach the NPUs")
 
 
 _FREE = object()
@@ -568,6 +748,10 @@ REGISTRY = (
     ("shm", check_shm),
     ("container_engine", check_container_engine),
     ("image_disk", check_image_disk),
+    ("container_nvidia_runtime", check_container_nvidia_runtime),
+    ("container_cdi_spec", check_container_cdi_spec),
+    ("container_amd_devices", check_container_amd_devices),
+    ("container_ascend_devices", check_container_ascend_devices),
 )
 """Every check, in report order: ``(name, function)``. A function takes the host view
 (facts, needs, options) and returns one result dict, or ``None`` where it does not apply."""
@@ -607,7 +791,12 @@ def evaluate(facts, needs, options=None):
         on the next run), ``stack_versions`` (``{"nvidia_driver", "rocm",
         "cann", "ascend_driver"}``: the versions the stack roles pin; with
         ``install_driver`` the compatibility checks judge these instead of
-        what is installed).
+        what is installed), ``container_vendor`` (the units' vendor, ``launchcard_accelerator_vendor``; empty:
+        the one found), ``container_toolkit`` (bool, default True: with ``install_driver`` the NVIDIA stack role
+        configures the container toolkit next, so its checks warn), ``amd_render_gid`` (int: the group the AMD
+        units add; None: ``facts.runtime_devices.render_gid``), ``ascend_devices`` (list of int: the
+        ``/dev/davinciN`` the units pass; None: those found). ``facts.container_access`` is
+        :func:`container_access` output.
     :returns: list of result dicts ``{check, ok, need, found, message,
         severity}`` where severity is ``ok``, ``warning`` or ``error``.
     """
@@ -715,6 +904,45 @@ def image_data_root(runtime, daemon_json=None, storage_conf=None):
             if sep and section == "storage" and key.strip() == "graphroot" and value.strip().strip('"\''):
                 return value.strip().strip('"\'')
     return IMAGE_DATA_ROOTS.get(runtime)
+
+
+def stored_image_digests(runtime, data_root, read=None):
+    """The manifest digests of the images in the container engine's store, read from its own files.
+
+    podman (containers-storage): ``overlay-images/images.json`` under the graph root (``data_root``, or its
+    ``storage/`` below the default ``/var/lib/containers``), each image's ``digest`` and ``digests``. docker:
+    ``image/overlay2/repositories.json`` under the data root, the ``NAME@sha256:...`` references it holds.
+
+    :returns: set of ``sha256:...``; empty when the store has none or cannot be read.
+    """
+    read = read or _read_text
+    out = set()
+    if not data_root:
+        return out
+    if runtime == "podman":
+        for path in ("overlay-images/images.json", "storage/overlay-images/images.json"):
+            try:
+                images = json.loads(read(os.path.join(data_root, path)) or "[]")
+                for image in images if isinstance(images, list) else []:
+                    out.update(d for d in [image.get("digest")] + list(image.get("digests") or []) if d)
+            except (ValueError, AttributeError, TypeError):
+                continue
+    elif runtime == "docker":
+        try:
+            repos = (json.loads(read(os.path.join(data_root, "image/overlay2/repositories.json")) or "{}")
+                     .get("Repositories") or {})
+            for refs in repos.values():
+                out.update(ref.rsplit("@", 1)[1] for ref in refs if "@sha256:" in ref)
+        except (ValueError, AttributeError, TypeError):
+            pass
+    return out
+
+
+def images_in_place(recorded, stored):
+    """The card images whose recorded digest (``{image: NAME@sha256:...}``, the host's record) the engine's
+    store holds (``stored``, :func:`stored_image_digests`); sorted."""
+    return sorted(image for image, ref in (recorded or {}).items()
+                  if "@" in str(ref) and str(ref).rsplit("@", 1)[1] in stored)
 
 
 def failed(results):
@@ -923,6 +1151,126 @@ def runtime_devices(dev=None, getgrnam=None, listdir=None):
         names = []
     davinci = sorted(int(match.group(1)) for match in (re.match(r"^davinci(\d+)$", n) for n in names) if match)
     return {"render_gid": render_gid, "davinci": davinci}
+
+
+def parse_cdi_spec(path, text):
+    """What the ``container_cdi_spec`` check reads of one CDI spec (YAML or JSON, as
+    ``nvidia-ctk cdi generate`` writes it): ``{"path", "kind", "driver_versions"}``.
+
+    ``kind`` is the spec's device kind (``nvidia.com/gpu``), None when there is none; ``driver_versions``
+    the sorted versions of the driver libraries its mounts name (``libcuda.so.580.95.05``,
+    ``libnvidia-ml.so.580.95.05``), empty when it names none. Read as text, so no YAML parser is needed
+    on the host.
+    """
+    kind = None
+    if path.endswith(".json"):
+        try:
+            kind = (json.loads(text) or {}).get("kind")
+        except (ValueError, AttributeError):
+            kind = None
+    else:
+        match = _CDI_KIND.search(text)
+        kind = match.group(1) if match else None
+    return {"path": path, "kind": kind, "driver_versions": sorted(set(_CDI_DRIVER.findall(text)))}
+
+
+def parse_docker_daemon_json(text, path=DOCKER_DAEMON_JSON):
+    """The runtimes and CDI switch of docker's ``daemon.json`` (dockerd(8)): ``{"path", "runtimes": [names],
+    "cdi": bool, "error": str or None}``; no file: no runtime, CDI off."""
+    out = {"path": path, "runtimes": [], "cdi": False, "error": None}
+    if not (text or "").strip():
+        return out
+    try:
+        doc = json.loads(text)
+        out["runtimes"] = sorted(doc.get("runtimes") or {})
+        out["cdi"] = bool((doc.get("features") or {}).get("cdi"))
+    except (ValueError, AttributeError, TypeError) as exc:
+        out["error"] = "%s does not parse: %s" % (path, exc)
+    return out
+
+
+def parse_docker_info(text):
+    """The runtimes and CDI state of the running docker daemon, from ``docker info --format '{{json .}}'``
+    (``Runtimes``: name -> runtime; ``CDISpecDirs``: listed when CDI is on): ``{"runtimes", "cdi"}``, or
+    None when the output is not that (no daemon answering)."""
+    try:
+        doc = json.loads(text or "")
+    except ValueError:
+        return None
+    if not isinstance(doc, dict) or "Runtimes" not in doc:
+        return None
+    return {"runtimes": sorted(doc.get("Runtimes") or {}), "cdi": bool(doc.get("CDISpecDirs"))}
+
+
+def container_access(runtime, vendor, dev=None, read=None, listdir=None, stat_path=None, docker_info=None,
+                     cdi_dirs=None, daemon_json=None):
+    """What the ``container_*`` checks need to tell whether containers can reach the accelerators.
+
+    Read only for what applies (``runtime`` docker/podman, ``vendor`` nvidia/amd/ascend): docker + NVIDIA
+    the daemon's configuration (``daemon_json``, default :data:`DOCKER_DAEMON_JSON`;
+    :func:`parse_docker_daemon_json`) and, when ``docker_info`` returns text, the running daemon's view
+    (:func:`parse_docker_info`); podman + NVIDIA every CDI spec (``*.yaml``, ``*.yml``, ``*.json``) in
+    ``cdi_dirs`` (default :data:`CDI_SPEC_DIRS`; :func:`parse_cdi_spec`); AMD ``/dev/kfd``, ``/dev/dri``
+    and the group id of each ``/dev/dri/renderD*``; Ascend the control devices
+    (:data:`ASCEND_CONTROL_DEVICES`).
+
+    :param docker_info: callable returning ``docker info --format '{{json .}}'`` output, or None.
+    :returns: ``{"docker": {"daemon_json", "info"} | None, "cdi_specs": [...], "devices": {path: bool,
+        "render_nodes": {path: gid}}}``.
+    """
+    dev = DEV_ROOT if dev is None else dev
+    cdi_dirs = CDI_SPEC_DIRS if cdi_dirs is None else cdi_dirs
+    daemon_json = DOCKER_DAEMON_JSON if daemon_json is None else daemon_json
+    read = read or _read_text
+    listdir = listdir or os.listdir
+    stat_path = stat_path or os.stat
+    out = {"docker": None, "cdi_specs": [], "devices": {}}
+    if runtime not in IMAGE_DATA_ROOTS or vendor not in ("nvidia", "amd", "ascend"):
+        return out
+
+    def exists(path):
+        try:
+            stat_path(path)
+            return True
+        except OSError:
+            return False
+
+    def in_dev(path):
+        return os.path.join(dev, path[len("/dev/"):])
+
+    if vendor == "nvidia" and runtime == "docker":
+        out["docker"] = {"daemon_json": parse_docker_daemon_json(read(daemon_json), daemon_json),
+                         "info": parse_docker_info(docker_info()) if docker_info else None}
+    elif vendor == "nvidia":
+        for directory in cdi_dirs:
+            try:
+                names = sorted(listdir(directory))
+            except OSError:
+                continue
+            for name in names:
+                if name.endswith((".yaml", ".yml", ".json")):
+                    text = read(os.path.join(directory, name))
+                    if text is not None:
+                        out["cdi_specs"].append(parse_cdi_spec(os.path.join(directory, name), text))
+    elif vendor == "amd":
+        for path in ("/dev/kfd", "/dev/dri"):
+            out["devices"][path] = exists(in_dev(path))
+        nodes = {}
+        try:
+            names = listdir(in_dev("/dev/dri"))
+        except OSError:
+            names = []
+        for name in sorted(names):
+            if name.startswith("renderD"):
+                try:
+                    nodes["/dev/dri/" + name] = stat_path(os.path.join(in_dev("/dev/dri"), name)).st_gid
+                except OSError:
+                    continue
+        out["devices"]["render_nodes"] = nodes
+    else:
+        for path in ASCEND_CONTROL_DEVICES:
+            out["devices"][path] = exists(in_dev(path))
+    return out
 
 
 def stack_vendor(accelerators):

@@ -19,6 +19,11 @@ description:
     peer port this host must reach (all in parallel threads),
     the size of C(/dev/shm), the free bytes of the container engine's data root, and what container device flags
     need from the host (the C(render) group's id, the C(/dev/davinciN) nodes).
+  - For containers (O(runtime) C(docker) or C(podman)) on a host that runs accelerator engines, whether the
+    containers can reach the accelerators - docker with NVIDIA GPUs has the C(nvidia) runtime or CDI (C(daemon.json),
+    C(docker info)), podman with NVIDIA GPUs has a CDI spec naming the loaded driver (C(/etc/cdi), C(/var/run/cdi)),
+    AMD has C(/dev/kfd), C(/dev/dri) and render nodes owned by the group the units add, Ascend has every
+    C(/dev/davinciN) the units pass and the control devices.
   - A peer connect that is refused (RST) counts as reachable - at preflight time the servers are not running
     yet, so a refusal proves the network path works; a timeout, no route or an unreachable host is blocked.
   - Evaluates the checks and returns them; it never fails the host by itself and never changes it, so
@@ -41,9 +46,24 @@ options:
     description: The card's pinned revision (40 hex).
     type: str
   checks:
-    description: Checks to run; any left out stays on. Keys C(os), C(disk), C(gpu_count), C(gpu_model),
-      C(memory_fit), C(driver), C(driver_branch), C(rocm_release), C(cann_driver), C(fabric), C(ports), C(peers),
-      C(shm), C(container_engine), C(image_disk).
+    description:
+      - Checks to run; any left out stays on. Keys C(os), C(disk), C(gpu_count), C(gpu_model),
+        C(memory_fit), C(driver), C(driver_branch), C(rocm_release), C(cann_driver), C(fabric), C(ports), C(peers),
+        C(shm), C(container_engine), C(image_disk), C(container_nvidia_runtime), C(container_cdi_spec),
+        C(container_amd_devices), C(container_ascend_devices).
+      - C(container_nvidia_runtime) - docker with NVIDIA GPUs - the daemon has the C(nvidia) runtime
+        (C(nvidia-ctk runtime configure --runtime=docker)) or CDI on (C(features.cdi)); the running daemon's
+        C(docker info) wins over C(/etc/docker/daemon.json).
+      - C(container_cdi_spec) - podman with NVIDIA GPUs - a CDI spec of kind C(nvidia.com/gpu) in C(/etc/cdi) or
+        C(/var/run/cdi) whose driver libraries are the loaded driver's (C(nvidia-ctk cdi generate)); a spec left by
+        an earlier driver fails, naming both versions and the command that regenerates it.
+      - C(container_amd_devices) - AMD - C(/dev/kfd) and C(/dev/dri) exist and the render nodes C(/dev/dri/renderD*)
+        belong to the group the units add (O(amd_render_gid), else the host's C(render) group).
+      - C(container_ascend_devices) - Ascend - every C(/dev/davinciN) the units pass (O(ascend_devices), else those
+        found) exists, with C(/dev/davinci_manager), C(/dev/devmm_svm), C(/dev/hisi_hdc), and they cover the NPUs
+        placed here.
+      - The four apply only to O(runtime) C(docker)/C(podman), on a host that runs accelerator engines, for the
+        vendor of O(container_vendor) (else the one found); C(native) and vendor C(none) skip them.
     type: dict
     default: {}
   gpu_memory_mib:
@@ -122,10 +142,32 @@ options:
     default: docker
   image_allowance_gib:
     description:
-      - Free space (GiB) needed per distinct container image placed on the host (C(needs.images)). An estimate,
-        not a measurement - vLLM and SGLang CUDA images take 10-25 GB.
+      - Free space (GiB) needed per distinct container image placed on the host (C(needs.images)) that is not in the
+        engine's store yet (see RV(facts.image_disk)). An estimate, not a measurement - vLLM and SGLang CUDA images
+        take 10-25 GB; their real sizes are known only once their digests are resolved, after preflight.
     type: float
     default: 30.0
+  container_vendor:
+    description:
+      - The vendor whose devices the units pass into containers (C(launchcard_accelerator_vendor)); empty - the
+        vendor found on the host (its tools, else its PCI bus). V(none) skips the C(container_*) checks.
+    type: str
+    choices: ['', nvidia, amd, ascend, none]
+    default: ''
+  container_toolkit:
+    description:
+      - With O(install_driver), whether the NVIDIA stack role installed next configures the container toolkit
+        (registers docker's C(nvidia) runtime, generates the CDI spec); then C(container_nvidia_runtime) and
+        C(container_cdi_spec) warn instead of failing.
+    type: bool
+    default: true
+  amd_render_gid:
+    description: The group id the AMD units add (C(launchcard_amd_render_gid)); unset - the host's C(render) group.
+    type: int
+  ascend_devices:
+    description: The C(/dev/davinciN) numbers the Ascend units pass (C(launchcard_ascend_devices)); unset - those found.
+    type: list
+    elements: int
   lock:
     description:
       - Take the run lock in this same call (no round trip of its own), after the checks; see
@@ -331,7 +373,11 @@ facts:
       description: C({path, size_bytes}) of C(/dev/shm) (bytes), or null when absent.
       type: dict
     image_disk:
-      description: C({path, data_root, free_bytes}) of the container engine's data root (bytes), or null.
+      description:
+        - C({path, data_root, free_bytes, in_place}) of the container engine's data root (bytes), or null. C(in_place)
+          lists the card images whose digest the host's record names (O(record)) and the engine's store holds
+          (podman C(overlay-images/images.json), docker C(image/overlay2/repositories.json)); the C(image_disk)
+          check asks room only for the others.
       type: dict
     runtime_devices:
       description: What container device flags need from the host.
@@ -348,6 +394,13 @@ facts:
           type: list
           elements: int
           sample: [0, 1, 2, 3, 4, 5, 6, 7]
+    container_access:
+      description:
+        - "What the C(container_*) checks read, only what applies to O(runtime) and the vendor - C(docker)
+          (C({daemon_json: {path, runtimes, cdi, error}, info: {runtimes, cdi} or null}), docker with NVIDIA),
+          C(cdi_specs) (C([{path, kind, driver_versions}]), podman with NVIDIA), C(devices) (path to bool, and for
+          AMD C(render_nodes), path to group id)."
+      type: dict
 """
 
 import os
@@ -363,6 +416,7 @@ from ansible_collections.launchcard.inference.plugins.module_utils._state import
 from ansible_collections.launchcard.inference.plugins.module_utils._preflight import (
     GIB,
     bare_host,
+    container_access,
     evaluate,
     failed,
     image_data_root,
@@ -370,8 +424,10 @@ from ansible_collections.launchcard.inference.plugins.module_utils._preflight im
     listening_sockets,
     parse_os_release,
     probe_all,
+    images_in_place,
     runtime_devices,
     stack_vendor,
+    stored_image_digests,
     user_exists,
     weights_staged,
 )
@@ -409,13 +465,14 @@ def _shm():
     return {"path": "/dev/shm", "size_bytes": st.f_blocks * st.f_frsize}
 
 
-def _image_disk(runtime):
+def _image_disk(runtime, recorded):
     root = image_data_root(runtime, _read("/etc/docker/daemon.json"), _read("/etc/containers/storage.conf"))
     if not root:
         return None
     path = _existing(root)
     st = os.statvfs(path)
-    return {"path": path, "data_root": root, "free_bytes": st.f_bavail * st.f_frsize}
+    return {"path": path, "data_root": root, "free_bytes": st.f_bavail * st.f_frsize,
+            "in_place": images_in_place(recorded, stored_image_digests(runtime, root)) if recorded else []}
 
 
 def _disk(weights_dir, repo, revision):
@@ -432,6 +489,16 @@ def _disk(weights_dir, repo, revision):
                     pass
     return {"path": path, "free_bytes": st.f_bavail * st.f_frsize, "total_bytes": st.f_blocks * st.f_frsize,
             "present_bytes": present}
+
+
+def _docker_info(module, docker):
+    """``docker info --format '{{json .}}'`` of the running daemon (10 s at most), or None without one."""
+    if not docker:
+        return None
+    timeout = module.get_bin_path("timeout")
+    argv = ([timeout, "10"] if timeout else []) + [docker, "info", "--format", "{{json .}}"]
+    rc, out, dummy = module.run_command(argv)
+    return out if rc == 0 else None
 
 
 def _take_lock(module, spec, failed_checks):
@@ -482,10 +549,16 @@ def main():
             users=dict(type="list", elements="str", default=[]),
             lock=dict(type="dict"),
             record=dict(type="path"),
+            container_vendor=dict(type="str", choices=["", "nvidia", "amd", "ascend", "none"], default=""),
+            container_toolkit=dict(type="bool", default=True),
+            amd_render_gid=dict(type="int"),
+            ascend_devices=dict(type="list", elements="int"),
         ),
         supports_check_mode=True,
     )
     p = module.params
+    record_text = _read(p["record"]) if p["record"] else None
+    recorded = recorded_image_refs(record_text) if p["record"] else {}
     on = dict((c, (p["checks"] or {}).get(c, True)) for c in ("peers", "image_disk"))
     facts = {
         "os": parse_os_release(_read("/etc/os-release") or ""),
@@ -495,10 +568,13 @@ def main():
         "listening": listening_sockets(),
         "peers": probe_all(p["needs"].get("peers") or [], p["connect_timeout"]) if on["peers"] else [],
         "shm": _shm(),
-        "image_disk": _image_disk(p["runtime"]) if on["image_disk"] else None,
+        "image_disk": _image_disk(p["runtime"], recorded) if on["image_disk"] else None,
         "runtime_devices": runtime_devices(),
         "engines": {"docker": module.get_bin_path("docker")},
     }
+    facts["container_access"] = container_access(
+        p["runtime"], p["container_vendor"] or stack_vendor(facts["accelerators"]),
+        docker_info=lambda: _docker_info(module, facts["engines"]["docker"]))
     results = evaluate(facts, p["needs"], {
         "checks": p["checks"],
         "allow_unvalidated_hardware": p["allow_unvalidated_hardware"],
@@ -510,6 +586,10 @@ def main():
         "install_driver": p["install_driver"],
         "gpu_memory_mib": p["gpu_memory_mib"],
         "stack_versions": dict((k, v) for k, v in (p["stack_versions"] or {}).items() if v),
+        "container_vendor": p["container_vendor"],
+        "container_toolkit": p["container_toolkit"],
+        "amd_render_gid": p["amd_render_gid"],
+        "ascend_devices": p["ascend_devices"],
     })
     facts["listening"] = dict((str(k), v) for k, v in facts["listening"].items())
     staged = False
@@ -517,7 +597,6 @@ def main():
         staged = weights_staged(_read(stamp_path(p["weights_dir"], p["repo"], p["revision"])),
                                 facts["disk"]["present_bytes"])
     failed_checks = [r["check"] for r in failed(results)]
-    record_text = _read(p["record"]) if p["record"] else None
     # the lock files are the run's own bookkeeping (released by the same run): changed stays false
     module.exit_json(changed=False, checks=results, failed_checks=failed_checks,
                      lock=_take_lock(module, p["lock"], failed_checks),
@@ -528,7 +607,7 @@ def main():
                      users=dict((name, user_exists(name)) for name in p["users"]),
                      weights_staged=staged,
                      container_package=engine_package(facts["os"].get("id"), p["runtime"]),
-                     recorded_image_refs=recorded_image_refs(record_text),
+                     recorded_image_refs=recorded,
                      recorded_runtime_setup=recorded_runtime_setup(record_text),
                      facts=facts)
 

@@ -77,10 +77,23 @@ def cdi_generate(args):
               + (smi.stdout + smi.stderr).strip().splitlines()[0] + '"', file=sys.stderr)
         return 1
     rows = [[c.strip() for c in line.split(",")] for line in smi.stdout.splitlines() if line.strip()]
-    driver = rows[0][2] if rows else "unknown"
+    text = spec_text([r[:2] for r in rows], rows[0][2] if rows else "unknown")
+    if not output:
+        sys.stdout.write(text)
+        return 0
+    write(output, text)
+    os.chmod(output, 0o644)
+    print('level=info msg="Generated CDI spec with version 0.5.0"')
+    return 0
+
+
+def spec_text(rows, driver):
+    """The CDI spec for GPUs ``rows`` (``[index, uuid]`` each) and driver version ``driver``: device names
+    (index, UUID, ``all``), then the common edits mounting the driver's libraries by their version, as the
+    real tool writes them. tests/sandbox/sandbox_fleet/hostfiles.py (sandbox_cdi_spec) uses it too."""
     lines = ["---", "# TEST DATA: written by the launchcard sandbox stand-in nvidia-ctk (not NVIDIA software)",
              'cdiVersion: 0.5.0', "kind: nvidia.com/gpu", "devices:"]
-    for index, uuid, dummy in rows:
+    for index, uuid in rows:
         for name in (index, uuid):
             lines += [f"  - name: \"{name}\"", "    containerEdits:", "      deviceNodes:",
                       f"        - path: /dev/nvidia{index}"]
@@ -92,14 +105,7 @@ def cdi_generate(args):
         lines += [f"    - hostPath: /usr/lib/x86_64-linux-gnu/{lib}.{driver}",
                   f"      containerPath: /usr/lib/x86_64-linux-gnu/{lib}.{driver}",
                   "      options: [ro, nosuid, nodev, bind]"]
-    text = "\n".join(lines) + "\n"
-    if not output:
-        sys.stdout.write(text)
-        return 0
-    write(output, text)
-    os.chmod(output, 0o644)
-    print('level=info msg="Generated CDI spec with version 0.5.0"')
-    return 0
+    return "\n".join(lines) + "\n"
 
 
 def main(argv):

@@ -5,6 +5,7 @@ disk described here are simulated (see tests/sandbox/README.md).
 """
 
 import hashlib
+import importlib.util
 import json
 import os
 import shutil
@@ -17,6 +18,8 @@ from .mounts import is_mounted, umount
 from .procs import read_pidfile
 
 NVIDIA_SMI_SRC = SANDBOX_DIR / "nvidia_smi_standin.py"
+NVIDIA_CTK_SRC = SANDBOX_DIR / "pkgrepo" / "standin_nvidia_ctk.py"
+CDI_SPEC = "etc/cdi/nvidia.yaml"
 # where fleet.py writes the simulated PCI bus of a bare host (its inventory sets launchcard_pci_devices_dir)
 SANDBOX_PCI_DIR = "var/lib/launchcard-sandbox/pci/devices"
 SQUATTER_UNIT = "sandbox-squatter.service"
@@ -136,6 +139,12 @@ def write_host_files(host: Host, hosts, merged: Path, pubkey: str, net, gateway,
                                                         "hbm_mib": host.npu_hbm_mib}) + "\n")
     elif (sandbox / "ascend.json").exists():
         (sandbox / "ascend.json").unlink()
+    # sandbox_cdi_spec: the CDI spec the stand-in nvidia-ctk would write for this host's GPUs and that driver
+    if host.cdi_spec:
+        write_file(merged / CDI_SPEC, _standin_ctk().spec_text(
+            [(str(g["index"]), g["uuid"]) for g in gpus_json(host)["gpus"]], host.cdi_spec), 0o644)
+    elif (merged / CDI_SPEC).exists():
+        (merged / CDI_SPEC).unlink()
     smi = merged / "usr/bin/nvidia-smi"
     if host.gpus > 0:
         write_file(sandbox / "driver_version", host.driver_version + "\n")
@@ -146,6 +155,14 @@ def write_host_files(host: Host, hosts, merged: Path, pubkey: str, net, gateway,
         for path in (sandbox / "driver_version", smi):
             if path.exists() or path.is_symlink():
                 path.unlink()
+
+
+def _standin_ctk():
+    """The stand-in nvidia-ctk (tests/sandbox/pkgrepo), loaded as a module for its CDI spec writer."""
+    spec = importlib.util.spec_from_file_location("standin_nvidia_ctk", NVIDIA_CTK_SRC)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
 
 
 # ---------------------------------------------------------------------------

@@ -35,6 +35,9 @@ DEFAULTS = {
     # the host's root filesystem (rootfs.VARIANTS): "base", or "podman" (Debian 12's podman and crun, with
     # /var/lib/containers on the machine's disk, and the fleet's container registry started beside the hub)
     "sandbox_rootfs": "base",
+    # a driver version: /etc/cdi/nvidia.yaml as `nvidia-ctk cdi generate` writes it for this host's GPUs and that
+    # driver (sandbox_driver_version: a current spec; another: one left by an earlier driver); "": no CDI spec
+    "sandbox_cdi_spec": "",
 }
 
 
@@ -71,12 +74,16 @@ class Host:
         self.npu_model = get("sandbox_npu_model", str)
         self.npu_hbm_mib = get("sandbox_npu_hbm_mib", int)
         self.rootfs = get("sandbox_rootfs", str)
+        self.cdi_spec = get("sandbox_cdi_spec", str)
         if self.rootfs not in ROOTFS_VARIANTS:
             raise FleetError(f"host {name}: sandbox_rootfs={self.rootfs!r} must be one of {', '.join(sorted(ROOTFS_VARIANTS))}")
         if not 0 <= self.bare_npus <= 16 or (self.bare_npus and self.gpus):
             raise FleetError(f"host {name}: sandbox_bare_npus={self.bare_npus} must be 0-16, on a host without sandbox_gpus")
         if self.gpus < 0 or self.gpus > len(PCI_BUS_IDS) * 4:
             raise FleetError(f"host {name}: sandbox_gpus={self.gpus} out of range")
+        if self.cdi_spec and (not self.gpus or not re.fullmatch(r"\d+\.\d+(\.\d+)?", self.cdi_spec)):
+            raise FleetError(f"host {name}: sandbox_cdi_spec={self.cdi_spec!r} must be a driver version, on a host "
+                             "with sandbox_gpus")
         if self.disk_gib < 1:
             raise FleetError(f"host {name}: sandbox_disk_gib must be >= 1")
         if not 0 <= self.busy_port <= 65535 or self.busy_port == 22:
@@ -95,6 +102,8 @@ class Host:
             cfg["busy_port"] = self.busy_port
         if self.rootfs != "base":
             cfg["rootfs"] = self.rootfs
+        if self.cdi_spec:
+            cfg["cdi_spec"] = self.cdi_spec
         if self.bare_npus:
             cfg["bare_npus"] = {"count": self.bare_npus, "model": self.npu_model, "hbm_mib": self.npu_hbm_mib}
         return cfg

@@ -17,6 +17,8 @@ from ansible_collections.launchcard.inference.plugins.plugin_utils._card import 
 from ansible_collections.launchcard.inference.plugins.plugin_utils._planner import normalize_placement, plan
 from ansible_collections.launchcard.inference.plugins.module_utils._preflight import (
     CHECKS,
+    images_in_place,
+    stored_image_digests,
     DEFAULT_IMAGE_ALLOWANCE_BYTES,
     DEFAULT_SHM_MIN_BYTES,
     evaluate,
@@ -257,7 +259,7 @@ def test_shm_only_for_gpu_hosts():
 def test_image_disk_passes_with_room_for_each_image(runtime):
     r = _one(evaluate(_facts(), NEEDS, {"runtime": runtime}), "image_disk")
     assert r["ok"], r
-    assert r["need"] == "30.0 GiB free on /var/lib/docker (1 image(s) x 30.0 GiB, an estimate)"
+    assert r["need"] == "30.0 GiB free on /var/lib/docker (1 image(s) to pull x 30.0 GiB, an estimate)"
     assert r["found"] == "100.0 GiB free"
     assert DEFAULT_IMAGE_ALLOWANCE_BYTES == 30 * GIB
 
@@ -323,3 +325,42 @@ def test_docker_where_the_os_ships_it_is_not_a_row():
     for os_release in ({"id": "debian", "version_id": "12"}, {"id": "ubuntu", "version_id": "24.04"}):
         assert _one(evaluate(_facts(os=os_release, engines={"docker": None}), NEEDS, {"runtime": "docker"}),
                     "container_engine") is None
+
+
+D1, D2 = "sha256:" + "1" * 64, "sha256:" + "2" * 64
+
+
+def test_image_disk_asks_no_room_for_the_images_the_engine_holds_at_the_recorded_digest():
+    needs = dict(NEEDS, images=["lmsysorg/sglang:latest", "vllm/vllm-openai:v0.11.0"])
+    tight = {"path": "/var/lib/containers", "free_bytes": 40 * GIB, "in_place": ["lmsysorg/sglang:latest"]}
+    r = _one(evaluate(_facts(image_disk=tight), needs, {"runtime": "podman"}), "image_disk")
+    assert r["ok"] and r["need"] == "30.0 GiB free on /var/lib/containers (1 image(s) to pull x 30.0 GiB, an estimate)"
+    full = dict(tight, free_bytes=1 * GIB, in_place=needs["images"])
+    r = _one(evaluate(_facts(image_disk=full), needs, {"runtime": "podman"}), "image_disk")
+    assert r["ok"] and r["message"] == "the images are in place (the digests the host runs)"
+    r = _one(evaluate(_facts(image_disk=dict(full, in_place=[])), needs, {"runtime": "podman"}), "image_disk")
+    assert not r["ok"] and "(2 image(s) to pull" in r["need"]
+
+
+def test_stored_image_digests_from_the_engines_own_files():
+    files = {
+        # containers-storage under podman's default /var/lib/containers (graph root storage/)
+        "/var/lib/containers/storage/overlay-images/images.json": json.dumps([
+            {"id": "4ea1", "digest": D1, "names": ["docker.io/lmsysorg/sglang@" + D1]},
+            {"id": "77aa", "digest": D2, "digests": [D2]}]),
+        "/var/lib/docker/image/overlay2/repositories.json": json.dumps({"Repositories": {"lmsysorg/sglang": {
+            "lmsysorg/sglang:latest": "sha256:aaaa", "lmsysorg/sglang@" + D2: "sha256:aaaa"}}}),
+    }
+    assert stored_image_digests("podman", "/var/lib/containers", files.get) == {D1, D2}
+    assert stored_image_digests("docker", "/var/lib/docker", files.get) == {D2}
+    assert stored_image_digests("podman", "/srv/empty", files.get) == set()
+    assert stored_image_digests("podman", "/x", lambda path: "{not json") == set()
+    assert stored_image_digests("native", None, files.get) == set()
+
+
+def test_images_in_place_need_the_recorded_digest_in_the_store():
+    recorded = {"lmsysorg/sglang:latest": "docker.io/lmsysorg/sglang@" + D1,
+                "vllm/vllm-openai:nightly": "docker.io/vllm/vllm-openai@" + D2}
+    assert images_in_place(recorded, {D1}) == ["lmsysorg/sglang:latest"]
+    assert images_in_place(recorded, set()) == []
+    assert images_in_place({}, {D1}) == []

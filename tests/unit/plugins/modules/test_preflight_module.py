@@ -29,6 +29,7 @@ import sys
 import pytest
 
 from ansible.module_utils.testing import patch_module_args
+from ansible_collections.launchcard.inference.plugins.module_utils import _preflight as preflight_utils
 from ansible_collections.launchcard.inference.plugins.modules import preflight
 
 FIXTURES = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", "fixtures", "accelerators"))
@@ -111,6 +112,10 @@ def run_module(capsys, host, **args):
     result = json.loads(capsys.readouterr().out)
     assert info.value.code == 0, result  # preflight never fails a host by itself
     return result
+
+
+# image_disk reads this machine's container data root, container_nvidia_runtime its docker (test_preflight_containers.py)
+NO_IMAGE_DISK = {"image_disk": False, "container_nvidia_runtime": False}
 
 
 def by_check(result):
@@ -323,7 +328,7 @@ def test_docker_on_rhel_needs_docker_installed_and_names_no_package_to_install(h
     monkeypatch.setattr(preflight, "_read", lambda path: 'ID="rocky"\nVERSION_ID="9.4"\n' if path == "/etc/os-release"
                         else real_read(path))
     nvidia_smi(host["bin"])
-    result = run_module(capsys, host, needs=needs(), runtime="docker", checks={"image_disk": False})
+    result = run_module(capsys, host, needs=needs(), runtime="docker", checks=NO_IMAGE_DISK)
     assert result["container_package"] is None
     assert result["failed_checks"] == ["container_engine"]
     assert "docker-ce" in by_check(result)["container_engine"]["message"]
@@ -331,7 +336,51 @@ def test_docker_on_rhel_needs_docker_installed_and_names_no_package_to_install(h
     with open(docker, "w") as f:
         f.write("#!/bin/sh\nexit 0\n")
     os.chmod(docker, 0o755)
-    result = run_module(capsys, host, needs=needs(), runtime="docker", checks={"image_disk": False})
+    result = run_module(capsys, host, needs=needs(), runtime="docker", checks=NO_IMAGE_DISK)
     assert result["failed_checks"] == [] and by_check(result)["container_engine"]["found"] == docker
-    result = run_module(capsys, host, needs=needs(), runtime="podman", checks={"image_disk": False})
+    result = run_module(capsys, host, needs=needs(), runtime="podman", checks=NO_IMAGE_DISK)
     assert result["container_package"] == "podman" and "container_engine" not in by_check(result)
+
+
+def test_podman_with_nvidia_gpus_needs_a_cdi_spec_naming_the_loaded_driver(host, capsys, monkeypatch, tmp_path):
+    cdi = tmp_path / "cdi"
+    cdi.mkdir()
+    monkeypatch.setattr(preflight_utils, "CDI_SPEC_DIRS", (str(cdi),))
+    nvidia_smi(host["bin"])
+    result = run_module(capsys, host, needs=needs(), runtime="podman", checks={"image_disk": False})
+    assert result["failed_checks"] == ["container_cdi_spec"]
+    assert result["facts"]["container_access"]["cdi_specs"] == []
+    driver = result["facts"]["accelerators"]["devices"][0]["driver_version"]
+    (cdi / "nvidia.yaml").write_text("kind: nvidia.com/gpu\ncontainerEdits:\n  mounts:\n"
+                                     "    - hostPath: /usr/lib/x86_64-linux-gnu/libcuda.so.%s\n" % driver)
+    result = run_module(capsys, host, needs=needs(), runtime="podman", checks={"image_disk": False})
+    assert result["failed_checks"] == [] and by_check(result)["container_cdi_spec"]["ok"] is True
+    (cdi / "nvidia.yaml").write_text("kind: nvidia.com/gpu\ncontainerEdits:\n  mounts:\n"
+                                     "    - hostPath: /usr/lib/x86_64-linux-gnu/libcuda.so.470.57.02\n")
+    result = run_module(capsys, host, needs=needs(), runtime="podman", checks={"image_disk": False},
+                        container_vendor="nvidia")
+    assert result["failed_checks"] == ["container_cdi_spec"]
+    assert "470.57.02" in by_check(result)["container_cdi_spec"]["message"]
+    # vendor none (the units pass no device): not checked
+    result = run_module(capsys, host, needs=needs(), runtime="podman", checks={"image_disk": False},
+                        container_vendor="none")
+    assert "container_cdi_spec" not in by_check(result)
+
+
+def test_image_disk_needs_no_room_for_an_image_the_store_holds_at_the_recorded_digest(host, capsys, monkeypatch):
+    nvidia_smi(host["bin"])
+    store = host["tmp"] / "containers"
+    (store / "storage" / "overlay-images").mkdir(parents=True)
+    monkeypatch.setattr(preflight, "image_data_root", lambda runtime, daemon_json, storage_conf: str(store))
+    digest = "sha256:" + "b" * 64
+    record = host["tmp"] / "state.json"
+    record.write_text(json.dumps({"version": 1, "card": {}, "instances": [], "units": {}, "previous": None, "runtime": {
+        "kind": "podman", "image_refs": {"lmsysorg/sglang:latest": "docker.io/lmsysorg/sglang@" + digest}}}))
+    args = dict(needs=needs(images=["lmsysorg/sglang:latest"]), runtime="podman", record=str(record),
+                checks={"container_cdi_spec": False}, image_allowance_gib=1.0e9)  # more than any disk
+    result = run_module(capsys, host, **args)
+    assert result["facts"]["image_disk"]["in_place"] == [] and result["failed_checks"] == ["image_disk"]
+    (store / "storage" / "overlay-images" / "images.json").write_text(json.dumps([{"id": "4ea1", "digest": digest}]))
+    result = run_module(capsys, host, **args)
+    assert result["facts"]["image_disk"]["in_place"] == ["lmsysorg/sglang:latest"]
+    assert result["failed_checks"] == [] and by_check(result)["image_disk"]["ok"] is True

@@ -1,0 +1,151 @@
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, launchcard.inference contributors
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""End to end: the container path's failure cases. Each stops the run with an error naming the host (or the
+registry) and the cause, before any unit is written or started and before any image is pulled.
+
+Fleet: inventories/container-faults/gpus.ini (lc-cf-*, 198.18.12.0/24, state dir .sandbox-container-faults/, the
+`podman` root filesystem, the registry and hub that tests/sandbox/fleet.py starts on the bridge): the example card's
+prefill and decode recipes as podman containers with NVIDIA GPUs (the stand-in nvidia-smi, driver 580.95.05), so
+preflight's container_cdi_spec check applies. The prefill host boots with a CDI spec for its driver, the decode host
+with one left by driver 570.86.15 (stale). The cases, in order (each builds on the host state the last left):
+
+* a stale CDI spec (decode) and a container data root too small for the image (prefill: a 64 MiB tmpfs over
+  /var/lib/containers, mounted for that run): one preflight.yml run fails each host for its own reason;
+* no CDI spec at all (decode, its spec removed): deploy.yml stops at preflight on every host;
+* the registry mirror at a closed port (decode's spec written again, as `nvidia-ctk cdi generate` would): deploy.yml
+  stops at the images' digests, on the controller, naming the mirror and the refusal.
+
+A wrong revision and a truncated weights file are tests/e2e/test_deploy_sandbox.py's.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import re
+import shutil
+
+import pytest
+
+from sandbox_cli import ROOT, Fleet
+from playbook_output import host_failures, recap
+
+INVENTORY = "inventories/container-faults/gpus.ini"
+STATE = ".sandbox-container-faults"
+FLEET = Fleet(INVENTORY, STATE)
+playbook, down = FLEET.playbook, FLEET.down
+HOSTS = {"lc-cf-prefill": "198.18.12.11", "lc-cf-decode": "198.18.12.12"}
+REGISTRY_LOG = os.path.join(ROOT, STATE, "registry.log")
+DRIVER, OLD_DRIVER = "580.95.05", "570.86.15"
+CLOSED_MIRROR = "198.18.12.1:5999"  # nothing listens there: the bridge address answers with a refusal
+# a host's fetch from the registry (a manifest or blob GET; the controller's digest HEAD is not one)
+FETCH = re.compile(r'^(\S+) - - \[[^]]*\] "GET /v2/\S+/(?:manifests|blobs)/', re.M)
+
+pytestmark = pytest.mark.skipif(
+    os.geteuid() != 0 or not shutil.which("systemd-nspawn") or not os.path.exists("/usr/bin/docker-registry")
+    or not shutil.which("skopeo"),
+    reason="the container sandbox needs root, systemd-nspawn, docker-registry and skopeo (make host-deps)")
+
+
+def ssh(host, command):
+    res = FLEET.ssh(HOSTS[host], command)
+    assert res.returncode == 0, (host, command, res.stdout, res.stderr)
+    return res.stdout
+
+
+def host_fetches():
+    """Manifest and blob GETs of the fleet's hosts in the registry's access log (kept across boots)."""
+    try:
+        with open(REGISTRY_LOG, errors="replace") as f:
+            return len([m for m in FETCH.finditer(f.read()) if m.group(1) in HOSTS.values()])
+    except FileNotFoundError:
+        return 0
+
+
+def assert_untouched(fetches_before):
+    """No launchcard unit written, loaded or started, and no image pulled, on any host."""
+    for host in HOSTS:
+        out = ssh(host, "ls /etc/systemd/system | grep '^launchcard-' || true; "
+                        "systemctl list-units --all --no-legend --plain 'launchcard-*'; "
+                        "podman images --quiet; podman ps --all --quiet")
+        assert out.strip() == "", (host, out)
+    assert host_fetches() == fetches_before
+
+
+def cdi_spec(driver):
+    """/etc/cdi/nvidia.yaml as the sandbox's stand-in `nvidia-ctk cdi generate` writes it for 2 GPUs and ``driver``."""
+    spec = importlib.util.spec_from_file_location(
+        "standin_nvidia_ctk", os.path.join(ROOT, "tests", "sandbox", "pkgrepo", "standin_nvidia_ctk.py"))
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module.spec_text([("0", "GPU-0"), ("1", "GPU-1")], driver)
+
+
+def failure(res, host):
+    return " ".join(host_failures(res.stdout).get(host, []))
+
+
+@pytest.fixture(scope="module")
+def fleet():
+    down()
+    up = FLEET.up()
+    try:
+        assert up.returncode == 0, up.stdout[-3000:] + up.stderr[-3000:]
+        yield host_fetches()
+    finally:
+        if not os.environ.get("LAUNCHCARD_KEEP_FLEET"):
+            down()
+
+
+def test_stale_cdi_spec_and_a_too_small_image_disk_fail_preflight_each_naming_its_host_and_cause(fleet):
+    ssh("lc-cf-prefill", "mount -t tmpfs -o size=64m lc-small-disk /var/lib/containers")
+    try:
+        res = playbook("preflight")
+    finally:
+        ssh("lc-cf-prefill", "umount /var/lib/containers")
+    assert res.returncode != 0
+    counts = recap(res.stdout)
+    assert {h: (c["failed"], c["changed"]) for h, c in counts.items()} == {h: (1, 0) for h in HOSTS}, counts
+    decode, prefill = failure(res, "lc-cf-decode"), failure(res, "lc-cf-prefill")
+    assert "preflight failed on lc-cf-decode: container_cdi_spec" in decode, decode
+    assert ("stale CDI spec: /etc/cdi/nvidia.yaml names driver %s, the loaded driver is %s" % (OLD_DRIVER, DRIVER)
+            in decode), decode
+    assert "run `nvidia-ctk cdi generate --output=/etc/cdi/nvidia.yaml`" in decode
+    assert "preflight failed on lc-cf-prefill: image_disk" in prefill, prefill
+    assert "free on /var/lib/containers" in prefill and "found 0.1 GiB free" in prefill, prefill
+    assert "not enough free space for the container images" in prefill
+    assert "container_cdi_spec" not in prefill  # its spec names the loaded driver
+    assert_untouched(fleet)
+
+
+def test_a_missing_cdi_spec_stops_the_deploy_at_preflight_on_every_host(fleet):
+    ssh("lc-cf-decode", "rm /etc/cdi/nvidia.yaml")
+    res = playbook("deploy")
+    assert res.returncode != 0
+    decode = failure(res, "lc-cf-decode")
+    assert "preflight failed on lc-cf-decode: container_cdi_spec" in decode, decode
+    assert "found no CDI spec of nvidia.com/gpu" in decode
+    assert "podman cannot pass the GPUs into containers: run `nvidia-ctk cdi generate --output=/etc/cdi/nvidia.yaml`" \
+        in decode
+    counts = recap(res.stdout)
+    # no failure budget (launchcard_max_fail_percentage 0): the good host stops too, unchanged
+    assert all(c["changed"] == 0 for c in counts.values()), counts
+    assert "Deploy | Prepare the runtime" not in res.stdout
+    assert_untouched(fleet)
+
+
+def test_an_unreachable_registry_stops_the_deploy_before_any_pull_or_unit(fleet):
+    ssh("lc-cf-decode", "cat > /etc/cdi/nvidia.yaml <<'EOF'\n%sEOF" % cdi_spec(DRIVER))
+    mirrors = {"launchcard_registry_mirrors": {"docker.io": [{"location": CLOSED_MIRROR, "insecure": True}]}}
+    res = playbook("deploy", "-e", json.dumps(mirrors))
+    assert res.returncode != 0
+    out = " ".join(res.stdout.split())
+    assert "image lmsysorg/sglang:latest: cannot reach the registry at http://%s" % CLOSED_MIRROR in out, \
+        res.stdout[-4000:]
+    assert "Connection refused" in out
+    # preflight passed on both hosts (the spec names the loaded driver again); the run stopped at the digests
+    assert "preflight failed" not in out
+    assert "Runtime | Pull" not in res.stdout
+    assert_untouched(fleet)
