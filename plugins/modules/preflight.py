@@ -339,6 +339,12 @@ facts:
           type: list
           elements: int
           sample: [0, 1, 2, 3, 4, 5, 6, 7]
+    engines:
+      description:
+        - C(docker), the path of the docker client (null when absent); with O(runtime=podman), C(podman_version),
+          the installed podman's version from C(podman --version) (null when absent), which decides Quadlet units.
+      type: dict
+      sample: {docker: null, podman_version: 5.4.2}
 """
 
 import os
@@ -361,6 +367,7 @@ from ansible_collections.launchcard.inference.plugins.module_utils._preflight im
     listening_sockets,
     parse_os_release,
     probe_all,
+    podman_version,
     runtime_devices,
     stack_vendor,
     user_exists,
@@ -490,6 +497,9 @@ def main():
         "runtime_devices": runtime_devices(),
         "engines": {"docker": module.get_bin_path("docker")},
     }
+    if p["runtime"] == "podman":
+        # what decides Quadlet units (podman >= 4.4) for the units role: plugin_utils/_unit_options.py detected
+        facts["engines"]["podman_version"] = podman_version(module.get_bin_path, module.run_command)
     results = evaluate(facts, p["needs"], {
         "checks": p["checks"],
         "allow_unvalidated_hardware": p["allow_unvalidated_hardware"],
