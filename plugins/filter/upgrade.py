@@ -37,6 +37,7 @@ def upgrade_rollout(plan, hostvars, hosts, cards, options=None, serial=1, state_
         rec = res.get("record")
         if rec:
             current[host] = rec
+
     def host_options(host):
         # ``options`` are the options of the host that runs this filter (run_once); the kind of podman unit is
         # each host's own (Quadlet where its podman has it), so a fleet of Debian 12 and 13 hosts compares every
