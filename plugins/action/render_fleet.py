@@ -20,7 +20,7 @@ from ansible_collections.launchcard.inference.plugins.plugin_utils import _units
 # Arguments handed to the launch_card action unchanged: the plan is made exactly as the plan role makes it.
 PLAN_ARGS = ("src", "checksum", "card_var", "checksum_var", "recipes_var", "validate_certs")
 UNIT_PREFIX = "launchcard-"
-UNIT_SUFFIX = ".service"
+UNIT_SUFFIXES = (".service", ".container")  # .container: a Quadlet file (podman >= 4.4)
 
 
 def plan_json(host_plan):
@@ -111,7 +111,7 @@ class ActionModule(ActionBase):
             stale = []
             if os.path.isdir(folder):
                 stale = sorted(n for n in os.listdir(folder)
-                               if n.startswith(UNIT_PREFIX) and n.endswith(UNIT_SUFFIX) and n not in names)
+                               if n.startswith(UNIT_PREFIX) and n.endswith(UNIT_SUFFIXES) and n not in names)
             todo = [(n, t.encode("utf-8")) for n, t in host_files]
             todo = [(n, data) for n, data in todo if _read(os.path.join(folder, n)) != data]
             written += [os.path.join(host, n) for n, dummy in todo]

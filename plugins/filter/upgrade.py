@@ -9,6 +9,7 @@ from ansible.errors import AnsibleFilterError
 from ansible.module_utils.common.text.converters import to_text
 
 from ansible_collections.launchcard.inference.plugins.plugin_utils import _rollout as rollout
+from ansible_collections.launchcard.inference.plugins.plugin_utils import _unit_options as unit_options
 from ansible_collections.launchcard.inference.plugins.plugin_utils import _units as units
 
 
@@ -36,8 +37,18 @@ def upgrade_rollout(plan, hostvars, hosts, cards, options=None, serial=1, state_
         rec = res.get("record")
         if rec:
             current[host] = rec
+
+    def host_options(host):
+        # ``options`` are the options of the host that runs this filter (run_once); the kind of podman unit is
+        # each host's own (Quadlet where its podman has it), so a fleet of Debian 12 and 13 hosts compares every
+        # host with the files it really has
+        opts = dict(options or {})
+        if opts.get("runtime") == "podman" and host in hostvars:
+            opts["podman_quadlet"] = unit_options.host_options(hostvars[host])["podman_quadlet"]
+        return opts
+
     try:
-        target_units = {h: units.host_units(hp, options) for h, hp in (plan or {}).get("hosts", {}).items()}
+        target_units = {h: units.host_units(hp, host_options(h)) for h, hp in (plan or {}).get("hosts", {}).items()}
         summary = {k: upgrade_card(cards, k) for k in (plan or {}).get("cards", {})}
         return rollout.rollout(current, plan, target_units, summary, serial)
     except (ValueError, KeyError) as exc:

@@ -25,19 +25,24 @@ from __future__ import annotations
 # version matches on its major number (point releases of Debian and the RHEL 9 family) or exactly
 # (Ubuntu's YY.MM releases: 22.10 is not 22.04). ``docker``: the OS package that provides Docker, or None
 # where the OS repositories have none (RHEL 9 and its rebuilds ship podman; Docker's own repository,
-# https://docs.docker.com/engine/install/rhel/, provides docker-ce).
+# https://docs.docker.com/engine/install/rhel/, provides docker-ce). ``podman``: the podman version the OS
+# repositories ship, per supported version, where one release line holds for all its point releases (Debian 12:
+# 4.3, Debian 13: 5.4, Ubuntu 22.04: 3.4, Ubuntu 24.04: 4.9, the distributions' package pages); the RHEL 9 family
+# moved from 4.0 to 5.x across its minor releases, so there only the installed podman tells.
 SUPPORTED_OS = (
-    {"id": "debian", "distribution": "Debian", "label": "Debian", "versions": ("12",), "match": "major",
-     "docker": "docker.io"},
+    {"id": "debian", "distribution": "Debian", "label": "Debian", "versions": ("12", "13"), "match": "major",
+     "docker": "docker.io", "podman": {"12": "4.3", "13": "5.4"}},
     {"id": "ubuntu", "distribution": "Ubuntu", "label": "Ubuntu", "versions": ("22.04", "24.04"), "match": "exact",
-     "docker": "docker.io"},
-    {"id": "rhel", "distribution": "RedHat", "label": "RHEL", "versions": ("9",), "match": "major", "docker": None},
-    {"id": "rocky", "distribution": "Rocky", "label": "Rocky", "versions": ("9",), "match": "major", "docker": None},
+     "docker": "docker.io", "podman": {"22.04": "3.4", "24.04": "4.9"}},
+    {"id": "rhel", "distribution": "RedHat", "label": "RHEL", "versions": ("9",), "match": "major", "docker": None,
+     "podman": {}},
+    {"id": "rocky", "distribution": "Rocky", "label": "Rocky", "versions": ("9",), "match": "major", "docker": None,
+     "podman": {}},
     {"id": "almalinux", "distribution": "AlmaLinux", "label": "Alma", "versions": ("9",), "match": "major",
-     "docker": None},
+     "docker": None, "podman": {}},
 )
 
-SUMMARY = "Debian 12, Ubuntu 22.04/24.04, RHEL/Rocky/Alma 9"
+SUMMARY = "Debian 12/13, Ubuntu 22.04/24.04, RHEL/Rocky/Alma 9"
 
 
 def _row(name):
@@ -90,3 +95,19 @@ def engine_package(name, runtime):
         return None
     row = _row(name)
     return row["docker"] if row else None
+
+
+def os_podman_version(name, version):
+    """The podman version (``major.minor``) the OS repositories of a supported system ship, or None.
+
+    :param name: os-release ID or Ansible distribution (as :func:`is_supported`).
+    :param version: ``VERSION_ID`` or ``distribution_version``.
+    :returns: e.g. ``"5.4"`` for Debian 13; None where the system is not supported or its release line does not
+        name one version (the RHEL 9 family).
+    """
+    row = _row(name)
+    if not row or not version_matches(row, version):
+        return None
+    version = (version or "").strip()
+    key = version.split(".")[0] if row["match"] == "major" else version
+    return row["podman"].get(key)

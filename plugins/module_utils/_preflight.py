@@ -1273,6 +1273,23 @@ def container_access(runtime, vendor, dev=None, read=None, listdir=None, stat_pa
     return out
 
 
+def podman_version(get_bin_path, run_command):
+    """The installed podman's version (``5.4.2``), from ``podman --version`` (``podman version 5.4.2``).
+
+    The units role writes Quadlet ``.container`` files where it is 4.4 or newer (podman-systemd.unit(5)).
+
+    :param get_bin_path: ``AnsibleModule.get_bin_path``.
+    :param run_command: ``AnsibleModule.run_command``.
+    :returns: the version (str), or None when podman is not installed or does not say.
+    """
+    binary = get_bin_path("podman")
+    if not binary:
+        return None
+    rc, out, dummy = run_command([binary, "--version"])
+    match = re.search(r"(\d+\.\d+(?:\.\d+)?)", out or "") if rc == 0 else None
+    return match.group(1) if match else None
+
+
 def stack_vendor(accelerators):
     """Whose driver stack the host needs: the vendor whose tools answered, else the vendor
     whose accelerators the PCI bus shows, else ``"none"``.

@@ -131,17 +131,23 @@ def recorded_runtime_setup(text):
     return setup if isinstance(setup, str) and setup else None
 
 
-def unit_files(directory, prefix):
-    """``{file name: text}`` of the collection's unit files in ``directory`` (``<prefix>*.service``, no links)."""
+# Where the units role writes Quadlet files (podman >= 4.4; systemd_units' quadlet_directory).
+QUADLET_DIR = "/etc/containers/systemd"
+
+
+def unit_files(directory, prefix, quadlet_directory=QUADLET_DIR):
+    """``{file name: text}`` of the collection's unit files in ``directory`` (``<prefix>*.service``, no links)
+    and its Quadlet files in ``quadlet_directory`` (``<prefix>*.container``)."""
     found = {}
-    if not os.path.isdir(directory):
-        return found
-    for name in sorted(os.listdir(directory)):
-        path = os.path.join(directory, name)
-        if name.startswith(prefix) and name.endswith(".service") and os.path.isfile(path) and not os.path.islink(path):
-            with open(path) as f:
-                found[name] = f.read()
-    return found
+    for where, suffix in ((directory, ".service"), (quadlet_directory, ".container")):
+        if not where or not os.path.isdir(where):
+            continue
+        for name in sorted(os.listdir(where)):
+            path = os.path.join(where, name)
+            if name.startswith(prefix) and name.endswith(suffix) and os.path.isfile(path) and not os.path.islink(path):
+                with open(path) as f:
+                    found[name] = f.read()
+    return dict(sorted(found.items()))
 
 
 def read(path):
@@ -156,7 +162,7 @@ def read(path):
         return None, "%s: %s" % (path, exc)
 
 
-def write_present(path, directory, prefix, card, instances, runtime, check_mode, move):
+def write_present(path, directory, prefix, card, instances, runtime, check_mode, move, quadlet_directory=QUADLET_DIR):
     """Record what the host runs now (its unit files as they are on disk), keeping the replaced record as
     ``previous``; nothing is written when the running state is the same.
 
@@ -165,7 +171,7 @@ def write_present(path, directory, prefix, card, instances, runtime, check_mode,
     :raises OSError: the record cannot be written.
     """
     existing, problem = read(path)
-    record = build(unit_files(directory, prefix), card, instances, runtime, previous=existing)
+    record = build(unit_files(directory, prefix, quadlet_directory), card, instances, runtime, previous=existing)
     if same_state(existing, record):
         return False, existing, problem
     if not check_mode:

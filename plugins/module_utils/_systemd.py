@@ -157,7 +157,7 @@ def runs_new_invocation(props, previous):
     return pid not in ("", "0") and pid != str((previous or {}).get("main_pid") or 0)
 
 
-def actions(names, states, written, state):
+def actions(names, states, written, state, generated=()):
     """Return the batched systemctl actions that bring units to ``state``.
 
     :param names: desired unit names.
@@ -165,6 +165,9 @@ def actions(names, states, written, state):
     :param written: names whose file changed in this run.
     :param state: ``started`` (enabled and running; changed files restart)
         or ``stopped`` (disabled and stopped).
+    :param generated: names of units a generator makes (Quadlet ``.container`` files): their file's
+        ``[Install]`` section enables them, and ``systemctl enable``/``disable`` refuse them
+        (podman-systemd.unit(5)), so they are never in ``enable`` or ``disable``.
     :returns: dict of sorted lists ``enable``, ``disable``, ``start``,
         ``restart``, ``stop``.
     """
@@ -172,7 +175,7 @@ def actions(names, states, written, state):
     for n in sorted(names):
         st = states.get(n, {})
         active = st.get("ActiveState") in ("active", "activating", "reloading")
-        enabled = st.get("UnitFileState") in ("enabled", "enabled-runtime")
+        enabled = n in generated or st.get("UnitFileState") in ("enabled", "enabled-runtime")
         if state == "started":
             if not enabled:
                 out["enable"].append(n)
@@ -181,7 +184,7 @@ def actions(names, states, written, state):
             elif n in written:
                 out["restart"].append(n)
         else:
-            if enabled:
+            if enabled and n not in generated:
                 out["disable"].append(n)
             if active:
                 out["stop"].append(n)

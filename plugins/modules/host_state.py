@@ -35,6 +35,10 @@ options:
     description: Where the unit files are.
     type: path
     default: /etc/systemd/system
+  quadlet_directory:
+    description: Where the Quadlet C(.container) files are (podman >= 4.4), recorded beside the unit files.
+    type: path
+    default: /etc/containers/systemd
   prefix:
     description: Name prefix of the collection's unit files.
     type: str
@@ -128,6 +132,7 @@ def main():
             state=dict(type="str", choices=["read", "present"], default="read"),
             path=dict(type="path", default=state.RECORD_PATH),
             directory=dict(type="path", default="/etc/systemd/system"),
+            quadlet_directory=dict(type="path", default="/etc/containers/systemd"),
             prefix=dict(type="str", default="launchcard-"),
             card=dict(type="dict", default={}),
             instances=dict(type="list", elements="dict", default=[]),
@@ -138,7 +143,7 @@ def main():
     )
     p = module.params
     if p["state"] == "read":
-        units = state.unit_files(p["directory"], p["prefix"])
+        units = state.unit_files(p["directory"], p["prefix"], p["quadlet_directory"])
         existing, problem = state.read(p["path"])
         if problem:
             module.warn("%s; reading the unit files instead" % problem)
@@ -149,7 +154,8 @@ def main():
         module.exit_json(changed=False, record=record, drift=drift, lock=_release(module, p["release_lock"]))
     try:
         changed, record, problem = state.write_present(p["path"], p["directory"], p["prefix"], p["card"], p["instances"],
-                                                       p["runtime"], module.check_mode, module.atomic_move)
+                                                       p["runtime"], module.check_mode, module.atomic_move,
+                                                       p["quadlet_directory"])
     except (IOError, OSError) as exc:
         module.fail_json(msg="cannot write %s: %s" % (p["path"], exc))
     if problem:

@@ -401,6 +401,12 @@ facts:
           C(cdi_specs) (C([{path, kind, driver_versions}]), podman with NVIDIA), C(devices) (path to bool, and for
           AMD C(render_nodes), path to group id)."
       type: dict
+    engines:
+      description:
+        - C(docker), the path of the docker client (null when absent); with O(runtime=podman), C(podman_version),
+          the installed podman's version from C(podman --version) (null when absent), which decides Quadlet units.
+      type: dict
+      sample: {docker: null, podman_version: 5.4.2}
 """
 
 import os
@@ -425,6 +431,7 @@ from ansible_collections.launchcard.inference.plugins.module_utils._preflight im
     parse_os_release,
     probe_all,
     images_in_place,
+    podman_version,
     runtime_devices,
     stack_vendor,
     stored_image_digests,
@@ -575,6 +582,9 @@ def main():
     facts["container_access"] = container_access(
         p["runtime"], p["container_vendor"] or stack_vendor(facts["accelerators"]),
         docker_info=lambda: _docker_info(module, facts["engines"]["docker"]))
+    if p["runtime"] == "podman":
+        # what decides Quadlet units (podman >= 4.4) for the units role: plugin_utils/_unit_options.py detected
+        facts["engines"]["podman_version"] = podman_version(module.get_bin_path, module.run_command)
     results = evaluate(facts, p["needs"], {
         "checks": p["checks"],
         "allow_unvalidated_hardware": p["allow_unvalidated_hardware"],

@@ -25,10 +25,11 @@ description:
     C(launchcard_hf_offline), C(launchcard_unit_start_timeout_s), C(launchcard_unit_stop_timeout_s),
     C(launchcard_amd_render_gid), C(launchcard_ascend_devices), C(launchcard_ascend_device_count),
     C(launchcard_extra_container_args), C(launchcard_secrets_env_file), C(launchcard_docker_bin),
-    C(launchcard_podman_bin), C(launchcard_podman_cgroups); C(launchcard_hf_token) only decides whether units read the secrets file.
+    C(launchcard_podman_bin), C(launchcard_podman_cgroups), C(launchcard_podman_quadlet); C(launchcard_hf_token) only
+    decides whether units read the secrets file.
   - What only the hosts know is not seen here; the deploy takes it from preflight when the variable is
-    unset (the vendor, the AMD C(render) group id, the Ascend devices) and from the runtime role (image
-    digests). Set those variables to make the files equal to what a deploy writes.
+    unset (the vendor, the AMD C(render) group id, the Ascend devices, the podman version that decides Quadlet
+    C(.container) files) and from the runtime role (image digests). Set those variables to make the files equal to what a deploy writes.
   - Every file is rendered before any is written, so a bad card or variable writes nothing. A file is
     rewritten only when its content changes; unit files the plan no longer places on a host are removed
     from its folder.

@@ -28,6 +28,16 @@ description:
     gate counts only the new process.
   - With O(health), the same call then gates on the health of the converged units, as
     M(launchcard.inference.http_health) does, so a host converges and is gated in one round trip.
+  - A unit given as a Quadlet file (C(NAME.container), podman >= 4.4, U(https://docs.podman.io/en/latest/markdown/podman-systemd.unit.5.html))
+    is written to O(quadlet_directory); podman's systemd generator makes C(NAME.service) of it on the
+    C(daemon-reload), and the module handles that unit like any other, in the same batched calls. Before writing,
+    the generator's dry run (C(quadlet -dryrun)) converts every changed file and C(systemd-analyze verify) checks
+    the generated units. Generated units are enabled by their file's C([Install]) section, never by
+    C(systemctl enable). A unit that moves from one kind of file to the other (a C(.service) replaced by a
+    C(.container)) is restarted once, like a changed file.
+  - The collection writes its Quadlet files here rather than through C(containers.podman.podman_container)
+    (C(quadlet) state) - one call per host, validated before anything is written, keeps a no-op run at one task
+    per host, where a module call per container would cost a round trip per unit and would reload systemd per file.
 options:
   units:
     description:
@@ -37,7 +47,9 @@ options:
     required: true
     suboptions:
       name:
-        description: Unit file name, for example C(launchcard-glm-5.3-flash-sglang-prefill-0.service).
+        description:
+          - Unit file name, for example C(launchcard-glm-5.3-flash-sglang-prefill-0.service), or a Quadlet file
+            C(launchcard-glm-5.3-flash-sglang-prefill-0.container) (its unit is the C(.service) of the same name).
         type: str
         required: true
       content:
@@ -49,7 +61,8 @@ options:
         type: str
   restart:
     description:
-      - Units of O(units) to restart even when their file did not change (for example because the model
+      - Units of O(units) (C(.service) names, also for a unit given as a C(.container)) to restart even when their
+        file did not change (for example because the model
         revision they load or the packages they run changed). Queued with the other restarts; a unit that is not
         running is started. Ignored with O(state=stopped).
     type: list
@@ -63,7 +76,8 @@ options:
     default: started
   prune:
     description:
-      - Stop, disable and delete unit files in O(directory) that start with O(prefix) and are not in O(units).
+      - Stop, disable and delete unit files in O(directory) and Quadlet files (C(*.container)) in O(quadlet_directory)
+        that start with O(prefix) and are not in O(units).
     type: bool
     default: true
   prefix:
@@ -76,10 +90,23 @@ options:
       - Where unit files are written.
     type: path
     default: /etc/systemd/system
+  quadlet_directory:
+    description:
+      - Where Quadlet C(.container) files are written (the generator's directory for the system's units).
+    type: path
+    default: /etc/containers/systemd
+  quadlet_bin:
+    description:
+      - The Quadlet generator, run with C(-dryrun) to check the changed C(.container) files; unset, the first of
+        C(/usr/libexec/podman/quadlet) and C(/usr/lib/podman/quadlet) that exists. A host without it cannot run
+        Quadlet files, so the module fails before writing (in check mode, where the runtime role would install podman
+        first, the check is skipped with a warning).
+    type: path
   verify:
     description:
       - Before anything is written, check every unit file that would change with
-        C(systemd-analyze verify) (when the host has it); if any fails, the module fails and no
+        C(systemd-analyze verify) (when the host has it), a Quadlet file with the generator's dry run and then
+        C(systemd-analyze verify) of what it generates; if any fails, the module fails and no
         file is written, no unit is touched.
       - Verification needs the units' executables on the host (for example the virtualenv or
         C(/usr/bin/docker)), so run it after the runtime is installed.
@@ -175,12 +202,12 @@ units:
       unit_file_state: enabled
       n_restarts: 0
 written:
-  description: Unit files written in this run.
+  description: Unit files (and Quadlet C(.container) files) written in this run.
   returned: always
   type: list
   elements: str
 removed:
-  description: Stale unit files removed in this run.
+  description: Stale unit files (and Quadlet C(.container) files) removed in this run.
   returned: always
   type: list
   elements: str
@@ -272,25 +299,77 @@ def _read_existing(directory, prefix):
     return found
 
 
-def _verify(module, desired, names):
-    """Run systemd-analyze verify over the would-be files in a scratch directory."""
+QUADLET_SUFFIX = ".container"
+QUADLET_BINS = ("/usr/libexec/podman/quadlet", "/usr/lib/podman/quadlet")
+
+
+def unit_of(name):
+    """The systemd unit a file gives: itself, or ``NAME.service`` for a Quadlet ``NAME.container``."""
+    return name[:-len(QUADLET_SUFFIX)] + ".service" if name.endswith(QUADLET_SUFFIX) else name
+
+
+def _quadlet_bin(module, given):
+    if given:
+        return given if os.path.exists(given) else None
+    return next((b for b in QUADLET_BINS if os.path.exists(b)), None)
+
+
+def _verify(module, desired, names, quadlet=None):
+    """Check the would-be files in a scratch directory: Quadlet files through the generator's dry run
+    (podman-systemd.unit(5), "quadlet -dryrun"), then systemd-analyze verify over the units."""
     analyze = module.get_bin_path("systemd-analyze")
-    if not analyze or not names:
+    containers = [n for n in names if n.endswith(QUADLET_SUFFIX)]
+    services = [n for n in names if not n.endswith(QUADLET_SUFFIX)]
+    if not names or (not analyze and not containers):
         return
     scratch = tempfile.mkdtemp(prefix="launchcard-verify-")
     try:
         paths = []
-        for name in names:
+        for name in services:
             path = os.path.join(scratch, name)
             with open(path, "w") as f:
                 f.write(desired[name])
             paths.append(path)
-        rc, out, err = module.run_command([analyze, "verify"] + paths)
+        if containers and quadlet:
+            source = os.path.join(scratch, "quadlet")
+            os.mkdir(source)
+            for name in containers:
+                with open(os.path.join(source, name), "w") as f:
+                    f.write(desired[name])
+            # QUADLET_UNIT_DIRS: read only these files; -dryrun: print the units, write nothing
+            rc, out, err = module.run_command([quadlet, "-dryrun"], environ_update={"QUADLET_UNIT_DIRS": source})
+            generated = _split_dryrun(out)
+            missing = [n for n in containers if unit_of(n) not in generated]
+            if rc != 0 or missing:
+                module.fail_json(msg="the Quadlet generator rejected %s; nothing was changed: %s" % (
+                    ", ".join(missing or containers), (err or out).strip().replace(source + "/", "")),
+                    failed_units=missing or containers)
+            for name in containers:
+                path = os.path.join(scratch, unit_of(name))
+                with open(path, "w") as f:
+                    f.write(generated[unit_of(name)])
+                paths.append(path)
+        rc, out, err = module.run_command([analyze, "verify"] + paths) if analyze and paths else (0, "", "")
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
     if rc != 0:
         module.fail_json(msg="systemd-analyze verify rejected %s; nothing was changed: %s" % (
             ", ".join(names), (err or out).strip().replace(scratch + "/", "")), failed_units=names)
+
+
+def _split_dryrun(out):
+    """Unit name -> text of the units ``quadlet -dryrun`` printed, each after a ``---NAME---`` line."""
+    units, name, lines = {}, None, []
+    for line in (out or "").splitlines():
+        if line.startswith("---") and line.endswith("---") and len(line) > 6:
+            if name:
+                units[name] = "\n".join(lines) + "\n"
+            name, lines = line[3:-3], []
+        elif name:
+            lines.append(line)
+    if name:
+        units[name] = "\n".join(lines) + "\n"
+    return units
 
 
 def _read_text(path):
@@ -345,6 +424,8 @@ def main():
             prune=dict(type="bool", default=True),
             prefix=dict(type="str", default="launchcard-"),
             directory=dict(type="path", default="/etc/systemd/system"),
+            quadlet_directory=dict(type="path", default="/etc/containers/systemd"),
+            quadlet_bin=dict(type="path"),
             verify=dict(type="bool", default=True),
             secrets=dict(type="dict", default={}, no_log=True),
             remove_secrets=dict(type="bool", default=False),
@@ -367,16 +448,29 @@ def main():
             module.fail_json(msg="health: %s; nothing was changed" % "; ".join(checked.error_messages))
         health = checked.validated_parameters
     systemctl = module.get_bin_path("systemctl", required=True)
-    desired = {}
+    desired = {}  # file name -> content
+    wanted = {}  # unit name -> file name
     for i, u in enumerate(p["units"]):
         name = u["name"]
-        if "/" in name or not name.startswith(p["prefix"]) or not name.endswith(".service"):
-            module.fail_json(msg="units[%d].name: expected %s*.service without '/', found %r" % (i, p["prefix"], name))
+        if "/" in name or not name.startswith(p["prefix"]) or not name.endswith((".service", QUADLET_SUFFIX)):
+            module.fail_json(msg="units[%d].name: expected %s*.service or %s*%s without '/', found %r" % (
+                i, p["prefix"], p["prefix"], QUADLET_SUFFIX, name))
+        if unit_of(name) in wanted:
+            module.fail_json(msg="units[%d].name: %s and %s both give %s" % (i, wanted[unit_of(name)], name, unit_of(name)))
         desired[name] = u["content"]
+        wanted[unit_of(name)] = name
     for i, name in enumerate(p["restart"]):
-        if name not in desired:
+        if name not in wanted:
             module.fail_json(msg="restart[%d]: %r is not one of the units given" % (i, name))
-    existing = _read_existing(p["directory"], p["prefix"])
+    generated = set(unit_of(n) for n in desired if n.endswith(QUADLET_SUFFIX))
+
+    def path_of(name):
+        return os.path.join(p["quadlet_directory"] if name.endswith(QUADLET_SUFFIX) else p["directory"], name)
+
+    existing = dict((n, c) for n, c in _read_existing(p["directory"], p["prefix"]).items()
+                    if not n.endswith(QUADLET_SUFFIX))
+    existing.update((n, c) for n, c in _read_existing(p["quadlet_directory"], p["prefix"]).items()
+                    if n.endswith(QUADLET_SUFFIX))
     plan = diff_files(desired, existing, p["prefix"]) if p["prune"] else dict(
         diff_files(desired, existing, p["prefix"]), remove=[])
 
@@ -408,25 +502,36 @@ def main():
                              hosts_to_include=hosts)
 
     if p["verify"]:
-        _verify(module, desired, plan["write"])
+        quadlet = _quadlet_bin(module, p["quadlet_bin"])
+        if not quadlet and any(n.endswith(QUADLET_SUFFIX) for n in plan["write"]):
+            if not module.check_mode:
+                module.fail_json(msg="Quadlet files given (%s) but this host has no Quadlet generator (%s): it needs "
+                                     "podman 4.4 or newer; nothing was changed" % (
+                                         ", ".join(n for n in plan["write"] if n.endswith(QUADLET_SUFFIX)),
+                                         p["quadlet_bin"] or " or ".join(QUADLET_BINS)))
+            module.warn("no Quadlet generator on this host yet (podman is installed by the real run): "
+                        "the .container files are not checked in check mode")
+        _verify(module, desired, plan["write"], quadlet)
 
     # One diff per file, headed by its path, as ansible.builtin.copy shows them.
     diffs = []
     for name in plan["write"] + plan["remove"]:
-        path = os.path.join(p["directory"], name)
+        path = path_of(name)
         diffs.append({"before_header": path if name in existing else "(absent)",
                       "after_header": path if name in desired else "(removed)",
                       "before": existing.get(name, ""), "after": desired.get(name, "")})
 
-    before = show(list(desired))
-    todo = actions(list(desired), before, set(plan["write"]) | set(p["restart"]), p["state"])
-    stale = show(plan["remove"])
+    before = show(list(wanted))
+    # a unit whose file is new, rewritten or replaced by the other kind (.service <-> .container) restarts
+    rewritten = set(unit_of(n) for n in plan["write"]) | set(unit_of(n) for n in plan["remove"] if unit_of(n) in wanted)
+    todo = actions(list(wanted), before, rewritten | set(p["restart"]), p["state"], generated)
+    stale = show(set(unit_of(n) for n in plan["remove"]) - set(wanted))
     stale_active = {n for n, st in stale.items() if st.get("ActiveState") in ("active", "activating", "failed")}
     stale_enabled = {n for n, st in stale.items() if st.get("UnitFileState") in ("enabled", "enabled-runtime")}
     todo["stop"] = sorted(set(todo["stop"]) | stale_active)
     todo["disable"] = sorted(set(todo["disable"]) | stale_enabled)
     found = []
-    for name in desired:
+    for name in wanted:
         for base in p["dropin_directories"]:
             found += [f for f in glob.glob(os.path.join(glob.escape(base), glob.escape(name + ".d"), "*.conf"))
                       if os.path.isfile(f) or os.path.islink(f)]
@@ -452,7 +557,8 @@ def main():
     if content_changed and p["state"] == "started":
         # the engines read the file only when they start: restart the running ones that use it
         queued = set(todo["start"]) | set(todo["restart"])
-        secrets_restarted = sorted(n for n in desired if n not in queued and _reads_secrets(desired[n], p["secrets_file"])
+        secrets_restarted = sorted(n for n, f in wanted.items() if n not in queued
+                                   and _reads_secrets(desired[f], p["secrets_file"])
                                    and before.get(n, {}).get("ActiveState") in ("active", "activating", "reloading"))
         todo["restart"] = sorted(set(todo["restart"]) | set(secrets_restarted))
     changed = bool(plan["write"] or plan["remove"] or any(todo.values()) or secrets_changed or dropins["remove"])
@@ -465,7 +571,7 @@ def main():
         if todo["disable"]:
             run(["disable", "--"] + todo["disable"])
         for name in plan["remove"]:
-            os.unlink(os.path.join(p["directory"], name))
+            os.unlink(path_of(name))
         for path in dropins["remove"]:
             os.unlink(path)
             try:
@@ -473,7 +579,9 @@ def main():
             except OSError:  # other (allowed) files remain
                 pass
         for name in plan["write"]:
-            path = os.path.join(p["directory"], name)
+            path = path_of(name)
+            if not os.path.isdir(os.path.dirname(path)):
+                os.makedirs(os.path.dirname(path), 0o755)
             tmp = path + ".launchcard-tmp"
             with open(tmp, "w") as f:
                 f.write(desired[name])
@@ -498,10 +606,10 @@ def main():
                 run([verb, "--no-block", "--"] + todo[verb])
     queued = {} if module.check_mode else dict(
         (name, dict(restart_baseline(before.get(name, {})), verb=verb))
-        for verb in ("start", "restart") for name in todo[verb] if name in desired)
-    after = before if module.check_mode else show(list(desired))
+        for verb in ("start", "restart") for name in todo[verb] if name in wanted)
+    after = before if module.check_mode else show(list(wanted))
     units = []
-    for name in sorted(desired):
+    for name in sorted(wanted):
         st = after.get(name, {})
         try:
             restarts = int(st.get("NRestarts") or 0)

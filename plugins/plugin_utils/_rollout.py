@@ -183,6 +183,11 @@ def _flags(old_argv, new_argv):
     return [g for g in old if g not in new], [g for g in new if g not in old]
 
 
+def _unit_of(name):
+    """The unit a file gives: itself, or ``NAME.service`` for a Quadlet ``NAME.container`` (_units.unit_file_name)."""
+    return name[:-len(".container")] + ".service" if name.endswith(".container") else name
+
+
 def host_change(host, record, target_host, target_units, cards):
     """What the upgrade does on one host.
 
@@ -214,8 +219,9 @@ def host_change(host, record, target_host, target_units, cards):
             before.splitlines(), after.splitlines(),
             "%s (running)" % name if name in have else "(absent)",
             "%s (target)" % name if name in want else "(removed)", lineterm="", n=0))})
-        if name in old_inst and name in new_inst:
-            removed, added = _flags(old_inst[name].get("argv") or [], new_inst[name].get("argv") or [])
+        unit = _unit_of(name)
+        if unit in old_inst and unit in new_inst:
+            removed, added = _flags(old_inst[unit].get("argv") or [], new_inst[unit].get("argv") or [])
         elif name in have and name in want:
             removed, added = _flags(_exec_start(before), _exec_start(after))
         else:
@@ -227,7 +233,8 @@ def host_change(host, record, target_host, target_units, cards):
     revision = None
     if target_host and old_card.get("revision") and old_card.get("revision") != new_card.get("revision"):
         revision = {"from": old_card.get("revision"), "to": new_card.get("revision")}
-    loads_weights = [u for u, i in new_inst.items() if i.get("role") != "router" and u in want]
+    want_units = set(_unit_of(n) for n in want)
+    loads_weights = [u for u, i in new_inst.items() if i.get("role") != "router" and u in want_units]
     reasons = []
     if not have and want:
         action = "new"

@@ -29,11 +29,14 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 
+from ansible_collections.launchcard.inference.plugins.module_utils._platforms import os_podman_version
 from ansible_collections.launchcard.inference.plugins.plugin_utils._units import (
     DEFAULTS,
     ENGINE_USER,
     PODMAN_CGROUPS,
+    QUADLET_MIN_PODMAN,
     RUNTIMES,
     VENDORS,
     WAIT_READY,
@@ -76,6 +79,12 @@ VARIABLES = {
                        "podman: C(podman run --cgroups=MODE) of the units, one of C(enabled) (default, no flag), "
                        "C(disabled), C(no-conmon), C(split). C(disabled) runs each container in its unit's cgroup, "
                        "for hosts without cgroup delegation (read-only cgroup v1 controllers, as in the sandbox)."),
+    "podman_quadlet": ("launchcard_podman_quadlet", "bool",
+                       "podman: write the units as Quadlet C(.container) files in C(/etc/containers/systemd/) (the podman "
+                       "generator makes the C(.service) units of them) instead of C(.service) units that call C(podman run). "
+                       "Unset: Quadlet where the host's podman is 4.4 or newer (the version preflight read from the host, "
+                       "else the one its OS ships, C(plugins/module_utils/_platforms.py)); C(playbooks/render.yml) has no "
+                       "host facts, so set it there to render what deploy writes on such hosts."),
     "image_refs": (None, "dict", "Image to C(image@sha256:...), from the runtime role's C(runtime_image_refs) fact."),
     "native_requirements": (None, "str", "Native runtime: digest of C(launchcard_runtime_native_packages) and "
                                          "C(launchcard_runtime_native_pip_extra_args), a comment in each unit, so "
@@ -166,8 +175,9 @@ def detected(host_vars):
     :param host_vars: the host's variables (``hostvars[host]``).
     :returns: dict with ``vendor`` (``nvidia``/``amd``/``ascend``/``none``, or
         None when preflight did not run or was skipped), ``amd_render_gid``
-        (int or None) and ``ascend_devices`` (list of ints or None), read from
-        ``preflight_result.facts``.
+        (int or None), ``ascend_devices`` (list of ints or None) and ``podman_quadlet`` (whether the host's
+        podman, ``engines.podman_version``, else the one its OS ships, has Quadlet; None when neither is known),
+        read from ``preflight_result.facts``.
     """
     facts = _get(host_vars, PREFLIGHT_RESULT, "facts") or {}
     vendor = _get(facts, "accelerators", "vendor")
@@ -175,13 +185,24 @@ def detected(host_vars):
         # a host whose driver is not installed yet: the PCI bus names the vendor
         vendor = _get(facts, "accelerators", "pci", "vendor") or vendor
     devices = _get(facts, "runtime_devices") or {}
+    podman = _get(facts, "engines", "podman_version")
+    if not podman and facts.get("os"):
+        # no podman on the host yet: the runtime role installs the OS's own
+        podman = os_podman_version(_get(facts, "os", "id"), _get(facts, "os", "version_id"))
     gid = devices.get("render_gid") if hasattr(devices, "get") else None
     davinci = devices.get("davinci") if hasattr(devices, "get") else None
     return {
         "vendor": vendor if vendor in VENDORS else None,
         "amd_render_gid": gid if isinstance(gid, int) and not isinstance(gid, bool) else None,
         "ascend_devices": sorted(int(d) for d in davinci) if davinci else None,
+        "podman_quadlet": quadlet_podman(podman) if podman else None,
     }
+
+
+def quadlet_podman(version):
+    """Whether a podman version (``5.4.2``, ``podman version 4.3.1``) has Quadlet (:data:`_units.QUADLET_MIN_PODMAN`)."""
+    match = re.search(r"(\d+)\.(\d+)", str(version or ""))
+    return bool(match) and (int(match.group(1)), int(match.group(2))) >= QUADLET_MIN_PODMAN
 
 
 def native_requirements(host_vars):

@@ -111,7 +111,17 @@ DEFAULTS = {
     # "no-conmon" or "split". "disabled" runs the container in the unit's own cgroup, for hosts without
     # cgroup delegation (a container host whose cgroup v1 controllers are read-only, e.g. the sandbox's).
     "podman_cgroups": "enabled",
+    # podman: write Quadlet .container files (podman-systemd.unit(5), podman >= QUADLET_MIN_PODMAN) instead of
+    # .service units that call `podman run`; _unit_options.host_options decides it from the host's podman.
+    "podman_quadlet": False,
 }
+# Quadlet, the podman systemd generator, ships with podman 4.4 (podman-systemd.unit(5)); every [Container] key
+# render_quadlet writes (Image, ContainerName, Network, Volume, AddDevice, PodmanArgs, Exec) is in that release.
+QUADLET_MIN_PODMAN = (4, 4)
+# The files are written by the systemd_units converge, not containers.podman.podman_container (state: quadlet):
+# that is a task per container, a round trip per unit on every no-op run and a reload per file, where the
+# converge writes, checks (quadlet -dryrun) and reloads once per host.
+QUADLET_SUFFIX = ".container"
 PODMAN_CGROUPS = ("enabled", "disabled", "no-conmon", "split")
 
 
@@ -251,6 +261,33 @@ def _gpu_env(inst, opts):
     return env
 
 
+def container_options(inst, opts, env):
+    """The ``podman run``/``docker run`` options of an instance besides its name, network, weights mount,
+    entrypoint and image, in two lists: ``--ipc host``, podman's ``--cgroups=MODE`` and the vendor's device
+    flags; then ``-e NAME`` for every variable of ``env`` and every secret name, and the operator's extra
+    arguments (the ``run`` units put the weights mount between the two)."""
+    words = ["--ipc", "host"]
+    if opts["runtime"] == "podman" and opts["podman_cgroups"] != "enabled":
+        words.append("--cgroups=%s" % opts["podman_cgroups"])
+    if opts["runtime"] == "podman" and opts["vendor"] == "nvidia" and inst["gpus"]:
+        # one CDI device name per GPU (nvidia.com/gpu=0, =1, ...; "0,1" names no device)
+        names = [str(g) for g in inst["gpu_ids"]] if inst["gpu_selection"] == "visible_devices" else ["all"]
+        for name in names:
+            words += ["--device", "nvidia.com/gpu=%s" % name]
+    else:
+        words += _container_vendor_args(inst, opts)
+    passing = []
+    for name in sorted(env):
+        passing += ["-e", name]
+    if opts["secrets_env_file"]:
+        # The unit reads the secrets file (EnvironmentFile=-, a missing file is fine) into the
+        # client's environment and -e NAME passes each secret on, if set, without its value on the
+        # command line; --env-file would fail the start when the file is absent.
+        for name in SECRET_ENV_NAMES:
+            passing += ["-e", name]
+    return words, passing + list(opts["extra_container_args"])
+
+
 def command(inst, options=None):
     """Return ``(exec_start_argv, exec_stop_argv_or_None, environment)``.
 
@@ -287,29 +324,12 @@ def command(inst, options=None):
         return ["%s/bin/%s" % (opts["native_venv"].rstrip("/"), exe)] + argv[1:], None, env
     binary = opts["docker_bin"] if opts["runtime"] == "docker" else opts["podman_bin"]
     image = opts["image_refs"].get(inst["image"], inst["image"])
-    run = [binary, "run", "--rm", "--name", inst["id"], "--network", "host", "--ipc", "host"]
-    if opts["runtime"] == "podman" and opts["podman_cgroups"] != "enabled":
-        run.append("--cgroups=%s" % opts["podman_cgroups"])
-    if opts["runtime"] == "podman" and opts["vendor"] == "nvidia" and inst["gpus"]:
-        # one CDI device name per GPU (nvidia.com/gpu=0, =1, ...; "0,1" names no device)
-        names = [str(g) for g in inst["gpu_ids"]] if inst["gpu_selection"] == "visible_devices" else ["all"]
-        for name in names:
-            run += ["--device", "nvidia.com/gpu=%s" % name]
-    else:
-        run += _container_vendor_args(inst, opts)
     env["HF_HOME"] = CONTAINER_HF_HOME
     if opts["hf_offline"]:
         env.setdefault("HF_HUB_OFFLINE", "1")
-    run += ["-v", "%s:%s" % (opts["weights_dir"], CONTAINER_HF_HOME)]
-    for name in sorted(env):
-        run += ["-e", name]
-    if opts["secrets_env_file"]:
-        # The unit reads the secrets file (EnvironmentFile=-, a missing file is fine) into the
-        # client's environment and -e NAME passes each secret on, if set, without its value on the
-        # command line; --env-file would fail the start when the file is absent.
-        for name in SECRET_ENV_NAMES:
-            run += ["-e", name]
-    run += list(opts["extra_container_args"])
+    run = [binary, "run", "--rm", "--name", inst["id"], "--network", "host"]
+    devices, passing = container_options(inst, opts, env)
+    run += devices + ["-v", "%s:%s" % (opts["weights_dir"], CONTAINER_HF_HOME)] + passing
     run += ["--entrypoint", argv[0], image] + argv[1:]
     stop = [binary, "stop", "-t", str(int(opts["stop_timeout_s"])), inst["id"]]
     return run, stop, env
@@ -324,6 +344,8 @@ def render(inst, options=None):
     :raises UnsafeValue: a value would break out of its directive.
     """
     opts = options_with_defaults(options)
+    if quadlet(opts):
+        return render_quadlet(inst, opts)
     start, stop, env = command(inst, opts)
     stop_timeout = int(opts["stop_timeout_s"])
     lines = [
@@ -393,6 +415,99 @@ def render(inst, options=None):
     return "\n".join(lines)
 
 
+_QUADLET_VALUE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._/:@+=-]*$")
+
+
+def _quadlet_value(value, what):
+    """A single-value Quadlet key (``Image=``, ``ContainerName=``): written as is, so it must need no quoting.
+
+    Quadlet takes such a value literally, quotes included (podman issue 20992), and systemd expands ``%``
+    specifiers in what the generator writes: only reference characters pass.
+    """
+    value = _check(value, what)
+    if not _QUADLET_VALUE.match(value):
+        raise UnsafeValue("%s %r holds a character a Quadlet value cannot carry (whitespace, quote, %%, $, ...)"
+                          % (what, value[:60]))
+    return value
+
+
+def render_quadlet(inst, options=None):
+    """Render the Quadlet ``.container`` file of one plan instance (podman >= 4.4, podman-systemd.unit(5)).
+
+    The generator (``/usr/libexec/podman/quadlet``, run by systemd on ``daemon-reload``) makes
+    ``<unit>.service`` of it: ``podman run --name ... --replace --rm -d --sdnotify=conmon`` with the
+    ``[Container]`` keys, and the ``[Unit]``, ``[Service]`` and ``[Install]`` sections passed through. So:
+
+    - the card's argv after argv[0] is ``Exec=`` and the run options ``PodmanArgs=``; Quadlet splits both
+      into words by systemd's rules (quotes group, backslash escapes) and writes them into ``ExecStart=``,
+      where ``%`` and ``$`` are systemd's: every word is escaped by :func:`exec_word`, as in a ``run``
+      unit, so the engine gets the card's exact argv and no value adds a key or a directive;
+    - card variables are ``Environment=`` of ``[Service]`` (the ``run`` units' escaping) handed on by name
+      (``-e NAME``), the secrets come from ``EnvironmentFile=-`` the same way: no value is in the file's
+      ``[Container]`` section or on the command line;
+    - ``Image=`` and ``ContainerName=`` take one literal value, so they must be plain references.
+
+    :raises UnsafeValue: a value would break out of its key, or the image is not a plain reference.
+    """
+    opts = options_with_defaults(options)
+    env = _gpu_env(inst, opts)
+    argv = list(inst["argv"])
+    env["HF_HOME"] = CONTAINER_HF_HOME
+    if opts["hf_offline"]:
+        env.setdefault("HF_HUB_OFFLINE", "1")
+    image = opts["image_refs"].get(inst["image"], inst["image"])
+    devices, passing = container_options(inst, opts, env)
+    stop_timeout = int(opts["stop_timeout_s"])
+    # --stop-timeout: what the generated ExecStop= (podman rm -f) gives the engine to drain (StopTimeout= is 5.0's)
+    # --entrypoint: the card's argv[0] (Entrypoint= is 5.0's); both are podman run options since 4.x
+    podman_args = devices + ["--stop-timeout", str(stop_timeout)] + passing + ["--entrypoint", argv[0]]
+    lines = ["# Managed by the launchcard.inference collection; changes are overwritten.",
+             "# Quadlet (podman-systemd.unit(5)): podman's generator makes %s of this file." % _spec(inst["unit"])]
+    lines += _unit_section(inst, opts)
+    lines += ["", "[Container]",
+              "Image=%s" % _quadlet_value(image, "image"),
+              "ContainerName=%s" % _quadlet_value(inst["id"], "instance id"),
+              "Network=host",
+              "Volume=%s:%s" % (_spec(opts["weights_dir"], "weights_dir"), CONTAINER_HF_HOME),
+              "PodmanArgs=%s" % exec_line(podman_args, "podman_args")]
+    if len(argv) > 1:
+        lines.append("Exec=%s" % exec_line(argv[1:], wrap=True))
+    lines += ["", "[Service]"]
+    for name in sorted(env):
+        lines.append("Environment=%s" % env_assignment(name, env[name]))
+    if opts["secrets_env_file"]:
+        lines.append("EnvironmentFile=-%s" % _spec(opts["secrets_env_file"], "secrets_env_file"))
+    if inst.get("health_url"):
+        ready = list(WAIT_READY) + [inst["health_url"], str(_start_timeout(inst, opts))]
+        lines.append("ExecStartPost=%s" % exec_line(ready))
+    lines += [
+        "Restart=on-failure",
+        "RestartSec=%d" % RESTART_SEC,
+        "TimeoutStartSec=%d" % _start_timeout(inst, opts),
+        "TimeoutStopSec=%d" % (stop_timeout + 30),
+        "",
+        "[Install]",
+        "WantedBy=multi-user.target",
+        "",
+    ]
+    return "\n".join(lines)
+
+
+def _unit_section(inst, opts):
+    """The ``[Unit]`` section of a Quadlet file (the generator passes it through)."""
+    weights = str(opts["weights_dir"])
+    if re.search(r"\s", weights) or not weights.startswith("/"):
+        raise UnsafeValue("weights_dir must be an absolute path without whitespace: %r" % weights)
+    return ["[Unit]",
+            "Description=%s" % _spec("launchcard %s %s (%s, %s) on %s" % (
+                inst["engine"], inst["role"], inst["recipe"], inst["id"], inst["host"])),
+            "Wants=network-online.target",
+            "After=network-online.target",
+            "RequiresMountsFor=%s" % _spec(weights, "weights_dir"),
+            "StartLimitIntervalSec=%d" % START_LIMIT_INTERVAL_S,
+            "StartLimitBurst=%d" % START_LIMIT_BURST]
+
+
 def host_units(host_plan, options=None):
     """Render every unit of one host.
 
@@ -400,5 +515,19 @@ def host_units(host_plan, options=None):
     :returns: list of ``{"name": unit file name, "content": text,
         "instance": id}`` in plan order.
     """
-    return [{"name": i["unit"], "content": render(i, options), "instance": i["id"]}
+    opts = options_with_defaults(options)
+    return [{"name": unit_file_name(i["unit"], opts), "content": render(i, opts), "instance": i["id"]}
             for i in host_plan.get("instances", [])]
+
+
+def quadlet(options):
+    """Whether the units of these options are Quadlet ``.container`` files."""
+    return options.get("runtime") == "podman" and bool(options.get("podman_quadlet"))
+
+
+def unit_file_name(unit, options=None):
+    """The file a unit is written as: ``NAME.service`` itself, or ``NAME.container`` under Quadlet
+    (the generator makes ``NAME.service`` of it on ``daemon-reload``)."""
+    if quadlet(options_with_defaults(options)) and unit.endswith(".service"):
+        return unit[:-len(".service")] + QUADLET_SUFFIX
+    return unit

@@ -6,9 +6,11 @@ podman containers on three sandbox hosts, their image resolved once for the flee
 that digest from a real registry (Debian's docker-registry on the bridge, holding the stand-in engine image
 under the card's image name, reached as a mirror of Docker Hub).
 
-Fleet: inventories/containers/gpus.ini (lc-ct-*, 198.18.10.0/24, state dir .sandbox-containers/, hosts on the
-`podman` root filesystem). The registry's access log (.sandbox-containers/registry.log) tells what the hosts
-fetched. The fleet is purged before and after, so the check-mode run meets hosts that hold no image.
+Fleet: inventories/containers/gpus.ini (lc-ct-*, 198.18.10.0/24, state dir .sandbox-containers/). A mixed fleet:
+the prefill host runs Debian 12 (podman 4.3: `podman run` units in /etc/systemd/system), the decode and router hosts
+Debian 13 (podman 5.4: Quadlet .container files in /etc/containers/systemd, made into units by podman's generator).
+The registry's access log (.sandbox-containers/registry.log) tells what the hosts fetched. The fleet is purged
+before and after, so the check-mode run meets hosts that hold no image.
 """
 
 from __future__ import annotations
@@ -35,6 +37,7 @@ HOSTS = {"lc-ct-prefill": "198.18.10.11", "lc-ct-decode": "198.18.10.12", "lc-ct
 CONTAINERS = {"lc-ct-prefill": "glm-5.3-flash-sglang-prefill-0", "lc-ct-decode": "glm-5.3-flash-sglang-decode-0",
               "lc-ct-router": "glm-5.3-flash-sglang-router-0"}
 IMAGE = "lmsysorg/sglang:latest"  # what the card names for these three recipes
+QUADLET_HOSTS = ("lc-ct-decode", "lc-ct-router")  # Debian 13 (sandbox_rootfs=podman-trixie); lc-ct-prefill: Debian 12
 # a host's fetch from the registry: a manifest or blob GET (the controller's digest HEAD is not one)
 FETCH = re.compile(r'^(\S+) - - \[[^]]*\] "GET /v2/\S+/(?:manifests|blobs)/', re.M)
 
@@ -110,6 +113,30 @@ def test_every_host_runs_the_one_digest_resolved_for_the_fleet(fleet, deployed):
     # every host fetched the image from the mirror itself (one manifest, config and layer at least)
     new = {addr: after.get(addr, 0) - before.get(addr, 0) for addr in HOSTS.values()}
     assert all(n >= 3 for n in new.values()), new
+
+
+def test_debian_13_hosts_run_quadlet_units_and_the_debian_12_host_podman_run_units(fleet, deployed):
+    # one command per host: the unit's source file, its state, what it runs, and both directories
+    cmd = ("unit=launchcard-%s.service; systemctl show -p SourcePath,ActiveState,UnitFileState,ExecStart $unit; "
+           "echo files: $(ls /etc/containers/systemd /etc/systemd/system | grep '^launchcard-' | sort); "
+           ". /etc/os-release; echo os: $VERSION_ID")
+    for host, name in CONTAINERS.items():
+        out = ssh(host, cmd % name).stdout
+        props = dict(line.split("=", 1) for line in out.splitlines() if "=" in line and not line.startswith("files"))
+        files = out.split("files:", 1)[1].split("\n", 1)[0].split()
+        assert props["ActiveState"] == "active", (host, out)
+        if host in QUADLET_HOSTS:
+            assert "os: 13" in out, out
+            assert files == ["launchcard-%s.container" % name], (host, files)
+            assert props["SourcePath"] == "/etc/containers/systemd/launchcard-%s.container" % name, out
+            assert props["UnitFileState"] == "generated", out
+            # the generator's podman run, on the pinned digest, with the card's entrypoint and the sandbox's --cgroups
+            assert "--cgroups=disabled" in props["ExecStart"] and "--sdnotify=conmon" in props["ExecStart"], out
+        else:
+            assert "os: 12" in out, out
+            assert files == ["launchcard-%s.service" % name], (host, files)
+            assert props["SourcePath"] == "" and props["UnitFileState"] == "enabled", out
+        assert "docker.io/lmsysorg/sglang@" + fleet in props["ExecStart"], (host, out)
 
 
 def test_a_completion_goes_through_the_router_to_both_containers(deployed):
@@ -191,6 +218,7 @@ def test_a_moved_tag_is_reported_and_held_by_deploy_and_followed_by_upgrade(flee
 def test_undeploy_stops_and_removes_every_container(deployed):
     res = playbook("undeploy")
     assert res.returncode == 0, res.stdout[-4000:] + res.stderr[-2000:]
-    for host in HOSTS:
-        out = ssh(host, "podman ps -a --format '{{.Names}}'; ls /etc/systemd/system | grep -c '^launchcard-' || true")
-        assert out.stdout.split() == ["0"], (host, out.stdout)
+    for host, name in CONTAINERS.items():
+        out = ssh(host, "podman ps -a --format '{{.Names}}'; ls /etc/systemd/system /etc/containers/systemd 2>/dev/null "
+                        "| grep -c '^launchcard-'; systemctl show -p LoadState launchcard-%s.service" % name)
+        assert out.stdout.split() == ["0", "LoadState=not-found"], (host, out.stdout)

@@ -245,7 +245,7 @@ def test_ascend_package_lists(rendered, host):
 
 @pytest.mark.parametrize("host", sorted(REFUSED))
 @pytest.mark.parametrize("role, supported", [
-    (role, "The %s role supports Debian 12, Ubuntu 22.04/24.04, RHEL/Rocky/Alma 9" % role)
+    (role, "The %s role supports Debian 12/13, Ubuntu 22.04/24.04, RHEL/Rocky/Alma 9" % role)
     for role in ("nvidia", "rocm", "ascend")
 ])
 def test_unsupported_os_is_refused(rendered, host, role, supported):

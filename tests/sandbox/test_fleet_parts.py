@@ -218,6 +218,12 @@ def test_podman_hosts_boot_their_own_rootfs_with_container_storage_off_the_overl
         inventory.Host("lc-ct", {"ansible_host": "198.18.10.20", "sandbox_rootfs": "docker"})
     assert rootfs.rootfs_path("base") == rootfs.ROOTFS
     assert rootfs.rootfs_path("podman").name == "rootfs-bookworm-podman-v%d" % rootfs.ROOTFS_VERSION
+    # Debian 13 (podman 5, Quadlet) beside it: its own suite, Python and base, the same registry and storage
+    assert rootfs.rootfs_path("podman-trixie").name == "rootfs-trixie-podman-v%d" % rootfs.ROOTFS_VERSION
+    assert (rootfs.suite_of("podman-trixie"), rootfs.python_of("podman-trixie")) == ("trixie", "3.13")
+    assert (rootfs.suite_of("podman"), rootfs.python_of("base")) == ("bookworm", "3.11")
+    assert rootfs.is_podman("podman-trixie") and rootfs.is_podman("podman") and not rootfs.is_podman("base")
+    assert inventory.Host("lc-ct", {"ansible_host": "198.18.10.20", "sandbox_rootfs": "podman-trixie"}).rootfs == "podman-trixie"
     cfg = {"merged": "/s/m", "name": "lc-ct", "bridge": "b", "wheelhouse": "/s/w", "weights_mount": "/s/wm",
            "weights_dir": "/var/lib/launchcard/models", "containers_storage": "/s/hosts/lc-ct/containers"}
     assert "--bind=/s/hosts/lc-ct/containers:/var/lib/containers" in supervisor.nspawn_argv(cfg)

@@ -32,8 +32,9 @@ DEFAULTS = {
     "sandbox_bare_npus": 0,
     "sandbox_npu_model": "910B3",
     "sandbox_npu_hbm_mib": 65536,
-    # the host's root filesystem (rootfs.VARIANTS): "base", or "podman" (Debian 12's podman and crun, with
+    # the host's root filesystem (rootfs.VARIANTS): "base", "podman" (Debian 12's podman and crun, with
     # /var/lib/containers on the machine's disk, and the fleet's container registry started beside the hub)
+    # or "podman-trixie" (the same on Debian 13, podman 5 with Quadlet)
     "sandbox_rootfs": "base",
     # a driver version: /etc/cdi/nvidia.yaml as `nvidia-ctk cdi generate` writes it for this host's GPUs and that
     # driver (sandbox_driver_version: a current spec; another: one left by an earlier driver); "": no CDI spec

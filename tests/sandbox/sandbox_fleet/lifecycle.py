@@ -23,7 +23,7 @@ from .inventory import read_inventory
 from .mounts import is_mounted, umount
 from .network import bridge_name, ensure_bridge, link_alias, link_exists, network_for
 from .procs import cgroup_pids, read_pidfile, remove_cgroups, wait_gone
-from .rootfs import ensure_rootfs
+from .rootfs import ensure_rootfs, is_podman, python_of
 from .supervisor import STOP_TIMEOUT_S, start_supervisor
 from .wheelhouse import ensure_wheelhouse
 
@@ -75,7 +75,7 @@ class Fleet:
             data["inventory"] = str(Path(inventory).resolve())
             ensure_fleet_key(self.key)
             rootfs = {v: ensure_rootfs(v) for v in sorted({"base"} | {h.rootfs for h in hosts})}
-            wheelhouse = ensure_wheelhouse(self.state)
+            wheelhouse = ensure_wheelhouse(self.state, {python_of(h.rootfs) for h in hosts})
             # stop hosts this state dir runs that are no longer in the inventory
             stale = set(data.get("hosts", {})) - {h.name for h in hosts}
             for name in sorted(stale):
@@ -87,7 +87,7 @@ class Fleet:
             self.save(data)
             ensure_bridge(br, gateway, net, self.owner())
             data["hub"] = ensure_hub(self.state, str(gateway))  # HF_ENDPOINT of the hosts (tests/sandbox/hub)
-            if any(h.rootfs == "podman" for h in hosts):
+            if any(is_podman(h.rootfs) for h in hosts):
                 # the card's registry, mirrored on the bridge (launchcard_registry_mirrors of the inventory)
                 data["registry"] = ensure_registry(self.state, str(gateway), ensure_image(rootfs["base"], wheelhouse))
             else:
@@ -150,7 +150,7 @@ class Fleet:
             "wheelhouse": str(wheelhouse), "weights_mount": str(hdir / "weights"), "weights_dir": host.weights_dir,
             "cgroup": data["cgroup"], "rootfs": str(rootfs[host.rootfs]),
         }
-        if host.rootfs == "podman":
+        if is_podman(host.rootfs):
             # podman's overlay storage needs an upper directory that is not itself on overlayfs
             cfg["containers_storage"] = str(hdir / "containers")
         return cfg
@@ -159,7 +159,7 @@ class Fleet:
         """Mounts and per-host files (for a running host: only files are rewritten)."""
         hdir = self.hosts_dir / host.name
         merged = prepare_overlay(hdir, host.name, rootfs[host.rootfs])
-        if host.rootfs == "podman":
+        if is_podman(host.rootfs):
             (hdir / "containers").mkdir(mode=0o700, exist_ok=True)
         prepare_weights_disk(hdir, host)
         write_host_files(host, hosts, merged, pubkey, net, net.network_address + 1, host_keys(self.key, host.name))

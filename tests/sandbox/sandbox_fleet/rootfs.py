@@ -1,4 +1,4 @@
-"""The shared, read-only Debian 12 base root filesystem of every sandbox host.
+"""The shared, read-only Debian root filesystems of the sandbox hosts (Debian 12; Debian 13 for podman 5).
 
 TEST INFRASTRUCTURE (tests/sandbox), not part of the collection.
 """
@@ -22,16 +22,37 @@ PACKAGES = "systemd,systemd-sysv,openssh-server,python3,python3-venv,python3-pac
 # podman: Debian 12's podman 4.3 with crun (containers run with --cgroups=disabled in the hosts, whose
 # cgroup v1 controllers are read-only) and fuse-overlayfs; the hosts reach no Debian mirror, so it is
 # installed here, once, rather than by the runtime role.
+# podman-trixie: Debian 13's podman 5 (Quadlet: the units are .container files, podman-systemd.unit(5)),
+# crun and netavark, run the same way (--cgroups=disabled, no session keyring).
 VARIANTS = {
     "base": "",
     "podman": "podman,crun,conmon,catatonit,fuse-overlayfs,golang-github-containers-common,containernetworking-plugins",
+    "podman-trixie": "podman,crun,conmon,catatonit,golang-github-containers-common,netavark",
 }
+# the Debian suite of each variant (the same mirror serves both), and its Python (the wheelhouse's wheels)
+SUITES = {"podman-trixie": "trixie"}
+PYTHONS = {"bookworm": "3.11", "trixie": "3.13"}
+
+
+def is_podman(variant: str) -> bool:
+    """Whether hosts on this root filesystem run containers (registry, container storage off the overlay)."""
+    return variant.startswith("podman")
+
+
+def suite_of(variant: str) -> str:
+    return SUITES.get(variant, SUITE)
+
+
+def python_of(variant: str) -> str:
+    return PYTHONS[suite_of(variant)]
 
 
 def rootfs_path(variant: str = "base") -> Path:
     if variant not in VARIANTS:
         raise FleetError(f"sandbox_rootfs={variant!r}: must be one of {', '.join(sorted(VARIANTS))}")
-    return ROOTFS if variant == "base" else CACHE_DIR / f"rootfs-{SUITE}-{variant}-v{ROOTFS_VERSION}"
+    if variant == "base":
+        return ROOTFS
+    return CACHE_DIR / f"rootfs-{suite_of(variant)}-{variant.replace('-' + suite_of(variant), '')}-v{ROOTFS_VERSION}"
 
 
 def debian_mirror() -> str:
@@ -115,21 +136,22 @@ def ensure_rootfs(variant: str = "base") -> Path:
         mirror = debian_mirror()
         tmp = Path(tempfile.mkdtemp(prefix=f".{rootfs.name}.tmp", dir=CACHE_DIR))
         os.chmod(tmp, 0o755)
-        log(f"building the {variant} rootfs (debootstrap {SUITE} from {mirror}); this takes a few minutes, once")
+        suite = suite_of(variant)
+        log(f"building the {variant} rootfs (debootstrap {suite} from {mirror}); this takes a few minutes, once")
         started = time.time()
-        res = run(["debootstrap", "--variant=minbase", f"--include={packages}", SUITE, str(tmp), mirror],
+        res = run(["debootstrap", "--variant=minbase", f"--include={packages}", suite, str(tmp), mirror],
                   check=False, capture=True)
         if res.returncode != 0:
             tail = "\n".join((res.stdout or "").splitlines()[-15:] + (res.stderr or "").splitlines()[-15:])
             shutil.rmtree(tmp, ignore_errors=True)
             raise FleetError(f"debootstrap failed ({res.returncode}):\n{tail}")
-        prepare_rootfs(tmp, mirror, packages)
+        prepare_rootfs(tmp, mirror, packages, suite)
         os.rename(tmp, rootfs)
         log(f"{variant} rootfs ready in {time.time() - started:.0f}s: {rootfs}")
     return rootfs
 
 
-def prepare_rootfs(root: Path, mirror: str, packages: str = PACKAGES) -> None:
+def prepare_rootfs(root: Path, mirror: str, packages: str = PACKAGES, suite: str = SUITE) -> None:
     """One-time edits to the shared, read-only base of every host."""
     if not (root / "usr/bin/python3").exists():
         raise FleetError("debootstrap produced no /usr/bin/python3")
@@ -156,4 +178,4 @@ def prepare_rootfs(root: Path, mirror: str, packages: str = PACKAGES) -> None:
         (root / "etc/hostname").unlink()
     write_file(root / "etc/launchcard-sandbox-rootfs",
                f"TEST ROOTFS for the launchcard sandbox (tests/sandbox/fleet.py)\nversion={ROOTFS_VERSION}\n"
-               f"suite={SUITE}\npackages={packages}\nmirror={mirror}\nbuilt={time.strftime('%Y-%m-%dT%H:%M:%SZ', time.gmtime())}\n")
+               f"suite={suite}\npackages={packages}\nmirror={mirror}\nbuilt={time.strftime('%Y-%m-%dT%H:%M:%SZ', time.gmtime())}\n")

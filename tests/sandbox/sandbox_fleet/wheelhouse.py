@@ -19,30 +19,20 @@ GUEST_WHEELHOUSE = "/srv/launchcard-wheels"
 WHEELHOUSE_PACKAGES = ["sglang-router", "huggingface_hub==2.4.0"]
 
 
-def _pip_cmd():
-    for py in (sys.executable, shutil.which("python3")):
-        if py and run([py, "-m", "pip", "--version"], check=False, capture=True).returncode == 0:
-            return [py, "-m", "pip"]
-    raise FleetError("no pip found for python3 (needed to build the wheelhouse)")
-
-
-def ensure_wheelhouse(state: Path) -> Path:
-    wh = state / "wheelhouse"
-    wh.mkdir(parents=True, exist_ok=True)
-    pip = None
+def _third_party_wheels(python: str) -> list:
+    """Download (once per machine, into the cache dir) the wheels of WHEELHOUSE_PACKAGES for ``python``."""
     target = []
-    if sys.version_info[:2] != (3, 11):  # the guests run Debian 12's Python 3.11
-        target = ["--python-version", "3.11", "--only-binary=:all:"]
-    # third-party wheels: downloaded once per machine into the cache dir, copied into each wheelhouse
+    if sys.version_info[:2] != tuple(int(x) for x in python.split(".")):
+        target = ["--python-version", python, "--only-binary=:all:"]
     want = sorted(WHEELHOUSE_PACKAGES)
-    cache = CACHE_DIR / "wheels-py3.11"
+    cache = CACHE_DIR / f"wheels-py{python}"
     marker = cache / ".downloaded.json"
     with locked(CACHE_DIR / ".lock"):
         done = read_json(marker, {}) or {}
         if done.get("packages") != want or not all((cache / f).exists() for f in done.get("files", [])):
-            pip = pip or _pip_cmd()
+            pip = _pip_cmd()
             cache.mkdir(parents=True, exist_ok=True)
-            log(f"downloading {' '.join(want)} and its dependencies into {cache}")
+            log(f"downloading {' '.join(want)} and its dependencies for Python {python} into {cache}")
             res = run(pip + ["download", "--disable-pip-version-check", "-q", "-d", str(cache)] + target + want,
                       check=False, capture=True)
             if res.returncode != 0:
@@ -50,10 +40,28 @@ def ensure_wheelhouse(state: Path) -> Path:
             files = sorted(p.name for p in cache.iterdir() if not p.name.startswith("."))
             write_file(marker, json.dumps({"packages": want, "files": files}, indent=1))
             done = read_json(marker)
-    for name in done["files"]:
-        if not (wh / name).exists():
-            shutil.copy2(cache / name, wh / f".{name}.part")
-            os.replace(wh / f".{name}.part", wh / name)
+    return done["files"]
+
+
+def _pip_cmd():
+    for py in (sys.executable, shutil.which("python3")):
+        if py and run([py, "-m", "pip", "--version"], check=False, capture=True).returncode == 0:
+            return [py, "-m", "pip"]
+    raise FleetError("no pip found for python3 (needed to build the wheelhouse)")
+
+
+def ensure_wheelhouse(state: Path, pythons=("3.11",)) -> Path:
+    """The wheelhouse, with the third-party wheels for each guest Python in ``pythons`` (Debian 12's 3.11,
+    Debian 13's 3.13: pip picks the wheels of its own Python from the one directory)."""
+    wh = state / "wheelhouse"
+    wh.mkdir(parents=True, exist_ok=True)
+    pip = None
+    for python in sorted(set(pythons) | {"3.11"}):
+        files = _third_party_wheels(python)
+        for name in files:
+            if not (wh / name).exists():
+                shutil.copy2(CACHE_DIR / f"wheels-py{python}" / name, wh / f".{name}.part")
+                os.replace(wh / f".{name}.part", wh / name)
     digest = hashlib.sha256()
     for path in sorted(STANDIN_SRC.rglob("*")):
         if path.is_file() and "__pycache__" not in path.parts and ".egg-info" not in str(path) \

@@ -12,7 +12,7 @@ from ansible_collections.launchcard.inference.plugins.filter.platforms import os
 
 
 @pytest.mark.parametrize("name, version", [
-    ("debian", "12"), ("Debian", "12.7"), ("ubuntu", "22.04"), ("Ubuntu", "24.04"),
+    ("debian", "12"), ("Debian", "12.7"), ("debian", "13"), ("Debian", "13.1"), ("ubuntu", "22.04"), ("Ubuntu", "24.04"),
     ("rhel", "9.4"), ("RedHat", "9.4"), ("rocky", "9.6"), ("Rocky", "9"), ("almalinux", "9.5"), ("AlmaLinux", "9.5"),
 ])
 def test_supported(name, version):
@@ -20,7 +20,7 @@ def test_supported(name, version):
 
 
 @pytest.mark.parametrize("name, version", [
-    ("debian", "11"), ("Debian", "13"), ("ubuntu", "22.10"), ("Ubuntu", "20.04"), ("ubuntu", "24"),
+    ("debian", "11"), ("Debian", "14"), ("ubuntu", "22.10"), ("Ubuntu", "20.04"), ("ubuntu", "24"),
     ("rhel", "8.10"), ("rocky", "10.0"), ("CentOS", "9"), ("centos", "9"), ("fedora", "40"),
     ("debian", ""), ("debian", None), (None, "12"), ("", ""),
 ])
@@ -30,7 +30,7 @@ def test_unsupported(name, version):
 
 def test_the_filter_reads_ansible_facts_and_says_what_it_found():
     assert os_support({"distribution": "Rocky", "distribution_version": "9.6", "os_family": "RedHat"}) == {
-        "supported": True, "summary": "Debian 12, Ubuntu 22.04/24.04, RHEL/Rocky/Alma 9", "found": "Rocky 9.6"}
+        "supported": True, "summary": "Debian 12/13, Ubuntu 22.04/24.04, RHEL/Rocky/Alma 9", "found": "Rocky 9.6"}
     got = os_support({"distribution": "CentOS", "distribution_version": "7.9"})
     assert (got["supported"], got["found"]) == (False, "CentOS 7.9")
     assert os_support(None)["supported"] is False
@@ -50,3 +50,12 @@ def test_the_summary_names_every_row():
 ])
 def test_the_engine_package_is_the_one_the_os_repositories_have(name, runtime, package):
     assert platforms.engine_package(name, runtime) == package
+
+
+@pytest.mark.parametrize("name, version, podman", [
+    ("debian", "12", "4.3"), ("Debian", "13.1", "5.4"), ("ubuntu", "24.04", "4.9"), ("Ubuntu", "22.04", "3.4"),
+    ("rocky", "9.6", None), ("debian", "11", None), ("fedora", "40", None), (None, None, None),
+])
+def test_the_podman_the_os_repositories_ship(name, version, podman):
+    # what decides Quadlet units on a host that has no podman yet (plugin_utils/_unit_options.py)
+    assert platforms.os_podman_version(name, version) == podman

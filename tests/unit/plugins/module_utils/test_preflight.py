@@ -284,7 +284,7 @@ def test_checks_can_be_switched_off():
 def test_report_rows():
     res = evaluate(_facts(os={"id": "debian", "version_id": "11"}), NEEDS)
     rows = report_rows({"b": None, "a": res})
-    assert rows[0] == ["a", "os", "FAIL", "Debian 12, Ubuntu 22.04/24.04, RHEL/Rocky/Alma 9", "debian 11",
+    assert rows[0] == ["a", "os", "FAIL", "Debian 12/13, Ubuntu 22.04/24.04, RHEL/Rocky/Alma 9", "debian 11",
                        "OS not supported by the roles"]
     assert rows[1][:3] == ["a", "disk", "ok"]
     assert rows[-1] == ["b", "-", "ERROR", "-", "-", "host could not be checked"]

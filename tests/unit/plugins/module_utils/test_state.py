@@ -46,3 +46,18 @@ def test_round_trip_and_bad_files():
 def test_from_unit_files():
     rec = state.from_unit_files({"launchcard-a.service": "X"})
     assert rec["source"] == "unit-files" and rec["card"] is None and rec["units"]["launchcard-a.service"]["text"] == "X"
+
+
+def test_the_record_holds_quadlet_files_beside_the_unit_files(tmp_path):
+    # a Debian 13 host runs its engines from /etc/containers/systemd/*.container (podman >= 4.4)
+    units, quadlet = tmp_path / "system", tmp_path / "containers-systemd"
+    units.mkdir()
+    quadlet.mkdir()
+    (units / "launchcard-a.service").write_text("A")
+    (units / "launchcard-b.container").write_text("not read here")
+    (quadlet / "launchcard-b.container").write_text("B")
+    (quadlet / "launchcard-c.service").write_text("not read here")
+    (quadlet / "other.container").write_text("not ours")
+    assert state.unit_files(str(units), "launchcard-", str(quadlet)) == {
+        "launchcard-a.service": "A", "launchcard-b.container": "B"}
+    assert state.unit_files(str(units), "launchcard-", str(tmp_path / "absent")) == {"launchcard-a.service": "A"}

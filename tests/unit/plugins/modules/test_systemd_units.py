@@ -38,8 +38,13 @@ args = sys.argv[1:]
 with open(STATE) as f:
     state = json.load(f)
 names = args[args.index("--") + 1:] if "--" in args else []
+QUADLET = state.get("_quadlet")  # a Quadlet directory: NAME.container there gives the generated NAME.service
+def generated(n):
+    return bool(QUADLET) and n.endswith(".service") and os.path.exists(os.path.join(QUADLET, n[:-8] + ".container"))
+def exists(n):
+    return os.path.exists(os.path.join(UNITS, n)) or generated(n)
 with open(LOG, "a") as f:
-    f.write(json.dumps({{"argv": args, "files": {{n: os.path.exists(os.path.join(UNITS, n)) for n in names}},
+    f.write(json.dumps({{"argv": args, "files": {{n: exists(n) for n in names}},
                          "dir": sorted(os.listdir(UNITS)) if os.path.isdir(UNITS) else []}}) + "\n")
 verb = args[0]
 fail = state.get("_fail", {{}})
@@ -51,13 +56,14 @@ def unit(n):
 if verb == "show":
     blocks = []
     for n in names:
-        if os.path.exists(os.path.join(UNITS, n)) or n in state:
+        if exists(n) or n in state:
             u = unit(n)
-            load = "loaded" if os.path.exists(os.path.join(UNITS, n)) else "not-found"
+            load = "loaded" if exists(n) else "not-found"
             pid = 4200 + u.get("starts", 0) if u["active"] == "active" else 0
             blocks.append("Id=%s\nLoadState=%s\nActiveState=%s\nSubState=%s\nUnitFileState=%s\nNRestarts=%d\nExecMainPID=%d"
                           "\nInvocationID=%s\nMainPID=%d"
-                          % (n, load, u["active"], u["sub"], u["file"] if load == "loaded" else "", u["restarts"],
+                          % (n, load, u["active"], u["sub"], ("generated" if generated(n) else u["file"])
+                             if load == "loaded" else "", u["restarts"],
                              pid, "inv%d" % u["starts"] if u.get("starts") else "", pid))
         else:
             blocks.append("Id=%s\nLoadState=not-found\nActiveState=inactive\nSubState=dead\nUnitFileState=\n"
@@ -65,7 +71,7 @@ if verb == "show":
     sys.stdout.write("\n\n".join(blocks) + "\n")
 elif verb in ("start", "restart"):
     for n in names:
-        if not os.path.exists(os.path.join(UNITS, n)):
+        if not exists(n):
             sys.stderr.write("Failed to %s %s: Unit %s not found.\n" % (verb, n, n))
             sys.exit(5)
         u = unit(n)
@@ -75,6 +81,9 @@ elif verb == "stop":
     for n in names:
         u = unit(n)
         u["active"], u["sub"] = "inactive", "dead"
+elif verb in ("enable", "disable") and any(generated(n) for n in names):
+    sys.stderr.write("Failed to %s unit: Unit is transient or generated.\n" % verb)
+    sys.exit(1)
 elif verb == "enable":
     for n in names:
         unit(n)["file"] = "enabled"
@@ -588,3 +597,88 @@ def test_the_record_is_written_only_when_every_endpoint_is_healthy(systemd, serv
                        "runtime": {"kind": "native"}}})
         assert again["changed"] is False and again["health"]["recorded"] is False
         assert json.loads(open(path).read()) == json.loads(state.dumps(record))
+
+
+# -- Quadlet files (podman >= 4.4) ----------------------------------------------------------------
+FAKE_QUADLET = r'''#!{python}
+import os, sys
+src = os.environ["QUADLET_UNIT_DIRS"]
+assert sys.argv[1:] == ["-dryrun"], sys.argv
+for name in sorted(os.listdir(src)):
+    text = open(os.path.join(src, name)).read()
+    if "BadKey" in text:
+        sys.stderr.write("Error converting '%s', ignoring: unsupported key 'BadKey' in group 'Container'\n" % name)
+        sys.exit(1)
+    sys.stdout.write("---%s.service---\n%s\n[Service]\nExecStart=/usr/bin/podman run %s\n" % (
+        name[:-len(".container")], text, name))
+'''
+QA = "launchcard-demo-sglang-decode-0.container"
+QA_UNIT = "launchcard-demo-sglang-decode-0.service"
+
+
+def container_text(exec_value):
+    return "[Container]\nImage=x@sha256:%s\nExec=%s\n\n[Install]\nWantedBy=multi-user.target\n" % ("a" * 64, exec_value)
+
+
+@pytest.fixture
+def quadlet(systemd, host):
+    qdir = str(host["tmp"] / "etc-containers-systemd")  # created by the module on its first write
+    binary = os.path.join(host["bin"], "quadlet")
+    with open(binary, "w") as f:
+        f.write(FAKE_QUADLET.format(python=sys.executable))
+    os.chmod(binary, 0o755)
+    state = systemd.state()
+    state["_quadlet"] = qdir
+    systemd.save(state)
+    return {"quadlet_directory": qdir, "quadlet_bin": binary}
+
+
+def test_a_quadlet_file_is_checked_written_and_its_generated_unit_started_never_enabled(systemd, quadlet, capsys):
+    result, dummy = run_module(capsys, systemd, [(QA, container_text("serve")), (B, unit_text("/bin/b"))], **quadlet)
+    assert result["written"] == [QA, B]
+    with open(os.path.join(quadlet["quadlet_directory"], QA)) as f:
+        assert f.read() == container_text("serve")
+    assert systemd.listing() == [B]  # the .container never lands among the .service files
+    assert systemd.mutating() == [["daemon-reload"], ["enable", "--", B], ["reset-failed", "--", QA_UNIT, B],
+                                  ["start", "--no-block", "--", QA_UNIT, B]]
+    assert [(u["name"], u["unit_file_state"]) for u in result["units"]] == [(QA_UNIT, "generated"), (B, "enabled")]
+    # what the generator made of the file went through systemd-analyze verify, before anything was written
+    (analyze,) = [c for c in systemd.calls() if c["argv"][0] == "systemd-analyze"]
+    assert any("ExecStart=/usr/bin/podman run %s" % QA in text for text in analyze["contents"])
+
+    systemd.reset_log()
+    result, dummy = run_module(capsys, systemd, [(QA, container_text("serve")), (B, unit_text("/bin/b"))], **quadlet)
+    assert result["changed"] is False and systemd.mutating() == []
+
+    # a changed file restarts its unit; the restart list takes the unit's name
+    result, dummy = run_module(capsys, systemd, [(QA, container_text("serve --x")), (B, unit_text("/bin/b"))],
+                               restart=[QA_UNIT], **quadlet)
+    assert result["actions"]["restart"] == [QA_UNIT] and result["daemon_reloaded"] is True
+
+
+def test_the_generators_refusal_changes_nothing(systemd, quadlet, capsys):
+    result, dummy = run_module(capsys, systemd, [(QA, container_text("serve") + "BadKey=1\n")], rc=1, **quadlet)
+    assert "the Quadlet generator rejected %s; nothing was changed" % QA in result["msg"]
+    assert "unsupported key 'BadKey'" in result["msg"]
+    assert not os.path.exists(quadlet["quadlet_directory"]) and systemd.mutating() == []
+
+
+def test_a_host_without_the_generator_is_refused_before_writing(systemd, quadlet, capsys):
+    quadlet = dict(quadlet, quadlet_bin=quadlet["quadlet_bin"] + "-absent")
+    result, dummy = run_module(capsys, systemd, [(QA, container_text("serve"))], rc=1, **quadlet)
+    assert "no Quadlet generator" in result["msg"] and "podman 4.4 or newer" in result["msg"]
+    assert systemd.mutating() == []
+
+
+def test_a_unit_moving_to_quadlet_is_rewritten_once_and_undeploy_prunes_both_kinds(systemd, quadlet, capsys):
+    systemd.put(QA_UNIT, unit_text("/usr/bin/podman run x"))
+    systemd.running(QA_UNIT)
+    result, dummy = run_module(capsys, systemd, [(QA, container_text("serve"))], **quadlet)
+    assert (result["written"], result["removed"]) == ([QA], [QA_UNIT])
+    # the same unit: not stopped as stale, restarted once on its new file; disabled (its old symlink) never
+    assert result["actions"] == {"enable": [], "disable": [], "start": [], "restart": [QA_UNIT], "stop": []}
+    assert systemd.listing() == []
+    # undeploy: units [] with the card's prefix stops the generated unit and removes its file
+    result, dummy = run_module(capsys, systemd, [], state="stopped", prefix="launchcard-demo-", **quadlet)
+    assert result["removed"] == [QA] and result["actions"]["stop"] == [QA_UNIT]
+    assert result["actions"]["disable"] == [] and os.listdir(quadlet["quadlet_directory"]) == []
