@@ -399,20 +399,26 @@ def render(inst, options=None):
         lines += ["CacheDirectory=%s" % ENGINE_CACHE.rsplit("/", 1)[1],
                   "ReadWritePaths=%s" % _spec(opts["weights_dir"], "weights_dir")]
         lines += list(HARDENING)
-    lines += [
+    lines += _restart_lines(inst, opts, stop_timeout) + [
+        "KillSignal=SIGTERM",
+        "SyslogIdentifier=%s" % _spec(inst["id"]),
+    ] + INSTALL_SECTION
+    return "\n".join(lines)
+
+
+# The end of every unit: enabled for boot.
+INSTALL_SECTION = ["", "[Install]", "WantedBy=multi-user.target", ""]
+
+
+def _restart_lines(inst, opts, stop_timeout):
+    """Restart and timeout directives of an engine's ``[Service]``, for a ``.service`` and a Quadlet file alike."""
+    return [
         "Restart=on-failure",
         "RestartSec=%d" % RESTART_SEC,
         "TimeoutStartSec=%d" % _start_timeout(inst, opts),
         # TimeoutStopSec > container stop timeout > the engine's drain time.
         "TimeoutStopSec=%d" % (stop_timeout + 30),
-        "KillSignal=SIGTERM",
-        "SyslogIdentifier=%s" % _spec(inst["id"]),
-        "",
-        "[Install]",
-        "WantedBy=multi-user.target",
-        "",
     ]
-    return "\n".join(lines)
 
 
 _QUADLET_VALUE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._/:@+=-]*$")
@@ -480,16 +486,7 @@ def render_quadlet(inst, options=None):
     if inst.get("health_url"):
         ready = list(WAIT_READY) + [inst["health_url"], str(_start_timeout(inst, opts))]
         lines.append("ExecStartPost=%s" % exec_line(ready))
-    lines += [
-        "Restart=on-failure",
-        "RestartSec=%d" % RESTART_SEC,
-        "TimeoutStartSec=%d" % _start_timeout(inst, opts),
-        "TimeoutStopSec=%d" % (stop_timeout + 30),
-        "",
-        "[Install]",
-        "WantedBy=multi-user.target",
-        "",
-    ]
+    lines += _restart_lines(inst, opts, stop_timeout) + INSTALL_SECTION
     return "\n".join(lines)
 
 

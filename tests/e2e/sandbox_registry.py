@@ -8,9 +8,18 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import shutil
 import urllib.request
 
+import pytest
+
 from sandbox_cli import run
+
+# The container e2e files' marker: they boot podman hosts and a real registry on the bridge.
+CONTAINER_SANDBOX = pytest.mark.skipif(
+    os.geteuid() != 0 or not shutil.which("systemd-nspawn") or not os.path.exists("/usr/bin/docker-registry")
+    or not shutil.which("skopeo"),
+    reason="the container sandbox needs root, systemd-nspawn, docker-registry and skopeo (make host-deps)")
 
 MANIFEST_TYPES = ("application/vnd.oci.image.index.v1+json, application/vnd.oci.image.manifest.v1+json, "
                   "application/vnd.docker.distribution.manifest.v2+json")

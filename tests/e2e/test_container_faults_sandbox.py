@@ -25,12 +25,12 @@ import importlib.util
 import json
 import os
 import re
-import shutil
 
 import pytest
 
 from sandbox_cli import ROOT, Fleet
 from playbook_output import host_failures, recap
+from sandbox_registry import CONTAINER_SANDBOX
 
 INVENTORY = "inventories/container-faults/gpus.ini"
 STATE = ".sandbox-container-faults"
@@ -43,10 +43,7 @@ CLOSED_MIRROR = "198.18.12.1:5999"  # nothing listens there: the bridge address 
 # a host's fetch from the registry (a manifest or blob GET; the controller's digest HEAD is not one)
 FETCH = re.compile(r'^(\S+) - - \[[^]]*\] "GET /v2/\S+/(?:manifests|blobs)/', re.M)
 
-pytestmark = pytest.mark.skipif(
-    os.geteuid() != 0 or not shutil.which("systemd-nspawn") or not os.path.exists("/usr/bin/docker-registry")
-    or not shutil.which("skopeo"),
-    reason="the container sandbox needs root, systemd-nspawn, docker-registry and skopeo (make host-deps)")
+pytestmark = CONTAINER_SANDBOX
 
 
 def ssh(host, command):

@@ -18,14 +18,13 @@ from __future__ import annotations
 import json
 import os
 import re
-import shutil
 import urllib.request
 
 import pytest
 
 from sandbox_cli import ROOT, Fleet, run
 from playbook_output import recap
-from sandbox_registry import push_variant, registry_digest
+from sandbox_registry import CONTAINER_SANDBOX, push_variant, registry_digest
 
 INVENTORY = "inventories/containers/gpus.ini"
 STATE = ".sandbox-containers"
@@ -41,10 +40,7 @@ QUADLET_HOSTS = ("lc-ct-decode", "lc-ct-router")  # Debian 13 (sandbox_rootfs=po
 # a host's fetch from the registry: a manifest or blob GET (the controller's digest HEAD is not one)
 FETCH = re.compile(r'^(\S+) - - \[[^]]*\] "GET /v2/\S+/(?:manifests|blobs)/', re.M)
 
-pytestmark = pytest.mark.skipif(
-    os.geteuid() != 0 or not shutil.which("systemd-nspawn") or not os.path.exists("/usr/bin/docker-registry")
-    or not shutil.which("skopeo"),
-    reason="the container sandbox needs root, systemd-nspawn, docker-registry and skopeo (make host-deps)")
+pytestmark = CONTAINER_SANDBOX
 
 
 def ssh(host, command):

@@ -301,7 +301,7 @@ def test_the_schema_refuses_a_directive_in_argv():
         _load(os.path.join(MALFORMED, "14-argv-newline-injection.json"))
 
 
-@pytest.mark.parametrize("field", ["argv", "env", "host", "id"])
+@pytest.mark.parametrize("field", ["argv", "env", "host", "id", "image"])
 def test_render_refuses_a_directive_fed_directly(field):
     inst = dict(_inst(EX, "vllm-aggregated"))
     inst["env"] = dict(inst["env"])
@@ -311,9 +311,12 @@ def test_render_refuses_a_directive_fed_directly(field):
         inst["env"]["X"] = INJECTION
     else:
         inst[field] = INJECTION
-    for runtime in ("native", "docker"):
+    # every unit kind: a native or docker .service, a podman Quadlet .container (Image= is taken literally there)
+    for options in ({"runtime": "native"}, {"runtime": "docker"}, {"runtime": "podman", "podman_quadlet": True}):
+        if field == "image" and options["runtime"] == "native":
+            continue  # native units run no image
         with pytest.raises(UnsafeValue):
-            render(inst, {"runtime": runtime})
+            render(inst, options)
 
 
 def test_native_refuses_an_executable_path_trick():
