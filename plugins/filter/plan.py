@@ -13,6 +13,7 @@ from ansible_collections.launchcard.inference.plugins.plugin_utils import _image
 from ansible_collections.launchcard.inference.plugins.plugin_utils import _report as report
 from ansible_collections.launchcard.inference.plugins.plugin_utils import _unit_options as unit_options
 from ansible_collections.launchcard.inference.plugins.plugin_utils import _units as units
+from ansible_collections.launchcard.inference.plugins.plugin_utils import _weights as weights
 from ansible_collections.launchcard.inference.plugins.module_utils import _versions as versions
 
 
@@ -69,6 +70,28 @@ def held_images(hostvars, hosts, result_var="preflight_result"):
         if host in hostvars:
             recorded[host] = (hostvars[host].get(result_var) or {}).get("recorded_image_refs") or {}
     return images.held_refs(recorded)[0]
+
+
+def weights_peers(plan, hostvars, hosts, result_var="preflight_result"):
+    """The seed of each card and the hosts that copy from it (see plugin_utils._weights.peer_plan).
+
+    Reads ``hostvars[host][result_var].weights_staged`` (the preflight call's read of the completion stamp).
+    """
+    staged = {}
+    for host in hosts or []:
+        if host in hostvars:
+            staged[host] = bool((hostvars[host].get(result_var) or {}).get("weights_staged"))
+    return weights.peer_plan(plan or {}, staged, hosts or [])
+
+
+def weights_peer_report(peers, cards=None):
+    """Lines naming the host of each card that downloads and those that copy (see plugin_utils._weights)."""
+    repo_of = {}
+    for name, card in (cards or {}).items():
+        model = (card or {}).get("model") or {}
+        if model.get("repo"):
+            repo_of[name] = "%s@%s" % (model["repo"], str(model.get("revision") or "")[:12])
+    return weights.peer_report(peers or {}, repo_of)
 
 
 FIRST_STAGE_RESULTS = ("units_converge.health", "units_health_first")
@@ -211,4 +234,6 @@ class FilterModule(object):
             "preflight_needs": preflight_needs,
             "preflight_report": preflight_report,
             "preflight_fleet_warnings": preflight_fleet_warnings,
+            "weights_peers": weights_peers,
+            "weights_peer_report": weights_peer_report,
         }
