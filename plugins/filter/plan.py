@@ -89,8 +89,8 @@ def weights_peer_report(peers, cards=None):
     repo_of = {}
     for name, card in (cards or {}).items():
         model = (card or {}).get("model") or {}
-        if model.get("repo"):
-            repo_of[name] = "%s@%s" % (model["repo"], str(model.get("revision") or "")[:12])
+        if model.get("repo") and model.get("revision"):
+            repo_of[name] = "%s@%s" % (model["repo"], str(model["revision"])[:12])
     return weights.peer_report(peers or {}, repo_of)
 
 

@@ -28,7 +28,7 @@ def peer_plan(plan, staged, active):
     :param active: the hosts this run still reaches (``ansible_play_hosts``): a failed, unreachable or
         ``--limit``-ed out host is never a seed, and is given nothing to do.
     :returns: ``{"cards": {card: {"seed", "seed_staged", "copies": [host], "hosts": [host]}},
-        "hosts": {host: {"card", "seed", "copy": bool, "copies": [host]}}}``. The seed of a card is the
+        "hosts": {host: {"card", "seed", "copying": bool, "copies": [host]}}}``. The seed of a card is the
         first host (by name) that already holds the revision, else the first host: it alone talks to the
         Hub for the files. ``copies`` are the card's other hosts that lack the revision; a host that
         already holds it copies nothing. ``copies`` in a host's entry is set on the seed only.
@@ -45,7 +45,7 @@ def peer_plan(plan, staged, active):
         copies = [h for h in hosts if h != seed and not staged.get(h)]
         out["cards"][card] = {"seed": seed, "seed_staged": bool(staged.get(seed)), "copies": copies, "hosts": hosts}
         for host in hosts:
-            out["hosts"][host] = {"card": card, "seed": seed, "copy": host in copies,
+            out["hosts"][host] = {"card": card, "seed": seed, "copying": host in copies,
                                   "copies": copies if host == seed else []}
     return out
 
@@ -54,11 +54,11 @@ def peer_report(peers, repo_of=None):
     """Lines saying, per card, which host downloads from the Hub and which copy from it (or that none has to).
 
     :param peers: :func:`peer_plan`'s result.
-    :param repo_of: card -> ``owner/name@revision`` to name in the lines (optional).
+    :param repo_of: card -> ``owner/name@revision`` to name in the lines in place of the card (optional).
     """
     lines = []
     for card, entry in sorted(peers.get("cards", {}).items(), key=lambda kv: str(kv[0])):
-        what = "%s (%s)" % (card, (repo_of or {}).get(card)) if (repo_of or {}).get(card) else str(card)
+        what = (repo_of or {}).get(card) or str(card)
         if entry["seed_staged"]:
             head = "%s: %s already holds it, no download" % (what, entry["seed"])
         else:

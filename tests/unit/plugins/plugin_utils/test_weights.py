@@ -32,8 +32,8 @@ def test_one_seed_per_card_the_first_host_by_name_and_every_other_engine_host_co
     }
     # routers load no weights: no part in the plan
     assert "router" not in out["hosts"]
-    assert out["hosts"]["w1"] == {"card": "tiny", "seed": "w1", "copy": False, "copies": ["w2", "w3", "w4"]}
-    assert out["hosts"]["w3"] == {"card": "tiny", "seed": "w1", "copy": True, "copies": []}
+    assert out["hosts"]["w1"] == {"card": "tiny", "seed": "w1", "copying": False, "copies": ["w2", "w3", "w4"]}
+    assert out["hosts"]["w3"] == {"card": "tiny", "seed": "w1", "copying": True, "copies": []}
 
 
 def test_the_choice_does_not_depend_on_the_order_of_anything():
@@ -51,7 +51,7 @@ def test_a_host_that_holds_the_revision_is_the_seed_and_copies_nothing():
     out = weights.peer_plan(PLAN, {"w4": True, "w2": True}, ALL)
     assert out["cards"]["tiny"] == {"seed": "w2", "seed_staged": True, "copies": ["w1", "w3"],
                                     "hosts": ["w1", "w2", "w3", "w4"]}
-    assert out["hosts"]["w4"]["copy"] is False and out["hosts"]["w4"]["seed"] == "w2"
+    assert out["hosts"]["w4"]["copying"] is False and out["hosts"]["w4"]["seed"] == "w2"
     # every host holds it: nothing to copy, no download
     full = weights.peer_plan(PLAN, dict.fromkeys(ALL, True), ALL)
     assert full["cards"]["tiny"]["copies"] == [] and full["cards"]["big"]["copies"] == []
@@ -67,7 +67,7 @@ def test_a_host_out_of_the_run_is_never_a_seed_and_gets_nothing():
 
 def test_one_engine_host_is_its_own_seed_and_downloads():
     out = weights.peer_plan({"hosts": {"solo": _host("tiny", "server")}}, {}, ["solo"])
-    assert out["hosts"]["solo"] == {"card": "tiny", "seed": "solo", "copy": False, "copies": []}
+    assert out["hosts"]["solo"] == {"card": "tiny", "seed": "solo", "copying": False, "copies": []}
 
 
 def test_the_filters_read_preflight_and_name_who_downloads_and_who_copies():
@@ -77,8 +77,8 @@ def test_the_filters_read_preflight_and_name_who_downloads_and_who_copies():
     assert peers == weights.peer_plan(PLAN, {"b2": True}, ALL)
     cards = {"tiny": {"model": {"repo": "org/tiny", "revision": "1" * 40}}, "big": {"model": {"repo": "org/big"}}}
     assert filters.weights_peer_report(peers, cards) == [
-        "big (org/big@): b2 already holds it, no download; b1 copy it from b2",
-        "tiny (org/tiny@111111111111): w1 downloads it from the Hub; w2, w3, w4 copy it from w1",
+        "big: b2 already holds it, no download; b1 copy it from b2",
+        "org/tiny@111111111111: w1 downloads it from the Hub; w2, w3, w4 copy it from w1",
     ]
     alone = weights.peer_plan(PLAN, {}, ["w1"])
     assert weights.peer_report(alone) == ["tiny: w1 downloads it from the Hub; no host copies it"]
