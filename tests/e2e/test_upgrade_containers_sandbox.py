@@ -150,7 +150,7 @@ def test_one_copy_from_the_hub_the_other_replicas_copy_it_and_a_rerun_transfers_
     want = sorted("%s  %s" % (hashlib.sha256(data).hexdigest(), path) for path, data in files.items())
     for host, address in sorted(WORKERS.items()):
         got = ssh(address, "cd %s/snapshots/%s && find . -mindepth 1 \\( -type l -o -type f \\) -printf '%%P\\n' | "
-                           "sort | xargs sha256sum; cat ../../.launchcard-complete-%s; "
+                           "sort | xargs sha256sum; cat ../../.launchcard-complete-%s; echo; "
                            "grep -c launchcard-weights-copy /root/.ssh/authorized_keys; ls -A /run/launchcard-weights"
                   % (SNAPSHOT, REV1, REV1))
         lines = got.stdout.splitlines()
