@@ -13,6 +13,7 @@ from ansible_collections.launchcard.inference.plugins.plugin_utils import _image
 from ansible_collections.launchcard.inference.plugins.plugin_utils import _report as report
 from ansible_collections.launchcard.inference.plugins.plugin_utils import _unit_options as unit_options
 from ansible_collections.launchcard.inference.plugins.plugin_utils import _units as units
+from ansible_collections.launchcard.inference.plugins.plugin_utils import _weights as weights
 from ansible_collections.launchcard.inference.plugins.module_utils import _versions as versions
 
 
@@ -77,6 +78,28 @@ def docker_daemon_config(current, mirrors):
         return images.docker_daemon_config(current, mirrors)
     except ValueError as exc:
         raise AnsibleFilterError("launchcard.inference.docker_daemon_config: %s" % to_text(exc))
+
+
+def weights_peers(plan, hostvars, hosts, result_var="preflight_result"):
+    """The seed of each card and the hosts that copy from it (see plugin_utils._weights.peer_plan).
+
+    Reads ``hostvars[host][result_var].weights_staged`` (the preflight call's read of the completion stamp).
+    """
+    staged = {}
+    for host in hosts or []:
+        if host in hostvars:
+            staged[host] = bool((hostvars[host].get(result_var) or {}).get("weights_staged"))
+    return weights.peer_plan(plan or {}, staged, hosts or [])
+
+
+def weights_peer_report(peers, cards=None):
+    """Lines naming the host of each card that downloads and those that copy (see plugin_utils._weights)."""
+    repo_of = {}
+    for name, card in (cards or {}).items():
+        model = (card or {}).get("model") or {}
+        if model.get("repo") and model.get("revision"):
+            repo_of[name] = "%s@%s" % (model["repo"], str(model["revision"])[:12])
+    return weights.peer_report(peers or {}, repo_of)
 
 
 FIRST_STAGE_RESULTS = ("units_converge.health", "units_health_first")
@@ -220,4 +243,6 @@ class FilterModule(object):
             "preflight_needs": preflight_needs,
             "preflight_report": preflight_report,
             "preflight_fleet_warnings": preflight_fleet_warnings,
+            "weights_peers": weights_peers,
+            "weights_peer_report": weights_peer_report,
         }

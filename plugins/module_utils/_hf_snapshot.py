@@ -17,6 +17,12 @@ Completeness is judged against the Hub's listing of the revision (one
 exactly the size the Hub lists (bytes). :func:`ensure_snapshot` then
 downloads only what is missing or of the wrong size, and checks again.
 
+The ``peer`` source (roles/weights): one host per card (the seed) downloads;
+each other host first lists the revision and compares, like a download
+would (``copy_from`` names the seed), the weights role then copies the
+repository's folder from the seed (rsync), and :func:`ensure_snapshot` with
+``copied=True`` verifies the copy exactly as a download is verified.
+
 Resuming is per file: a run keeps every file already complete. Within one
 file, huggingface_hub retries an interrupted transfer with a range request;
 the partial file of a killed run is discarded (:func:`remove_partials`).
@@ -30,7 +36,7 @@ import stat
 from urllib.parse import urlsplit
 
 CAUSES = ("wrong revision", "repository not found", "hub unreachable", "incomplete", "truncated download",
-          "hub error")
+          "incomplete copy", "hub error")
 
 
 class WeightsError(Exception):
@@ -204,7 +210,8 @@ def describe_missing(status, limit=5):
         ", and %d more" % more if more > 0 else "")
 
 
-def ensure_snapshot(client, hf_home, repo, revision, check_mode=False, verify_only=False, progress=None):
+def ensure_snapshot(client, hf_home, repo, revision, check_mode=False, verify_only=False, progress=None,
+                    copy_from=None, copied=False):
     """Make ``repo`` at ``revision`` complete under ``hf_home``.
 
     :param client: has ``list_files(repo, revision)`` (the Hub's listing, as
@@ -213,9 +220,13 @@ def ensure_snapshot(client, hf_home, repo, revision, check_mode=False, verify_on
     :param verify_only: never download (the ``path`` source: a shared
         filesystem already holds the weights); an incomplete snapshot fails.
     :param progress: called as ``progress(bytes_done, bytes_total)`` after each file.
+    :param copy_from: the ``peer`` source: the host (the seed) this one copies the revision from; nothing is
+        downloaded. Before the copy (``copied`` false) an incomplete snapshot is reported, not an error: its
+        files are listed in ``would_copy`` (``changed`` only in check mode: the copy itself is the change).
+    :param copied: the copy from ``copy_from`` is done: an incomplete snapshot fails (``incomplete copy``).
     :returns: ``{"changed", "complete", "bytes_total", "bytes_present" (before),
         "bytes_done" (downloaded now), "files_total", "downloaded": [paths],
-        "would_download": [paths] (check mode)}``.
+        "would_download": [paths] (check mode), "would_copy": [paths] (``copy_from``), "seed"}``.
     :raises WeightsError: the cause and what failed (the revision, the endpoint, each short file).
     """
     try:
@@ -227,8 +238,16 @@ def ensure_snapshot(client, hf_home, repo, revision, check_mode=False, verify_on
     before = local_status(hf_home, repo, revision, listing)
     result = {"changed": False, "complete": before["complete"], "bytes_total": before["bytes_total"],
               "bytes_present": before["bytes_present"], "bytes_done": 0, "files_total": len(listing),
-              "downloaded": [], "would_download": [], "snapshot": snapshot_dir(hf_home, repo, revision)}
+              "downloaded": [], "would_download": [], "would_copy": [], "seed": copy_from,
+              "snapshot": snapshot_dir(hf_home, repo, revision)}
     if before["complete"]:
+        return result
+    if copy_from:
+        if copied and not check_mode:
+            raise WeightsError("incomplete copy", "after copying %s at %s from the seed %s: %s"
+                               % (repo, revision, copy_from, describe_missing(before)))
+        result["would_copy"] = [m["path"] for m in before["missing"]]
+        result["changed"] = bool(check_mode)
         return result
     if verify_only:
         raise WeightsError("incomplete", "the snapshot of %s at %s in %s is incomplete and the source only verifies: %s"

@@ -21,8 +21,14 @@ description:
     interrupted transfer with a range request; the partial file left by a killed run is removed.
   - Files and folders of the repository are made readable by every user (C(a+r), folders C(a+rx)), so an engine
     running as a dedicated user can read what was downloaded as root.
+  - With O(source=peer) the host downloads nothing - another host, the seed named by O(seed), holds the revision
+    and the launchcard.inference.weights role copies it from there. Before the copy the module lists the revision
+    and reports the files the copy must bring (RV(would_copy)); after it (O(copied=true)) it verifies the copy
+    exactly as a download is verified (every file, the size the Hub lists), and fails when something is short.
   - Errors carry a C(cause) - V(wrong revision), V(repository not found), V(hub unreachable), V(incomplete)
-    (O(source=path)), V(truncated download), V(hub error) - and a message naming the revision, endpoint or files.
+    (O(source=path)), V(truncated download), V(incomplete copy) (O(source=peer)), V(hub error) - and a message
+    naming the revision, endpoint or files; a seed's message names the hosts that copy from it (O(copies)), a
+    copy's the seed.
 requirements:
   - huggingface_hub (on the managed host; the launchcard.inference.weights role installs it into a virtualenv)
 options:
@@ -50,9 +56,28 @@ options:
     description:
       - V(hub) downloads what is missing.
       - V(path) only verifies (a shared filesystem already holds the weights) and fails when something is missing.
+      - V(peer) downloads nothing - the revision is copied from O(seed) by the caller; see O(copied).
     type: str
-    choices: [hub, path]
+    choices: [hub, path, peer]
     default: hub
+  seed:
+    description:
+      - With O(source=peer), the host (as the inventory names it) the revision is copied from; named in the
+        messages and returned. Required with O(source=peer).
+    type: str
+  copied:
+    description:
+      - With O(source=peer) - false before the copy (an incomplete snapshot is reported in RV(would_copy), not an
+        error); true after it (an incomplete snapshot fails with cause V(incomplete copy)).
+    type: bool
+    default: false
+  copies:
+    description:
+      - With O(source=hub), the hosts that copy the revision from this one (this host is their seed); named in a
+        failure's message, so a seed's failure says whose copies it stops.
+    type: list
+    elements: str
+    default: []
   timeout:
     description: Seconds to wait for the Hub to answer one request (not for a whole download).
     type: float
@@ -68,7 +93,9 @@ extends_documentation_fragment:
   - launchcard.inference.attributes
 attributes:
   check_mode:
-    details: Lists the repository and reports the files it would download (RV(would_download)); downloads nothing.
+    details:
+      - Lists the repository and reports the files it would download (RV(would_download)), or with O(source=peer)
+        copy (RV(would_copy)); downloads nothing.
   diff_mode:
     support: none
 """
@@ -81,6 +108,17 @@ EXAMPLES = r"""
     hf_home: /var/lib/launchcard/models
     endpoint: http://hub-mirror.internal:8080
     token: "{{ hf_token }}"
+    venv: /opt/launchcard/hf
+
+- name: After copying the repository's folder from gpu-01, verify the copy against the Hub's listing
+  launchcard.inference.hf_snapshot:
+    repo: zai-org/GLM-5.3-Flash
+    revision: 46a050bec13002ad29ee795c16e61cf4fa3c4a9c
+    hf_home: /var/lib/launchcard/models
+    endpoint: http://hub-mirror.internal:8080
+    source: peer
+    seed: gpu-01
+    copied: true
     venv: /opt/launchcard/hf
 """
 
@@ -115,6 +153,15 @@ would_download:
   returned: success
   type: list
   elements: str
+would_copy:
+  description: With O(source=peer), the repository paths the copy from the seed must bring (before the copy).
+  returned: success
+  type: list
+  elements: str
+seed:
+  description: With O(source=peer), the host the revision is copied from (O(seed)); null otherwise.
+  returned: success
+  type: str
 snapshot:
   description: The snapshot folder on the host.
   returned: success
@@ -139,6 +186,15 @@ from ansible_collections.launchcard.inference.plugins.module_utils._hf_snapshot 
 _COMMIT = re.compile(r"^[0-9a-f]{40}$")
 
 
+def _role_note(p):
+    """What this host's failure means for the others (the peer source)."""
+    if p["source"] == "peer":
+        return " (this host copies the revision from the seed %s)" % p["seed"]
+    if p["source"] == "hub" and p["copies"]:
+        return " (this host is the seed of its card: %s copy the revision from it)" % ", ".join(p["copies"])
+    return ""
+
+
 def main():
     module = AnsibleModule(
         argument_spec=dict(
@@ -147,10 +203,14 @@ def main():
             hf_home=dict(type="path", required=True),
             endpoint=dict(type="str", default="https://huggingface.co"),
             token=dict(type="str", default="", no_log=True),
-            source=dict(type="str", default="hub", choices=["hub", "path"]),
+            source=dict(type="str", default="hub", choices=["hub", "path", "peer"]),
+            seed=dict(type="str"),
+            copied=dict(type="bool", default=False),
+            copies=dict(type="list", elements="str", default=[]),
             timeout=dict(type="float", default=30.0),
             venv=dict(type="path"),
         ),
+        required_if=[("source", "peer", ["seed"])],
         supports_check_mode=True,
     )
     p = module.params
@@ -169,9 +229,10 @@ def main():
         module.fail_json(msg=missing_required_lib("huggingface_hub"), exception=str(exc), cause="hub error")
     try:
         result = ensure_snapshot(client, p["hf_home"], p["repo"], p["revision"], check_mode=module.check_mode,
-                                 verify_only=p["source"] == "path")
+                                 verify_only=p["source"] == "path",
+                                 copy_from=p["seed"] if p["source"] == "peer" else None, copied=p["copied"])
     except WeightsError as exc:
-        module.fail_json(msg="%s: %s" % (exc.cause, exc.message), cause=exc.cause)
+        module.fail_json(msg="%s: %s%s" % (exc.cause, exc.message, _role_note(p)), cause=exc.cause)
     except OSError as exc:
         module.fail_json(msg="cannot write the cache under %s: %s" % (p["hf_home"], exc), cause="hub error")
     module.exit_json(**result)

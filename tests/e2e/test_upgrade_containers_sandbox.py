@@ -13,14 +13,21 @@ deployed first) and upgrade-containers-v2.json (the replicas on lmsysorg/sglang:
 the router keeps v0.5.0). The fleet script pushes the one stand-in engine image under every card tag, so both
 tags would name one digest: this file pushes a variant of it (one more label in its config: a new manifest
 digest) under v0.5.1 before anything is deployed.
+
+Weights come with the default `peer` source: the first deploy takes one copy of the repository from the sandbox
+hub (its `/_sandbox/stats` counts the bytes), on lc-cu-w1, and the other replicas copy it from there with rsync.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
+import re
 import shutil
+import sys
 import time
+import urllib.request
 
 import pytest
 
@@ -49,6 +56,10 @@ PINNED = "docker.io/lmsysorg/sglang@"
 REPLICAS = {host: "upgrade-tiny-sglang-aggregated-%d" % n for n, host in enumerate(sorted(WORKERS))}
 ROUTER_CONTAINER = "upgrade-tiny-sglang-router-0"
 SERIAL = 1
+HUB = "http://198.18.11.1:8470"  # the sandbox hub on the bridge (launchcard_hf_endpoint of the inventory)
+SNAPSHOT = "/var/lib/launchcard/models/hub/models--%s" % MODEL.replace("/", "--")
+# the hub's counters around the first deploy, and that deploy's output (filled by the fleet fixture)
+FIRST = {}
 # a 2 s drain (the stand-in answers in milliseconds); a gate that gives up on a container in 2 minutes
 FAST = ["-e", "launchcard_upgrade_drain_s=2", "-e", "launchcard_upgrade_gate_timeout_s=120"]
 V2 = ["-e", "launchcard_card_src=%s/upgrade-containers-v2.json" % CARDS]
@@ -65,6 +76,18 @@ def container(address, name):
     return out.stdout.split() or [out.stderr.strip()]
 
 
+def hub_stats():
+    with urllib.request.urlopen(HUB + "/_sandbox/stats", timeout=10) as resp:
+        return json.loads(resp.read())
+
+
+def hub_files(revision):
+    """The files of the test model at ``revision``, as the sandbox hub generates them (tests/sandbox/hub)."""
+    sys.path.insert(0, os.path.join(ROOT, "tests", "sandbox"))
+    from hub import server
+    return server.generate_repo(MODEL, revision)
+
+
 def record(address):
     """The host's record, /var/lib/launchcard/state.json."""
     return json.loads(ssh(address, "cat /var/lib/launchcard/state.json").stdout)
@@ -79,8 +102,10 @@ def fleet(tmp_path_factory):
         assert up.returncode == 0, up.stdout[-3000:] + up.stderr[-3000:]
         old = registry_digest(REGISTRY, IMAGE_V1)
         new = push_variant(REGISTRY, IMAGE_V1, IMAGE_V2, "upgrade-containers-v2", tmp_path_factory.mktemp("image"))
+        before = hub_stats()
         res = playbook("deploy")
         assert res.returncode == 0, res.stdout[-6000:] + res.stderr[-2000:]
+        FIRST.update(before=before, after=hub_stats(), stdout=res.stdout)
         yield old, new
     finally:
         if not os.environ.get("LAUNCHCARD_KEEP_FLEET"):
@@ -106,6 +131,39 @@ def test_v1_runs_one_digest_everywhere_and_v2_names_another(fleet):
         assert state["runtime"]["kind"] == "podman" and state["card"]["revision"] == REV1, address
         assert state["runtime"]["image_refs"] == {IMAGE_V1: PINNED + old}, address
     assert healthy_workers(ROUTER_URL) == WORKER_URLS
+
+
+def test_one_copy_from_the_hub_the_other_replicas_copy_it_and_a_rerun_transfers_nothing(fleet):
+    files = hub_files(REV1)
+    served = FIRST["after"]["bytes_served"] - FIRST["before"]["bytes_served"]
+    # exactly one copy of the repository: each file once, on one host (the seed, first by name)
+    assert served == sum(len(b) for b in files.values()), (served, FIRST["after"])
+    counts = {p: n - FIRST["before"]["files"].get(p, 0) for p, n in FIRST["after"]["files"].items()}
+    assert {p: n for p, n in counts.items() if n} == dict.fromkeys(files, 1), counts
+    said = " ".join(FIRST["stdout"].split())
+    assert "lc-cu-w1 downloads it from the Hub; lc-cu-w2, lc-cu-w3, lc-cu-w4 copy it from lc-cu-w1" in said
+    copied = FIRST["stdout"].split("Copy the repository's folder from the seed]", 1)[1].split("TASK [", 1)[0]
+    for host in ("lc-cu-w2", "lc-cu-w3", "lc-cu-w4"):
+        assert "changed: [%s -> lc-cu-w1(198.18.11.11)]" % host in copied, copied
+    assert not re.search(r"(ok|changed): \[lc-cu-w1\]", copied), copied
+    # every replica: each file byte for byte, the completion stamp, and nothing left of a copy's key
+    want = sorted("%s  %s" % (hashlib.sha256(data).hexdigest(), path) for path, data in files.items())
+    for host, address in sorted(WORKERS.items()):
+        got = ssh(address, "cd %s/snapshots/%s && find . -mindepth 1 \\( -type l -o -type f \\) -printf '%%P\\n' | "
+                           "sort | xargs sha256sum; cat ../../.launchcard-complete-%s; echo; "
+                           "grep -c launchcard-weights-copy /root/.ssh/authorized_keys; ls -A /run/launchcard-weights"
+                  % (SNAPSHOT, REV1, REV1))
+        lines = got.stdout.splitlines()
+        assert sorted(lines[:len(files)]) == want, (host, got.stdout, got.stderr)
+        assert lines[len(files):] == [str(sum(len(b) for b in files.values())), "0"], (host, got.stdout)
+    # the router loads no weights
+    assert ssh(ROUTER, "test -e %s" % SNAPSHOT).returncode != 0
+    # a rerun skips the weights role (the stamps): nothing from the hub, no copy, nothing changed
+    res = playbook("deploy")
+    assert res.returncode == 0, res.stdout[-6000:] + res.stderr[-2000:]
+    assert not re.search(r"TASK \[launchcard\.inference\.weights :", res.stdout)
+    assert all(r["changed"] == 0 for r in recap(res.stdout).values()), recap(res.stdout)
+    assert hub_stats()["bytes_served"] == FIRST["after"]["bytes_served"]
 
 
 def test_upgrade_under_load_loses_no_request(fleet, upgraded):

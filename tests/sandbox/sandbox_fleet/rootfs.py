@@ -14,10 +14,11 @@ from pathlib import Path
 from .base import CACHE_DIR, FleetError, locked, log, run, write_file
 
 SUITE = "bookworm"
-ROOTFS_VERSION = 3  # bump when the rootfs preparation changes: a new rootfs is built beside the old one
+ROOTFS_VERSION = 4  # bump when the rootfs preparation changes: a new rootfs is built beside the old one
 ROOTFS = CACHE_DIR / f"rootfs-{SUITE}-v{ROOTFS_VERSION}"
-# python3-packaging: ansible.builtin.pip; python3-apt: ansible.builtin.apt
-PACKAGES = "systemd,systemd-sysv,openssh-server,python3,python3-venv,python3-packaging,python3-apt,dbus,iproute2,ca-certificates"
+# python3-packaging: ansible.builtin.pip; python3-apt: ansible.builtin.apt; rsync: the weights role's peer copies
+# (ansible.posix.synchronize runs it on the seed and on the host it copies to)
+PACKAGES = "systemd,systemd-sysv,openssh-server,python3,python3-venv,python3-packaging,python3-apt,dbus,iproute2,ca-certificates,rsync"
 # Variants: a host's `sandbox_rootfs` picks one; each is its own read-only base with these packages on top.
 # podman: Debian 12's podman 4.3 with crun (containers run with --cgroups=disabled in the hosts, whose
 # cgroup v1 controllers are read-only) and fuse-overlayfs; the hosts reach no Debian mirror, so it is

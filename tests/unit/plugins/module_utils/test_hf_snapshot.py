@@ -219,3 +219,48 @@ def test_real_client_wrong_revision_and_unreachable_endpoint(hub, tmp_path):
         hs.ensure_snapshot(hs.HubClient("http://127.0.0.1:%d" % port, "", str(tmp_path)), str(tmp_path), REPO, REV)
     assert err.value.cause == "hub unreachable" and str(port) in err.value.message
     assert not os.path.exists(os.path.join(str(tmp_path), "hub", "models--zai-org--GLM-5.3-Flash", "snapshots"))
+
+
+# The peer source: a host that copies from its seed lists the revision, downloads nothing, and after the
+# copy (here: the seed's repository folder copied over, as rsync does) is verified as a download is.
+
+def _seed_and_copy(tmp_path):
+    seed, peer = tmp_path / "seed", tmp_path / "peer"
+    hs.ensure_snapshot(FakeClient(str(seed), FILES), str(seed), REPO, REV)
+    return seed, peer
+
+
+def test_a_copy_lists_what_it_needs_and_downloads_nothing(tmp_path):
+    dummy, peer = _seed_and_copy(tmp_path)
+    c = FakeClient(str(peer), FILES)
+    res = hs.ensure_snapshot(c, str(peer), REPO, REV, copy_from="w1")
+    assert c.listed == 1 and c.downloads == []
+    assert not res["complete"] and not res["changed"] and res["seed"] == "w1"
+    assert sorted(res["would_copy"]) == sorted(FILES) and res["bytes_done"] == 0
+    checked = hs.ensure_snapshot(FakeClient(str(peer), FILES), str(peer), REPO, REV, copy_from="w1", check_mode=True)
+    assert checked["changed"] and sorted(checked["would_copy"]) == sorted(FILES) and checked["would_download"] == []
+    assert not (peer / "hub").exists()
+
+
+def test_a_complete_copy_verifies_and_a_short_one_fails_naming_the_seed_and_file(tmp_path):
+    import shutil
+    seed, peer = _seed_and_copy(tmp_path)
+    shutil.copytree(seed / "hub", peer / "hub", symlinks=True)
+    c = FakeClient(str(peer), FILES)
+    res = hs.ensure_snapshot(c, str(peer), REPO, REV, copy_from="w1", copied=True)
+    assert res["complete"] and not res["changed"] and c.downloads == [] and c.listed == 1
+    snap = peer / "hub" / "models--zai-org--GLM-5.3-Flash" / "snapshots" / REV
+    os.unlink(os.path.realpath(snap / "sub" / "tok.json"))
+    with pytest.raises(hs.WeightsError) as err:
+        hs.ensure_snapshot(FakeClient(str(peer), FILES), str(peer), REPO, REV, copy_from="w1", copied=True)
+    assert err.value.cause == "incomplete copy"
+    assert "from the seed w1" in err.value.message and "sub/tok.json (absent)" in err.value.message
+
+
+def test_a_copy_of_a_revision_the_hub_does_not_have_fails_like_a_download(tmp_path):
+    class Missing(FakeClient):
+        def list_files(self, repo, revision):
+            raise type("RevisionNotFoundError", (Exception,), {})("404")
+    with pytest.raises(hs.WeightsError) as err:
+        hs.ensure_snapshot(Missing(str(tmp_path), FILES), str(tmp_path), REPO, REV, copy_from="w1")
+    assert err.value.cause == "wrong revision"

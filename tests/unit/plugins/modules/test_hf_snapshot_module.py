@@ -60,3 +60,28 @@ def test_refused_input_names_the_field(hub, tmp_path, capsys):
     assert rc == 1 and out["cause"] == "wrong revision" and "revision must be a commit hash" in out["msg"]
     rc, out = run(capsys, repo=REPO, revision=REV, hf_home=str(tmp_path), endpoint=url, venv=str(tmp_path / "novenv"))
     assert rc == 1 and "was not made with this Python" in out["msg"]
+
+
+def test_peer_source_lists_then_verifies_the_copy_and_failures_name_seed_and_copies(hub, tmp_path, capsys):
+    import shutil
+    url, files = hub
+    seed, peer = tmp_path / "seed", tmp_path / "peer"
+    rc, out = run(capsys, repo=REPO, revision=REV, hf_home=str(seed), endpoint=url, copies=["w2", "w3"])
+    assert rc == 0 and out["complete"]
+    args = dict(repo=REPO, revision=REV, hf_home=str(peer), endpoint=url, source="peer", seed="w1")
+    rc, out = run(capsys, **args)
+    assert rc == 0 and not out["complete"] and not out["changed"] and out["seed"] == "w1"
+    assert sorted(out["would_copy"]) == sorted(files) and out["bytes_done"] == 0
+    rc, out = run(capsys, copied=True, **args)
+    assert rc == 1 and out["cause"] == "incomplete copy"
+    assert "from the seed w1" in out["msg"] and "(this host copies the revision from the seed w1)" in out["msg"]
+    shutil.copytree(seed / "hub", peer / "hub", symlinks=True)
+    rc, out = run(capsys, copied=True, **args)
+    assert rc == 0 and out["complete"] and not out["changed"]
+    # a seed that cannot stage the revision says whose copies it stops; source=peer needs its seed
+    wrong = dict(repo=REPO, revision="0" * 40, hf_home=str(seed), endpoint=url, copies=["w2", "w3"])
+    rc, out = run(capsys, **wrong)
+    assert rc == 1 and out["cause"] == "wrong revision"
+    assert out["msg"].endswith("(this host is the seed of its card: w2, w3 copy the revision from it)"), out["msg"]
+    rc, out = run(capsys, repo=REPO, revision=REV, hf_home=str(peer), endpoint=url, source="peer")
+    assert rc == 1 and "seed" in out["msg"]
