@@ -274,7 +274,8 @@ def test_undeploy_removes_the_units_and_a_redeploy_restores_them(fleet, plan, de
     res = run(undeploy + ["--check", "-e", "launchcard_undeploy_remove_weights=true",
                           "-e", "launchcard_undeploy_remove_images=true"])
     assert res.returncode == 0, res.stdout[-4000:] + res.stderr[-2000:]
-    assert re.search(r"TASK \[Undeploy \| Delete the card's images \(podman\)\][^\n]*\n(changed: [^\n]*\n)+", res.stdout)
+    images_task = res.stdout.split("TASK [Undeploy | Delete the card's images (podman)]", 1)[-1].split("\nTASK [", 1)[0]
+    assert re.search(r"^changed: \[lc-\S+\] => \(item=docker\.io/\S+@sha256:", images_task, re.M), res.stdout[-4000:]
     assert all(c["changed"] >= 1 for c in recap(res.stdout).values()), recap(res.stdout)
     res = playbook()  # still deployed: a deploy changes nothing
     assert res.returncode == 0 and all(c["changed"] == 0 for c in recap(res.stdout).values()), res.stdout[-3000:]
