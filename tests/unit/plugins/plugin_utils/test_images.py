@@ -254,8 +254,8 @@ NVIDIA_RUNTIME = {"runtimes": {"nvidia": {"args": [], "path": "nvidia-container-
 def test_daemon_config_names_a_plain_http_hub_mirror_in_both_keys_and_keeps_the_rest():
     mirrors = {"docker.io": [{"location": "10.0.0.5:5000", "insecure": True}]}
     config = im.docker_daemon_config(json.dumps(NVIDIA_RUNTIME), mirrors)
-    assert config == dict(NVIDIA_RUNTIME, **{"registry-mirrors": ["http://10.0.0.5:5000"],
-                                              "insecure-registries": ["10.0.0.5:5000"]})
+    wanted = {"registry-mirrors": ["http://10.0.0.5:5000"], "insecure-registries": ["10.0.0.5:5000"]}
+    assert config == dict(NVIDIA_RUNTIME, **wanted)
 
 
 def test_daemon_config_is_unchanged_when_the_mirrors_are_there_already():
