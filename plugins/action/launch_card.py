@@ -110,6 +110,7 @@ class ActionModule(ActionBase):
             hosts=dict(type="list", elements="str"),
             recipes_var=dict(type="str", default="launchcard_recipes"),
             validate_certs=dict(type="bool", default=True),
+            facts=dict(type="bool", default=True),
         ))
         hostvars = task_vars.get("hostvars", {})
         # The fleet is the inventory: plan every host, also those outside
@@ -146,8 +147,11 @@ class ActionModule(ActionBase):
         if warnings:
             result["warnings"] = warnings
         result["changed"] = False
-        result["ansible_facts"] = {"launchcard_cards": cards, "launchcard_plan": the_plan,
-                                   "launchcard_run": run_identity(cards, the_plan)}
+        planned = {"launchcard_cards": cards, "launchcard_plan": the_plan, "launchcard_run": run_identity(cards, the_plan)}
+        if args["facts"]:
+            result["ansible_facts"] = planned
+        else:
+            result.update(planned)
         result["msg"] = "; ".join("%s@%s: %d recipe(s), %d instance(s) on %d host(s)" % (
             card["model"]["repo"], card["model"]["revision"][:12], len(card["recipes"]),
             sum(len(h["instances"]) for h in the_plan["hosts"].values() if h["card"] == src),

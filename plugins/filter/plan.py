@@ -54,10 +54,11 @@ def units_setup_needed(found, options, helper_sha1):
     return unit_options.setup_needed(found, options, helper_sha1)
 
 
-def setup_parts(preflight, host_plan, stack_roles, run_tags=("all",), skip_tags=(), install_stack=True):
+def setup_parts(preflight, host_plan, stack_roles, run_tags=("all",), skip_tags=(), install_stack=True,
+                runtime=False, units_prepare=False):
     """The roles deploy includes on a host before its units (see plugin_utils._unit_options.setup_parts)."""
     return unit_options.setup_parts(preflight, host_plan, stack_roles or {}, run_tags or ("all",), skip_tags or (),
-                                    install_stack)
+                                    install_stack, bool(runtime), bool(units_prepare))
 
 
 def held_images(hostvars, hosts, result_var="preflight_result"):

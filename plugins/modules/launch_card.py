@@ -33,6 +33,18 @@ options:
         C(--limit) or a narrower play plans the same fleet and renders the same peer URLs.
     type: list
     elements: str
+  facts:
+    description:
+      - Return the card models, the plan and the run identity as facts (V(true)), or as the result's own keys
+        C(launchcard_cards), C(launchcard_plan) and C(launchcard_run) (V(false)), for O(ignore:register) and
+        M(ansible.builtin.set_fact) with C(run_once).
+      - Why V(false) - Ansible keeps a module's facts in its fact cache, and every task on every host then
+        deep-copies that cache twice to build the task's variables (C(namespace_facts) and C(clean_facts) in
+        ansible-core's C(ansible/vars/manager.py)), so a fleet-wide plan held as a fact costs time that grows
+        with hosts x plan size. M(ansible.builtin.set_fact) keeps them as host variables, which are shared, not
+        copied. The C(launchcard.inference.plan) role uses V(false).
+    type: bool
+    default: true
 author:
   - launchcard.inference contributors (@launchcard)
 notes:
@@ -60,6 +72,19 @@ EXAMPLES = r"""
   launchcard.inference.launch_card:
   run_once: true
 
+- name: Plan, then give every host the plan as host variables (what the plan role does)
+  launchcard.inference.launch_card:
+    facts: false
+  run_once: true
+  register: planned
+
+- name: Give every host the plan
+  ansible.builtin.set_fact:
+    launchcard_cards: "{{ planned.launchcard_cards }}"
+    launchcard_plan: "{{ planned.launchcard_plan }}"
+    launchcard_run: "{{ planned.launchcard_run }}"
+  run_once: true
+
 - name: Plan a card fetched over HTTPS, pinned by checksum
   launchcard.inference.launch_card:
     src: https://cards.example.com/glm-5.3-flash.json
@@ -69,7 +94,9 @@ EXAMPLES = r"""
 
 RETURN = r"""
 ansible_facts:
-  description: The card model and the plan.
+  description: >-
+    The card model and the plan. With O(facts=false) the same three keys are returned at the top level of the
+    result instead.
   returned: success
   type: dict
   contains:

@@ -325,7 +325,8 @@ def setup_needed(found, options, helper_sha1):
     return not (found.get("users") or {}).get(ENGINE_USER) or inspected.get(options["weights_dir"]) != weights
 
 
-def setup_parts(preflight, host_plan, stack_roles, run_tags=("all",), skip_tags=(), install_stack=True):
+def setup_parts(preflight, host_plan, stack_roles, run_tags=("all",), skip_tags=(), install_stack=True,
+                runtime=False, units_prepare=False):
     """The roles a deploy includes on a host before its units, in order, from the preflight call's verdict.
 
     :param preflight: the host's preflight module result (``stack_vendor``, ``bare_host``, ``weights_staged``);
@@ -335,9 +336,14 @@ def setup_parts(preflight, host_plan, stack_roles, run_tags=("all",), skip_tags=
     :param run_tags: the run's ``--tags`` (``ansible_run_tags``; ``["all"]`` without them).
     :param skip_tags: the run's ``--skip-tags`` (``ansible_skip_tags``).
     :param install_stack: False when the hosts' stack is provisioned another way.
+    :param runtime: the runtime role has something to do on the host (its ``runtime_needed``: the native
+        requirements stamp or the container setup digest is not the one the preflight call read).
+    :param units_prepare: the units role's ``prepare.yml`` has something to do (its ``units_prepare_needed``:
+        the engines' user, weights directory or readiness helper not in place, or a --limit run's moved peers).
     :returns: role names: the vendor's stack role (tag ``stack``) and, on a host that was bare, ``preflight``
         (checked again once the driver is in); ``weights`` (tag ``weights``) on a host that runs an engine
-        (routers load no weights) whose revision preflight did not find staged. Empty on a no-op run.
+        (routers load no weights) whose revision preflight did not find staged; ``runtime`` (tag ``runtime``)
+        and ``units`` (tag ``units``; the role's ``prepare.yml``) where their flag says so. Empty on a no-op run.
     """
     preflight = preflight or {}
 
@@ -353,4 +359,8 @@ def setup_parts(preflight, host_plan, stack_roles, run_tags=("all",), skip_tags=
     engines = [i for i in (host_plan or {}).get("instances") or [] if i.get("role") != "router"]
     if engines and wanted("weights") and not preflight.get("weights_staged"):
         parts.append("weights")
+    if runtime and wanted("runtime"):
+        parts.append("runtime")
+    if units_prepare and wanted("units"):
+        parts.append("units")
     return parts

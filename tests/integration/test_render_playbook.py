@@ -210,9 +210,9 @@ SANDBOX_FACTS = """{{ {'facts': {
 
 def units_role_playbook(path, out):
     """A playbook that evaluates the units role's own converge input (its ``units`` argument and task
-    vars, read from roles/units/tasks/main.yml and roles/units/vars/main.yml) for every host, with the facts the sandbox hosts report,
+    vars, read from roles/units/tasks/converge.yml and roles/units/vars/main.yml) for every host, with the facts the sandbox hosts report,
     and writes each unit where render.yml would. Contacts no host."""
-    with open(os.path.join(ROOT, "roles", "units", "tasks", "main.yml")) as f:
+    with open(os.path.join(ROOT, "roles", "units", "tasks", "converge.yml")) as f:
         converge = next(t for t in yaml.safe_load(f) if "launchcard.inference.systemd_units" in t)
     with open(os.path.join(ROOT, "roles", "units", "vars", "main.yml")) as f:
         task_vars = dict(yaml.safe_load(f) or {})  # units_settings: the one options builder

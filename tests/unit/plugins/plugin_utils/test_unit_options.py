@@ -257,3 +257,21 @@ ROUTER_HOST = {"instances": [{"role": "router"}]}
 ])
 def test_setup_parts_are_what_preflight_found_missing(preflight, host_plan, run_tags, skip_tags, install, expected):
     assert uo.setup_parts(preflight, host_plan, STACKS, run_tags, skip_tags, install) == expected
+
+
+@pytest.mark.parametrize("run_tags, skip_tags, runtime, units_prepare, expected", [
+    # a no-op run: neither the runtime nor the units' setup has anything to do
+    (["all"], [], False, False, []),
+    # in the order deploy ran them as roles: the runtime, then the units' prepare.yml
+    (["all"], [], True, True, ["runtime", "units"]),
+    (["all"], [], False, True, ["units"]),
+    # each has its tag: --tags units sets up the units but not the runtime; --skip-tags runtime leaves it out
+    (["units"], [], True, True, ["units"]),
+    (["runtime"], [], True, True, ["runtime"]),
+    (["all"], ["runtime"], True, True, ["units"]),
+])
+def test_setup_parts_add_the_runtime_and_the_units_setup_where_needed(run_tags, skip_tags, runtime, units_prepare,
+                                                                      expected):
+    parts = uo.setup_parts({"stack_vendor": "none", "weights_staged": True}, ENGINE_HOST, STACKS, run_tags, skip_tags,
+                           True, runtime, units_prepare)
+    assert parts == expected
