@@ -81,6 +81,22 @@ def docker_daemon_config(current, mirrors):
         raise AnsibleFilterError("launchcard.inference.docker_daemon_config: %s" % to_text(exc))
 
 
+def registry_auth(credentials, mirrors=None):
+    """The hosts' podman auth file for the registry credentials (see plugin_utils._images.registry_auth)."""
+    try:
+        return images.registry_auth(credentials, mirrors)
+    except ValueError as exc:
+        raise AnsibleFilterError("launchcard.inference.registry_auth: %s" % to_text(exc))
+
+
+def registry_credentials_digest(credentials, mirrors=None, salt=""):
+    """A salted, slow digest of the registry credentials (see plugin_utils._images.registry_credentials_digest)."""
+    try:
+        return images.registry_credentials_digest(credentials, mirrors, salt)
+    except ValueError as exc:
+        raise AnsibleFilterError("launchcard.inference.registry_credentials_digest: %s" % to_text(exc))
+
+
 def weights_peers(plan, hostvars, hosts, result_var="preflight_result"):
     """The seed of each card and the hosts that copy from it (see plugin_utils._weights.peer_plan).
 
@@ -238,6 +254,8 @@ class FilterModule(object):
             "units_gate_first": units_gate_first,
             "held_images": held_images,
             "docker_daemon_config": docker_daemon_config,
+            "registry_auth": registry_auth,
+            "registry_credentials_digest": registry_credentials_digest,
             "deploy_summary": deploy_summary,
             "pending_units": report.pending_units,
             "version_drift": versions.drift,

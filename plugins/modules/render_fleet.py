@@ -26,7 +26,8 @@ description:
     C(launchcard_amd_render_gid), C(launchcard_ascend_devices), C(launchcard_ascend_device_count),
     C(launchcard_extra_container_args), C(launchcard_secrets_env_file), C(launchcard_docker_bin),
     C(launchcard_podman_bin), C(launchcard_podman_cgroups), C(launchcard_podman_quadlet); C(launchcard_hf_token) only
-    decides whether units read the secrets file.
+    decides whether units read the secrets file, C(launchcard_registry_credentials) only whether podman units
+    name the registry auth file (C(--authfile)).
   - What only the hosts know is not seen here; the deploy takes it from preflight when the variable is
     unset (the vendor, the AMD C(render) group id, the Ascend devices, the podman version that decides Quadlet
     C(.container) files) and from the runtime role (image digests). Set those variables to make the files equal to what a deploy writes.

@@ -376,3 +376,88 @@ class RegistryClient:
             else:
                 break
         raise ImageError("image %s: %s returned no manifest digest" % (image, ref["registry"]))
+
+
+# --- the hosts' registry credentials -----------------------------------------------------------------
+# Where the runtime role writes the podman hosts' auth file and the units name it (--authfile): a path, never a
+# secret, in a unit. roles/runtime/defaults/main.yml (runtime_registry_auth_file) names the same path.
+REGISTRY_AUTH_FILE = "/etc/launchcard/registry-auth.json"
+# The credentials' digest (registry_credentials_digest): PBKDF2-HMAC-SHA256, salted, this many rounds.
+CREDENTIALS_DIGEST_ROUNDS = 20000
+
+
+def _credential(registry, value, var="launchcard_registry_credentials"):
+    """``(username, password)`` of one entry, checked; errors name the field, never the password's value."""
+    if not hasattr(value, "get"):
+        raise ImageError("%s.%s must be a mapping with username and password" % (var, registry))
+    out = []
+    for field in ("username", "password"):
+        item = value.get(field)
+        if not isinstance(item, str) or not item:
+            raise ImageError("%s.%s.%s must be a non-empty string" % (var, registry, field))
+        if re.search(r"[\x00-\x1f\x7f]", item):
+            raise ImageError("%s.%s.%s contains a control character" % (var, registry, field))
+        out.append(item)
+    if ":" in out[0]:
+        # HTTP basic auth (RFC 7617) splits user-id and password at the first colon
+        raise ImageError("%s.%s.username must not contain ':'" % (var, registry))
+    return out[0], out[1]
+
+
+def registry_auth(credentials, mirrors=None):
+    """The hosts' auth file (containers-auth.json(5)) for ``credentials``, keyed by every endpoint they contact.
+
+    Each credentialed registry is a key, and so is the host (``HOST[:PORT]``) of each of its mirrors
+    (``launchcard_registry_mirrors``): containers/image looks credentials up by the endpoint it contacts,
+    the mirror's own reference when it pulls through a mirror (containers/image docker/docker_image_src.go,
+    newImageSourceAttempt: the client is built from the mirror's ``physicalRef``, and credentials meant for the
+    primary registry are explicitly not passed on to a mirror). A mirror host that ``credentials`` names itself
+    keeps its own entry.
+
+    :param credentials: ``launchcard_registry_credentials``: ``{registry: {"username", "password"}}``.
+    :param mirrors: ``launchcard_registry_mirrors`` (the shapes :func:`mirror_urls` takes).
+    :returns: ``{"auths": {endpoint: {"auth": base64("user:password")}}}``; ``{"auths": {}}`` without credentials.
+    :raises ImageError: an entry without a username or password, a bad mirror location, or one mirror host
+        that two registries' different credentials would share (names the registries, never a password).
+    """
+    if credentials is None:
+        credentials = {}
+    if not hasattr(credentials, "items"):
+        raise ImageError("launchcard_registry_credentials must be a mapping {registry: {username, password}}")
+    pairs = {str(registry): _credential(registry, value) for registry, value in credentials.items()}
+    auths, via = {}, {}
+    for registry in sorted(pairs):
+        auths[registry] = pairs[registry]
+    for registry in sorted(pairs):
+        for location, dummy in _mirror_entries(registry, (mirrors or {}).get(registry)):
+            host = location.split("/", 1)[0]
+            if host in pairs:
+                continue  # named in the credentials: its own entry
+            if host in via and auths[host] != pairs[registry]:
+                raise ImageError("launchcard_registry_credentials: %s and %s give different credentials to their "
+                                 "shared mirror %s; name %s in launchcard_registry_credentials"
+                                 % (via[host], registry, host, host))
+            auths[host], via[host] = pairs[registry], registry
+    return {"auths": {key: {"auth": base64.b64encode(("%s:%s" % auths[key]).encode("utf-8")).decode("ascii")}
+                      for key in sorted(auths)}}
+
+
+def registry_credentials_digest(credentials, mirrors=None, salt=""):
+    """A salted, slow digest of the hosts' auth file, for the runtime role's setup digest.
+
+    The runtime role skips its container steps while the digest the host's record keeps
+    (``runtime.setup`` of ``/var/lib/launchcard/state.json``) is unchanged; folding this in makes a new password
+    (or a new user, registry or mirror) run them again, which rewrites the auth file. The record and Ansible's
+    output must not let anyone test password guesses cheaply, so this is PBKDF2-HMAC-SHA256
+    (:data:`CREDENTIALS_DIGEST_ROUNDS` rounds), salted with ``salt`` (the role passes the host's name), not a
+    plain hash of the password.
+
+    :returns: 64 hex digits; ``""`` without credentials.
+    :raises ImageError: as :func:`registry_auth`.
+    """
+    auths = registry_auth(credentials, mirrors)["auths"]
+    if not auths:
+        return ""
+    text = json.dumps(auths, sort_keys=True).encode("utf-8")
+    salt = ("launchcard.inference registry credentials " + str(salt)).encode("utf-8")
+    return hashlib.pbkdf2_hmac("sha256", text, salt, CREDENTIALS_DIGEST_ROUNDS).hex()

@@ -32,6 +32,7 @@ import json
 import re
 
 from ansible_collections.launchcard.inference.plugins.module_utils._platforms import os_podman_version
+from ansible_collections.launchcard.inference.plugins.plugin_utils._images import REGISTRY_AUTH_FILE
 from ansible_collections.launchcard.inference.plugins.plugin_utils._units import (
     DEFAULTS,
     ENGINE_USER,
@@ -85,6 +86,8 @@ VARIABLES = {
                        "Unset: Quadlet where the host's podman is 4.4 or newer (the version preflight read from the host, "
                        "else the one its OS ships, C(plugins/module_utils/_platforms.py)); C(playbooks/render.yml) has no "
                        "host facts, so set it there to render what deploy writes on such hosts."),
+    "podman_auth_file": (None, "path", "podman: the registry auth file the units pass with C(--authfile) (a path, "
+                                       "never a secret), set when C(launchcard_registry_credentials) is not empty."),
     "image_refs": (None, "dict", "Image to C(image@sha256:...), from the runtime role's C(runtime_image_refs) fact."),
     "native_requirements": (None, "str", "Native runtime: digest of C(launchcard_runtime_native_packages) and "
                                          "C(launchcard_runtime_native_pip_extra_args), a comment in each unit, so "
@@ -95,6 +98,8 @@ VARIABLES = {
 NATIVE_PACKAGES = ("launchcard_runtime_native_packages", ["vllm"])
 NATIVE_PIP_ARGS = ("launchcard_runtime_native_pip_extra_args", "")
 SECRETS_VARIABLE = "launchcard_hf_token"
+# Registry credentials: only whether they are set is read here (the units name the runtime role's auth file).
+CREDENTIALS_VARIABLE = "launchcard_registry_credentials"
 IMAGE_REFS_FACT = "runtime_image_refs"
 PREFLIGHT_RESULT = "preflight_result"
 # The secrets file's path when a token is set and launchcard_secrets_env_file is not.
@@ -232,8 +237,8 @@ def host_options(host_vars):
 
     :param host_vars: mapping of the host's variables (Ansible's
         ``hostvars[host]``, or a plain dict in tests). Only the variables of
-        :data:`VARIABLES`, ``launchcard_hf_token`` (whether it is set, never
-        its value), ``preflight_result`` and ``runtime_image_refs`` are read.
+        :data:`VARIABLES`, ``launchcard_hf_token`` and ``launchcard_registry_credentials``
+        (whether they are set, never their values), ``preflight_result`` and ``runtime_image_refs`` are read.
     :returns: a full options dict for :func:`_units.render` (every key of
         :data:`_units.DEFAULTS`); ``secrets_env_file`` is always set (the
         units name it as optional), token or not.
@@ -257,6 +262,9 @@ def host_options(host_vars):
     if opts["podman_cgroups"] not in PODMAN_CGROUPS:
         raise OptionError("launchcard_podman_cgroups must be one of %s, found %r" % (
             ", ".join(PODMAN_CGROUPS), opts["podman_cgroups"]))
+    if opts["runtime"] == "podman" and host_vars.get(CREDENTIALS_VARIABLE):
+        # the file the runtime role writes (roles/runtime: runtime_registry_auth_file)
+        opts["podman_auth_file"] = REGISTRY_AUTH_FILE
     refs = host_vars.get(IMAGE_REFS_FACT)
     opts["image_refs"] = dict(refs) if hasattr(refs, "items") else {}
     if opts["runtime"] == "native":

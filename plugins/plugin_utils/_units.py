@@ -114,6 +114,9 @@ DEFAULTS = {
     # podman: write Quadlet .container files (podman-systemd.unit(5), podman >= QUADLET_MIN_PODMAN) instead of
     # .service units that call `podman run`; _unit_options.host_options decides it from the host's podman.
     "podman_quadlet": False,
+    # podman: the registry auth file (containers-auth.json(5)) the units pass with --authfile, so that a start that
+    # finds the image missing pulls it with the credentials; None: no flag. A path, never a secret.
+    "podman_auth_file": None,
 }
 # Quadlet, the podman systemd generator, ships with podman 4.4 (podman-systemd.unit(5)); every [Container] key
 # render_quadlet writes (Image, ContainerName, Network, Volume, AddDevice, PodmanArgs, Exec) is in that release.
@@ -263,12 +266,17 @@ def _gpu_env(inst, opts):
 
 def container_options(inst, opts, env):
     """The ``podman run``/``docker run`` options of an instance besides its name, network, weights mount,
-    entrypoint and image, in two lists: ``--ipc host``, podman's ``--cgroups=MODE`` and the vendor's device
+    entrypoint and image, in two lists: ``--ipc host``, podman's ``--cgroups=MODE`` and ``--authfile PATH``
+    (``podman_auth_file``; a Quadlet file carries it in ``PodmanArgs=``, which every Quadlet release hands to
+    ``podman run``, rather than a ``[Container]`` key that older releases may lack), and the vendor's device
     flags; then ``-e NAME`` for every variable of ``env`` and every secret name, and the operator's extra
     arguments (the ``run`` units put the weights mount between the two)."""
     words = ["--ipc", "host"]
     if opts["runtime"] == "podman" and opts["podman_cgroups"] != "enabled":
         words.append("--cgroups=%s" % opts["podman_cgroups"])
+    if opts["runtime"] == "podman" and opts["podman_auth_file"]:
+        # podman-run(1) --authfile: the pull a start makes when the image is missing authenticates with it
+        words += ["--authfile", _check(opts["podman_auth_file"], "podman_auth_file")]
     if opts["runtime"] == "podman" and opts["vendor"] == "nvidia" and inst["gpus"]:
         # one CDI device name per GPU (nvidia.com/gpu=0, =1, ...; "0,1" names no device)
         names = [str(g) for g in inst["gpu_ids"]] if inst["gpu_selection"] == "visible_devices" else ["all"]

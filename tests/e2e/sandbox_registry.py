@@ -5,6 +5,7 @@
 
 from __future__ import annotations
 
+import base64
 import hashlib
 import json
 import os
@@ -25,23 +26,33 @@ MANIFEST_TYPES = ("application/vnd.oci.image.index.v1+json, application/vnd.oci.
                   "application/vnd.docker.distribution.manifest.v2+json")
 
 
-def registry_digest(registry, image):
-    """The manifest digest the sandbox registry serves for a Docker Hub ``repository:tag``."""
+def creds_args(flag, auth):
+    """skopeo's ``--src-creds``/``--dest-creds USER:PASSWORD`` for a registry that asks for ``auth`` (or nothing)."""
+    return [flag, "%s:%s" % auth] if auth else []
+
+
+def registry_digest(registry, image, auth=None):
+    """The manifest digest the sandbox registry serves for a Docker Hub ``repository:tag``.
+
+    ``auth``: ``(username, password)`` of a registry that asks for basic auth (``sandbox_registry_auth``)."""
     repo, tag = image.rsplit(":", 1)
+    headers = {"Accept": MANIFEST_TYPES}
+    if auth:
+        headers["Authorization"] = "Basic " + base64.b64encode(("%s:%s" % auth).encode()).decode()
     req = urllib.request.Request("http://%s/v2/%s/manifests/%s" % (registry, repo, tag), method="HEAD",
-                                 headers={"Accept": MANIFEST_TYPES})
+                                 headers=headers)
     with urllib.request.urlopen(req, timeout=10) as resp:
         return resp.headers["Docker-Content-Digest"]
 
 
-def push_variant(registry, src, dest, label, tmp):
+def push_variant(registry, src, dest, label, tmp, auth=None):
     """Push the image the registry holds as ``src`` again as ``dest``, with one more config label.
 
     The layer is shared; the config, so the manifest and its digest, differ. Deterministic: the same
     label gives the same digest on every run. Returns ``dest``'s digest."""
     layout = os.path.join(str(tmp), "variant")
-    res = run(["skopeo", "copy", "--quiet", "--src-tls-verify=false", "docker://%s/%s" % (registry, src),
-               "oci:%s:variant" % layout])
+    res = run(["skopeo", "copy", "--quiet", "--src-tls-verify=false"] + creds_args("--src-creds", auth)
+              + ["docker://%s/%s" % (registry, src), "oci:%s:variant" % layout])
     assert res.returncode == 0, res.stderr
 
     def path(digest):
@@ -66,7 +77,7 @@ def push_variant(registry, src, dest, label, tmp):
     entry["digest"], entry["size"] = store(manifest)
     with open(os.path.join(layout, "index.json"), "w") as f:
         json.dump(index, f)
-    res = run(["skopeo", "copy", "--quiet", "--dest-tls-verify=false", "oci:%s:variant" % layout,
-               "docker://%s/%s" % (registry, dest)])
+    res = run(["skopeo", "copy", "--quiet", "--dest-tls-verify=false"] + creds_args("--dest-creds", auth)
+              + ["oci:%s:variant" % layout, "docker://%s/%s" % (registry, dest)])
     assert res.returncode == 0, res.stderr
-    return registry_digest(registry, dest)
+    return registry_digest(registry, dest, auth)

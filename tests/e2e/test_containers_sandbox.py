@@ -10,21 +10,25 @@ Fleet: inventories/containers/gpus.ini (lc-ct-*, 198.18.10.0/24, state dir .sand
 the prefill host runs Debian 12 (podman 4.3: `podman run` units in /etc/systemd/system), the decode and router hosts
 Debian 13 (podman 5.4: Quadlet .container files in /etc/containers/systemd, made into units by podman's generator).
 The registry's access log (.sandbox-containers/registry.log) tells what the hosts fetched. The fleet is purged
-before and after, so the check-mode run meets hosts that hold no image.
+before and after, so the check-mode run meets hosts that hold no image. The registry asks for basic auth
+(gpus.ini: sandbox_registry_auth) with the inventory's launchcard_registry_credentials, which the hosts get as a
+root-only auth file: their pulls authenticate, and no unit, `systemctl show` or playbook output holds the password.
 """
 
 from __future__ import annotations
 
+import base64
 import json
 import os
 import re
 import urllib.request
 
 import pytest
+import yaml
 
 from sandbox_cli import ROOT, Fleet, run
 from playbook_output import recap
-from sandbox_registry import CONTAINER_SANDBOX, push_variant, registry_digest
+from sandbox_registry import CONTAINER_SANDBOX, creds_args, push_variant, registry_digest
 
 INVENTORY = "inventories/containers/gpus.ini"
 STATE = ".sandbox-containers"
@@ -37,8 +41,18 @@ CONTAINERS = {"lc-ct-prefill": "glm-5.3-flash-sglang-prefill-0", "lc-ct-decode":
               "lc-ct-router": "glm-5.3-flash-sglang-router-0"}
 IMAGE = "lmsysorg/sglang:latest"  # what the card names for these three recipes
 QUADLET_HOSTS = ("lc-ct-decode", "lc-ct-router")  # Debian 13 (sandbox_rootfs=podman-trixie); lc-ct-prefill: Debian 12
-# a host's fetch from the registry: a manifest or blob GET (the controller's digest HEAD is not one)
-FETCH = re.compile(r'^(\S+) - - \[[^]]*\] "GET /v2/\S+/(?:manifests|blobs)/', re.M)
+# a host's fetch from the registry: a manifest or blob GET answered (the controller's digest HEAD is not one,
+# nor a 401 challenge to a request without credentials)
+FETCH = re.compile(r'^(\S+) - - \[[^]]*\] "GET /v2/\S+/(?:manifests|blobs)/\S+ HTTP/[0-9.]+" [23]\d\d ', re.M)
+# the registry's challenge to a request without credentials, and an answered fetch, in order
+CHALLENGE = re.compile(r'^(\S+) - - \[[^]]*\] "GET /v2/\S* HTTP/[0-9.]+" 401 ', re.M)
+# the sandbox-only credentials the registry asks for and the inventory gives the hosts (group_vars/all.yml)
+with open(os.path.join(ROOT, "inventories/containers/group_vars/all.yml")) as _f:
+    _CRED = yaml.safe_load(_f)["launchcard_registry_credentials"]["docker.io"]
+AUTH = (_CRED["username"], _CRED["password"])
+PASSWORD = AUTH[1]
+AUTH_TOKEN = base64.b64encode(("%s:%s" % AUTH).encode()).decode()
+AUTH_FILE = "/etc/launchcard/registry-auth.json"
 
 pytestmark = CONTAINER_SANDBOX
 
@@ -63,7 +77,7 @@ def fleet():
     up = FLEET.up()
     try:
         assert up.returncode == 0, up.stdout[-3000:] + up.stderr[-3000:]
-        yield registry_digest(REGISTRY, IMAGE)
+        yield registry_digest(REGISTRY, IMAGE, AUTH)
     finally:
         if not os.environ.get("LAUNCHCARD_KEEP_FLEET"):
             down()
@@ -79,9 +93,13 @@ def checked(fleet):
 @pytest.fixture(scope="module")
 def deployed(checked):
     before = fetches()
+    start = os.path.getsize(REGISTRY_LOG)
     res = playbook("deploy")
     assert res.returncode == 0, res.stdout[-6000:] + res.stderr[-2000:]
-    return res, before, fetches()
+    with open(REGISTRY_LOG, errors="replace") as f:
+        f.seek(start)
+        log = f.read()
+    return res, before, fetches(), log
 
 
 def test_check_mode_on_fresh_hosts_predicts_each_pull_by_digest_and_fetches_nothing(fleet, checked):
@@ -97,7 +115,7 @@ def test_check_mode_on_fresh_hosts_predicts_each_pull_by_digest_and_fetches_noth
 
 
 def test_every_host_runs_the_one_digest_resolved_for_the_fleet(fleet, deployed):
-    res, before, after = deployed
+    res, before, after, dummy = deployed
     assert "3 instances on 3 hosts: 3 healthy" in res.stdout
     pinned = "docker.io/lmsysorg/sglang@" + fleet
     for host, name in CONTAINERS.items():
@@ -133,6 +151,39 @@ def test_debian_13_hosts_run_quadlet_units_and_the_debian_12_host_podman_run_uni
             assert files == ["launchcard-%s.service" % name], (host, files)
             assert props["SourcePath"] == "" and props["UnitFileState"] == "enabled", out
         assert "docker.io/lmsysorg/sglang@" + fleet in props["ExecStart"], (host, out)
+
+
+def test_the_hosts_pull_with_the_credentials_which_nothing_shows(fleet, checked, deployed):
+    res, dummy, dummy2, log = deployed
+    for host, addr in HOSTS.items():
+        # the registry challenged the host's first request (no credentials yet), then served its fetches
+        challenges = [m.start() for m in CHALLENGE.finditer(log) if m.group(1) == addr]
+        served = [m.start() for m in FETCH.finditer(log) if m.group(1) == addr]
+        assert challenges and served and challenges[0] < served[0], (host, log[-3000:])
+    # the password, or the basic-auth token made of it, is in no playbook output (check mode's, deploy's)
+    for out in (checked[0], res):
+        text = out.stdout + out.stderr
+        assert PASSWORD not in text and AUTH_TOKEN not in text
+    # one command per host: the auth file's owner, mode and keys; every unit file and the generator's units
+    # searched for the password; the units' `systemctl show`; the record (world-readable, 0644: it holds the
+    # credentials' salted PBKDF2 digest only, folded into runtime.setup) searched too
+    cmd = ("stat -c '%%U %%G %%a' %s; python3 -c 'import json,sys; print(sorted(json.load(open(sys.argv[1]))[\"auths\"]))' %s; "
+           "echo grep: $(grep -rlF -e %s -e %s /etc/systemd/system /etc/containers/systemd /run/systemd/generator "
+           "/var/lib/launchcard/state.json 2>/dev/null | wc -l); stat -c 'record %%a' /var/lib/launchcard/state.json; "
+           "systemctl show launchcard-") % (AUTH_FILE, AUTH_FILE, PASSWORD, AUTH_TOKEN)
+    for host, name in CONTAINERS.items():
+        out = ssh(host, cmd + name + ".service").stdout
+        lines = out.splitlines()
+        assert lines[0] == "root root 600", (host, out[:500])
+        assert lines[1] == str(sorted(["docker.io", REGISTRY])), (host, out[:500])
+        assert lines[2] == "grep: 0" and lines[3] == "record 644", (host, out[:500])
+        assert PASSWORD not in out and AUTH_TOKEN not in out, host
+        props = dict(line.split("=", 1) for line in lines[4:] if "=" in line)
+        assert "--authfile " + AUTH_FILE in props["ExecStart"], (host, props.get("ExecStart"))
+    # and a pull without them is refused: the registry, not the hosts' setup, is what asks for them
+    out = ssh("lc-ct-router", "REGISTRY_AUTH_FILE=/nonexistent podman pull --tls-verify=false "
+                              "%s/lmsysorg/sglang@%s 2>&1" % (REGISTRY, fleet))
+    assert out.returncode != 0 and "authentication required" in out.stdout, out.stdout[-2000:]
 
 
 def test_a_completion_goes_through_the_router_to_both_containers(deployed):
@@ -174,10 +225,10 @@ def move_the_tag(tmp):
 
     Returns the path of an OCI layout holding the image the tag named before, to put back."""
     before = os.path.join(str(tmp), "before")
-    res = run(["skopeo", "copy", "--quiet", "--src-tls-verify=false", "docker://%s/%s" % (REGISTRY, IMAGE),
-               "oci:%s:latest" % before])
+    res = run(["skopeo", "copy", "--quiet", "--src-tls-verify=false"] + creds_args("--src-creds", AUTH)
+              + ["docker://%s/%s" % (REGISTRY, IMAGE), "oci:%s:latest" % before])
     assert res.returncode == 0, res.stderr
-    push_variant(REGISTRY, IMAGE, IMAGE, "moved-tag", tmp)
+    push_variant(REGISTRY, IMAGE, IMAGE, "moved-tag", tmp, AUTH)
     return before
 
 
@@ -185,7 +236,7 @@ def test_a_moved_tag_is_reported_and_held_by_deploy_and_followed_by_upgrade(flee
     old = fleet
     before = move_the_tag(tmp_path)
     try:
-        new = registry_digest(REGISTRY, IMAGE)
+        new = registry_digest(REGISTRY, IMAGE, AUTH)
         assert new != old
         # deploy: the drift is reported, every host keeps the digest it runs, nothing changes
         res = playbook("deploy")
@@ -207,8 +258,8 @@ def test_a_moved_tag_is_reported_and_held_by_deploy_and_followed_by_upgrade(flee
         test_a_completion_goes_through_the_router_to_both_containers(deployed)
     finally:
         # the registry serves the tag as before, for the next run of this file
-        run(["skopeo", "copy", "--quiet", "--dest-tls-verify=false", "oci:%s:latest" % before,
-             "docker://%s/lmsysorg/sglang:latest" % REGISTRY])
+        run(["skopeo", "copy", "--quiet", "--dest-tls-verify=false"] + creds_args("--dest-creds", AUTH)
+            + ["oci:%s:latest" % before, "docker://%s/lmsysorg/sglang:latest" % REGISTRY])
 
 
 def test_undeploy_stops_and_removes_every_container(deployed):

@@ -39,6 +39,9 @@ DEFAULTS = {
     # a driver version: /etc/cdi/nvidia.yaml as `nvidia-ctk cdi generate` writes it for this host's GPUs and that
     # driver (sandbox_driver_version: a current spec; another: one left by an earlier driver); "": no CDI spec
     "sandbox_cdi_spec": "",
+    # true: the fleet's registry asks for basic auth, with the credentials the inventory gives the collection for
+    # Docker Hub (launchcard_registry_credentials["docker.io"], literal values); set on every host of the fleet
+    "sandbox_registry_auth": False,
 }
 
 
@@ -76,6 +79,15 @@ class Host:
         self.npu_hbm_mib = get("sandbox_npu_hbm_mib", int)
         self.rootfs = get("sandbox_rootfs", str)
         self.cdi_spec = get("sandbox_cdi_spec", str)
+        self.registry_auth = None
+        if get("sandbox_registry_auth", _bool):
+            creds = hv.get("launchcard_registry_credentials")
+            cred = creds.get("docker.io") if isinstance(creds, dict) else None
+            user, password = (cred.get("username"), cred.get("password")) if isinstance(cred, dict) else (None, None)
+            if not all(isinstance(v, str) and v and "{{" not in v for v in (user, password)) or ":" in user:
+                raise FleetError(f"host {name}: sandbox_registry_auth needs launchcard_registry_credentials "
+                                 "with literal docker.io username and password (the registry's htpasswd)")
+            self.registry_auth = (user, password)
         if self.rootfs not in ROOTFS_VARIANTS:
             raise FleetError(f"host {name}: sandbox_rootfs={self.rootfs!r} must be one of {', '.join(sorted(ROOTFS_VARIANTS))}")
         if not 0 <= self.bare_npus <= 16 or (self.bare_npus and self.gpus):
@@ -137,4 +149,7 @@ def read_inventory(inventory: str):
         if h.address in seen:
             raise FleetError(f"hosts {seen[h.address]} and {h.name} share the address {h.address}")
         seen[h.address] = h.name
+    if len({h.registry_auth for h in hosts}) > 1:
+        raise FleetError("sandbox_registry_auth and the docker.io credentials must be the same on every host "
+                         "(one registry per fleet)")
     return hosts

@@ -89,7 +89,9 @@ class Fleet:
             data["hub"] = ensure_hub(self.state, str(gateway))  # HF_ENDPOINT of the hosts (tests/sandbox/hub)
             if any(is_podman(h.rootfs) for h in hosts):
                 # the card's registry, mirrored on the bridge (launchcard_registry_mirrors of the inventory)
-                data["registry"] = ensure_registry(self.state, str(gateway), ensure_image(rootfs["base"], wheelhouse))
+                # (with basic auth where the inventory sets sandbox_registry_auth: its launchcard_registry_credentials)
+                data["registry"] = ensure_registry(self.state, str(gateway), ensure_image(rootfs["base"], wheelhouse),
+                                                   auth=hosts[0].registry_auth)
             else:
                 stop_registry(self.state)
                 data.pop("registry", None)

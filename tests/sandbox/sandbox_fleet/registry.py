@@ -11,8 +11,14 @@ dir. ``skopeo copy oci:... docker://...`` pushes it under every image name the c
 ``tests/e2e/cards/``), so the hosts pull ``docker.io/lmsysorg/sglang@sha256:...`` from this registry as a mirror
 of Docker Hub. The registry's access log (``registry.log`` in the state dir) records every request, which is
 how the tests count what a deploy pulled.
+
+With ``auth`` (an inventory whose hosts set ``sandbox_registry_auth``) the registry asks for HTTP basic auth
+from an htpasswd file (bcrypt, the only hash docker-registry's htpasswd backend takes) holding the inventory's
+``launchcard_registry_credentials`` for Docker Hub, the credentials the collection gives the hosts; unauthenticated
+requests get ``401``. Plain HTTP, as everything on the bridge: a SANDBOX-ONLY credential.
 """
 
+import base64
 import gzip
 import hashlib
 import io
@@ -24,6 +30,8 @@ import tarfile
 import tempfile
 import time
 from pathlib import Path
+
+import bcrypt
 
 from .base import CACHE_DIR, REPO_ROOT, FleetError, locked, log, port_open, read_json, run, write_file
 from .procs import read_pidfile, stop_pidfile, write_pidfile
@@ -241,8 +249,27 @@ def _pip() -> str:
 
 
 # --- the registry process -------------------------------------------------------------------------
-def ensure_registry(state: Path, address: str, layout: Path, port: int = REGISTRY_PORT) -> str:
-    """Run the registry on ``address:port`` holding ``layout`` under every card image; returns ``host:port``."""
+def _auth_files(rdir: Path, auth) -> tuple:
+    """The htpasswd file of ``auth`` (``(username, password)``) for the registry (0600 under ``rdir``, rewritten with
+    a new salt only when the credentials change), a digest naming them, and their basic-auth token."""
+    user, password = auth
+    htpasswd, stamp = rdir / "htpasswd", rdir / "htpasswd.for"
+    # what the htpasswd was made for, as a digest (the password itself is in the inventory already)
+    want = hashlib.sha256(f"{user}\0{password}".encode()).hexdigest()
+    if not htpasswd.exists() or not stamp.exists() or stamp.read_text() != want:
+        # bcrypt's lowest cost: the registry checks the hash on every request, and this is a sandbox-only password
+        hashed = bcrypt.hashpw(password.encode(), bcrypt.gensalt(rounds=4)).decode()
+        write_file(htpasswd, f"{user}:{hashed}\n", mode=0o600)
+        write_file(stamp, want, mode=0o600)
+    token = base64.b64encode(f"{user}:{password}".encode()).decode()
+    return htpasswd, want, token
+
+
+def ensure_registry(state: Path, address: str, layout: Path, port: int = REGISTRY_PORT, auth=None) -> str:
+    """Run the registry on ``address:port`` holding ``layout`` under every card image; returns ``host:port``.
+
+    :param auth: ``(username, password)``: the registry asks for them (htpasswd); None: open to all.
+    """
     binary = "/usr/bin/docker-registry"
     if not Path(binary).exists():
         raise FleetError("docker-registry is not installed (Debian package docker-registry; `make host-deps`)")
@@ -250,6 +277,11 @@ def ensure_registry(state: Path, address: str, layout: Path, port: int = REGISTR
         raise FleetError("skopeo is not installed (Debian package skopeo; `make host-deps`)")
     rdir = state / "registry"
     want = {"address": address, "port": port}
+    authfile = rdir / "push-auth.json"
+    if auth:
+        htpasswd, want["auth"], token = _auth_files(rdir, auth)
+        # skopeo's --dest-authfile (containers-auth.json(5)): the credentials stay off its command line
+        write_file(authfile, json.dumps({"auths": {f"{address}:{port}": {"auth": token}}}), mode=0o600)
     pidfile, cfgfile = state / "registry.pid", rdir / "want.json"
     pid = read_pidfile(pidfile)
     if not (pid and read_json(cfgfile, {}) == want and port_open(address, port)):
@@ -258,6 +290,8 @@ def ensure_registry(state: Path, address: str, layout: Path, port: int = REGISTR
                   f"version: 0.1\nlog:\n  level: info\n  accesslog:\n    disabled: false\n"
                   f"storage:\n  filesystem:\n    rootdirectory: {rdir / 'data'}\n  delete:\n    enabled: true\n"
                   f"http:\n  addr: {address}:{port}\n")
+        if auth:
+            config += f"auth:\n  htpasswd:\n    realm: launchcard-sandbox\n    path: {htpasswd}\n"
         write_file(rdir / "config.yml", config)
         with open(state / "registry.log", "ab") as logf:
             proc = subprocess.Popen([binary, "serve", str(rdir / "config.yml")], stdin=subprocess.DEVNULL,
@@ -281,8 +315,9 @@ def ensure_registry(state: Path, address: str, layout: Path, port: int = REGISTR
         if not path or pushed.get(image) == digest:
             continue
         dest = f"docker://{address}:{port}/{path[0]}:{path[1]}"
-        run(["skopeo", "copy", "--quiet", "--dest-tls-verify=false", f"oci:{layout}:latest", dest], capture=True,
-            timeout=300)
+        creds = ["--dest-authfile", str(authfile)] if auth else []
+        run(["skopeo", "copy", "--quiet", "--dest-tls-verify=false"] + creds + [f"oci:{layout}:latest", dest],
+            capture=True, timeout=300)
         pushed[image] = digest
         write_file(rdir / "pushed.json", json.dumps(pushed, indent=1, sort_keys=True) + "\n")
         log(f"pushed the stand-in engine image as {image} ({dest})")
