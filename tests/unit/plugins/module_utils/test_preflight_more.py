@@ -365,8 +365,8 @@ def test_image_disk_asks_no_room_for_the_images_the_engine_holds_at_the_recorded
     needs = dict(NEEDS, images=["lmsysorg/sglang:latest", "vllm/vllm-openai:v0.11.0"])
     tight = {"path": "/var/lib/containers", "free_bytes": 40 * GIB, "in_place": ["lmsysorg/sglang:latest"]}
     r = _one(evaluate(_facts(image_disk=tight), needs, {"runtime": "podman"}), "image_disk")
-    assert r["ok"] and r["need"] == ("30.0 GiB free on /var/lib/containers (1 image(s) of unknown size to pull x 30.0 GiB, "
-                              "an estimate)")
+    want = "30.0 GiB free on /var/lib/containers (1 image(s) of unknown size to pull x 30.0 GiB, an estimate)"
+    assert r["ok"] and r["need"] == want
     full = dict(tight, free_bytes=1 * GIB, in_place=needs["images"])
     r = _one(evaluate(_facts(image_disk=full), needs, {"runtime": "podman"}), "image_disk")
     assert r["ok"] and r["message"] == "the images are in place (the digests the host runs)"
