@@ -195,7 +195,7 @@ def test_the_hosts_records_hold_an_image_only_where_they_agree():
 
 
 def test_the_held_images_filter_joins_the_play_hosts_preflight_reads():
-    """``held_images`` (plugins/filter/plan.py), as resolve-images.yml calls it on ``hostvars``."""
+    """``held_images`` (plugins/filter/plan.py), as tasks/pin-images.yml and the preflight report call it on ``hostvars``."""
     from ansible_collections.launchcard.inference.plugins.filter.plan import FilterModule, held_images
     assert FilterModule().filters()["held_images"] is held_images
     sglang, vllm = "lmsysorg/sglang", "vllm/vllm-openai:v1"
