@@ -11,10 +11,13 @@ from ansible.module_utils.common.text.converters import to_text
 from ansible.plugins.action import ActionBase
 
 from ansible_collections.launchcard.inference.plugins.plugin_utils._images import (
+    DEFAULT_PLATFORM,
     ImageError,
     RegistryClient,
     distinct_images,
+    drift_warning,
     hold,
+    measure_all,
     mirror_urls,
     pin_plan,
     resolve_all,
@@ -32,6 +35,8 @@ class ActionModule(ActionBase):
         dummy, args = self.validate_argument_spec(argument_spec=dict(
             images=dict(type="list", elements="str"),
             plan=dict(type="dict"),
+            sizes=dict(type="bool", default=False),
+            platform=dict(type="str", default=DEFAULT_PLATFORM),
             mirrors=dict(type="dict", default={}),
             credentials=dict(type="dict", default={}, no_log=True),
             timeout=dict(type="float", default=30.0),
@@ -46,11 +51,15 @@ class ActionModule(ActionBase):
         except ImageError as exc:
             raise AnsibleActionFail(to_text(exc))
         refs, drift = hold(refs, args["hold"])
-        for moved in drift:
-            result.setdefault("warnings", []).append(
-                "image %s: the registry now resolves it to %s; the fleet runs %s and keeps it (a deploy never "
-                "follows a moved tag; playbooks/upgrade.yml does)" % (moved["image"], moved["registry"], moved["running"]))
-        result.update(changed=False, image_refs=refs, drift=drift, registry_requests=client.requests)
+        warnings = [drift_warning(moved) for moved in drift]
+        sizes = {}
+        if args["sizes"]:
+            # by digest: the size of exactly what the hosts pull
+            sizes, unknown = measure_all(refs, lambda ref, digest: client.image_size(ref, digest, args["platform"]))
+            warnings += unknown
+        if warnings:
+            result.setdefault("warnings", []).extend(warnings)
+        result.update(changed=False, image_refs=refs, image_sizes=sizes, drift=drift, registry_requests=client.requests)
         if args["plan"] is not None:
             result["plan"] = pin_plan(args["plan"], refs)
         return result

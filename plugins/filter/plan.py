@@ -5,10 +5,13 @@
 
 from __future__ import annotations
 
+import base64
+
 from ansible.errors import AnsibleFilterError
 from ansible.module_utils.common.text.converters import to_text
 
 from ansible_collections.launchcard.inference.plugins.module_utils import _preflight as preflight
+from ansible_collections.launchcard.inference.plugins.module_utils import _state as state
 from ansible_collections.launchcard.inference.plugins.plugin_utils import _images as images
 from ansible_collections.launchcard.inference.plugins.plugin_utils import _report as report
 from ansible_collections.launchcard.inference.plugins.plugin_utils import _unit_options as unit_options
@@ -71,6 +74,38 @@ def held_images(hostvars, hosts, result_var="preflight_result"):
         if host in hostvars:
             recorded[host] = (hostvars[host].get(result_var) or {}).get("recorded_image_refs") or {}
     return images.held_refs(recorded)[0]
+
+
+def hold_images(resolved, held):
+    """The resolved images with a moved tag held at the digest the fleet runs (see plugin_utils._images.hold).
+
+    :returns: ``{"image_refs": {image: name@sha256:...}, "drift": [{image, running, registry}], "warnings":
+        [one sentence per moved tag]}``.
+    """
+    refs, drift = images.hold(resolved or {}, held or {})
+    return {"image_refs": refs, "drift": drift, "warnings": [images.drift_warning(m) for m in drift]}
+
+
+def recorded_image_refs(record, images=None):
+    """The pinned images a host's record names (see module_utils._state.recorded_image_refs).
+
+    :param record: the record's text, or ``ansible.builtin.slurp``'s result of it (``content``, base64), or
+        None or a failed or skipped slurp (no record): ``{}``.
+    :param images: when given, only these images (as the card names them).
+    """
+    refs = _recorded(record)
+    return refs if images is None else dict((k, v) for k, v in refs.items() if k in images)
+
+
+def _recorded(record):
+    if hasattr(record, "get"):
+        if record.get("failed") or not record.get("content"):
+            return {}
+        try:
+            record = base64.b64decode(record["content"]).decode("utf-8")
+        except (ValueError, TypeError, UnicodeDecodeError):
+            return {}
+    return state.recorded_image_refs(record if isinstance(record, str) else None)
 
 
 def docker_daemon_config(current, mirrors):
@@ -253,6 +288,8 @@ class FilterModule(object):
             "health_endpoints": health_endpoints,
             "units_gate_first": units_gate_first,
             "held_images": held_images,
+            "hold_images": hold_images,
+            "recorded_image_refs": recorded_image_refs,
             "docker_daemon_config": docker_daemon_config,
             "registry_auth": registry_auth,
             "registry_credentials_digest": registry_credentials_digest,

@@ -53,9 +53,16 @@ DEFAULT_HEADROOM_MIB = 4096
 # its intra-node buffers in /dev/shm; Docker's 64 MB default breaks it (vllm issue 1710). 1 GiB is a
 # floor, not a sizing: the engines' own docs run containers with --ipc=host or --shm-size 16g+.
 DEFAULT_SHM_MIN_BYTES = 1 << 30
-# Disk allowance per distinct container image on a host: an estimate (vLLM / SGLang CUDA images
-# are 10-25 GB compressed+unpacked), not a measurement.
+# Disk allowance per distinct container image on a host whose size the registry did not give: an estimate
+# (vLLM / SGLang CUDA images are 10-25 GB compressed+unpacked), not a measurement.
 DEFAULT_IMAGE_ALLOWANCE_BYTES = 30 << 30
+# Room an image takes per compressed byte its manifest lists (plugins/plugin_utils/_images.py manifest_size):
+# its layers unpacked, plus the compressed blob of the layer being unpacked, which the engine holds meanwhile.
+# Measured on the sandbox's stand-in image (Python 3.11 and shared libraries, one gzip layer): 49.8 MiB
+# compressed, 153.2 MiB in podman's store (`podman image inspect` Size), 3.1x; with its blob, 4.1x at the peak
+# of the pull. An image of many layers holds one layer's blob at a time, so 4 is a floor of the peak for
+# those, not a sizing of everything the engine keeps (README "Preflight").
+DEFAULT_IMAGE_UNPACK_FACTOR = 4.0
 DEFAULT_CONNECT_TIMEOUT = 5.0  # a dropped SYN is retried after 1 s, then 3 s
 # Where each container engine keeps its images unless configured otherwise.
 IMAGE_DATA_ROOTS = {"docker": "/var/lib/docker", "podman": "/var/lib/containers"}
@@ -227,6 +234,11 @@ def _holds(holder, owner):
 
 def _gib(n):
     return "%.1f GiB" % (n / float(GIB))
+
+
+def _size(n):
+    """GiB, or MiB below 1 GiB (a small image would read 0.0 GiB)."""
+    return _gib(n) if n >= GIB else "%.1f MiB" % (n / float(MIB))
 
 
 def _result(check, ok, need, found, message, severity="error"):
@@ -547,30 +559,51 @@ def check_container_engine(host):
 
 def check_image_disk(host):
     """``image_disk``: the container engine's data root has room for the placed images that are not in its
-    store yet (an estimate per image).
+    store yet.
 
     An image is in place when the host's record names the digest it runs and the engine's own store lists that
     digest (``facts.image_disk.in_place``, :func:`images_in_place`): a re-deploy, which keeps that digest, pulls
-    nothing, so it needs no room for it.
+    nothing, so it needs no room for it. Each image to pull needs its compressed size (``options.image_sizes``,
+    from its manifest) times ``options.image_unpack_factor``; one of unknown size (no manifest, a registry that
+    gave none) the flat ``options.image_allowance_bytes``.
     """
     options = host.options
     if not host.needs.get("images") or options.get("runtime") not in IMAGE_DATA_ROOTS:
         return None
     per = int(options.get("image_allowance_bytes", DEFAULT_IMAGE_ALLOWANCE_BYTES))
+    factor = float(options.get("image_unpack_factor") or DEFAULT_IMAGE_UNPACK_FACTOR)
+    sizes = options.get("image_sizes") or {}
     img = host.facts.get("image_disk") or {}
     in_place = set(img.get("in_place") or [])
     pending = [i for i in host.needs["images"] if i not in in_place]
-    want = per * len(pending)
     free = img.get("free_bytes")
-    ok = free is not None and free >= want
     where = img.get("path") or IMAGE_DATA_ROOTS[options["runtime"]]
     if not pending:
         return _result("image_disk", True, "no room: every image is in the engine's store", "%s free" % (
             _gib(free) if free is not None else "unknown"), "the images are in place (the digests the host runs)")
-    return _result("image_disk", ok, "%s free on %s (%d image(s) to pull x %s, an estimate)" % (
-        _gib(want), where, len(pending), _gib(per)),
-        "%s free" % (_gib(free) if free is not None else "unknown"),
-        "enough space for the images" if ok else "not enough free space for the container images")
+    known = dict((i, _bytes(sizes.get(i))) for i in pending if _bytes(sizes.get(i)) is not None)
+    unknown = [i for i in pending if i not in known]
+    compressed = sum(known.values())
+    want = int(compressed * factor) + per * len(unknown)
+    parts = []
+    if known:
+        parts.append("%d image(s) to pull: %s compressed x %g = %s" % (
+            len(known), _size(compressed), factor, _size(int(compressed * factor))))
+    if unknown:
+        parts.append("%d image(s) of unknown size to pull x %s, an estimate" % (len(unknown), _gib(per)))
+    ok = free is not None and free >= want
+    return _result("image_disk", ok, "%s free on %s (%s)" % (_size(want), where, "; ".join(parts)),
+                   "%s free" % (_size(free) if free is not None else "unknown"),
+                   "enough space for the images" if ok else "not enough free space for the container images")
+
+
+def _bytes(value):
+    """A size in bytes (an int, or its digits as a string), else None."""
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, str) and value.strip().isdigit():
+        return int(value.strip())
+    return value if isinstance(value, int) and value >= 0 else None
 
 
 def container_vendor(host):
@@ -783,8 +816,10 @@ def evaluate(facts, needs, options=None):
         runtime shares the host's IPC namespace, so /dev/shm is the host's
         and the ``shm`` check does not apply), ``shm_min_bytes`` (int),
         ``runtime`` (``docker``, ``podman`` or ``native``; ``image_disk``
-        applies to docker/podman only), ``image_allowance_bytes`` (int per
-        distinct image), ``install_driver`` (bool: the deploy installs the
+        applies to docker/podman only), ``image_sizes`` (``{image: compressed
+        bytes}`` from the registry), ``image_unpack_factor`` (float: room per
+        compressed byte), ``image_allowance_bytes`` (int per distinct image of
+        unknown size), ``install_driver`` (bool: the deploy installs the
         accelerator stack after preflight, so a host whose accelerators show
         only on the PCI bus (``accelerators.pci``) passes ``gpu_count`` on
         that count, with a ``driver`` warning; model and memory are checked

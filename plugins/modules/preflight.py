@@ -140,11 +140,27 @@ options:
     type: str
     choices: [docker, podman, native]
     default: docker
+  image_sizes:
+    description:
+      - Card image (as in C(needs.images)) to its compressed size in bytes, the config and layer C(size) fields of its
+        manifest (RV(launchcard.inference.resolve_images#module:image_sizes), read from the registry on the
+        controller before preflight).
+      - Each image placed on the host that is not in the engine's store yet (see RV(facts.image_disk)) needs its size
+        times O(image_unpack_factor) under the engine's data root; an image missing here needs O(image_allowance_gib).
+    type: dict
+    default: {}
+  image_unpack_factor:
+    description:
+      - Free bytes needed per compressed byte of an image to pull (O(image_sizes)) - its layers unpacked, plus the
+        compressed blob of the layer being unpacked, which the engine holds meanwhile. The sandbox's stand-in image
+        (Python and shared libraries, one gzip layer) unpacks to 3.1 times its compressed size, 4.1 with its blob.
+    type: float
+    default: 4.0
   image_allowance_gib:
     description:
-      - Free space (GiB) needed per distinct container image placed on the host (C(needs.images)) that is not in the
-        engine's store yet (see RV(facts.image_disk)). An estimate, not a measurement - vLLM and SGLang CUDA images
-        take 10-25 GB; their real sizes are known only once their digests are resolved, after preflight.
+      - Free space (GiB) needed per image to pull whose size O(image_sizes) does not give (a registry that gave no
+        manifest, a run that resolved no sizes). An estimate, not a measurement - vLLM and SGLang CUDA images take
+        10-25 GB.
     type: float
     default: 30.0
   container_vendor:
@@ -321,10 +337,20 @@ recorded_runtime_setup:
     - With O(record), the record's C(runtime.setup) - the digest of what the C(launchcard.inference.runtime) role's
       container steps applied on the host (engine package, registry mirrors, keyring setting, pinned images). A
       deploy skips those steps while it equals the role's C(runtime_setup_digest). Null without O(record), without
-      a record, for a native runtime, or when the record does not parse.
+      a record, for a native runtime, when the record does not parse, or when the engine's store lacks an image the
+      record names (RV(recorded_images_missing)).
   returned: always
   type: str
   sample: 3f786850e387550fdab836ed7e6dc881de23001b
+recorded_images_missing:
+  description:
+    - The images of RV(recorded_image_refs) whose digest the engine's store does not hold (removed by hand, or a store
+      that cannot be read). When any is missing, RV(recorded_runtime_setup) is null, so a deploy runs the runtime
+      role's container steps again and pulls them.
+  returned: always
+  type: list
+  elements: str
+  sample: ["lmsysorg/sglang:latest"]
 failed_checks:
   description: Names of the checks with severity C(error).
   returned: always
@@ -420,6 +446,7 @@ from ansible_collections.launchcard.inference.plugins.module_utils._platforms im
 from ansible_collections.launchcard.inference.plugins.module_utils import _lock
 from ansible_collections.launchcard.inference.plugins.module_utils._state import recorded_image_refs, recorded_runtime_setup
 from ansible_collections.launchcard.inference.plugins.module_utils._preflight import (
+    DEFAULT_IMAGE_UNPACK_FACTOR,
     GIB,
     bare_host,
     container_access,
@@ -472,14 +499,18 @@ def _shm():
     return {"path": "/dev/shm", "size_bytes": st.f_blocks * st.f_frsize}
 
 
-def _image_disk(runtime, recorded):
+def _image_store(runtime, recorded):
+    """The engine's data root and the images of the host's record its store holds: ``(root, in_place)``."""
     root = image_data_root(runtime, _read("/etc/docker/daemon.json"), _read("/etc/containers/storage.conf"))
+    return root, (images_in_place(recorded, stored_image_digests(runtime, root)) if root and recorded else [])
+
+
+def _image_disk(root, in_place):
     if not root:
         return None
     path = _existing(root)
     st = os.statvfs(path)
-    return {"path": path, "data_root": root, "free_bytes": st.f_bavail * st.f_frsize,
-            "in_place": images_in_place(recorded, stored_image_digests(runtime, root)) if recorded else []}
+    return {"path": path, "data_root": root, "free_bytes": st.f_bavail * st.f_frsize, "in_place": in_place}
 
 
 def _disk(weights_dir, repo, revision):
@@ -549,6 +580,8 @@ def main():
             shm_min_gib=dict(type="float", default=1.0),
             runtime=dict(type="str", choices=["docker", "podman", "native"], default="docker"),
             image_allowance_gib=dict(type="float", default=30.0),
+            image_sizes=dict(type="dict", default={}),
+            image_unpack_factor=dict(type="float", default=DEFAULT_IMAGE_UNPACK_FACTOR),
             gpu_memory_mib=dict(type="int"),
             stack_versions=dict(type="dict", default={}),
             native_venv=dict(type="path"),
@@ -567,6 +600,9 @@ def main():
     record_text = _read(p["record"]) if p["record"] else None
     recorded = recorded_image_refs(record_text) if p["record"] else {}
     on = dict((c, (p["checks"] or {}).get(c, True)) for c in ("peers", "image_disk"))
+    root, in_place = _image_store(p["runtime"], recorded)
+    # an image of the record the engine's store lost (removed by hand): the runtime role's pull steps run again
+    images_missing = sorted(set(recorded) - set(in_place))
     facts = {
         "os": parse_os_release(_read("/etc/os-release") or ""),
         "disk": _disk(p["weights_dir"], p["repo"], p["revision"]),
@@ -575,7 +611,7 @@ def main():
         "listening": listening_sockets(),
         "peers": probe_all(p["needs"].get("peers") or [], p["connect_timeout"]) if on["peers"] else [],
         "shm": _shm(),
-        "image_disk": _image_disk(p["runtime"], recorded) if on["image_disk"] else None,
+        "image_disk": _image_disk(root, in_place) if on["image_disk"] else None,
         "runtime_devices": runtime_devices(),
         "engines": {"docker": module.get_bin_path("docker")},
     }
@@ -593,6 +629,8 @@ def main():
         "shm_min_bytes": int(p["shm_min_gib"] * GIB),
         "runtime": p["runtime"],
         "image_allowance_bytes": int(p["image_allowance_gib"] * GIB),
+        "image_sizes": p["image_sizes"],
+        "image_unpack_factor": p["image_unpack_factor"],
         "install_driver": p["install_driver"],
         "gpu_memory_mib": p["gpu_memory_mib"],
         "stack_versions": dict((k, v) for k, v in (p["stack_versions"] or {}).items() if v),
@@ -618,7 +656,8 @@ def main():
                      weights_staged=staged,
                      container_package=engine_package(facts["os"].get("id"), p["runtime"]),
                      recorded_image_refs=recorded,
-                     recorded_runtime_setup=recorded_runtime_setup(record_text),
+                     recorded_runtime_setup=None if images_missing else recorded_runtime_setup(record_text),
+                     recorded_images_missing=images_missing,
                      facts=facts)
 
 

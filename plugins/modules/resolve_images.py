@@ -17,9 +17,14 @@ description:
     C(NAME@sha256:...). An image that already names a digest is used as written and costs no request.
   - Answers a registry's C(401) Bearer challenge with a token from its realm, sending O(credentials) for that
     registry as basic auth.
+  - With O(sizes), also reads each image's manifest by its digest (C(GET /v2/NAME/manifests/DIGEST); an index is
+    followed to its O(platform) manifest) and returns its compressed size, the C(size) of its config and layers
+    (OCI image-spec manifest.md), in RV(image_sizes). Docker Hub counts up to two manifest C(GET)s as one pull
+    against its rate limit (a C(HEAD) is not counted). A size the registry does not give is left out, with a
+    warning; the digests are unaffected.
   - Errors name the image and the cause (no such image or tag, refused credentials, unreachable registry).
-  - C(playbooks/deploy.yml) calls it once per run (C(run_once)) before the runtime role; every host then pulls and
-    runs exactly the digests it returns.
+  - C(playbooks/deploy.yml) calls it once per run (C(run_once)) before preflight, whose C(image_disk) check reads the
+    sizes; every host then pulls and runs exactly the digests it returns.
 options:
   plan:
     description: The plan (C(launchcard_plan)); every instance's C(image) is resolved.
@@ -28,6 +33,16 @@ options:
     description: Image references to resolve, instead of O(plan).
     type: list
     elements: str
+  sizes:
+    description: Also read each image's compressed size from its manifest (RV(image_sizes)).
+    type: bool
+    default: false
+  platform:
+    description:
+      - C(os/architecture[/variant]) of the manifest whose size an index (multi-architecture image) stands for. The
+        engines' CUDA and ROCm images are C(linux/amd64) first; set C(linux/arm64) for Grace hosts.
+    type: str
+    default: linux/amd64
   mirrors:
     description:
       - >-
@@ -113,6 +128,14 @@ drift:
       description: The digest the tag resolves to now.
       type: str
   sample: [{"image": "lmsysorg/sglang:latest", "running": "sha256:0a1b...", "registry": "sha256:9f8e..."}]
+image_sizes:
+  description:
+    - With O(sizes), image as the card wrote it to the compressed bytes of the image its reference in RV(image_refs)
+      names (config and layers; for an index, its O(platform) manifest's). An image whose size the registry did
+      not give is missing.
+  returned: always
+  type: dict
+  sample: {"vllm/vllm-openai:v0.11.0": 9876543210}
 registry_requests:
   description: HTTP requests made (tokens included).
   returned: always

@@ -24,6 +24,16 @@ A ``401`` with ``WWW-Authenticate: Bearer realm=...,service=...,scope=...``
 is answered with a token from the realm (Docker's token protocol:
 https://distribution.github.io/distribution/spec/auth/token/), sending the
 registry's credentials, when given, as HTTP basic auth.
+
+The image's size, for preflight's ``image_disk`` check, is read from its
+manifest, fetched by digest (``GET /v2/<name>/manifests/<digest>``): the
+config blob's ``size`` plus each layer's ``size``, the compressed bytes a
+pull downloads (OCI image-spec manifest.md:
+https://github.com/opencontainers/image-spec/blob/main/manifest.md). An
+index is followed to one platform's manifest, ``linux/amd64`` unless told
+otherwise (image-index.md). Docker Hub counts up to two manifest ``GET``
+requests as one pull against its rate limit (``HEAD`` is not counted):
+``launchcard_registry_image_sizes: false`` leaves the sizes out.
 """
 
 from __future__ import annotations
@@ -44,6 +54,10 @@ MANIFEST_TYPES = (
     "application/vnd.oci.image.manifest.v1+json",
     "application/vnd.docker.distribution.manifest.v2+json",
 )
+INDEX_TYPES = MANIFEST_TYPES[:2]
+# The platform whose manifest an index is followed to for the image's size (the engines' CUDA/ROCm images
+# are built for it first); see resolve_images' platform option.
+DEFAULT_PLATFORM = "linux/amd64"
 _DIGEST = re.compile(r"^sha256:[0-9a-f]{64}$")
 _NAME_COMPONENT = re.compile(r"^[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*$")
 _TAG = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}$")
@@ -171,6 +185,12 @@ def hold(refs, held):
     return out, drift
 
 
+def drift_warning(moved):
+    """The sentence that reports one moved tag (an item of :func:`hold`'s drift)."""
+    return ("image %s: the registry now resolves it to %s; the fleet runs %s and keeps it (a deploy never follows "
+            "a moved tag; playbooks/upgrade.yml does)" % (moved["image"], moved["registry"], moved["running"]))
+
+
 _MIRROR_LOCATION = re.compile(r"^[A-Za-z0-9.-]+(:[0-9]{1,5})?(/[a-z0-9._/-]*)?$")
 
 
@@ -262,6 +282,68 @@ def docker_daemon_config(current, mirrors):
     return config
 
 
+def is_index(doc):
+    """Whether a manifest document is an index (OCI image index or Docker manifest list): its
+    ``mediaType``, else a ``manifests`` list and no ``layers``."""
+    media = doc.get("mediaType")
+    if media:
+        return media in INDEX_TYPES
+    return isinstance(doc.get("manifests"), list) and "layers" not in doc
+
+
+def platform_manifest(index, platform=DEFAULT_PLATFORM):
+    """The digest of ``index``'s manifest for ``platform`` (``os/architecture[/variant]``), or None.
+
+    OCI image-spec image-index.md: each ``manifests[]`` entry names ``platform.os``, ``platform.architecture``
+    and, for some architectures, ``platform.variant``; a variant in ``platform`` must match, none matches any.
+    """
+    parts = (platform or DEFAULT_PLATFORM).split("/")
+    want_os, want_arch, want_variant = parts[0], parts[1] if len(parts) > 1 else "", parts[2] if len(parts) > 2 else None
+    for entry in index.get("manifests") or []:
+        plat = (entry or {}).get("platform") or {}
+        if plat.get("os") == want_os and plat.get("architecture") == want_arch and (
+                want_variant is None or plat.get("variant") == want_variant):
+            if _DIGEST.match(str(entry.get("digest") or "")):
+                return entry["digest"]
+    return None
+
+
+def manifest_size(manifest, image="image"):
+    """Compressed bytes of an image manifest: its config blob's ``size`` plus each layer's ``size``.
+
+    OCI image-spec manifest.md (and Docker's image manifest v2, schema 2) give every descriptor a ``size`` in
+    bytes: for a layer, the blob as stored and pulled (a gzip or zstd tarball), not what it unpacks to.
+
+    :raises ImageError: a manifest without ``layers`` or with a size that is not a non-negative integer
+        (a schema 1 manifest, an index), naming ``image``.
+    """
+    layers = manifest.get("layers")
+    if not isinstance(layers, list) or not layers:
+        raise ImageError("%s: the manifest lists no layers with sizes" % image)
+    total = 0
+    for blob in [manifest.get("config") or {"size": 0}] + layers:
+        size = blob.get("size") if isinstance(blob, dict) else None
+        if isinstance(size, bool) or not isinstance(size, int) or size < 0:
+            raise ImageError("%s: a manifest descriptor has no valid size (%r)" % (image, size))
+        total += size
+    return total
+
+
+def measure_all(refs, measure):
+    """``({image: compressed bytes}, [warning])`` for the pinned references ``refs`` (``{image: name@sha256:...}``).
+
+    ``measure(parsed_reference, digest) -> bytes`` is called once per image; one that raises
+    :class:`ImageError` is left out (the caller falls back to an estimate) and its cause returned as a warning.
+    """
+    sizes, warnings = {}, []
+    for image in sorted(refs):
+        try:
+            sizes[image] = int(measure(parse_reference(image), refs[image].rsplit("@", 1)[1]))
+        except ImageError as exc:
+            warnings.append("%s; preflight counts the flat allowance per image for it" % exc)
+    return sizes, warnings
+
+
 def pin_plan(plan, refs):
     """A copy of ``plan`` with ``image_refs`` (``{image: ref}``) and each instance's ``image_ref``."""
     out = json.loads(json.dumps(plan))
@@ -294,6 +376,7 @@ class RegistryClient:
         self.timeout = timeout
         self.opener = opener or urllib.request.build_opener()
         self.requests = 0
+        self._auth = {}  # (registry, repository) -> Authorization header that registry accepted
 
     def base_url(self, registry):
         if registry in self.mirrors:
@@ -332,50 +415,91 @@ class RegistryClient:
             raise ImageError("image %s: the token service of %s returned no token" % (image, registry))
         return token
 
+    def _manifest(self, method, ref, reference, image):
+        """``(headers, body)`` of ``method /v2/<repository>/manifests/<reference>`` (``body`` empty for HEAD);
+        None for a HEAD the registry does not allow (405). A ``401`` challenge is answered once per repository
+        (a Bearer token from its realm, or basic auth), and the answer kept for the next request.
+
+        :raises ImageError: unknown image or tag (404), refused credentials (401/403 after authenticating), an
+            unreachable registry, or another HTTP error.
+        """
+        url = "%s/v2/%s/manifests/%s" % (self.base_url(ref["registry"]), ref["repository"], reference)
+        key = (ref["registry"], ref["repository"])
+        for attempt in (1, 2):
+            headers = {"Accept": ", ".join(MANIFEST_TYPES)}
+            if key in self._auth:
+                headers["Authorization"] = self._auth[key]
+            try:
+                with self._open(method, url, headers) as resp:
+                    return resp.headers, (resp.read() if method == "GET" else b"")
+            except urllib.error.HTTPError as exc:
+                if exc.code == 401 and attempt == 1 and key not in self._auth:
+                    scheme, challenge = _parse_challenge(exc.headers.get("WWW-Authenticate"))
+                    if scheme == "bearer":
+                        self._auth[key] = "Bearer " + self._token(ref["registry"], challenge, image)
+                    elif scheme == "basic" and self._basic(ref["registry"]):
+                        self._auth[key] = self._basic(ref["registry"])
+                    else:
+                        raise ImageError("image %s: %s needs credentials (HTTP 401)" % (image, ref["registry"]))
+                    continue
+                if exc.code in (401, 403):
+                    raise ImageError("image %s: %s refused the credentials (HTTP %d)"
+                                     % (image, ref["registry"], exc.code))
+                if exc.code == 404:
+                    raise ImageError("image %s: no such image or tag in %s (HTTP 404 at %s)"
+                                     % (image, ref["registry"], url))
+                if method == "HEAD" and exc.code == 405:
+                    return None
+                raise ImageError("image %s: %s answered HTTP %d" % (image, ref["registry"], exc.code))
+            except (urllib.error.URLError, OSError) as exc:
+                reason = getattr(exc, "reason", exc)
+                raise ImageError("image %s: cannot reach the registry at %s: %s" % (
+                    image, self.base_url(ref["registry"]), reason))
+        raise ImageError("image %s: %s asked for credentials twice" % (image, ref["registry"]))
+
     def resolve(self, ref):
         """``sha256:...`` of the manifest ``ref`` (as :func:`parse_reference` returns) points at.
 
-        :raises ImageError: unknown image or tag (404), refused credentials (401/403 after
-            authenticating), unreachable registry, or a manifest without a digest.
+        ``HEAD`` first (Docker Hub does not count it as a pull); without a ``Docker-Content-Digest`` header (or
+        where ``HEAD`` is not allowed) the manifest is fetched and its own sha256 taken.
+
+        :raises ImageError: as :meth:`_manifest`.
         """
         image = "%s:%s" % (ref["name"], ref["tag"])
-        url = "%s/v2/%s/manifests/%s" % (self.base_url(ref["registry"]), ref["repository"], ref["tag"])
-        headers = {"Accept": ", ".join(MANIFEST_TYPES)}
-        for attempt in (1, 2):
-            for method in ("HEAD", "GET"):
-                try:
-                    with self._open(method, url, headers) as resp:
-                        digest = resp.headers.get("Docker-Content-Digest")
-                        if digest:
-                            return digest.strip()
-                        if method == "GET":
-                            return "sha256:" + hashlib.sha256(resp.read()).hexdigest()
-                except urllib.error.HTTPError as exc:
-                    if exc.code == 401 and attempt == 1:
-                        scheme, challenge = _parse_challenge(exc.headers.get("WWW-Authenticate"))
-                        if scheme == "bearer":
-                            headers["Authorization"] = "Bearer " + self._token(ref["registry"], challenge, image)
-                        elif scheme == "basic" and self._basic(ref["registry"]):
-                            headers["Authorization"] = self._basic(ref["registry"])
-                        else:
-                            raise ImageError("image %s: %s needs credentials (HTTP 401)" % (image, ref["registry"]))
-                        break
-                    if exc.code in (401, 403):
-                        raise ImageError("image %s: %s refused the credentials (HTTP %d)"
-                                         % (image, ref["registry"], exc.code))
-                    if exc.code == 404:
-                        raise ImageError("image %s: no such image or tag in %s (HTTP 404 at %s)"
-                                         % (image, ref["registry"], url))
-                    if method == "HEAD" and exc.code == 405:
-                        continue
-                    raise ImageError("image %s: %s answered HTTP %d" % (image, ref["registry"], exc.code))
-                except (urllib.error.URLError, OSError) as exc:
-                    reason = getattr(exc, "reason", exc)
-                    raise ImageError("image %s: cannot reach the registry at %s: %s" % (
-                        image, self.base_url(ref["registry"]), reason))
-            else:
-                break
-        raise ImageError("image %s: %s returned no manifest digest" % (image, ref["registry"]))
+        got = self._manifest("HEAD", ref, ref["tag"], image)
+        digest = got[0].get("Docker-Content-Digest") if got is not None else None
+        if digest:
+            return digest.strip()
+        headers, body = self._manifest("GET", ref, ref["tag"], image)
+        digest = headers.get("Docker-Content-Digest")
+        return digest.strip() if digest else "sha256:" + hashlib.sha256(body).hexdigest()
+
+    def image_size(self, ref, digest, platform=DEFAULT_PLATFORM):
+        """Compressed bytes of the image ``digest`` names in ``ref``'s repository (:func:`manifest_size`).
+
+        An index (OCI image index, Docker manifest list) is followed to its ``platform`` manifest (one more
+        ``GET``). Manifests are fetched by digest, so the answer is the same on every run.
+
+        :raises ImageError: as :meth:`_manifest`, or a manifest that gives no size (naming the image and why).
+        """
+        image = "%s@%s" % (ref["name"], digest)
+        doc = self._manifest_doc(ref, digest, image)
+        if is_index(doc):
+            child = platform_manifest(doc, platform)
+            if child is None:
+                raise ImageError("image %s: its index lists no %s manifest" % (image, platform))
+            doc = self._manifest_doc(ref, child, image)
+        return manifest_size(doc, image)
+
+    def _manifest_doc(self, ref, reference, image):
+        dummy, body = self._manifest("GET", ref, reference, image)
+        try:
+            doc = json.loads(body or b"null")
+        except ValueError:
+            doc = None
+        if not isinstance(doc, dict):
+            raise ImageError("image %s: the manifest %s is not a JSON object" % (image, reference))
+        return doc
 
 
 # --- the hosts' registry credentials -----------------------------------------------------------------

@@ -10,8 +10,10 @@ prefill and decode recipes as podman containers with NVIDIA GPUs (the stand-in n
 preflight's container_cdi_spec check applies. The prefill host boots with a CDI spec for its driver, the decode host
 with one left by driver 570.86.15 (stale). The cases, in order (each builds on the host state the last left):
 
-* a stale CDI spec (decode) and a container data root too small for the image (prefill: a 64 MiB tmpfs over
-  /var/lib/containers, mounted for that run): one preflight.yml run fails each host for its own reason;
+* a stale CDI spec (decode) and a container data root too small for the image (prefill: a tmpfs over
+  /var/lib/containers, mounted for that run, sized 1.5 times the image's compressed size as the registry's manifest
+  gives it: room to download it, not to unpack it, so it fails on the real size x 4, where the flat 30 GiB
+  estimate would fail any small disk): one preflight.yml run fails each host for its own reason;
 * no CDI spec at all (decode, its spec removed): deploy.yml stops at preflight on every host;
 * the registry mirror at a closed port (decode's spec written again, as `nvidia-ctk cdi generate` would): deploy.yml
   stops at the images' digests, on the controller, naming the mirror and the refusal.
@@ -25,12 +27,13 @@ import importlib.util
 import json
 import os
 import re
+import urllib.request
 
 import pytest
 
 from sandbox_cli import ROOT, Fleet
 from playbook_output import host_failures, recap
-from sandbox_registry import CONTAINER_SANDBOX
+from sandbox_registry import CONTAINER_SANDBOX, MANIFEST_TYPES
 
 INVENTORY = "inventories/container-faults/gpus.ini"
 STATE = ".sandbox-container-faults"
@@ -40,6 +43,8 @@ HOSTS = {"lc-cf-prefill": "198.18.12.11", "lc-cf-decode": "198.18.12.12"}
 REGISTRY_LOG = os.path.join(ROOT, STATE, "registry.log")
 DRIVER, OLD_DRIVER = "580.95.05", "570.86.15"
 CLOSED_MIRROR = "198.18.12.1:5999"  # nothing listens there: the bridge address answers with a refusal
+REGISTRY = "198.18.12.1:5000"  # the sandbox registry on the bridge (tests/sandbox/fleet.py)
+IMAGE = "lmsysorg/sglang:latest"  # what the card names for the prefill and decode recipes
 # a host's fetch from the registry (a manifest or blob GET; the controller's digest HEAD is not one)
 FETCH = re.compile(r'^(\S+) - - \[[^]]*\] "GET /v2/\S+/(?:manifests|blobs)/', re.M)
 
@@ -80,6 +85,20 @@ def cdi_spec(driver):
     return module.spec_text([("0", "GPU-0"), ("1", "GPU-1")], driver)
 
 
+def compressed_size(registry, image):
+    """Config and layer bytes of ``image``'s manifest in the sandbox registry (an index: its linux/amd64 one)."""
+    repo, reference = image.rsplit(":", 1)
+    while True:
+        req = urllib.request.Request("http://%s/v2/%s/manifests/%s" % (registry, repo, reference),
+                                     headers={"Accept": MANIFEST_TYPES})
+        with urllib.request.urlopen(req, timeout=10) as resp:
+            doc = json.load(resp)
+        if "layers" in doc:
+            return doc["config"]["size"] + sum(layer["size"] for layer in doc["layers"])
+        reference = next(m["digest"] for m in doc["manifests"]
+                         if (m.get("platform") or {}).get("architecture") == "amd64")
+
+
 def failure(res, host):
     return " ".join(host_failures(res.stdout).get(host, []))
 
@@ -97,7 +116,9 @@ def fleet():
 
 
 def test_stale_cdi_spec_and_a_too_small_image_disk_fail_preflight_each_naming_its_host_and_cause(fleet):
-    ssh("lc-cf-prefill", "mount -t tmpfs -o size=64m lc-small-disk /var/lib/containers")
+    size = compressed_size(REGISTRY, IMAGE)
+    disk_kib = size * 3 // 2 // 4096 * 4  # room for the download, not for the layers unpacked (x 4); whole pages
+    ssh("lc-cf-prefill", "mount -t tmpfs -o size=%dk lc-small-disk /var/lib/containers" % disk_kib)
     try:
         res = playbook("preflight")
     finally:
@@ -111,7 +132,12 @@ def test_stale_cdi_spec_and_a_too_small_image_disk_fail_preflight_each_naming_it
             in decode), decode
     assert "run `nvidia-ctk cdi generate --output=/etc/cdi/nvidia.yaml`" in decode
     assert "preflight failed on lc-cf-prefill: image_disk" in prefill, prefill
-    assert "free on /var/lib/containers" in prefill and "found 0.1 GiB free" in prefill, prefill
+    # the image's real size from its manifest, read on the controller before preflight, not the flat estimate
+    mib = 1 << 20
+    assert ("needs %.1f MiB free on /var/lib/containers (1 image(s) to pull: %.1f MiB compressed x 4 = %.1f MiB)"
+            % (size * 4 / mib, size / mib, size * 4 / mib)) in prefill, (size, prefill)
+    found = re.search(r"found ([0-9.]+) MiB free", prefill)
+    assert found and abs(float(found.group(1)) - disk_kib * 1024 / mib) < 0.5, prefill  # the tmpfs, less its root
     assert "not enough free space for the container images" in prefill
     assert "container_cdi_spec" not in prefill  # its spec names the loaded driver
     assert_untouched(fleet)
@@ -142,7 +168,7 @@ def test_an_unreachable_registry_stops_the_deploy_before_any_pull_or_unit(fleet)
     assert "image lmsysorg/sglang:latest: cannot reach the registry at http://%s" % CLOSED_MIRROR in out, \
         res.stdout[-4000:]
     assert "Connection refused" in out
-    # preflight passed on both hosts (the spec names the loaded driver again); the run stopped at the digests
-    assert "preflight failed" not in out
+    # the run stopped at the digests, on the controller, before preflight (the spec names the loaded driver again)
+    assert "preflight failed" not in out and "Preflight | Check this host" not in out
     assert "Runtime | Pull" not in res.stdout
     assert_untouched(fleet)

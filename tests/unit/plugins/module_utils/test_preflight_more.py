@@ -20,6 +20,7 @@ from ansible_collections.launchcard.inference.plugins.module_utils._preflight im
     images_in_place,
     stored_image_digests,
     DEFAULT_IMAGE_ALLOWANCE_BYTES,
+    DEFAULT_IMAGE_UNPACK_FACTOR,
     DEFAULT_SHM_MIN_BYTES,
     evaluate,
     failed,
@@ -33,6 +34,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(HERE))))
 EXAMPLE = os.path.join(ROOT, "cards", "glm-5.3-flash.json")
 GIB = 2 ** 30
+MIB = 2 ** 20
 
 
 def _text(path):
@@ -259,7 +261,7 @@ def test_shm_only_for_gpu_hosts():
 def test_image_disk_passes_with_room_for_each_image(runtime):
     r = _one(evaluate(_facts(), NEEDS, {"runtime": runtime}), "image_disk")
     assert r["ok"], r
-    assert r["need"] == "30.0 GiB free on /var/lib/docker (1 image(s) to pull x 30.0 GiB, an estimate)"
+    assert r["need"] == "30.0 GiB free on /var/lib/docker (1 image(s) of unknown size to pull x 30.0 GiB, an estimate)"
     assert r["found"] == "100.0 GiB free"
     assert DEFAULT_IMAGE_ALLOWANCE_BYTES == 30 * GIB
 
@@ -273,6 +275,35 @@ def test_image_disk_fails_per_distinct_image():
     assert not r["ok"] and "not enough" in r["message"]
     r = _one(evaluate(_facts(image_disk=None), NEEDS, {"runtime": "docker"}), "image_disk")
     assert not r["ok"] and r["found"] == "unknown free"
+
+
+def test_image_disk_asks_for_the_real_compressed_size_times_the_unpack_factor():
+    needs = dict(NEEDS, images=["a:1", "b:1"])
+    sizes = {"a:1": 1 * GIB, "b:1": 1 * GIB // 5, "c:1": 500 * GIB}  # c is placed elsewhere: not counted
+    disk = {"path": "/var/lib/containers", "free_bytes": 4 * GIB}
+    r = _one(evaluate(_facts(image_disk=disk), needs, {"runtime": "podman", "image_sizes": sizes,
+                                                       "image_unpack_factor": 2.5}), "image_disk")
+    assert r["ok"] and r["need"] == "3.0 GiB free on /var/lib/containers (2 image(s) to pull: 1.2 GiB compressed x 2.5 = 3.0 GiB)"
+    # the factor decides: x 4 needs 4.8 GiB, more than the 4 GiB free
+    r = _one(evaluate(_facts(image_disk=disk), needs, {"runtime": "podman", "image_sizes": sizes,
+                                                       "image_unpack_factor": 4}), "image_disk")
+    assert not r["ok"] and "1.2 GiB compressed x 4 = 4.8 GiB" in r["need"] and r["found"] == "4.0 GiB free"
+    # an image in the store is not counted; one of unknown size gets the flat allowance
+    r = _one(evaluate(_facts(image_disk=dict(disk, in_place=["a:1"], free_bytes=40 * GIB)), dict(needs, images=["a:1", "b:1", "x:1"]),
+                      {"runtime": "podman", "image_sizes": sizes}), "image_disk")
+    assert DEFAULT_IMAGE_UNPACK_FACTOR == 4  # the default
+    assert r["ok"] and r["need"] == ("30.8 GiB free on /var/lib/containers (1 image(s) to pull: 204.8 MiB compressed x 4 = "
+                                     "819.2 MiB; 1 image(s) of unknown size to pull x 30.0 GiB, an estimate)")
+    # a small image fails for its real size on a small disk, in MiB
+    small = {"path": "/var/lib/containers", "free_bytes": 64 * MIB}
+    r = _one(evaluate(_facts(image_disk=small), dict(needs, images=["a:1"]),
+                      {"runtime": "podman", "image_sizes": {"a:1": 40 * MIB}}), "image_disk")
+    assert not r["ok"] and r["need"] == "160.0 MiB free on /var/lib/containers (1 image(s) to pull: 40.0 MiB compressed x 4 = 160.0 MiB)"
+    assert r["found"] == "64.0 MiB free"
+    # sizes that are not byte counts count as unknown
+    r = _one(evaluate(_facts(image_disk=small), dict(needs, images=["a:1"]),
+                      {"runtime": "podman", "image_sizes": {"a:1": True}}), "image_disk")
+    assert "unknown size" in r["need"]
 
 
 @pytest.mark.parametrize("runtime", ["native", None])
@@ -334,12 +365,13 @@ def test_image_disk_asks_no_room_for_the_images_the_engine_holds_at_the_recorded
     needs = dict(NEEDS, images=["lmsysorg/sglang:latest", "vllm/vllm-openai:v0.11.0"])
     tight = {"path": "/var/lib/containers", "free_bytes": 40 * GIB, "in_place": ["lmsysorg/sglang:latest"]}
     r = _one(evaluate(_facts(image_disk=tight), needs, {"runtime": "podman"}), "image_disk")
-    assert r["ok"] and r["need"] == "30.0 GiB free on /var/lib/containers (1 image(s) to pull x 30.0 GiB, an estimate)"
+    want = "30.0 GiB free on /var/lib/containers (1 image(s) of unknown size to pull x 30.0 GiB, an estimate)"
+    assert r["ok"] and r["need"] == want
     full = dict(tight, free_bytes=1 * GIB, in_place=needs["images"])
     r = _one(evaluate(_facts(image_disk=full), needs, {"runtime": "podman"}), "image_disk")
     assert r["ok"] and r["message"] == "the images are in place (the digests the host runs)"
     r = _one(evaluate(_facts(image_disk=dict(full, in_place=[])), needs, {"runtime": "podman"}), "image_disk")
-    assert not r["ok"] and "(2 image(s) to pull" in r["need"]
+    assert not r["ok"] and "(2 image(s) of unknown size to pull" in r["need"]
 
 
 def test_stored_image_digests_from_the_engines_own_files():

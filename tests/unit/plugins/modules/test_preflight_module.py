@@ -384,3 +384,27 @@ def test_image_disk_needs_no_room_for_an_image_the_store_holds_at_the_recorded_d
     result = run_module(capsys, host, **args)
     assert result["facts"]["image_disk"]["in_place"] == ["lmsysorg/sglang:latest"]
     assert result["failed_checks"] == [] and by_check(result)["image_disk"]["ok"] is True
+
+
+def test_an_image_of_the_record_missing_from_the_store_clears_the_recorded_runtime_setup(host, capsys, monkeypatch):
+    """An image removed from the host by hand: the deploy's runtime role runs its pull steps again for this host."""
+    nvidia_smi(host["bin"])
+    store = host["tmp"] / "containers"
+    (store / "storage" / "overlay-images").mkdir(parents=True)
+    monkeypatch.setattr(preflight, "image_data_root", lambda runtime, daemon_json, storage_conf: str(store))
+    d1, d2 = "sha256:" + "1" * 64, "sha256:" + "2" * 64
+    record = host["tmp"] / "state.json"
+    record.write_text(json.dumps({"version": 1, "card": {}, "instances": [], "units": {}, "previous": None, "runtime": {
+        "kind": "podman", "setup": "3f78" * 10, "image_refs": {"a/x:1": "docker.io/a/x@" + d1, "b/y:1": "docker.io/b/y@" + d2}}}))
+    images = store / "storage" / "overlay-images" / "images.json"
+    images.write_text(json.dumps([{"id": "1", "digest": d1}, {"id": "2", "digests": [d2]}]))
+    # with the image_disk check off too: the store is read for the record all the same
+    for checks in ({"container_cdi_spec": False}, {"container_cdi_spec": False, "image_disk": False}):
+        args = dict(needs=needs(images=["a/x:1", "b/y:1"]), runtime="podman", record=str(record), checks=checks)
+        result = run_module(capsys, host, **args)
+        assert result["recorded_runtime_setup"] == "3f78" * 10 and result["recorded_images_missing"] == []
+        images.write_text(json.dumps([{"id": "1", "digest": d1}]))  # `podman rmi` of b/y
+        result = run_module(capsys, host, **args)
+        assert result["recorded_runtime_setup"] is None and result["recorded_images_missing"] == ["b/y:1"]
+        assert result["recorded_image_refs"]["b/y:1"] == "docker.io/b/y@" + d2  # still held at its digest
+        images.write_text(json.dumps([{"id": "1", "digest": d1}, {"id": "2", "digests": [d2]}]))

@@ -195,7 +195,7 @@ def test_the_hosts_records_hold_an_image_only_where_they_agree():
 
 
 def test_the_held_images_filter_joins_the_play_hosts_preflight_reads():
-    """``held_images`` (plugins/filter/plan.py), as resolve-images.yml calls it on ``hostvars``."""
+    """``held_images`` (plugins/filter/plan.py), as tasks/pin-images.yml and the preflight report call it on ``hostvars``."""
     from ansible_collections.launchcard.inference.plugins.filter.plan import FilterModule, held_images
     assert FilterModule().filters()["held_images"] is held_images
     sglang, vllm = "lmsysorg/sglang", "vllm/vllm-openai:v1"
@@ -291,3 +291,97 @@ def test_daemon_config_without_mirrors_or_file_is_empty():
 def test_daemon_config_refuses_what_docker_cannot_take_naming_it(current, mirrors, message):
     with pytest.raises(im.ImageError, match=re.escape(message)):
         im.docker_daemon_config(current, mirrors)
+
+
+def _put(repo, doc, tag=None):
+    """Serve ``doc`` in ``repo`` by its digest (and ``tag``); returns the digest."""
+    body = json.dumps(doc).encode()
+    digest = "sha256:" + hashlib.sha256(body).hexdigest()
+    _Registry.manifests[(repo, digest)] = body
+    if tag:
+        _Registry.manifests[(repo, tag)] = body
+    return digest
+
+
+def _image_manifest(*layers, config=300):
+    return {"schemaVersion": 2, "mediaType": "application/vnd.oci.image.manifest.v1+json",
+            "config": {"mediaType": "application/vnd.oci.image.config.v1+json", "digest": D1, "size": config},
+            "layers": [{"mediaType": "application/vnd.oci.image.layer.v1.tar+gzip", "digest": D1, "size": n}
+                       for n in layers]}
+
+
+def test_an_images_size_is_its_config_and_layers_as_its_manifest_lists_them(registry):
+    repo = "lmsysorg/sglang"
+    amd = _put(repo, _image_manifest(1000, 2000))
+    arm = _put(repo, _image_manifest(7000))
+    _put(repo, {"schemaVersion": 2, "mediaType": "application/vnd.oci.image.index.v1+json", "manifests": [
+        {"mediaType": "application/vnd.oci.image.manifest.v1+json", "digest": arm, "size": 1,
+         "platform": {"os": "linux", "architecture": "arm64", "variant": "v8"}},
+        {"mediaType": "application/vnd.oci.image.manifest.v1+json", "digest": amd, "size": 1,
+         "platform": {"os": "linux", "architecture": "amd64"}}]}, tag="latest")
+    _put("vllm/vllm-openai", dict(_image_manifest(50, 60), mediaType="application/vnd.docker.distribution.manifest.v2+json"),
+         tag="v1")
+    creds = {"docker.io": {"username": "user", "password": "secret"}}
+    client = im.RegistryClient(mirrors={"docker.io": registry}, credentials=creds)
+    refs = im.resolve_all(["lmsysorg/sglang", "vllm/vllm-openai:v1"], client.resolve, qualified=True)
+    sizes, warnings = im.measure_all(refs, client.image_size)
+    # the index is followed to its linux/amd64 manifest: config 300 + layers 1000 + 2000
+    assert sizes == {"lmsysorg/sglang": 3300, "vllm/vllm-openai:v1": 410} and warnings == []
+    # by digest: what the hosts pull; one token per repository, kept for its next requests
+    gets = [p for m, p in _Registry.log if m == "GET" and "/manifests/" in p]
+    assert "/v2/lmsysorg/sglang/manifests/" + refs["lmsysorg/sglang"].rsplit("@", 1)[1] in gets
+    assert "/v2/lmsysorg/sglang/manifests/" + amd in gets and "/v2/lmsysorg/sglang/manifests/" + arm not in gets
+    assert len([p for m, p in _Registry.log if p == "/token"]) == 2
+    index = refs["lmsysorg/sglang"].rsplit("@", 1)[1]
+    assert client.image_size(im.parse_reference("lmsysorg/sglang"), index, "linux/arm64/v8") == 7300
+    with pytest.raises(im.ImageError, match=r"lmsysorg/sglang@sha256:\w+: its index lists no linux/s390x manifest"):
+        client.image_size(im.parse_reference("lmsysorg/sglang"), index, "linux/s390x")
+
+
+def test_an_image_whose_size_the_registry_does_not_give_is_left_out_with_a_warning(registry):
+    client = im.RegistryClient(mirrors={"docker.io": registry}, credentials={"docker.io": {"username": "user", "password": "secret"}})
+    schema1 = _put("library/ubuntu", {"schemaVersion": 1, "fsLayers": [{"blobSum": D1}]})
+    sizes, warnings = im.measure_all({"ubuntu:24.04": "docker.io/library/ubuntu@" + schema1,
+                                      "ubuntu:gone": "docker.io/library/ubuntu@" + D2}, client.image_size)
+    assert sizes == {}
+    assert warnings == [
+        "ubuntu@%s: the manifest lists no layers with sizes; preflight counts the flat allowance per image for it" % schema1,
+        "image ubuntu@%s: no such image or tag in docker.io (HTTP 404 at %s/v2/library/ubuntu/manifests/%s); preflight "
+        "counts the flat allowance per image for it" % (D2, registry, D2)]
+
+
+@pytest.mark.parametrize("doc, message", [
+    ({"layers": [{"size": 10}], "config": {"size": -1}}, "no valid size"),
+    ({"layers": [{"size": "10"}]}, "no valid size"),
+    ({"layers": []}, "lists no layers"),
+])
+def test_manifest_size_refuses_what_is_not_a_size(doc, message):
+    with pytest.raises(im.ImageError, match=message):
+        im.manifest_size(doc, "x")
+
+
+def test_the_hold_images_filter_pins_and_reports_a_moved_tag():
+    from ansible_collections.launchcard.inference.plugins.filter.plan import hold_images
+
+    resolved = {"a/x:1": "docker.io/a/x@" + D1, "b/y:1": "docker.io/b/y@" + D2}
+    out = hold_images(resolved, {"a/x:1": "docker.io/a/x@" + D3})
+    assert out["image_refs"] == {"a/x:1": "docker.io/a/x@" + D3, "b/y:1": "docker.io/b/y@" + D2}
+    assert out["drift"] == [{"image": "a/x:1", "running": D3, "registry": D1}]
+    assert out["warnings"] == ["image a/x:1: the registry now resolves it to %s; the fleet runs %s and keeps it (a deploy "
+                               "never follows a moved tag; playbooks/upgrade.yml does)" % (D1, D3)]
+    assert hold_images(resolved, {}) == {"image_refs": resolved, "drift": [], "warnings": []}
+
+
+def test_the_recorded_image_refs_filter_reads_a_record_or_its_slurp():
+    from ansible_collections.launchcard.inference.plugins.filter.plan import recorded_image_refs
+
+    text = json.dumps({"version": 1, "card": {}, "instances": [], "units": {}, "previous": None, "runtime": {
+        "kind": "podman", "image_refs": {"a/x:1": "docker.io/a/x@" + D1, "b/y:1": "docker.io/b/y@" + D2}}})
+    slurp = {"content": base64.b64encode(text.encode()).decode(), "encoding": "base64", "changed": False}
+    assert recorded_image_refs(text) == recorded_image_refs(slurp) == {"a/x:1": "docker.io/a/x@" + D1,
+                                                                       "b/y:1": "docker.io/b/y@" + D2}
+    assert recorded_image_refs(slurp, ["b/y:1", "c/z:1"]) == {"b/y:1": "docker.io/b/y@" + D2}
+    # no record: a failed or skipped slurp, none at all, or one that does not parse
+    for nothing in ({"failed": True, "msg": "file not found"}, {"skipped": True, "changed": False}, None,
+                    {"content": base64.b64encode(b"{not json").decode()}, {"content": "%%%"}):
+        assert recorded_image_refs(nothing) == {} and recorded_image_refs(nothing, ["a/x:1"]) == {}
