@@ -175,7 +175,7 @@ def first_stage_result(hostvars_of_host, result_var=FIRST_STAGE_RESULTS):
 
 
 def health_endpoints(host_plan, converge=None, stage=None, plan=None, host=None, hostvars=None,
-                     result_var=FIRST_STAGE_RESULTS):
+                     result_var=FIRST_STAGE_RESULTS, check_mode=False):
     """Health-gate endpoints for one host of the plan (headless ranks left out).
 
     ``converge`` (optional): the ``systemd_units`` result of the run; the
@@ -184,18 +184,21 @@ def health_endpoints(host_plan, converge=None, stage=None, plan=None, host=None,
 
     With ``stage`` (``first`` or ``then``), ``plan`` and ``host``: one stage of
     the two-stage gate (see plugin_utils._report.gate_endpoints); for ``then``
-    the first stage's results are read from ``hostvars[*][result_var]``.
+    the first stage's results are read from ``hostvars[*][result_var]``, and in ``check_mode`` the units each
+    host's converge (``hostvars[*].units_converge``) would start or restart, whose dependent endpoints are left out.
     """
     if stage is None:
         out = [{"name": i["unit"], "url": i["health_url"], "probe": i["probe"], "model": i["served_model"],
                 "unit": i["unit"]} for i in (host_plan or {}).get("instances", []) if i.get("health_url")]
     else:
-        prior = {}
+        prior, pending = {}, {}
         for name in ((plan or {}).get("hosts") or {}):
             if hostvars is not None and name in hostvars:
                 prior[name] = first_stage_result(hostvars[name], result_var)
+                if check_mode and stage == "then":
+                    pending[name] = report.pending_units(hostvars[name].get("units_converge"), True)
         try:
-            out = report.gate_endpoints(plan, host, stage, prior)
+            out = report.gate_endpoints(plan, host, stage, prior, pending)
         except ValueError as exc:
             raise AnsibleFilterError("launchcard.inference.health_endpoints: %s" % to_text(exc))
     queued = (converge or {}).get("queued") or {}

@@ -134,7 +134,7 @@ def _names_peer(words, inst, peer):
     return any(("//%s" % w.split("//", 1)[1].split("/", 1)[0]) in wanted for w in words if "//" in w)
 
 
-def gate_endpoints(plan, host, stage, prior=None):
+def gate_endpoints(plan, host, stage, prior=None, pending=None):
     """The health-gate endpoints of one host, in two stages.
 
     A router (or a language server) answers a completion only through its
@@ -151,6 +151,11 @@ def gate_endpoints(plan, host, stage, prior=None):
         stage result (an ``http_health`` result: its ``endpoints`` are read);
         a host without one (not in this run, or it failed earlier) blocks
         nothing.
+    :param pending: for ``then`` in check mode, dict host name -> the units
+        a check-mode converge would start or restart there (:func:`pending_units`):
+        an endpoint with such a peer is left out (not gated), as the pending
+        units themselves are, since the real run would restart its peers
+        first and what runs now says nothing of what the run would leave.
     :returns: list of endpoint dicts for ``http_health``: ``name`` (the
         unit), ``url``, ``probe``, ``model``, ``unit``, plus ``blocked``
         (str) for the endpoints not to probe.
@@ -166,6 +171,8 @@ def gate_endpoints(plan, host, stage, prior=None):
         words = [str(w) for w in inst.get("argv") or []]
         peers = [p for p in everyone if _names_peer(words, inst, p)]
         if (stage == "first" and peers) or (stage == "then" and not peers):
+            continue
+        if stage == "then" and any(p["unit"] in ((pending or {}).get(p["host"]) or ()) for p in peers):
             continue
         ep = {"name": inst["unit"], "url": inst["health_url"], "probe": inst["probe"],
               "model": inst.get("served_model"), "unit": inst["unit"]}

@@ -149,6 +149,19 @@ def test_gate_stages_put_routers_after_their_peers_and_block_them_on_a_crashed_p
         gate_endpoints(p, "rtr", "second")
 
 
+def test_check_mode_does_not_gate_an_endpoint_whose_peer_would_restart():
+    # a check-mode run does not restart the decode engine it would restart, so what the router answers now
+    # (through the old, perhaps broken, decode) says nothing of what the run would leave: not gated
+    from ansible_collections.launchcard.inference.plugins.plugin_utils._report import gate_endpoints
+    p = _example_plan(ENC_LANG)
+    unit = "launchcard-glm-5.3-flash-sglang-%s-0.service"
+    assert gate_endpoints(p, "rtr", "then", {}, {"dec": {unit % "decode": "restart"}}) == []
+    # a pending unit elsewhere (the encoder) leaves the router gated, and the language server not
+    assert [e["name"] for e in gate_endpoints(p, "rtr", "then", {}, {"enc": {unit % "encoder": "start"}})] == [
+        unit % "router"]
+    assert gate_endpoints(p, "lang", "then", {}, {"enc": {unit % "encoder": "start"}}) == []
+
+
 def test_failure_budget_counts_failed_and_unreachable_hosts_once():
     from ansible_collections.launchcard.inference.plugins.plugin_utils._report import failure_budget_spent
     hosts = ["a", "b", "c", "d"]
