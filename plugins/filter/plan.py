@@ -36,12 +36,34 @@ def unit_settings(host_vars):
         raise AnsibleFilterError("launchcard.inference.unit_settings: %s" % to_text(exc))
 
 
+def failure_budget(percent=None):
+    """launchcard_max_fail_percentage, checked: an int from 0 to 100 (see plugin_utils._report)."""
+    try:
+        return report.failure_budget(percent)
+    except ValueError as exc:
+        raise AnsibleFilterError("launchcard.inference.failure_budget: %s" % to_text(exc))
+
+
 def failure_budget_spent(lost, hosts, percent=None):
     """Whether the lost hosts (failed or unreachable) exceed the failure budget (see plugin_utils._report)."""
     try:
         return report.failure_budget_spent(lost, hosts, percent)
     except ValueError as exc:
         raise AnsibleFilterError("launchcard.inference.failure_budget_spent: %s" % to_text(exc))
+
+
+def role_vars_by_host(hostvars, hosts, argument_spec):
+    """The variables of a role argument spec each host sets (inventory, extra vars), hosts grouped by equal values.
+
+    For a check run once for the fleet: ``ansible.builtin.validate_argument_spec`` (run_once) reads the play's
+    variables and role defaults itself, and takes each group's values as ``provided_arguments``.
+    """
+    names = list(argument_spec or {})
+    per_host = {}
+    for host in hosts or []:
+        host_vars = hostvars[host]
+        per_host[host] = dict((name, host_vars[name]) for name in names if name in host_vars)
+    return report.hosts_by_settings(per_host)
 
 
 def units_setup_reads(host_vars):
@@ -209,19 +231,34 @@ def health_endpoints(host_plan, converge=None, stage=None, plan=None, host=None,
     return out
 
 
+def units_peers_settled(plan, host, hostvars, result_var="units_converge"):
+    """Whether the peers of ``host``'s second-stage endpoints stayed as they were in this run (see
+    plugin_utils._report.peers_settled), from each host's registered ``result_var`` in ``hostvars``."""
+    converges = {}
+    for name in ((plan or {}).get("hosts") or {}):
+        if name in hostvars:
+            result = hostvars[name].get(result_var)
+            if result and not result.get("skipped"):
+                converges[name] = result
+    return report.peers_settled(plan, host, converges)
+
+
 def units_gate_first(host_plan, plan, host, timeout, interval, record=None):
     """The units role's first gate stage, as ``systemd_units``' ``health`` option; None for a host the plan
     gives nothing.
 
     ``endpoints``: the host's engines that name no peer (``health_endpoints`` with ``stage="first"``);
-    ``timeout`` (s) and ``interval`` (s); ``record`` only when the host has no endpoint in the second stage
-    (otherwise that stage's call carries it).
+    ``then``: those that do (the second stage), which the call probes once when it changed nothing on the host
+    (see module_utils._gate.run_gate); ``timeout`` (s), ``interval`` (s) and ``record``, which the call writes
+    only once the first stage and, where there is one, the second are gated (otherwise the second stage's
+    call carries it).
     """
     if host_plan is None:
         return None
     spec = {"endpoints": health_endpoints(host_plan, stage="first", plan=plan, host=host),
+            "then": health_endpoints(host_plan, stage="then", plan=plan, host=host),
             "timeout": int(timeout), "interval": float(interval)}
-    if record is not None and not health_endpoints(host_plan, stage="then", plan=plan, host=host):
+    if record is not None:
         spec["record"] = record
     return spec
 
@@ -285,11 +322,14 @@ class FilterModule(object):
             "host_units": host_units,
             "unit_settings": unit_settings,
             "units_setup_reads": units_setup_reads,
+            "role_vars_by_host": role_vars_by_host,
+            "failure_budget": failure_budget,
             "failure_budget_spent": failure_budget_spent,
             "units_setup_needed": units_setup_needed,
             "setup_parts": setup_parts,
             "health_endpoints": health_endpoints,
             "units_gate_first": units_gate_first,
+            "units_peers_settled": units_peers_settled,
             "held_images": held_images,
             "hold_images": hold_images,
             "recorded_image_refs": recorded_image_refs,

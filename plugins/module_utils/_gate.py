@@ -60,6 +60,10 @@ ARGUMENT_SPEC = dict(
     interval=dict(type="float", default=2.0),
     record=dict(type="dict", options=RECORD_OPTIONS),
 )
+# systemd_units' ``health`` option: the gate's options, and ``then``: the host's endpoints that answer through
+# their peers (a router, a language server), probed once in the same call when nothing on the host was started
+# or restarted and every endpoint of the first stage is healthy (see run_gate).
+CONVERGE_SPEC = dict(ARGUMENT_SPEC, then=dict(type="list", elements="dict", default=[], options=ENDPOINT_OPTIONS))
 
 
 class GateError(Exception):
@@ -136,8 +140,14 @@ def restart_watch(run, systemctl):
     return fresh
 
 
-def run_gate(params, check_mode, run, bin_path, move, probe=request):
+def run_gate(params, check_mode, run, bin_path, move, probe=request, settled=False):
     """Gate on ``params["endpoints"]`` (validated against ``ARGUMENT_SPEC``), then record when all are healthy.
+
+    With ``params["then"]`` (``CONVERGE_SPEC``; the endpoints of the gate's second stage), the record waits for
+    them too: when ``settled`` (the converge started or restarted nothing on this host), outside check mode and
+    once the first stage is healthy, each is probed once, without waiting; all healthy, they join ``endpoints``,
+    ``then_gated`` is True and the record is written. Otherwise ``then_gated`` is False and nothing is recorded:
+    the second stage's own call (``http_health``) waits for them and carries the record.
 
     :param run: ``run(argv) -> (rc, stdout, stderr)``.
     :param bin_path: ``bin_path(name) -> path or None`` (``AnsibleModule.get_bin_path``).
@@ -145,7 +155,8 @@ def run_gate(params, check_mode, run, bin_path, move, probe=request):
     :returns: dict ``{endpoints, unhealthy, crashed, recorded, lock, msg, warnings}``: ``endpoints`` as
         ``_health.wait_all`` returns them; ``unhealthy``/``crashed`` their names; ``recorded`` whether the
         record changed (None without ``record``, or when an endpoint was not healthy outside check mode);
-        ``lock`` the released locks (``_lock.release_all``); ``msg`` empty when every endpoint is healthy.
+        ``lock`` the released locks (``_lock.release_all``); ``msg`` empty when every endpoint is healthy;
+        ``then_gated`` (see above; None without ``then``).
         In check mode every endpoint is probed once and the record is predicted whatever they answer.
     :raises GateError: ``endpoints[N].previous`` without its unit; the record cannot be written or its
         locks released.
@@ -165,12 +176,22 @@ def run_gate(params, check_mode, run, bin_path, move, probe=request):
     results = wait_all(endpoints, timeout, probe, params["interval"], watch=watch, fresh=fresh)
     out = dict(endpoints=results, unhealthy=[r["name"] for r in results if not r["healthy"]],
                crashed=[r["name"] for r in results if r.get("crashed")], recorded=None, lock=None, msg="",
-               warnings=[])
+               warnings=[], then_gated=None)
     if out["unhealthy"] and not check_mode:
         out["msg"] = "not healthy: %s" % "; ".join(
             "%s (%s, after %ss of %ds)" % (r["name"], r["detail"], r["elapsed_s"], params["timeout"])
             for r in results if not r["healthy"])
         return out
+    then = [dict(ep, name=ep.get("name") or ep["url"]) for ep in params.get("then") or []]
+    if then:
+        out["then_gated"] = False
+        if check_mode or not settled:
+            return out
+        then_results = wait_all(then, 0, probe, params["interval"])
+        if not all(r["healthy"] for r in then_results):
+            return out
+        out["endpoints"] = results + then_results
+        out["then_gated"] = True
     spec = params.get("record")
     if spec:
         try:

@@ -97,9 +97,9 @@ EXAMPLES = r"""
 - name: Require eight H100 GPUs
   ansible.builtin.assert:
     that:
-      - launchcard_accelerators.count >= 8
-      - "'h100' in launchcard_accelerators.models"
-    fail_msg: "{{ launchcard_accelerators.errors }}"
+      - ansible_facts.launchcard_accelerators.count >= 8
+      - "'h100' in ansible_facts.launchcard_accelerators.models"
+    fail_msg: "{{ ansible_facts.launchcard_accelerators.errors }}"
 
 - name: Only look for NVIDIA GPUs
   launchcard.inference.accelerator_facts:
@@ -107,7 +107,7 @@ EXAMPLES = r"""
 
 - name: Reboot when the loaded driver is older than the installed one
   ansible.builtin.reboot:
-  when: launchcard_accelerators.driver.reboot_required | default(false, true)
+  when: ansible_facts.launchcard_accelerators.driver.reboot_required | default(false, true)
 """
 
 RETURN = r"""

@@ -166,6 +166,12 @@ options:
         of the units it would start or restart are left out (their new process does not run).
       - An endpoint that is not healthy does not fail the module; RV(health) says which, and why (the deploy prints
         its fleet-wide summary before it stops the unhealthy hosts).
+      - One more key, C(then), lists the host's endpoints that answer through their peers (the gate's second
+        stage), as O(launchcard.inference.http_health#module:endpoints) does. When this call started or
+        restarted nothing, outside check mode and once every other endpoint is healthy, each is probed once, without
+        waiting; all healthy, they join the result and C(record) is written (RV(health.then_gated) true). Otherwise
+        C(record) waits for the second stage's own M(launchcard.inference.http_health) call, which gates them.
+        On a deploy that changes nothing, a router's host is so gated in one round trip.
       - Unset (the default) - no gate.
     type: dict
 author:
@@ -249,8 +255,9 @@ secrets_restarted:
 health:
   description:
     - With O(health) and O(state=started), the gate's result, with the keys M(launchcard.inference.http_health)
-      returns (C(endpoints), C(unhealthy), C(crashed), C(recorded), C(lock)) and C(msg), why the unhealthy endpoints
-      are not healthy (empty when all are). Null otherwise.
+      returns (C(endpoints), C(unhealthy), C(crashed), C(recorded), C(lock)), C(msg), why the unhealthy endpoints
+      are not healthy (empty when all are), and C(then_gated), whether the endpoints of O(health)'s C(then) were
+      gated in this call (null without them). Null otherwise.
   returned: always
   type: dict
   sample:
@@ -262,6 +269,7 @@ health:
     recorded: false
     lock: null
     msg: ""
+    then_gated: null
 """
 
 import glob
@@ -443,7 +451,7 @@ def main():
         module.fail_json(msg="secrets and remove_secrets: give one, not both")
     health = None
     if p["health"] is not None:
-        checked = ArgumentSpecValidator(gate.ARGUMENT_SPEC).validate(p["health"])
+        checked = ArgumentSpecValidator(gate.CONVERGE_SPEC).validate(p["health"])
         if checked.error_messages:
             module.fail_json(msg="health: %s; nothing was changed" % "; ".join(checked.error_messages))
         health = checked.validated_parameters
@@ -654,7 +662,8 @@ def _gate(module, params, todo, queued):
         endpoints.append(ep)
     try:
         out = gate.run_gate(dict(params, endpoints=endpoints), module.check_mode, module.run_command,
-                            module.get_bin_path, module.atomic_move)
+                            module.get_bin_path, module.atomic_move,
+                            settled=not (queued or todo["start"] or todo["restart"]))
     except gate.GateError as exc:
         module.fail_json(msg="health: %s" % exc)
     for warning in out.pop("warnings"):

@@ -5,6 +5,8 @@
 
 from __future__ import annotations
 
+import json
+
 
 def table(headers, rows):
     """Render ``rows`` (lists of values) under ``headers`` as aligned text.
@@ -188,6 +190,52 @@ def gate_endpoints(plan, host, stage, prior=None, pending=None):
     return out
 
 
+def peers_settled(plan, host, converges):
+    """Whether the peers of a host's second-stage endpoints stayed as they were in this run.
+
+    The converge call of a host whose endpoints answer through their peers (a router, a language server)
+    probes them once when it changed nothing on its own host (module_utils._gate.run_gate, ``then_gated``); that
+    probe stands for the second stage only if no peer was started or restarted meanwhile, nor found unhealthy.
+
+    :param plan: the whole plan (``launchcard_plan``).
+    :param host: the inventory host name.
+    :param converges: dict host name -> that host's ``systemd_units`` result in this run; a host without one
+        (not in this run, or stopped before its converge) changed nothing.
+    :returns: True when every host that one of ``host``'s instances names as a peer queued no start or restart
+        and has no unhealthy endpoint in its first stage.
+    """
+    everyone = [i for hp in (plan or {}).get("hosts", {}).values() for i in hp.get("instances", [])]
+    peers = set()
+    for inst in ((plan or {}).get("hosts", {}).get(host) or {}).get("instances", []):
+        if inst.get("health_url"):
+            words = [str(w) for w in inst.get("argv") or []]
+            peers.update(p["host"] for p in everyone if _names_peer(words, inst, p))
+    for peer in peers:
+        conv = (converges or {}).get(peer) or {}
+        actions = conv.get("actions") or {}
+        if conv.get("queued") or actions.get("start") or actions.get("restart"):
+            return False
+        if (conv.get("health") or {}).get("unhealthy"):
+            return False
+    return True
+
+
+def failure_budget(percent=None):
+    """The failure budget as a percentage of the play's hosts.
+
+    :param percent: ``launchcard_max_fail_percentage`` (an integer or its string from 0 to 100; None: 0).
+    :returns: the percentage, an int from 0 to 100.
+    :raises ValueError: a value that is not an integer from 0 to 100 (a bool included), naming the variable.
+    """
+    try:
+        pct = 0 if percent is None else int(percent)
+    except (TypeError, ValueError):
+        pct = -1
+    if isinstance(percent, bool) or not 0 <= pct <= 100:
+        raise ValueError("launchcard_max_fail_percentage must be an integer from 0 to 100, found %r" % (percent,))
+    return pct
+
+
 def failure_budget_spent(lost, hosts, percent=None):
     """Whether the hosts that failed or could not be reached exceed the failure budget.
 
@@ -199,10 +247,18 @@ def failure_budget_spent(lost, hosts, percent=None):
     :param percent: ``launchcard_max_fail_percentage`` (0-100; None: 0).
     :raises ValueError: a percentage that is not an integer from 0 to 100.
     """
-    try:
-        pct = 0 if percent is None else int(percent)
-    except (TypeError, ValueError):
-        raise ValueError("launchcard_max_fail_percentage must be an integer from 0 to 100, found %r" % (percent,))
-    if isinstance(percent, bool) or not 0 <= pct <= 100:
-        raise ValueError("launchcard_max_fail_percentage must be an integer from 0 to 100, found %r" % (percent,))
-    return len(set(lost or [])) * 100 > len(hosts or []) * pct
+    return len(set(lost or [])) * 100 > len(hosts or []) * failure_budget(percent)
+
+
+def hosts_by_settings(per_host):
+    """Group hosts whose settings are equal, so a fleet-wide check runs once per distinct set.
+
+    :param per_host: dict host name -> dict of settings (JSON-like values).
+    :returns: a list of ``{"hosts": [names], "vars": {settings}}``, one per distinct set, in the
+        order of each set's first host; hosts in the order given.
+    """
+    groups = {}
+    for host, settings in per_host.items():
+        key = json.dumps(settings, sort_keys=True, default=repr)
+        groups.setdefault(key, {"hosts": [], "vars": settings})["hosts"].append(host)
+    return list(groups.values())

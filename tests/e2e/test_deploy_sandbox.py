@@ -194,6 +194,27 @@ def test_second_deploy_changes_nothing(fleet, hub, first_deploy):
     assert set(skipped) >= set(fleet) and max(skipped.values()) <= 13, skipped
     assert sorted(skipped.values())[len(skipped) // 2] <= 9, skipped
     assert hub_bytes(hub) == served  # no byte of the weights downloaded again
+    # nothing restarted: the router's and the language server's converge calls gated their endpoints (which
+    # answer through their peers) and recorded; the gate's second stage made no call
+    assert "Units | Gate on the health of the endpoints that answer through their peers]" not in res.stdout
+
+
+def test_a_peer_started_again_sends_only_its_router_to_the_second_stage(fleet, plan, first_deploy):
+    """A converge that starts the prefill engine again leaves the router's one probe worthless (it may have
+    answered before the new process): the router goes through the gate's second stage; the language server,
+    whose peer (the encoder) stayed, does not."""
+    role = dict((i["role"], (h, i)) for h, hp in plan["hosts"].items() for i in hp["instances"])
+    prefill_host, prefill = role["prefill"]
+    assert ssh(fleet[prefill_host], "systemctl stop %s" % prefill["unit"]).returncode == 0
+    res = playbook()
+    assert res.returncode == 0, res.stdout[-4000:]
+    assert recap(res.stdout)[prefill_host]["changed"] == 1, recap(res.stdout)
+    stage = res.stdout.split("Units | Gate on the health of the endpoints that answer through their peers]", 1)
+    assert len(stage) == 2, res.stdout[-4000:]
+    gated = re.findall(r"^ok: \[(\S+)\]", stage[1].split("\nTASK [", 1)[0], re.M)
+    assert gated == [role["router"][0]], gated
+    table = report_table(res.stdout, SUMMARY_TASK, ("host", "recipe", "engine", "role", "port", "state"))
+    assert {r["state"] for r in table} == {"healthy"}, table
 
 
 def test_tags_health_asks_the_endpoints_again_and_touches_nothing(fleet, plan, first_deploy):

@@ -40,6 +40,7 @@ def project(tmp_path):
     assert REBOOT in text and FACTS in text and "argv: [systemctl," in text
     text = text.replace(REBOOT, '''      ansible.builtin.shell: "echo rebooted {{ inventory_hostname }} >> %s"''' % (tmp_path / "reboots.log"))
     text = text.replace(FACTS, '''      ansible.builtin.set_fact:
+        cacheable: true
         launchcard_accelerators:
           errors: []
           driver: {loaded_version: "1", installed_version: "2", reboot_required: "{{ inventory_hostname in bad }}"}''')

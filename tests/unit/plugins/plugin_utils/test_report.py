@@ -162,6 +162,22 @@ def test_check_mode_does_not_gate_an_endpoint_whose_peer_would_restart():
     assert gate_endpoints(p, "lang", "then", {}, {"enc": {unit % "encoder": "start"}}) == []
 
 
+def test_a_router_needs_no_second_stage_only_while_its_own_peers_stay_as_they_were():
+    from ansible_collections.launchcard.inference.plugins.plugin_utils._report import peers_settled
+    p = _example_plan(ENC_LANG)
+    quiet = {"actions": {"start": [], "restart": []}, "queued": {}, "health": {"unhealthy": []}}
+    restarted = dict(quiet, actions={"start": [], "restart": ["x.service"]}, queued={"x.service": {}})
+    unhealthy = dict(quiet, health={"unhealthy": ["x.service"]})
+    assert peers_settled(p, "rtr", {h: quiet for h in p["hosts"]}) is True
+    assert peers_settled(p, "rtr", {}) is True  # no peer converged in this run (outside --limit)
+    assert peers_settled(p, "rtr", {"dec": restarted}) is False
+    assert peers_settled(p, "rtr", {"pre": unhealthy}) is False
+    # the encoder is the language server's peer, not the router's
+    assert peers_settled(p, "rtr", {"enc": restarted}) is True
+    assert peers_settled(p, "lang", {"enc": restarted}) is False
+    assert peers_settled(p, "lang", {"rtr": unhealthy, "dec": restarted}) is True
+
+
 def test_failure_budget_counts_failed_and_unreachable_hosts_once():
     from ansible_collections.launchcard.inference.plugins.plugin_utils._report import failure_budget_spent
     hosts = ["a", "b", "c", "d"]
@@ -178,14 +194,32 @@ def test_failure_budget_counts_failed_and_unreachable_hosts_once():
             raise AssertionError("accepted %r" % (bad,))
 
 
-def test_the_first_stage_carries_the_record_only_where_the_second_stage_has_nothing():
+def test_the_failure_budget_is_a_checked_percentage():
+    from ansible.errors import AnsibleFilterError
+    from ansible_collections.launchcard.inference.plugins.filter.plan import failure_budget
+    assert failure_budget(None) == 0
+    assert failure_budget("25") == 25
+    assert failure_budget(100) == 100
+    for bad in (101, -1, "many", True, 2.5j):
+        try:
+            failure_budget(bad)
+        except AnsibleFilterError as exc:
+            assert "launchcard_max_fail_percentage" in str(exc)
+        else:
+            raise AssertionError("accepted %r" % (bad,))
+
+
+def test_the_first_stage_carries_the_record_and_the_second_stage_endpoints_to_probe_once():
     from ansible_collections.launchcard.inference.plugins.filter.plan import units_gate_first
     p = _example_plan()
     record = {"card": {"sha256": "0" * 64}}
     pre = units_gate_first(p["hosts"]["pre"], p, "pre", "600", "2", record)
     assert [e["name"] for e in pre["endpoints"]] == ["launchcard-glm-5.3-flash-sglang-prefill-0.service"]
     assert (pre["timeout"], pre["interval"], pre["record"]) == (600, 2.0, record)
+    assert pre["then"] == []
     rtr = units_gate_first(p["hosts"]["rtr"], p, "rtr", 600, 2.0, record)
-    assert rtr["endpoints"] == [] and "record" not in rtr  # the router's second-stage call records
+    # the router's endpoint answers through its peers: the call probes it once, and records only when it may
+    assert rtr["endpoints"] == [] and rtr["record"] == record
+    assert [e["name"] for e in rtr["then"]] == ["launchcard-glm-5.3-flash-sglang-router-0.service"]
     assert "record" not in units_gate_first(p["hosts"]["pre"], p, "pre", 600, 2.0)
     assert units_gate_first(None, p, "other", 600, 2.0, record) is None

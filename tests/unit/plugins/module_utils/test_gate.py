@@ -1,0 +1,72 @@
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, launchcard.inference contributors
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The converge call's gate (module_utils._gate.run_gate) with second-stage endpoints (``then``)."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+from ansible_collections.launchcard.inference.plugins.module_utils import _gate as gate
+
+
+def _params(tmp_path, then):
+    return {"endpoints": [{"name": "pre", "url": "http://10.0.0.2:31000/health", "probe": "health"}],
+            "then": then, "timeout": 1, "interval": 0.01, "journal_lines": 0,
+            "record": {"card": {"sha256": "0" * 64}, "instances": [], "runtime": {}, "release_lock": None,
+                       "path": str(tmp_path / "state.json"), "directory": str(tmp_path / "units"),
+                       "prefix": "launchcard-"}}
+
+
+def _probe(answers, calls):
+    def probe(url, payload=None, timeout=10.0):
+        calls.append(url)
+        return answers[url], "{}"
+    return probe
+
+
+ROUTER = {"name": "rtr", "url": "http://10.0.0.3:30000/health", "probe": "health"}
+
+
+def _run(tmp_path, then, answers, check_mode=False, settled=True):
+    (tmp_path / "units").mkdir(exist_ok=True)
+    calls = []
+    out = gate.run_gate(_params(tmp_path, then), check_mode,
+                        lambda argv: (1, "", ""), lambda name: None, os.replace,
+                        probe=_probe(answers, calls), settled=settled)
+    return out, calls
+
+
+def test_a_settled_host_gates_its_second_stage_in_the_same_call_and_records(tmp_path):
+    out, calls = _run(tmp_path, [ROUTER], {"http://10.0.0.2:31000/health": 200, ROUTER["url"]: 200})
+    assert out["then_gated"] is True
+    assert [e["name"] for e in out["endpoints"]] == ["pre", "rtr"] and out["unhealthy"] == []
+    assert calls.count(ROUTER["url"]) == 1  # probed once, no wait
+    assert out["recorded"] is True and (tmp_path / "state.json").exists()
+
+
+def test_an_unhealthy_second_stage_endpoint_waits_for_its_own_call_without_a_record(tmp_path):
+    out, calls = _run(tmp_path, [ROUTER], {"http://10.0.0.2:31000/health": 200, ROUTER["url"]: 503})
+    assert out["then_gated"] is False and calls.count(ROUTER["url"]) == 1
+    assert [e["name"] for e in out["endpoints"]] == ["pre"] and out["unhealthy"] == []  # not reported here
+    assert out["recorded"] is None and not (tmp_path / "state.json").exists()
+
+
+@pytest.mark.parametrize("check_mode,settled", [(False, False), (True, True)])
+def test_a_host_that_changed_or_a_check_run_leaves_the_second_stage_unprobed(tmp_path, check_mode, settled):
+    out, calls = _run(tmp_path, [ROUTER], {"http://10.0.0.2:31000/health": 200, ROUTER["url"]: 200},
+                      check_mode=check_mode, settled=settled)
+    assert out["then_gated"] is False and ROUTER["url"] not in calls
+    assert out["recorded"] is None and not (tmp_path / "state.json").exists()
+
+
+def test_an_unhealthy_first_stage_probes_no_second_stage(tmp_path):
+    out, calls = _run(tmp_path, [ROUTER], {"http://10.0.0.2:31000/health": 503, ROUTER["url"]: 200})
+    assert out["unhealthy"] == ["pre"] and ROUTER["url"] not in calls and out["then_gated"] is None
+
+
+def test_without_a_second_stage_the_call_records_as_before(tmp_path):
+    out, dummy = _run(tmp_path, [], {"http://10.0.0.2:31000/health": 200})
+    assert out["then_gated"] is None and out["recorded"] is True
