@@ -169,7 +169,7 @@ options:
       - One more key, C(then), lists the host's endpoints that answer through their peers (the gate's second
         stage), as O(launchcard.inference.http_health#module:endpoints) does. When this call started or
         restarted nothing, outside check mode and once every other endpoint is healthy, each is probed once, without
-        waiting; all healthy, they join the result and C(record) is written (RV(health.then_gated) true). Otherwise
+        waiting; all healthy, they join the result and C(record) is written (C(then_gated) true in RV(health)). Otherwise
         C(record) waits for the second stage's own M(launchcard.inference.http_health) call, which gates them.
         On a deploy that changes nothing, a router's host is so gated in one round trip.
       - Unset (the default) - no gate.
