@@ -221,7 +221,7 @@ def units_role_playbook(path, out):
     playbook = [{
         "name": "What the units role would converge", "hosts": "all", "gather_facts": False,
         "tasks": [
-            {"name": "Plan", "ansible.builtin.include_role": {"name": "launchcard.inference.plan"}},
+            {"name": "Plan", "ansible.builtin.import_tasks": os.path.join(ROOT, "playbooks", "tasks", "plan.yml")},
             {"name": "The facts preflight reports on the sandbox hosts",
              "ansible.builtin.set_fact": {"preflight_result": SANDBOX_FACTS}},
             {"name": "Write the units role's files", "delegate_to": "localhost", "vars": task_vars,
