@@ -144,9 +144,10 @@ def run_gate(params, check_mode, run, bin_path, move, probe=request, settled=Fal
     """Gate on ``params["endpoints"]`` (validated against ``ARGUMENT_SPEC``), then record when all are healthy.
 
     With ``params["then"]`` (``CONVERGE_SPEC``; the endpoints of the gate's second stage), the record waits for
-    them too: when ``settled`` (the converge started or restarted nothing on this host), outside check mode and
-    once the first stage is healthy, each is probed once, without waiting; all healthy, they join ``endpoints``,
-    ``then_gated`` is True and the record is written. Otherwise ``then_gated`` is False and nothing is recorded:
+    them too: when ``settled`` (the converge started or restarted nothing on this host), the record would stay
+    as it is (no new card or units: a deploy that changes nothing here), outside check mode and once the first
+    stage is healthy, each is probed once, without waiting; all healthy, they join ``endpoints``,
+    ``then_gated`` is True and the record is written (unchanged) and the host's lock released. Otherwise ``then_gated`` is False and nothing is recorded:
     the second stage's own call (``http_health``) waits for them and carries the record.
 
     :param run: ``run(argv) -> (rc, stdout, stderr)``.
@@ -187,6 +188,17 @@ def run_gate(params, check_mode, run, bin_path, move, probe=request, settled=Fal
         out["then_gated"] = False
         if check_mode or not settled:
             return out
+        spec = params.get("record")
+        if spec:
+            # a record that would change (a new card, new units) is this run's change on the host: the second
+            # stage's call, after every peer's first stage, writes it and releases the host's lock
+            try:
+                moved = state.write_present(spec["path"], spec["directory"], spec["prefix"], spec["card"],
+                                            spec["instances"], spec["runtime"], True, move)[0]
+            except (IOError, OSError) as exc:
+                raise GateError("cannot read the record %s: %s" % (spec["path"], exc)) from exc
+            if moved:
+                return out
         then_results = wait_all(then, 0, probe, params["interval"])
         if not all(r["healthy"] for r in then_results):
             return out

@@ -168,7 +168,8 @@ options:
         its fleet-wide summary before it stops the unhealthy hosts).
       - One more key, C(then), lists the host's endpoints that answer through their peers (the gate's second
         stage), as O(launchcard.inference.http_health#module:endpoints) does. When this call started or
-        restarted nothing, outside check mode and once every other endpoint is healthy, each is probed once, without
+        restarted nothing, the host record would stay as it is (no new card or units), outside check mode and once
+        every other endpoint is healthy, each is probed once, without
         waiting; all healthy, they join the result and C(record) is written (C(then_gated) true in RV(health)). Otherwise
         C(record) waits for the second stage's own M(launchcard.inference.http_health) call, which gates them.
         On a deploy that changes nothing, a router's host is so gated in one round trip.

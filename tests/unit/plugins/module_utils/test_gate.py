@@ -40,18 +40,31 @@ def _run(tmp_path, then, answers, check_mode=False, settled=True):
 
 
 def test_a_settled_host_gates_its_second_stage_in_the_same_call_and_records(tmp_path):
-    out, calls = _run(tmp_path, [ROUTER], {"http://10.0.0.2:31000/health": 200, ROUTER["url"]: 200})
+    healthy = {"http://10.0.0.2:31000/health": 200, ROUTER["url"]: 200}
+    _run(tmp_path, [], healthy)  # an earlier deploy recorded what the host runs
+    out, calls = _run(tmp_path, [ROUTER], healthy)
     assert out["then_gated"] is True
     assert [e["name"] for e in out["endpoints"]] == ["pre", "rtr"] and out["unhealthy"] == []
     assert calls.count(ROUTER["url"]) == 1  # probed once, no wait
-    assert out["recorded"] is True and (tmp_path / "state.json").exists()
+    assert out["recorded"] is False and (tmp_path / "state.json").exists()
+
+
+def test_a_record_that_would_change_leaves_the_second_stage_its_own_call(tmp_path):
+    # a new card (or new units) on the host: this run changes it; the record and the lock wait for the second
+    # stage, after every peer's first stage
+    healthy = {"http://10.0.0.2:31000/health": 200, ROUTER["url"]: 200}
+    out, calls = _run(tmp_path, [ROUTER], healthy)
+    assert out["then_gated"] is False and ROUTER["url"] not in calls
+    assert out["recorded"] is None and not (tmp_path / "state.json").exists()
 
 
 def test_an_unhealthy_second_stage_endpoint_waits_for_its_own_call_without_a_record(tmp_path):
+    _run(tmp_path, [], {"http://10.0.0.2:31000/health": 200})
+    before = (tmp_path / "state.json").read_text()
     out, calls = _run(tmp_path, [ROUTER], {"http://10.0.0.2:31000/health": 200, ROUTER["url"]: 503})
     assert out["then_gated"] is False and calls.count(ROUTER["url"]) == 1
     assert [e["name"] for e in out["endpoints"]] == ["pre"] and out["unhealthy"] == []  # not reported here
-    assert out["recorded"] is None and not (tmp_path / "state.json").exists()
+    assert out["recorded"] is None and (tmp_path / "state.json").read_text() == before
 
 
 @pytest.mark.parametrize("check_mode,settled", [(False, False), (True, True)])
