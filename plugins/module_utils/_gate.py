@@ -147,8 +147,9 @@ def run_gate(params, check_mode, run, bin_path, move, probe=request, settled=Fal
     them too: when ``settled`` (the converge started or restarted nothing on this host), the record would stay
     as it is (no new card or units: a deploy that changes nothing here), outside check mode and once the first
     stage is healthy, each is probed once, without waiting; all healthy, they join ``endpoints``,
-    ``then_gated`` is True and the record is written (unchanged) and the host's lock released. Otherwise ``then_gated`` is False and nothing is recorded:
-    the second stage's own call (``http_health``) waits for them and carries the record.
+    ``then_gated`` is True, the record is written (unchanged) and the host's lock released. Otherwise
+    ``then_gated`` is False and nothing is recorded: the second stage's own call (``http_health``) waits for
+    them and carries the record.
 
     :param run: ``run(argv) -> (rc, stdout, stderr)``.
     :param bin_path: ``bin_path(name) -> path or None`` (``AnsibleModule.get_bin_path``).
@@ -183,12 +184,12 @@ def run_gate(params, check_mode, run, bin_path, move, probe=request, settled=Fal
             "%s (%s, after %ss of %ds)" % (r["name"], r["detail"], r["elapsed_s"], params["timeout"])
             for r in results if not r["healthy"])
         return out
+    spec = params.get("record")
     then = [dict(ep, name=ep.get("name") or ep["url"]) for ep in params.get("then") or []]
     if then:
         out["then_gated"] = False
         if check_mode or not settled:
             return out
-        spec = params.get("record")
         if spec:
             # a record that would change (a new card, new units) is this run's change on the host: the second
             # stage's call, after every peer's first stage, writes it and releases the host's lock
@@ -204,7 +205,6 @@ def run_gate(params, check_mode, run, bin_path, move, probe=request, settled=Fal
             return out
         out["endpoints"] = results + then_results
         out["then_gated"] = True
-    spec = params.get("record")
     if spec:
         try:
             out["recorded"], dummy, problem = state.write_present(

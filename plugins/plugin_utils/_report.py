@@ -136,6 +136,16 @@ def _names_peer(words, inst, peer):
     return any(("//%s" % w.split("//", 1)[1].split("/", 1)[0]) in wanted for w in words if "//" in w)
 
 
+def _gated_instances(plan, host):
+    """``(instance, peers)`` for each of ``host``'s instances with a health endpoint: the planned instances
+    (on any host) whose endpoint its argv names."""
+    everyone = [i for hp in (plan or {}).get("hosts", {}).values() for i in hp.get("instances", [])]
+    for inst in ((plan or {}).get("hosts", {}).get(host) or {}).get("instances", []):
+        if inst.get("health_url"):
+            words = [str(w) for w in inst.get("argv") or []]
+            yield inst, [p for p in everyone if _names_peer(words, inst, p)]
+
+
 def gate_endpoints(plan, host, stage, prior=None, pending=None):
     """The health-gate endpoints of one host, in two stages.
 
@@ -165,13 +175,8 @@ def gate_endpoints(plan, host, stage, prior=None, pending=None):
     """
     if stage not in ("first", "then", None):
         raise ValueError("stage must be 'first', 'then' or none, not %r" % (stage,))
-    everyone = [i for hp in (plan or {}).get("hosts", {}).values() for i in hp.get("instances", [])]
     out = []
-    for inst in ((plan or {}).get("hosts", {}).get(host) or {}).get("instances", []):
-        if not inst.get("health_url"):
-            continue
-        words = [str(w) for w in inst.get("argv") or []]
-        peers = [p for p in everyone if _names_peer(words, inst, p)]
+    for inst, peers in _gated_instances(plan, host):
         if (stage == "first" and peers) or (stage == "then" and not peers):
             continue
         if stage == "then" and any(p["unit"] in ((pending or {}).get(p["host"]) or ()) for p in peers):
@@ -204,12 +209,7 @@ def peers_settled(plan, host, converges):
     :returns: True when every host that one of ``host``'s instances names as a peer queued no start or restart
         and has no unhealthy endpoint in its first stage.
     """
-    everyone = [i for hp in (plan or {}).get("hosts", {}).values() for i in hp.get("instances", [])]
-    peers = set()
-    for inst in ((plan or {}).get("hosts", {}).get(host) or {}).get("instances", []):
-        if inst.get("health_url"):
-            words = [str(w) for w in inst.get("argv") or []]
-            peers.update(p["host"] for p in everyone if _names_peer(words, inst, p))
+    peers = set(p["host"] for dummy, named in _gated_instances(plan, host) for p in named)
     for peer in peers:
         conv = (converges or {}).get(peer) or {}
         actions = conv.get("actions") or {}
@@ -254,11 +254,15 @@ def hosts_by_settings(per_host):
     """Group hosts whose settings are equal, so a fleet-wide check runs once per distinct set.
 
     :param per_host: dict host name -> dict of settings (JSON-like values).
-    :returns: a list of ``{"hosts": [names], "vars": {settings}}``, one per distinct set, in the
-        order of each set's first host; hosts in the order given.
+    :returns: a list of ``{"hosts": [names], "vars": {settings}, "label": str}``, one per distinct set, in
+        the order of each set's first host; hosts in the order given; ``label`` names the first three hosts
+        and counts the rest (a loop label that stays short on a large fleet).
     """
     groups = {}
     for host, settings in per_host.items():
         key = json.dumps(settings, sort_keys=True, default=repr)
         groups.setdefault(key, {"hosts": [], "vars": settings})["hosts"].append(host)
+    for group in groups.values():
+        names = group["hosts"]
+        group["label"] = ", ".join(names[:3]) + (" and %d more" % (len(names) - 3) if len(names) > 3 else "")
     return list(groups.values())

@@ -178,6 +178,22 @@ def test_a_router_needs_no_second_stage_only_while_its_own_peers_stay_as_they_we
     assert peers_settled(p, "lang", {"rtr": unhealthy, "dec": restarted}) is True
 
 
+def test_role_variables_are_checked_once_per_distinct_set_of_host_values():
+    from ansible_collections.launchcard.inference.plugins.filter.plan import role_vars_by_host
+    spec = {"preflight_headroom_mib": {"type": "int"}, "units_state": {"type": "str"}}
+    hostvars = {"a": {"preflight_headroom_mib": 4096, "ansible_host": "10.0.0.1"},
+                "b": {"preflight_headroom_mib": "lots"},
+                "c": {"preflight_headroom_mib": 4096},
+                "d": {}, "e": {}, "f": {}, "g": {}}
+    groups = role_vars_by_host(hostvars, list(hostvars), spec)
+    # only the spec's names, one item per distinct set, in the order of each set's first host
+    assert [(g["hosts"], g["vars"]) for g in groups] == [
+        (["a", "c"], {"preflight_headroom_mib": 4096}), (["b"], {"preflight_headroom_mib": "lots"}),
+        (["d", "e", "f", "g"], {})]
+    assert [g["label"] for g in groups] == ["a, c", "b", "d, e, f and 1 more"]
+    assert role_vars_by_host(hostvars, ["b"], spec)[0]["hosts"] == ["b"]  # the play's hosts only
+
+
 def test_failure_budget_counts_failed_and_unreachable_hosts_once():
     from ansible_collections.launchcard.inference.plugins.plugin_utils._report import failure_budget_spent
     hosts = ["a", "b", "c", "d"]
