@@ -198,7 +198,10 @@ EXAMPLES = r"""
 
 RETURN = r"""
 units:
-  description: State of every desired unit after the run, from C(systemctl show).
+  description:
+    - State of every desired unit after the run, from C(systemctl show).
+    - A run that stopped, disabled, wrote, removed, enabled, started and restarted nothing (and check mode) reports
+      the states read before it, with no second C(systemctl show).
   returned: always
   type: list
   elements: dict
@@ -616,7 +619,10 @@ def main():
     queued = {} if module.check_mode else dict(
         (name, dict(restart_baseline(before.get(name, {})), verb=verb))
         for verb in ("start", "restart") for name in todo[verb] if name in wanted)
-    after = before if module.check_mode else show(list(wanted))
+    # a call that stopped, disabled, wrote, removed, enabled, started or restarted nothing (a no-op run) reports
+    # the states it read before: one `systemctl show` per call, not two
+    acted = any(todo.values()) or plan["write"] or plan["remove"] or dropins["remove"]
+    after = before if module.check_mode or not acted else show(list(wanted))
     units = []
     for name in sorted(wanted):
         st = after.get(name, {})

@@ -239,6 +239,42 @@ def wait_for_lock(address, path, proc, timeout=240):
     raise AssertionError("no lock %s on %s after %d s" % (path, address, timeout))
 
 
+def descendants(pid):
+    """The PIDs of every process below ``pid``, read from /proc (children of each thread, recursively)."""
+    found, todo = [], [pid]
+    while todo:
+        parent = todo.pop()
+        try:
+            tasks = os.listdir("/proc/%d/task" % parent)
+        except OSError:  # already gone
+            continue
+        for tid in tasks:
+            try:
+                with open("/proc/%d/task/%s/children" % (parent, tid)) as f:
+                    kids = [int(k) for k in f.read().split()]
+            except OSError:
+                continue
+            found += kids
+            todo += kids
+    return found
+
+
+def kill_run(proc):
+    """SIGKILL a run started by ``background`` and every process below it.
+
+    Ansible's workers each start a session of their own (``os.setsid`` in ansible-core's
+    ``executor/process/worker.py``), so killing the run's process group alone leaves a worker that is
+    waiting in its task alive, re-parented to PID 1: its PIDs are read before the kill.
+    """
+    below = descendants(proc.pid)
+    os.killpg(proc.pid, 9)
+    for pid in below:
+        try:
+            os.kill(pid, 9)
+        except ProcessLookupError:
+            pass
+
+
 def finish(proc, log, timeout=600):
     proc.wait(timeout=timeout)
     log.seek(0)
@@ -302,7 +338,7 @@ def test_lock_left_by_a_killed_run_refuses_until_broken_on_request(upgraded):
         for address in WORKERS.values():
             wait_for_lock(address, "/var/lib/launchcard/lock.json", killed)
     finally:
-        os.killpg(killed.pid, 9)
+        kill_run(killed)
         finish(killed, log)
     left = all_locks()
     assert all(held.get("/var/lib/launchcard/lock.json", {}).get("run_id") == holder["run_id"] for held in left.values()), left
