@@ -287,6 +287,20 @@ def test_an_unchanged_run_changes_nothing(systemd, capsys):
     assert os.stat(systemd.secrets).st_mtime_ns == secrets_mtime
 
 
+def test_a_call_that_restarts_a_unit_reads_the_states_again(systemd, capsys):
+    systemd.put(A, unit_text("/bin/a"))
+    systemd.running(A)
+    systemd.reset_log()
+
+    result, dummy = run_module(capsys, systemd, [(A, unit_text("/bin/a --changed"))])
+
+    assert result["actions"]["restart"] == [A]
+    verbs = [c["argv"][0] for c in systemd.calls()]
+    # the states it reports are read again after the restart was queued, not the ones read before it
+    assert verbs.count("show") == 2
+    assert verbs.index("restart") < len(verbs) - 1 - verbs[::-1].index("show")
+
+
 def test_a_stopped_unit_is_started_not_restarted(systemd, capsys):
     systemd.put(A, unit_text("/bin/a"))
     systemd.running(A)
