@@ -573,7 +573,10 @@ def main():
                                    and _reads_secrets(desired[f], p["secrets_file"])
                                    and before.get(n, {}).get("ActiveState") in ("active", "activating", "reloading"))
         todo["restart"] = sorted(set(todo["restart"]) | set(secrets_restarted))
-    changed = bool(plan["write"] or plan["remove"] or any(todo.values()) or secrets_changed or dropins["remove"])
+    # whether the call touches a unit or its files (the secrets file aside): a call that does not (a no-op run)
+    # reports the states it read before, one `systemctl show` per call, not two
+    acted = bool(any(todo.values()) or plan["write"] or plan["remove"] or dropins["remove"])
+    changed = acted or secrets_changed
     reloaded = False
     if not module.check_mode:
         if secrets_changed:
@@ -619,9 +622,6 @@ def main():
     queued = {} if module.check_mode else dict(
         (name, dict(restart_baseline(before.get(name, {})), verb=verb))
         for verb in ("start", "restart") for name in todo[verb] if name in wanted)
-    # a call that stopped, disabled, wrote, removed, enabled, started or restarted nothing (a no-op run) reports
-    # the states it read before: one `systemctl show` per call, not two
-    acted = any(todo.values()) or plan["write"] or plan["remove"] or dropins["remove"]
     after = before if module.check_mode or not acted else show(list(wanted))
     units = []
     for name in sorted(wanted):

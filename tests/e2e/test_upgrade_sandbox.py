@@ -19,6 +19,7 @@ import shutil
 import subprocess
 import time
 
+import psutil
 import pytest
 
 from sandbox_cli import BIN, ENV, ROOT, Fleet
@@ -239,39 +240,19 @@ def wait_for_lock(address, path, proc, timeout=240):
     raise AssertionError("no lock %s on %s after %d s" % (path, address, timeout))
 
 
-def descendants(pid):
-    """The PIDs of every process below ``pid``, read from /proc (children of each thread, recursively)."""
-    found, todo = [], [pid]
-    while todo:
-        parent = todo.pop()
-        try:
-            tasks = os.listdir("/proc/%d/task" % parent)
-        except OSError:  # already gone
-            continue
-        for tid in tasks:
-            try:
-                with open("/proc/%d/task/%s/children" % (parent, tid)) as f:
-                    kids = [int(k) for k in f.read().split()]
-            except OSError:
-                continue
-            found += kids
-            todo += kids
-    return found
-
-
 def kill_run(proc):
     """SIGKILL a run started by ``background`` and every process below it.
 
     Ansible's workers each start a session of their own (``os.setsid`` in ansible-core's
     ``executor/process/worker.py``), so killing the run's process group alone leaves a worker that is
-    waiting in its task alive, re-parented to PID 1: its PIDs are read before the kill.
+    waiting in its task alive, re-parented to PID 1: they are listed before the kill.
     """
-    below = descendants(proc.pid)
+    below = psutil.Process(proc.pid).children(recursive=True)
     os.killpg(proc.pid, 9)
-    for pid in below:
+    for child in below:
         try:
-            os.kill(pid, 9)
-        except ProcessLookupError:
+            child.kill()
+        except psutil.NoSuchProcess:
             pass
 
 
