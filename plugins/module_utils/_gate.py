@@ -13,7 +13,9 @@ readings are ``_systemd``; the record and the run locks are ``_state`` and ``_lo
 
 from __future__ import annotations
 
+import glob
 import json
+import os
 import urllib.error
 import urllib.request
 
@@ -22,10 +24,13 @@ from ansible_collections.launchcard.inference.plugins.module_utils import _state
 from ansible_collections.launchcard.inference.plugins.module_utils._health import wait_all
 from ansible_collections.launchcard.inference.plugins.module_utils._systemd import (
     RESTART_PROPERTIES,
+    SHOW_PROPERTIES,
     WATCH_PROPERTIES,
     CrashWatch,
     parse_show,
+    read_unit_files,
     runs_new_invocation,
+    unit_of,
     unsettled,
 )
 
@@ -219,3 +224,68 @@ def run_gate(params, check_mode, run, bin_path, move, probe=request, settled=Fal
         if problem:
             out["warnings"].append("%s; replaced" % problem)
     return out
+
+
+# What a converge would compare (the preflight module's ``units_reads`` option); the defaults are systemd_units'.
+READS_SPEC = dict(
+    prefix=dict(type="str", default="launchcard-"),
+    directory=dict(type="path", default="/etc/systemd/system"),
+    quadlet_directory=dict(type="path", default="/etc/containers/systemd"),
+    dropin_directories=dict(type="list", elements="path", default=["/etc/systemd/system", "/run/systemd/system"]),
+    secrets_file=dict(type="path", default="/etc/launchcard/secrets.env"),
+    secrets_sha256=dict(type="str", default="", no_log=True),
+    remove_secrets=dict(type="bool", default=False),
+    # as units_gate_first gives them (the controller's filter): name, url, probe, model, unit
+    endpoints=dict(type="list", elements="dict", default=[]),
+    then=dict(type="list", elements="dict", default=[]),
+)
+
+
+def secrets_in_place(path, sha256="", remove=False):
+    """Whether the secrets file is as a converge would leave it (``systemd_units``' ``secrets``,
+    ``remove_secrets``): with ``sha256`` (of the file the converge would write) the file has that digest and mode
+    0600; with ``remove`` there is no file; otherwise (kept as it is) it is absent or has mode 0600."""
+    try:
+        mode = os.stat(path).st_mode & 0o777
+    except OSError:
+        return not sha256
+    if sha256:
+        try:
+            with open(path) as f:
+                text = f.read()
+        except (IOError, OSError):
+            return False
+        return mode == 0o600 and state.sha256_text(text) == sha256
+    return not remove and mode == 0o600
+
+
+def converge_reads(spec, run, bin_path, record=None, probe=request):
+    """Read what a converge call would compare on this host, and probe its endpoints once (no wait).
+
+    :param spec: validated against :data:`READS_SPEC`.
+    :param run: ``run(argv) -> (rc, stdout, stderr)``; one ``systemctl show`` of the units the files give.
+    :param record: the host's record (``_state.parse``), or None.
+    :returns: ``{"files": {file name: sha256}, "states": {unit: properties}, "dropins": [paths],
+        "secrets_in_place": bool, "endpoints": [results], "then": [results], "record_sha256": str or None}``, as
+        ``_systemd.settled_converge`` reads it; the endpoints' results are ``_health.wait_all``'s. No digest of
+        the secrets file is returned.
+    """
+    files = read_unit_files(spec["directory"], spec["quadlet_directory"], spec["prefix"])
+    names = sorted(set(unit_of(n) for n in files))
+    states = {}
+    systemctl = bin_path("systemctl") if names else None
+    if systemctl:
+        rc, out, dummy = run([systemctl, "show", "-p", ",".join(SHOW_PROPERTIES), "--"] + names)
+        states = parse_show(out) if rc == 0 else {}
+    dropins = []
+    for name in names:
+        for base in spec["dropin_directories"]:
+            dropins += [f for f in glob.glob(os.path.join(glob.escape(base), glob.escape(name + ".d"), "*.conf"))
+                        if os.path.isfile(f) or os.path.islink(f)]
+    first = [dict(ep, name=ep.get("name") or ep["url"]) for ep in spec["endpoints"]]
+    then = [dict(ep, name=ep.get("name") or ep["url"]) for ep in spec["then"]]
+    results = wait_all(first + then, 0, probe, 0) if first or then else []
+    return {"files": dict((n, state.sha256_text(t)) for n, t in sorted(files.items())), "states": states,
+            "dropins": sorted(dropins),
+            "secrets_in_place": secrets_in_place(spec["secrets_file"], spec["secrets_sha256"], spec["remove_secrets"]),
+            "endpoints": results[:len(first)], "then": results[len(first):], "record_sha256": state.state_sha256(record)}

@@ -27,6 +27,8 @@ import hashlib
 import json
 import os
 
+from ansible_collections.launchcard.inference.plugins.module_utils._systemd import QUADLET_SUFFIX, read_unit_files
+
 VERSION = 1
 # Where a host's record lives: the one default of host_state, http_health, systemd_units and preflight.
 RECORD_PATH = "/var/lib/launchcard/state.json"
@@ -85,6 +87,14 @@ def same_state(a, b):
     return {k: v for k, v in a.items() if k not in strip} == {k: v for k, v in b.items() if k not in strip}
 
 
+def state_sha256(record):
+    """SHA-256 (hex) of the running state a record describes (``previous`` left out): equal for two records
+    exactly when :func:`same_state` is true of them; None for no record."""
+    if not record:
+        return None
+    return sha256_text(json.dumps({k: v for k, v in record.items() if k != "previous"}, sort_keys=True))
+
+
 def dumps(record):
     """The file text of a record (stable: keys sorted, one trailing newline)."""
     return json.dumps(record, indent=1, sort_keys=True) + "\n"
@@ -137,17 +147,10 @@ QUADLET_DIR = "/etc/containers/systemd"
 
 def unit_files(directory, prefix, quadlet_directory=QUADLET_DIR):
     """``{file name: text}`` of the collection's unit files in ``directory`` (``<prefix>*.service``, no links)
-    and its Quadlet files in ``quadlet_directory`` (``<prefix>*.container``)."""
-    found = {}
-    for where, suffix in ((directory, ".service"), (quadlet_directory, ".container")):
-        if not where or not os.path.isdir(where):
-            continue
-        for name in sorted(os.listdir(where)):
-            path = os.path.join(where, name)
-            if name.startswith(prefix) and name.endswith(suffix) and os.path.isfile(path) and not os.path.islink(path):
-                with open(path) as f:
-                    found[name] = f.read()
-    return dict(sorted(found.items()))
+    and its Quadlet files in ``quadlet_directory`` (``<prefix>*.container``): of the files a converge compares
+    (``_systemd.read_unit_files``), those that are units."""
+    found = read_unit_files(directory, quadlet_directory, prefix)
+    return dict(sorted((n, t) for n, t in found.items() if n.endswith((".service", QUADLET_SUFFIX))))
 
 
 def read(path):

@@ -10,6 +10,8 @@ output, and runs the few batched ``systemctl`` calls it returns.
 
 from __future__ import annotations
 
+import hashlib
+import os
 import re
 import signal
 
@@ -325,3 +327,87 @@ class CrashWatch(object):
             facts.append("NRestarts=%d" % restarts)
             out[name] = "%s (%s)" % (what, ", ".join(facts))
         return out
+
+
+# A Quadlet file (podman-systemd.unit(5)): podman's systemd generator makes ``NAME.service`` of ``NAME.container``.
+QUADLET_SUFFIX = ".container"
+
+
+def unit_of(name):
+    """The systemd unit a file gives: itself, or ``NAME.service`` for a Quadlet ``NAME.container``."""
+    return name[:-len(QUADLET_SUFFIX)] + ".service" if name.endswith(QUADLET_SUFFIX) else name
+
+
+def _files_in(directory, prefix):
+    found = {}
+    if not directory or not os.path.isdir(directory):
+        return found
+    for name in os.listdir(directory):
+        path = os.path.join(directory, name)
+        if name.startswith(prefix) and os.path.isfile(path) and not os.path.islink(path):
+            with open(path) as f:
+                found[name] = f.read()
+    return found
+
+
+def read_unit_files(directory, quadlet_directory, prefix):
+    """The collection's files a converge compares: ``{file name: text}``.
+
+    Every regular file named ``<prefix>*`` in ``directory`` except Quadlet files (those count only in
+    ``quadlet_directory``, where only ``<prefix>*.container`` counts); links are left out. The converge
+    (``systemd_units``) prunes what it finds here and does not want; the preflight call reads the same set.
+    """
+    found = dict((n, c) for n, c in _files_in(directory, prefix).items() if not n.endswith(QUADLET_SUFFIX))
+    found.update((n, c) for n, c in _files_in(quadlet_directory, prefix).items() if n.endswith(QUADLET_SUFFIX))
+    return found
+
+
+def settled_converge(found, units, allowed_dropins=(), record_sha256=None):
+    """What a converge call (``systemd_units`` with ``state: started`` and a ``health`` gate) would return on a
+    host where it would change nothing, from what the preflight call read there; None when it would act.
+
+    The decision is the converge's own, on the same readings: :func:`diff_files` writes or removes nothing (the
+    files' SHA-256 are equal, name for name), :func:`actions` enables, starts or restarts nothing, no drop-in is
+    to be removed (:func:`dropin_verdicts`), the secrets file is as the converge would leave it, every endpoint of
+    both gate stages answered one probe healthy, and the host's record (``record_sha256``, the digest
+    ``_state.state_sha256`` gives of the record the gate would write; None: not compared) is the one on file.
+
+    :param found: the preflight call's ``units_found``: ``{"files": {name: sha256}, "states": parse_show output,
+        "dropins": [paths], "secrets_in_place": bool, "endpoints": [first stage results], "then": [second
+        stage results], "record_sha256": str or None}``.
+    :param units: the converge's ``units`` option (``[{"name", "content"}]``).
+    :returns: the result a converge call would return (``written``/``removed`` empty, no action, ``health``
+        with the probes' results, ``then_gated`` True when there is a second stage, ``recorded`` False, ``lock``
+        None) plus ``settled: True``; or None.
+    """
+    if not found:
+        return None
+    desired = dict((u["name"], hashlib.sha256(u["content"].encode("utf-8")).hexdigest()) for u in units or ())
+    if desired != dict(found.get("files") or {}):
+        return None
+    wanted = sorted(unit_of(n) for n in desired)
+    generated = set(unit_of(n) for n in desired if n.endswith(QUADLET_SUFFIX))
+    states = found.get("states") or {}
+    todo = actions(wanted, states, set(), "started", generated)
+    if any(todo.values()) or any((states.get(n) or {}).get("ActiveState") == "failed" for n in wanted):
+        return None
+    dropins = dropin_verdicts(found.get("dropins") or [], allowed_dropins)
+    if dropins["remove"] or not found.get("secrets_in_place"):
+        return None
+    first, then = list(found.get("endpoints") or []), list(found.get("then") or [])
+    if not all(r.get("healthy") for r in first + then):
+        return None
+    if record_sha256 is not None and found.get("record_sha256") != record_sha256:
+        return None
+    units_out = []
+    for name in wanted:
+        st = states.get(name) or {}
+        restarts = st.get("NRestarts") or "0"
+        units_out.append({"name": name, "active_state": st.get("ActiveState"), "sub_state": st.get("SubState"),
+                          "unit_file_state": st.get("UnitFileState"),
+                          "n_restarts": int(restarts) if restarts.isdigit() else 0})
+    health = {"endpoints": first + then, "unhealthy": [], "crashed": [], "msg": "", "lock": None,
+              "recorded": None if record_sha256 is None else False, "then_gated": True if then else None}
+    return {"changed": False, "settled": True, "units": units_out, "written": [], "removed": [], "actions": todo,
+            "daemon_reloaded": False, "secrets_changed": False, "secrets_restarted": [], "queued": {},
+            "dropins": {"kept": dropins["keep"], "removed": []}, "health": health}

@@ -191,11 +191,65 @@ options:
       - "The shape is C({holder: {run_id, user, controller, playbook, card}, paths: [{path, scope}], break_stale: bool}):
         C(paths) the host lock and, on the fleet's anchor host, the fleet lock; C(break_stale) replaces a lock
         held by another run (C(-e launchcard_lock_break=true))."
+      - A path with C(defer=true) is only checked here (a lock another run holds is reported as for the others) and
+        listed in RV(lock)'s C(deferred); the deploy takes it later with M(launchcard.inference.run_lock), on the
+        hosts it changes (a host it leaves as it is takes none).
       - Not taken when a check of this host fails (the host stops; it holds nothing to release). A lock held by
         another run is returned in RV(lock), never failed here, so the play can release what it took on the other
         hosts before it refuses the run. In check mode nothing is written and a held lock is reported.
       - Unset (the default, and C(playbooks/preflight.yml)) touches no lock.
     type: dict
+  units_reads:
+    description:
+      - Read in this same call what the units role's converge (M(launchcard.inference.systemd_units)) would compare,
+        and probe the host's endpoints once, without waiting; RV(units_found) returns it. The deploy decides from it,
+        on the controller, whether the converge would change nothing on this host (the filter
+        C(launchcard.inference.units_settled)); such a host gets no converge call.
+      - Unset (the default) reads nothing.
+    type: dict
+    suboptions:
+      prefix:
+        description: The unit files' name prefix, as M(launchcard.inference.systemd_units) has it.
+        type: str
+        default: launchcard-
+      directory:
+        description: Where the C(.service) unit files are.
+        type: path
+        default: /etc/systemd/system
+      quadlet_directory:
+        description: Where the Quadlet C(.container) files are.
+        type: path
+        default: /etc/containers/systemd
+      dropin_directories:
+        description: Where drop-ins (C(UNIT.d/*.conf)) of the units are looked for.
+        type: list
+        elements: path
+        default: [/etc/systemd/system, /run/systemd/system]
+      secrets_file:
+        description: The secrets file the units read (C(EnvironmentFile=)).
+        type: path
+        default: /etc/launchcard/secrets.env
+      secrets_sha256:
+        description:
+          - SHA-256 (hex) of the secrets file the converge would write; empty - none written (the file is kept as it
+            is, or removed with O(units_reads.remove_secrets)). Only whether the file matches is returned, never a
+            digest of it.
+        type: str
+        default: ""
+      remove_secrets:
+        description: The converge would remove the secrets file.
+        type: bool
+        default: false
+      endpoints:
+        description: The gate's first stage (M(launchcard.inference.http_health)'s endpoints), each probed once.
+        type: list
+        elements: dict
+        default: []
+      then:
+        description: The gate's second stage (endpoints that answer through their peers), each probed once.
+        type: list
+        elements: dict
+        default: []
   native_venv:
     description:
       - The C(native) runtime's virtualenv. When set, RV(native_stamps) lists its requirement stamps, so a
@@ -276,7 +330,7 @@ lock:
     - With O(lock) - C(taken) (bool, every lock of C(paths) is this run's now), C(reason) (why nothing was taken,
       or empty), C(held_by) (C(<path> held by <holder>) for each lock another run holds), C(broken) (the same for
       each stale lock broken on request) and C(locks) (one result per path, as M(launchcard.inference.run_lock)
-      returns them). Null without O(lock).
+      returns them), C(deferred) (the paths given with C(defer=true), checked but not taken). Null without O(lock).
   returned: always
   type: dict
   sample:
@@ -342,6 +396,23 @@ recorded_runtime_setup:
   returned: always
   type: str
   sample: 3f786850e387550fdab836ed7e6dc881de23001b
+units_found:
+  description:
+    - "With O(units_reads) - C(files) (C({file name: SHA-256}) of the collection's unit and Quadlet files), C(states)
+      (C(systemctl show) of the units they give, C({unit: {property: value}})), C(dropins) (paths of their drop-ins),
+      C(secrets_in_place) (bool, see O(units_reads.secrets_sha256)), C(endpoints) and C(then) (one probe of each
+      endpoint, as M(launchcard.inference.http_health) reports them) and C(record_sha256) (of the running state
+      the record at O(record) describes, null without one). Null without O(units_reads)."
+  returned: always
+  type: dict
+  sample:
+    files: {launchcard-demo-vllm-aggregated-0.service: 3b1f0c...}
+    states: {launchcard-demo-vllm-aggregated-0.service: {ActiveState: active, SubState: running, UnitFileState: enabled}}
+    dropins: []
+    secrets_in_place: true
+    endpoints: [{name: launchcard-demo-vllm-aggregated-0.service, healthy: true, detail: health 200}]
+    then: []
+    record_sha256: 9c2e41...
 recorded_images_missing:
   description:
     - The images of RV(recorded_image_refs) whose digest the engine's store does not hold (removed by hand, or a store
@@ -443,8 +514,13 @@ from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.launchcard.inference.plugins.module_utils import _accelerators as accelerators
 from ansible_collections.launchcard.inference.plugins.module_utils._hf_snapshot import stamp_path
 from ansible_collections.launchcard.inference.plugins.module_utils._platforms import engine_package
+from ansible_collections.launchcard.inference.plugins.module_utils import _gate as gate
 from ansible_collections.launchcard.inference.plugins.module_utils import _lock
-from ansible_collections.launchcard.inference.plugins.module_utils._state import recorded_image_refs, recorded_runtime_setup
+from ansible_collections.launchcard.inference.plugins.module_utils._state import (
+    parse as parse_record,
+    recorded_image_refs,
+    recorded_runtime_setup,
+)
 from ansible_collections.launchcard.inference.plugins.module_utils._preflight import (
     DEFAULT_IMAGE_UNPACK_FACTOR,
     GIB,
@@ -539,26 +615,44 @@ def _docker_info(module, docker):
     return out if rc == 0 else None
 
 
+def _units_found(module, spec, record_text):
+    """What the converge would compare, and one probe of the endpoints (``units_reads`` option)."""
+    if not spec:
+        return None
+    try:
+        record = parse_record(record_text)
+    except ValueError:
+        record = None  # the converge's record call replaces it (and says so)
+    return gate.converge_reads(spec, module.run_command, module.get_bin_path, record)
+
+
 def _take_lock(module, spec, failed_checks):
     """The run lock of this host (``lock`` option), taken after the checks; see the option's description."""
     if not spec:
         return None
-    out = {"taken": False, "reason": "", "held_by": [], "broken": [], "locks": []}
+    paths = spec.get("paths") or []
+    deferred = [{"path": p.get("path"), "scope": p.get("scope") or "host"} for p in paths if (p or {}).get("defer")]
+    out = {"taken": False, "reason": "", "held_by": [], "broken": [], "locks": [], "deferred": deferred}
     if failed_checks:
         out["reason"] = "not taken: a check of this host failed"
         return out
     try:
-        results, held, broken, dummy = _lock.apply_all("present", spec.get("paths") or [], spec.get("holder") or {},
-                                                       bool(spec.get("break_stale")), module.check_mode)
+        # the deferred paths in check mode: a lock another run holds is reported, nothing is written
+        results, held, broken, dummy = _lock.apply_all(
+            "present", [p for p in paths if not (p or {}).get("defer")], spec.get("holder") or {},
+            bool(spec.get("break_stale")), module.check_mode)
+        later = _lock.apply_all("present", deferred, spec.get("holder") or {}, False, True)
     except (ValueError, _lock.LockError) as exc:
         module.fail_json(msg="lock: %s" % exc)
+    results, held = results + later[0], held + later[1]
     for line in broken:
         module.warn("run lock broken on request: %s" % line)
     if held and module.check_mode:
         for line in held:
             module.warn("run lock: %s (check mode: nothing is changed, a real run would be refused)" % line)
-    out.update(taken=not held and not module.check_mode, held_by=held, broken=broken, locks=results,
-               reason="held by another run" if held else ("check mode" if module.check_mode else ""))
+    out.update(taken=not held and not module.check_mode and not deferred, held_by=held, broken=broken, locks=results,
+               reason="held by another run" if held else ("check mode" if module.check_mode else (
+                   "deferred: checked here, taken where the run changes the host" if deferred else "")))
     return out
 
 
@@ -593,6 +687,7 @@ def main():
             container_toolkit=dict(type="bool", default=True),
             amd_render_gid=dict(type="int"),
             ascend_devices=dict(type="list", elements="int"),
+            units_reads=dict(type="dict", options=gate.READS_SPEC),
         ),
         supports_check_mode=True,
     )
@@ -658,6 +753,7 @@ def main():
                      recorded_image_refs=recorded,
                      recorded_runtime_setup=None if images_missing else recorded_runtime_setup(record_text),
                      recorded_images_missing=images_missing,
+                     units_found=_units_found(module, p["units_reads"], record_text),
                      facts=facts)
 
 

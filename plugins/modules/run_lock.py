@@ -17,9 +17,11 @@ description:
   - Every host a run changes holds a host lock (C(/var/lib/launchcard/lock.json)); the fleet's anchor host (the
     first host of the plan in sorted order) also holds the fleet lock (C(/var/lib/launchcard/fleet-lock.json)),
     so two runs on disjoint C(--limit) subsets of one fleet conflict too.
-  - The playbooks take the locks in the M(launchcard.inference.preflight) call and release them in the
-    M(launchcard.inference.host_state) call that records what a host runs; this module takes and releases them
-    where no such call runs (the anchor outside C(--limit), C(undeploy.yml), a run that stops early).
+  - C(upgrade.yml) takes the locks in the M(launchcard.inference.preflight) call; C(deploy.yml) checks them there
+    and takes them with this module after preflight, only where it changes a host (the host lock there, the fleet
+    lock on the anchor when any host changes). Each host releases them in the call that records what it runs;
+    this module also takes and releases them where no such call runs (the anchor outside C(--limit),
+    C(undeploy.yml), a run that stops early).
   - O(state=present) takes each lock in O(paths) for O(holder); the same run taking it again changes nothing.
     A lock held by another run is refused (the module fails naming the holder), unless O(break_stale) is set;
     then it is replaced and the broken holder reported.

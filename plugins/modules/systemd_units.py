@@ -175,6 +175,15 @@ options:
         On a deploy that changes nothing, a router's host is so gated in one round trip.
       - Unset (the default) - no gate.
     type: dict
+  settled:
+    description:
+      - Handled on the controller by the action plugin of the same name, never sent to the host. The result a
+        call would return on a host where it would change nothing (what the filter
+        C(launchcard.inference.units_settled) builds from the host's preflight reading, RV(launchcard.inference.preflight#module:units_found));
+        given (not null), the task returns it as its result and the host is not contacted, so a deploy that changes
+        nothing makes one round trip per host fewer. The result then has C(settled=true).
+      - Null or unset (the default) - the module runs on the host as usual.
+    type: dict
 author:
   - launchcard.inference contributors (@launchcard)
 extends_documentation_fragment:
@@ -183,6 +192,10 @@ attributes:
   diff_mode:
     support: full
     details: One diff per unit file written or removed, headed by its path; the secrets file is never diffed.
+  action:
+    description: Has an action plugin of the same name, which runs on the controller before the module.
+    support: full
+    details: The action plugin returns O(settled) without contacting the host, else runs the module.
 notes:
   - Requires systemd on the managed host.
 """
@@ -287,9 +300,12 @@ from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
 
 from ansible_collections.launchcard.inference.plugins.module_utils import _gate as gate
 from ansible_collections.launchcard.inference.plugins.module_utils._systemd import (
+    QUADLET_SUFFIX,
     RESTART_PROPERTIES,
     SHOW_PROPERTIES,
     actions,
+    read_unit_files,
+    unit_of,
     restart_baseline,
     dropin_verdicts,
     foreign_peer_changes,
@@ -299,25 +315,7 @@ from ansible_collections.launchcard.inference.plugins.module_utils._systemd impo
 )
 
 
-def _read_existing(directory, prefix):
-    found = {}
-    if not os.path.isdir(directory):
-        return found
-    for name in os.listdir(directory):
-        path = os.path.join(directory, name)
-        if name.startswith(prefix) and os.path.isfile(path) and not os.path.islink(path):
-            with open(path) as f:
-                found[name] = f.read()
-    return found
-
-
-QUADLET_SUFFIX = ".container"
 QUADLET_BINS = ("/usr/libexec/podman/quadlet", "/usr/lib/podman/quadlet")
-
-
-def unit_of(name):
-    """The systemd unit a file gives: itself, or ``NAME.service`` for a Quadlet ``NAME.container``."""
-    return name[:-len(QUADLET_SUFFIX)] + ".service" if name.endswith(QUADLET_SUFFIX) else name
 
 
 def _quadlet_bin(module, given):
@@ -447,6 +445,7 @@ def main():
                                     default=["/etc/systemd/system", "/run/systemd/system"]),
             secrets_file=dict(type="path", default="/etc/launchcard/secrets.env"),
             health=dict(type="dict"),
+            settled=dict(type="dict"),
         ),
         supports_check_mode=True,
     )
@@ -479,10 +478,7 @@ def main():
     def path_of(name):
         return os.path.join(p["quadlet_directory"] if name.endswith(QUADLET_SUFFIX) else p["directory"], name)
 
-    existing = dict((n, c) for n, c in _read_existing(p["directory"], p["prefix"]).items()
-                    if not n.endswith(QUADLET_SUFFIX))
-    existing.update((n, c) for n, c in _read_existing(p["quadlet_directory"], p["prefix"]).items()
-                    if n.endswith(QUADLET_SUFFIX))
+    existing = read_unit_files(p["directory"], p["quadlet_directory"], p["prefix"])
     plan = diff_files(desired, existing, p["prefix"]) if p["prune"] else dict(
         diff_files(desired, existing, p["prefix"]), remove=[])
 

@@ -276,23 +276,24 @@ def host_options(host_vars):
     return opts
 
 
+def host_secrets(host_vars):
+    """The secrets of one host and the file they go to: ``{"secrets_file": path, "secrets": {"HF_TOKEN": token}
+    or {}}``; only ``launchcard_hf_token`` and ``launchcard_secrets_env_file`` are read (no preflight fact)."""
+    token = host_vars.get(SECRETS_VARIABLE)
+    token = "" if token is None else str(token)
+    return {"secrets_file": str(host_vars.get(VARIABLES["secrets_env_file"][0]) or SECRETS_ENV_FILE),
+            "secrets": {"HF_TOKEN": token} if token else {}}
+
+
 def host_settings(host_vars):
     """The unit options plus the secrets of one host, for the ``units`` role.
 
     :returns: ``{"options": host_options(...), "ready_helper": path of the
         units' readiness helper (:data:`READY_HELPER`), "secrets_file": path,
-        "secrets": {"HF_TOKEN": token} or {}}``; ``secrets_file`` is the path
+        "secrets": {"HF_TOKEN": token} or {}}`` (:func:`host_secrets`); ``secrets_file`` is the path
         even without a token (the converge removes a stale file there).
     """
-    opts = host_options(host_vars)
-    token = host_vars.get(SECRETS_VARIABLE)
-    token = "" if token is None else str(token)
-    return {
-        "options": opts,
-        "ready_helper": READY_HELPER,
-        "secrets_file": str(host_vars.get(VARIABLES["secrets_env_file"][0]) or SECRETS_ENV_FILE),
-        "secrets": {"HF_TOKEN": token} if token else {},
-    }
+    return dict(host_secrets(host_vars), options=host_options(host_vars), ready_helper=READY_HELPER)
 
 
 def setup_reads(host_vars):

@@ -138,3 +138,38 @@ def test_host_state_releases_the_run_lock_in_its_record_call(tmp_path, capsys):
     hostvars["h1"] = {"preflight_result": hostvars["h1"]["preflight_result"], "units_converge": {"health": res}}
     assert filters.run_lock_taken(hostvars, ["h1"], released=["units_converge.health", "units_health"]) == []
     assert filters.run_lock_taken(hostvars, ["h1"], released=["units_health"]) == [{"host": "h1", "paths": a["paths"]}]
+
+
+def test_deferred_locks_are_checked_in_preflight_and_taken_only_by_run_lock(host, capsys):
+    lock_dir = host["tmp"] / "state"
+    deferred = spec(RUN_A, "h1", lock_dir, defer=True)
+    assert all(p["defer"] for p in deferred["paths"]) and [p["scope"] for p in deferred["paths"]] == ["host", "fleet"]
+    # with break_stale the run takes every lock in preflight, as before
+    assert not any(p.get("defer") for p in spec(RUN_A, "h1", lock_dir, defer=True, break_stale=True)["paths"])
+    rc, res = call(preflight, capsys, preflight_args(host, deferred))
+    assert rc == 0 and not res["lock"]["taken"] and res["lock"]["reason"].startswith("deferred")
+    assert res["lock"]["deferred"] == [{"path": str(lock_dir / "lock.json"), "scope": "host"},
+                                       {"path": str(lock_dir / "fleet-lock.json"), "scope": "fleet"}]
+    assert not os.path.exists(str(lock_dir / "lock.json")) and not os.path.exists(str(lock_dir / "fleet-lock.json"))
+    assert filters.run_lock_taken({"h1": {"preflight_result": res}}, ["h1"]) == []
+    # another run's lock on a deferred path still refuses this one at preflight
+    other = spec(RUN_B, "h1", lock_dir)
+    call(run_lock, capsys, {"paths": other["paths"][:1], "holder": other["holder"]})
+    rc, res = call(preflight, capsys, preflight_args(host, deferred))
+    assert rc == 0 and res["lock"]["held_by"] and "bob@ctl-b" in res["lock"]["held_by"][0]
+    msg = filters.run_lock_refusal({"h1": {"preflight_result": res}}, ["h1"])
+    assert msg.startswith("another run holds the lock") and "h1:%s/lock.json held by bob@ctl-b" % lock_dir in msg
+
+
+def test_a_fleet_lock_taken_after_preflight_counts_for_the_anchor_and_its_record_releases_it():
+    fleet_lock = {"locks": [{"path": "/l/fleet-lock.json", "scope": "fleet", "acquired": True}]}
+    host_lock = {"locks": [{"path": "/l/lock.json", "scope": "host", "acquired": True}]}
+    hostvars = {"h1": {"launchcard_host_lock": host_lock}, "h2": {"launchcard_host_lock": {"skipped": True}}}
+    names = ["preflight_result", "launchcard_host_lock"]
+    assert filters.run_lock_taken(hostvars, ["h1", "h2"], fleet_lock, "h1", result=names) == [
+        {"host": "h1", "paths": [{"path": "/l/lock.json", "scope": "host"}, {"path": "/l/fleet-lock.json", "scope": "fleet"}]}]
+    hostvars["h1"]["units_converge"] = {"health": {"lock": {"released": ["/l/lock.json", "/l/fleet-lock.json"]}}}
+    assert filters.run_lock_taken(hostvars, ["h1", "h2"], fleet_lock, "h1", ["units_converge.health"], names) == []
+    # an anchor outside the hosts looked at: its fleet lock is listed on its own, as before
+    assert filters.run_lock_taken(hostvars, ["h2"], fleet_lock, "h1", result=names) == [
+        {"host": "h1", "paths": [{"path": "/l/fleet-lock.json", "scope": "fleet"}]}]
