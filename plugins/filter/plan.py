@@ -12,6 +12,7 @@ from ansible.module_utils.common.text.converters import to_text
 
 from ansible_collections.launchcard.inference.plugins.module_utils import _preflight as preflight
 from ansible_collections.launchcard.inference.plugins.module_utils import _state as state
+from ansible_collections.launchcard.inference.plugins.module_utils import _systemd as systemd
 from ansible_collections.launchcard.inference.plugins.plugin_utils import _images as images
 from ansible_collections.launchcard.inference.plugins.plugin_utils import _report as report
 from ansible_collections.launchcard.inference.plugins.plugin_utils import _unit_options as unit_options
@@ -263,6 +264,44 @@ def units_gate_first(host_plan, plan, host, timeout, interval, record=None):
     return spec
 
 
+def units_reads(host_plan, plan, host, host_vars, remove_secrets=False):
+    """The preflight call's ``units_reads`` option for one host: what the units role's converge would compare
+    (its unit files, states, drop-ins and secrets file, in systemd_units' default places) and the endpoints of
+    both gate stages, probed once; None for a host the plan gives nothing.
+
+    :param host_vars: ``hostvars[host]``: its secrets and their file, as ``unit_settings`` reads them
+        (plugin_utils._unit_options.host_secrets; no preflight fact is needed).
+    :param remove_secrets: the converge's ``remove_secrets``.
+    :raises AnsibleFilterError: a secret the secrets file cannot hold (the converge would refuse it too).
+    """
+    if host_plan is None:
+        return None
+    gate = units_gate_first(host_plan, plan, host, 0, 0)
+    settings = unit_options.host_secrets(host_vars if host_vars is not None else {})
+    secrets = settings["secrets"]
+    try:
+        digest = state.sha256_text(systemd.render_env_file(secrets)) if secrets else ""
+    except ValueError as exc:
+        raise AnsibleFilterError("launchcard.inference.units_reads: secrets: %s" % to_text(exc))
+    return {"secrets_file": settings["secrets_file"], "secrets_sha256": digest, "remove_secrets": bool(remove_secrets) and not secrets,
+            "endpoints": gate["endpoints"], "then": gate["then"]}
+
+
+def units_settled(found, units, allowed_dropins=None, record=None):
+    """The result the units role's converge call would return on a host where it would change nothing, or None
+    (see module_utils._systemd.settled_converge): ``found`` is the preflight call's ``units_found``, ``units``
+    the converge's ``units`` option, ``record`` its gate's record (``units_record``: card, instances, runtime)."""
+    if not found:
+        return None
+    units = [{"name": u["name"], "content": u["content"]} for u in units or ()]
+    digest = None
+    if record is not None:
+        desired = dict((u["name"], u["content"]) for u in units)
+        digest = state.state_sha256(state.build(desired, record.get("card"), record.get("instances"),
+                                                record.get("runtime")))
+    return systemd.settled_converge(found, units, allowed_dropins or (), digest)
+
+
 def deploy_summary(plan, hostvars, check_mode=False):
     """Deploy summary table lines: host, recipe, engine, role, port, state.
 
@@ -328,6 +367,8 @@ class FilterModule(object):
             "units_setup_needed": units_setup_needed,
             "setup_parts": setup_parts,
             "health_endpoints": health_endpoints,
+            "units_reads": units_reads,
+            "units_settled": units_settled,
             "units_gate_first": units_gate_first,
             "units_peers_settled": units_peers_settled,
             "held_images": held_images,

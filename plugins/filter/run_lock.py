@@ -23,9 +23,13 @@ def _get(mapping, *keys):
     return mapping
 
 
-def run_lock_spec(run, host, plan, lock_dir="/var/lib/launchcard", break_stale=False, scope="host"):
+def run_lock_spec(run, host, plan, lock_dir="/var/lib/launchcard", break_stale=False, scope="host", defer=False):
     """The ``lock`` option of one host's preflight call (``scope="host"``: its host lock, and the fleet lock
     when ``host`` is the anchor), or of the fleet lock alone (``scope="fleet"``).
+
+    :param defer: the locks are only checked in the preflight call (``defer: true``), to be taken later where the
+        run changes a host (``playbooks/deploy.yml``: the host lock on that host, the fleet lock on the anchor); not
+        with ``break_stale``, whose run takes every lock in the preflight call.
 
     :param run: ``launchcard_run`` (set by the plan role).
     :returns: ``{"holder": {...}, "paths": [{"path", "scope"}], "break_stale": bool}``.
@@ -42,6 +46,9 @@ def run_lock_spec(run, host, plan, lock_dir="/var/lib/launchcard", break_stale=F
         paths = [{"path": "%s/%s" % (lock_dir, HOST_LOCK), "scope": "host"}]
         if host == run.get("anchor"):
             paths.append({"path": "%s/%s" % (lock_dir, FLEET_LOCK), "scope": "fleet"})
+        if defer and not break_stale:
+            for path in paths:
+                path["defer"] = True
     holder = {"run_id": run["id"], "user": run.get("user"), "controller": run.get("controller"),
               "playbook": run.get("playbook"), "card": card}
     return {"holder": holder, "paths": paths, "break_stale": bool(break_stale)}
@@ -60,9 +67,10 @@ def run_lock_taken(hostvars, hosts, fleet=None, anchor=None, released=None, resu
     """The locks this run holds: ``[{"host", "paths": [{"path", "scope"}]}]``, hosts in ``hosts`` order.
 
     :param hostvars: ``hostvars``; a host's locks are in its registered ``result`` (``preflight_result.lock``, or a
-        ``run_lock`` result).
+        ``run_lock`` result; a list of names: each of them).
     :param hosts: the hosts to look at (``ansible_play_hosts_all``).
-    :param fleet: the registered result of the task that took the fleet lock on ``anchor`` outside the limit.
+    :param fleet: the registered result of the task that took the fleet lock on ``anchor`` (outside the limit, or
+        deferred to after preflight); when ``anchor`` is one of ``hosts``, its ``released`` paths count for it.
     :param released: the name (or a list of names; a dotted name reads into a result, as
         ``units_converge.health``) of registered ``host_state`` or gate results whose ``lock.released``
         lists the paths a host already released (those are left out).
@@ -70,15 +78,19 @@ def run_lock_taken(hostvars, hosts, fleet=None, anchor=None, released=None, resu
     if isinstance(released, str):
         released = [released]
     out = []
+    fleet_paths = _taken(fleet) if anchor else []
     for host in hosts or ():
         hv = hostvars[host] if host in hostvars else {}
-        paths = _taken(_get(hv, result))
+        paths = [p for name in ([result] if isinstance(result, str) else result or ()) for p in _taken(_get(hv, name))]
+        if host == anchor:
+            paths += [p for p in fleet_paths if p not in paths]
+            fleet_paths = []
         gone = set(p for name in released or () for p in (_get(hv, *(name.split(".") + ["lock", "released"])) or []))
         paths = [p for p in paths if p["path"] not in gone]
         if paths:
             out.append({"host": host, "paths": paths})
-    if anchor and _taken(fleet):
-        out.append({"host": anchor, "paths": _taken(fleet)})
+    if fleet_paths:
+        out.append({"host": anchor, "paths": fleet_paths})
     return out
 
 

@@ -175,7 +175,7 @@ def test_every_engine_host_holds_the_complete_snapshot(fleet, plan, hub, first_d
 
 def test_second_deploy_changes_nothing(fleet, hub, first_deploy):
     served = hub_bytes(hub)
-    res = playbook()
+    res = playbook("-v")  # the converge results in the output
     assert res.returncode == 0, res.stdout[-4000:]
     counts = recap(res.stdout)
     assert set(counts) >= set(fleet), counts
@@ -194,9 +194,17 @@ def test_second_deploy_changes_nothing(fleet, hub, first_deploy):
     assert set(skipped) >= set(fleet) and max(skipped.values()) <= 13, skipped
     assert sorted(skipped.values())[len(skipped) // 2] <= 9, skipped
     assert hub_bytes(hub) == served  # no byte of the weights downloaded again
-    # nothing restarted: the router's and the language server's converge calls gated their endpoints (which
-    # answer through their peers) and recorded; the gate's second stage made no call
+    # nothing restarted: the router's and the language server's endpoints (which answer through their peers)
+    # answered the preflight call's probe; the gate's second stage made no call
     assert "Units | Gate on the health of the endpoints that answer through their peers]" not in res.stdout
+    # one round trip per host: the preflight call read what the converge would compare, every host was settled
+    # (its converge result came from that reading, on the controller) and none took a run lock
+    converge = res.stdout.split("Units | Converge every unit of this host", 1)[1].split("\nTASK [", 1)[0]
+    settled = re.findall(r"^ok: \[(\S+)\] => ?(?:\n {4}.*)*?\n {4}settled: true$", converge, re.M)
+    assert sorted(settled) == sorted(fleet), converge[-3000:]
+    # (a task every host skips prints nothing: display_skipped_hosts is off in ansible.cfg)
+    assert "Take the run lock of each host this run changes]" not in res.stdout
+    assert "Take the fleet lock on its anchor when this run changes a host]" not in res.stdout
 
 
 def test_a_peer_started_again_sends_only_its_router_to_the_second_stage(fleet, plan, first_deploy):
