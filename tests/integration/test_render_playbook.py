@@ -217,6 +217,9 @@ def units_role_playbook(path, out):
     with open(os.path.join(ROOT, "roles", "units", "vars", "main.yml")) as f:
         task_vars = dict(yaml.safe_load(f) or {})  # units_settings: the one options builder
     task_vars.update(converge.get("vars") or {})
+    with open(os.path.join(ROOT, "roles", "units", "defaults", "main.yml")) as f:
+        # a host that changes (null: not settled), so the task's units option looks up the files it would send
+        task_vars["units_settled_result"] = yaml.safe_load(f)["units_settled_result"]
     task_vars["units_role_files"] = converge["launchcard.inference.systemd_units"]["units"]
     playbook = [{
         "name": "What the units role would converge", "hosts": "all", "gather_facts": False,
