@@ -13,7 +13,6 @@ readings are ``_systemd``; the record and the run locks are ``_state`` and ``_lo
 
 from __future__ import annotations
 
-import glob
 import json
 import os
 import urllib.error
@@ -27,6 +26,7 @@ from ansible_collections.launchcard.inference.plugins.module_utils._systemd impo
     SHOW_PROPERTIES,
     WATCH_PROPERTIES,
     CrashWatch,
+    find_dropins,
     parse_show,
     read_unit_files,
     runs_new_invocation,
@@ -277,11 +277,7 @@ def converge_reads(spec, run, bin_path, record=None, probe=request):
     if systemctl:
         rc, out, dummy = run([systemctl, "show", "-p", ",".join(SHOW_PROPERTIES), "--"] + names)
         states = parse_show(out) if rc == 0 else {}
-    dropins = []
-    for name in names:
-        for base in spec["dropin_directories"]:
-            dropins += [f for f in glob.glob(os.path.join(glob.escape(base), glob.escape(name + ".d"), "*.conf"))
-                        if os.path.isfile(f) or os.path.islink(f)]
+    dropins = find_dropins(names, spec["dropin_directories"])
     first = [dict(ep, name=ep.get("name") or ep["url"]) for ep in spec["endpoints"]]
     then = [dict(ep, name=ep.get("name") or ep["url"]) for ep in spec["then"]]
     results = wait_all(first + then, 0, probe, 0) if first or then else []

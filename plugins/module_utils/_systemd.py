@@ -10,6 +10,7 @@ output, and runs the few batched ``systemctl`` calls it returns.
 
 from __future__ import annotations
 
+import glob
 import hashlib
 import os
 import re
@@ -362,6 +363,28 @@ def read_unit_files(directory, quadlet_directory, prefix):
     return found
 
 
+def find_dropins(names, directories):
+    """Paths of the drop-ins (``<dir>/<unit>.d/*.conf``, files or links) of ``names`` in ``directories``."""
+    found = []
+    for name in names:
+        for base in directories:
+            found += [f for f in glob.glob(os.path.join(glob.escape(base), glob.escape(name + ".d"), "*.conf"))
+                      if os.path.isfile(f) or os.path.islink(f)]
+    return found
+
+
+def unit_rows(names, states):
+    """The ``units`` a converge returns: per unit of ``names`` (sorted), its states from :func:`parse_show`."""
+    rows = []
+    for name in sorted(names):
+        st = states.get(name) or {}
+        restarts = st.get("NRestarts") or "0"
+        rows.append({"name": name, "active_state": st.get("ActiveState"), "sub_state": st.get("SubState"),
+                     "unit_file_state": st.get("UnitFileState"),
+                     "n_restarts": int(restarts) if restarts.isdigit() else 0})
+    return rows
+
+
 def settled_converge(found, units, allowed_dropins=(), record_sha256=None):
     """What a converge call (``systemd_units`` with ``state: started`` and a ``health`` gate) would return on a
     host where it would change nothing, from what the preflight call read there; None when it would act.
@@ -399,13 +422,7 @@ def settled_converge(found, units, allowed_dropins=(), record_sha256=None):
         return None
     if record_sha256 is not None and found.get("record_sha256") != record_sha256:
         return None
-    units_out = []
-    for name in wanted:
-        st = states.get(name) or {}
-        restarts = st.get("NRestarts") or "0"
-        units_out.append({"name": name, "active_state": st.get("ActiveState"), "sub_state": st.get("SubState"),
-                          "unit_file_state": st.get("UnitFileState"),
-                          "n_restarts": int(restarts) if restarts.isdigit() else 0})
+    units_out = unit_rows(wanted, states)
     health = {"endpoints": first + then, "unhealthy": [], "crashed": [], "msg": "", "lock": None,
               "recorded": None if record_sha256 is None else False, "then_gated": True if then else None}
     return {"changed": False, "settled": True, "units": units_out, "written": [], "removed": [], "actions": todo,

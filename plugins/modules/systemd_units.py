@@ -289,7 +289,6 @@ health:
     then_gated: null
 """
 
-import glob
 import hashlib
 import os
 import shutil
@@ -308,6 +307,8 @@ from ansible_collections.launchcard.inference.plugins.module_utils._systemd impo
     unit_of,
     restart_baseline,
     dropin_verdicts,
+    find_dropins,
+    unit_rows,
     foreign_peer_changes,
     render_env_file,
     diff_files,
@@ -538,11 +539,7 @@ def main():
     stale_enabled = {n for n, st in stale.items() if st.get("UnitFileState") in ("enabled", "enabled-runtime")}
     todo["stop"] = sorted(set(todo["stop"]) | stale_active)
     todo["disable"] = sorted(set(todo["disable"]) | stale_enabled)
-    found = []
-    for name in wanted:
-        for base in p["dropin_directories"]:
-            found += [f for f in glob.glob(os.path.join(glob.escape(base), glob.escape(name + ".d"), "*.conf"))
-                      if os.path.isfile(f) or os.path.islink(f)]
+    found = find_dropins(wanted, p["dropin_directories"])
     dropins = dropin_verdicts(found, p["allowed_dropins"])
     for path in dropins["remove"]:
         module.warn("drift: drop-in %s overrides the collection's unit; %s (list it in allowed_dropins to keep it)"
@@ -619,20 +616,7 @@ def main():
         (name, dict(restart_baseline(before.get(name, {})), verb=verb))
         for verb in ("start", "restart") for name in todo[verb] if name in wanted)
     after = before if module.check_mode or not acted else show(list(wanted))
-    units = []
-    for name in sorted(wanted):
-        st = after.get(name, {})
-        try:
-            restarts = int(st.get("NRestarts") or 0)
-        except ValueError:
-            restarts = 0
-        units.append({
-            "name": name,
-            "active_state": st.get("ActiveState"),
-            "sub_state": st.get("SubState"),
-            "unit_file_state": st.get("UnitFileState"),
-            "n_restarts": restarts,
-        })
+    units = unit_rows(wanted, after)
     result = dict(changed=changed, units=units, written=plan["write"], removed=plan["remove"],
                   actions=todo, daemon_reloaded=reloaded, secrets_changed=secrets_changed,
                   secrets_restarted=secrets_restarted, queued=queued,
