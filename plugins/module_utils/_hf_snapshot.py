@@ -26,17 +26,39 @@ repository's folder from the seed (rsync), and :func:`ensure_snapshot` with
 Resuming is per file: a run keeps every file already complete. Within one
 file, huggingface_hub retries an interrupted transfer with a range request;
 the partial file of a killed run is discarded (:func:`remove_partials`).
+
+Xet: huggingface_hub downloads a file the endpoint marks Xet-backed from Xet
+storage (a token from the endpoint's ``xet-read-token`` route, then the CAS
+host that token names), not from the endpoint. An internal mirror rarely
+offers either, so by default (``xet="auto"``) only the public Hub is read that
+way; any other endpoint serves every byte over plain HTTP (:func:`xet_allowed`).
 """
 
 from __future__ import annotations
 
+import errno
+import importlib.util
 import os
+import re
+import shutil
 import socket
 import stat
+from contextlib import contextmanager
 from urllib.parse import urlsplit
 
 CAUSES = ("wrong revision", "repository not found", "hub unreachable", "incomplete", "truncated download",
-          "incomplete copy", "hub error")
+          "incomplete copy", "disk full", "cache error", "xet unavailable", "hub error")
+XET_CHOICES = ("auto", "always", "never")
+# huggingface_hub constants.py: _HF_DEFAULT_ENDPOINT is https://huggingface.co, HF_URL_HOSTS adds hf.co
+PUBLIC_HUB_HOSTS = ("huggingface.co", "hf.co")
+# errnos of a connection that failed (refused, reset, no route, timed out): the endpoint, not this host's disk
+_NET_ERRNOS = {getattr(errno, n) for n in ("ECONNREFUSED", "ECONNRESET", "ECONNABORTED", "EHOSTUNREACH", "EHOSTDOWN",
+                                           "ENETUNREACH", "ENETDOWN", "ETIMEDOUT", "EPIPE") if hasattr(errno, n)}
+_FULL_ERRNOS = {getattr(errno, n) for n in ("ENOSPC", "EDQUOT") if hasattr(errno, n)}
+# huggingface_hub 2.4.0 file_download.py http_get: "Consistency check failed: file should be of size X but has size Y"
+_CONSISTENCY = re.compile(r"should be of size (\d+) but has size (\d+)")
+# h11 _readers.py read_eof (httpx's RemoteProtocolError): "(received X bytes, expected Y)" of the last response
+_PEER_CLOSED = re.compile(r"received (\d+) bytes, expected (\d+)")
 
 
 class WeightsError(Exception):
@@ -142,6 +164,14 @@ def remove_partials(hf_home, repo):
     return freed
 
 
+def remove_stamp(hf_home, repo, revision):
+    """Remove the completion stamp of ``revision``: called before downloading into a snapshot found incomplete."""
+    try:
+        os.unlink(stamp_path(hf_home, repo, revision))
+    except FileNotFoundError:
+        pass
+
+
 def make_readable(hf_home, repo):
     """Give everyone read access to the repository's cache (dirs ``a+rx``, files ``a+r``).
 
@@ -170,13 +200,65 @@ def _class_names(exc):
     return {c.__name__ for c in type(exc).__mro__}
 
 
-def describe_error(exc, endpoint, repo, revision):
-    """Turn an exception of huggingface_hub (or the network below it) into a :class:`WeightsError`.
+def mount_of(path):
+    """The mount point holding ``path`` (its nearest existing ancestor when ``path`` does not exist yet)."""
+    path = os.path.realpath(path)
+    while not os.path.exists(path):
+        path = os.path.dirname(path)
+    while not os.path.ismount(path):
+        path = os.path.dirname(path)
+    return path
+
+
+def free_bytes(path):
+    """Bytes an unprivileged writer may still use on the filesystem holding ``path`` (``statvfs`` ``f_bavail``)."""
+    return shutil.disk_usage(mount_of(path)).free
+
+
+def disk_full(hf_home, needed, what):
+    """The ``disk full`` error: the mount holding ``hf_home``, the bytes ``what`` needs and the bytes free."""
+    mount = mount_of(hf_home)
+    return WeightsError("disk full", "%s (the filesystem holding %s) has %d bytes free; %s needs %d bytes"
+                        % (mount, hf_home, shutil.disk_usage(mount).free, what, needed))
+
+
+def _network_oserror(exc):
+    return isinstance(exc, (ConnectionError, TimeoutError, socket.gaierror, socket.herror)) or \
+        getattr(exc, "errno", None) in _NET_ERRNOS
+
+
+def _truncated(exc, path, size):
+    """``(received, expected)`` bytes of ``path`` when ``exc`` is a transfer that ended short, else None.
+
+    huggingface_hub 2.4.0 raises ``OSError("Consistency check failed: ...")`` when a response ends cleanly
+    short of the size the Hub announced, and lets httpx's ``RemoteProtocolError`` through when the peer
+    closes before the ``Content-Length`` it sent, after retrying from where it stopped (file_download.py
+    http_get); that message counts the last response only, which began where the file stopped before it.
+    """
+    text = str(exc)
+    m = _CONSISTENCY.search(text)
+    if m and isinstance(exc, OSError):
+        return int(m.group(2)), int(m.group(1))
+    m = _PEER_CLOSED.search(text)
+    if m and "RemoteProtocolError" in _class_names(exc) and size is not None:
+        got, promised = int(m.group(1)), int(m.group(2))
+        return size - promised + got if promised <= size else got, size
+    return None
+
+
+def describe_error(exc, endpoint, repo, revision, path=None, size=None, hf_home=None, needed=None):
+    """Turn an exception of huggingface_hub (or the network or disk below it) into a :class:`WeightsError`.
 
     Matched by class name so this module needs no huggingface_hub import:
     ``RevisionNotFoundError`` -> ``wrong revision``; ``RepositoryNotFoundError``,
-    ``GatedRepoError`` -> ``repository not found``; connection errors and
-    timeouts (httpx's, ``OSError``) -> ``hub unreachable``; else ``hub error``.
+    ``GatedRepoError`` -> ``repository not found``; a transfer of ``path`` that
+    ended short -> ``truncated download``; ``ENOSPC``/``EDQUOT`` -> ``disk full``;
+    connection errors and timeouts (httpx's, or an ``OSError`` of the network)
+    -> ``hub unreachable``; any other ``OSError`` with an errno (the cache under
+    ``hf_home``) -> ``cache error``; else ``hub error``.
+
+    :param path: the repository path being downloaded, ``size`` its listed size
+        in bytes, ``needed`` the bytes still missing of the revision, this file included.
     """
     if isinstance(exc, WeightsError):
         return exc
@@ -187,10 +269,20 @@ def describe_error(exc, endpoint, repo, revision):
     if names & {"RepositoryNotFoundError", "GatedRepoError"}:
         return WeightsError("repository not found",
                             "%s is not on %s or needs a token that can read it (%s)" % (repo, endpoint, detail))
+    short = _truncated(exc, path, size) if path else None
+    if short:
+        return WeightsError("truncated download", "%s of %s at %s from %s: %d of %d bytes arrived before the transfer "
+                            "ended; nothing of it was kept (a mirror or proxy that cuts the file short answers the "
+                            "same way on a re-run)" % (path, repo, revision, endpoint, short[0], short[1]))
+    if isinstance(exc, OSError) and getattr(exc, "errno", None) in _FULL_ERRNOS and hf_home:
+        return disk_full(hf_home, needed if needed is not None else size or 0,
+                         "%s at %s (%s and what is still missing of the revision)" % (repo, revision, path or "the files"))
     if names & {"ConnectError", "ConnectTimeout", "TimeoutException", "NetworkError", "ConnectionError",
                 "LocalEntryNotFoundError", "OfflineModeIsEnabled", "ProxyError"} or (
-            isinstance(exc, OSError) and not names & {"HfHubHTTPError"}):
+            isinstance(exc, OSError) and _network_oserror(exc)):
         return WeightsError("hub unreachable", "cannot reach the hub endpoint %s: %s" % (endpoint, detail))
+    if isinstance(exc, OSError) and getattr(exc, "errno", None) and not names & {"HfHubHTTPError"}:
+        return WeightsError("cache error", "cannot write the cache under %s: %s" % (hf_home or "HF_HOME", detail))
     return WeightsError("hub error", "%s from %s: %s" % (type(exc).__name__, endpoint, detail))
 
 
@@ -261,12 +353,18 @@ def ensure_snapshot(client, hf_home, repo, revision, check_mode=False, verify_on
     sizes = {f["path"]: f["size"] for f in listing}
     remove_broken(hf_home, repo, revision, [m["path"] for m in before["missing"] if m["found"] is not None])
     remove_partials(hf_home, repo)
+    remove_stamp(hf_home, repo, revision)
+    needed = sum(sizes[p] for p in todo)
+    if needed > free_bytes(hf_home):  # huggingface_hub only warns (file_download.py _check_disk_space), then fails mid-file
+        raise disk_full(hf_home, needed, "%s at %s (%d missing file(s))" % (repo, revision, len(todo)))
     done = 0
     for path in todo:
         try:
             client.download(repo, revision, path)
         except Exception as exc:  # pylint: disable=broad-except
-            raise describe_error(exc, getattr(client, "endpoint", "the hub"), repo, revision) from exc
+            remove_partials(hf_home, repo)
+            raise describe_error(exc, getattr(client, "endpoint", "the hub"), repo, revision, path=path,
+                                 size=sizes[path], hf_home=hf_home, needed=needed - done) from exc
         done += sizes[path]
         result["downloaded"].append(path)
         if progress:
@@ -281,28 +379,64 @@ def ensure_snapshot(client, hf_home, repo, revision, check_mode=False, verify_on
     return result
 
 
+def xet_allowed(endpoint, xet="auto"):
+    """Whether downloads from ``endpoint`` may take huggingface_hub's Xet path.
+
+    ``never``: False; ``always``: True; ``auto``: None (huggingface_hub decides, ``HF_HUB_DISABLE_XET``
+    included) on the public Hub, False on any other endpoint: the token route and the CAS host the
+    Xet path needs are the Hub's own (huggingface_hub#4475), which a mirror does not serve (artifact-keeper#3334).
+    """
+    if xet not in XET_CHOICES:
+        raise WeightsError("hub error", "xet must be one of %s, found %r" % (", ".join(XET_CHOICES), xet))
+    if xet != "auto":
+        return xet == "always"
+    host = (urlsplit(endpoint).hostname or "").lower()
+    return None if host in PUBLIC_HUB_HOSTS else False
+
+
 class HubClient:
     """The Hub through ``huggingface_hub`` (imported here, lazily).
 
     ``endpoint`` is the Hub's base URL (``HF_ENDPOINT``); ``token`` may be
     empty. Downloads go into ``<hf_home>/hub`` with huggingface_hub's own
-    locking, ``.incomplete`` files and HTTP range retries.
+    locking, ``.incomplete`` files and HTTP range retries. ``xet``: see :func:`xet_allowed`.
     """
 
-    def __init__(self, endpoint, token, hf_home, timeout=30.0):
+    def __init__(self, endpoint, token, hf_home, timeout=30.0, xet="auto"):
         # The module may inherit the engines' environment: never run offline, never draw bars.
         os.environ.pop("HF_HUB_OFFLINE", None)
         os.environ["HF_HUB_DISABLE_PROGRESS_BARS"] = "1"
         os.environ["HF_HUB_DISABLE_TELEMETRY"] = "1"
         os.environ["HF_HOME"] = hf_home
+        self.xet = xet_allowed(endpoint, xet)
         import huggingface_hub  # pylint: disable=import-outside-toplevel
+        from huggingface_hub import constants  # pylint: disable=import-outside-toplevel
 
         self._hf = huggingface_hub
+        self._constants = constants
         self.endpoint = endpoint.rstrip("/")
         self.token = token or False  # False: never read a token file from the host
         self.cache_dir = os.path.join(hf_home, "hub")
         self.timeout = timeout
         self.api = huggingface_hub.HfApi(endpoint=self.endpoint, token=self.token)
+
+    @contextmanager
+    def _xet_setting(self):
+        """Apply :attr:`xet` to huggingface_hub for one call, then restore what it had.
+
+        huggingface_hub reads ``constants.HF_HUB_DISABLE_XET`` at each decision (utils/_runtime.py
+        is_xet_available, file_download.py _download_to_tmp_and_move); it is set from the environment at
+        import, which may have happened before this client was made.
+        """
+        if self.xet is None:
+            yield
+            return
+        saved = self._constants.HF_HUB_DISABLE_XET
+        self._constants.HF_HUB_DISABLE_XET = not self.xet
+        try:
+            yield
+        finally:
+            self._constants.HF_HUB_DISABLE_XET = saved
 
     def reachable(self):
         """Fail fast (``OSError``) when nothing accepts a TCP connection at the endpoint.
@@ -319,5 +453,43 @@ class HubClient:
         return list(self.api.list_repo_tree(repo, revision=revision, recursive=True))
 
     def download(self, repo, revision, path):
-        return self._hf.hf_hub_download(repo, path, revision=revision, cache_dir=self.cache_dir,
-                                        endpoint=self.endpoint, token=self.token, etag_timeout=self.timeout)
+        with self._xet_setting():
+            try:
+                return self._hf.hf_hub_download(repo, path, revision=revision, cache_dir=self.cache_dir,
+                                                endpoint=self.endpoint, token=self.token, etag_timeout=self.timeout)
+            except Exception as exc:  # pylint: disable=broad-except  # re-raised, named when the Xet path failed
+                failed = self.xet_failure(exc, repo, revision, path)
+                if failed is None:
+                    raise
+                raise failed from exc
+
+    def xet_failure(self, exc, repo, revision, path):
+        """A ``xet unavailable`` :class:`WeightsError` when ``path`` failed on the Xet path, else None.
+
+        The endpoint's ``resolve`` headers say whether the file took it (``X-Xet-Hash`` and the ``xet-auth``
+        link: huggingface_hub utils/_xet.py parse_xet_file_data_from_response); the failed step is the token
+        request to that link when ``exc`` answers its URL, else the transfer from the CAS host the token names.
+        """
+        # huggingface_hub utils/_runtime.py is_xet_available: not HF_HUB_DISABLE_XET and hf_xet importable
+        if self._constants.HF_HUB_DISABLE_XET or importlib.util.find_spec("hf_xet") is None:
+            return None
+        try:
+            meta = self._hf.get_hf_file_metadata(
+                self._hf.hf_hub_url(repo, path, revision=revision, endpoint=self.endpoint),
+                token=self.token, timeout=self.timeout, endpoint=self.endpoint)
+        except Exception:  # pylint: disable=broad-except  # the original error stands
+            return None
+        data = getattr(meta, "xet_file_data", None)
+        if data is None:
+            return None
+        response = getattr(exc, "response", None)
+        url = str(getattr(response, "url", "") or "")
+        if url and url.split("?")[0] == data.refresh_route:
+            step = "the Xet token request GET %s answered HTTP %s" % (url, response.status_code)
+        else:
+            step = "the transfer from the Xet storage (CAS) host that %s names failed: %s" % (
+                data.refresh_route, str(exc).strip().splitlines()[0][:300] if str(exc).strip() else type(exc).__name__)
+        return WeightsError("xet unavailable", "%s of %s at %s is Xet-backed on %s and huggingface_hub took the Xet "
+                            "path: %s; set launchcard_hf_xet: never (weights_hf_xet) to read every file over plain "
+                            "HTTP from %s, or let the mirror serve Xet (its xet-read-token route and a CAS host "
+                            "this host can reach)" % (path, repo, revision, self.endpoint, step, self.endpoint))

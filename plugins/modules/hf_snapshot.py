@@ -25,10 +25,14 @@ description:
     and the launchcard.inference.weights role copies it from there. Before the copy the module lists the revision
     and reports the files the copy must bring (RV(would_copy)); after it (O(copied=true)) it verifies the copy
     exactly as a download is verified (every file, the size the Hub lists), and fails when something is short.
+  - Before downloading, the bytes still missing are compared with the free space of the filesystem holding
+    O(hf_home); a download that would not fit, or a disk that fills during it, fails with cause V(disk full), naming
+    the mount, the bytes needed and the bytes free. A transfer that ends short (a mirror or proxy that cuts a file)
+    fails with V(truncated download), naming the file and both sizes. Neither leaves a partial file behind.
   - Errors carry a C(cause) - V(wrong revision), V(repository not found), V(hub unreachable), V(incomplete)
-    (O(source=path)), V(truncated download), V(incomplete copy) (O(source=peer)), V(hub error) - and a message
-    naming the revision, endpoint or files; a seed's message names the hosts that copy from it (O(copies)), a
-    copy's the seed.
+    (O(source=path)), V(truncated download), V(incomplete copy) (O(source=peer)), V(disk full), V(cache error) (the
+    cache cannot be written), V(xet unavailable) (see O(xet)), V(hub error) - and a message naming the revision,
+    endpoint or files; a seed's message names the hosts that copy from it (O(copies)), a copy's the seed.
 requirements:
   - huggingface_hub (on the managed host; the launchcard.inference.weights role installs it into a virtualenv)
 options:
@@ -78,6 +82,18 @@ options:
     type: list
     elements: str
     default: []
+  xet:
+    description:
+      - Whether a file the endpoint marks Xet-backed (C(X-Xet-Hash) and a C(xet-auth) link) may be downloaded from Xet
+        storage, as C(huggingface_hub) does when C(hf_xet) is installed (C(huggingface_hub) 2.4.0 requires it on
+        x86_64 and aarch64). That path asks the endpoint for a C(xet-read-token) and then reads from the storage (CAS)
+        host the token names, which an internal mirror rarely serves or reaches.
+      - V(auto) - only when O(endpoint) is the public Hub (C(huggingface.co), C(hf.co)); any other endpoint sends
+        every byte over plain HTTP. V(always) - whenever the endpoint offers it; a failed Xet step fails with cause
+        V(xet unavailable), naming the file, the step and the remedy. V(never) - plain HTTP from O(endpoint) only.
+    type: str
+    choices: [auto, always, never]
+    default: auto
   timeout:
     description: Seconds to wait for the Hub to answer one request (not for a whole download).
     type: float
@@ -181,7 +197,7 @@ import sys
 from ansible.module_utils.basic import AnsibleModule, missing_required_lib
 
 from ansible_collections.launchcard.inference.plugins.module_utils._hf_snapshot import (
-    HubClient, WeightsError, ensure_snapshot)
+    HubClient, WeightsError, describe_error, ensure_snapshot)
 
 _COMMIT = re.compile(r"^[0-9a-f]{40}$")
 
@@ -207,6 +223,7 @@ def main():
             seed=dict(type="str"),
             copied=dict(type="bool", default=False),
             copies=dict(type="list", elements="str", default=[]),
+            xet=dict(type="str", default="auto", choices=["auto", "always", "never"]),
             timeout=dict(type="float", default=30.0),
             venv=dict(type="path"),
         ),
@@ -224,7 +241,7 @@ def main():
                              cause="hub error")
         sys.path.insert(0, site)
     try:
-        client = HubClient(p["endpoint"], p["token"], p["hf_home"], timeout=p["timeout"])
+        client = HubClient(p["endpoint"], p["token"], p["hf_home"], timeout=p["timeout"], xet=p["xet"])
     except ImportError as exc:
         module.fail_json(msg=missing_required_lib("huggingface_hub"), exception=str(exc), cause="hub error")
     try:
@@ -234,7 +251,8 @@ def main():
     except WeightsError as exc:
         module.fail_json(msg="%s: %s%s" % (exc.cause, exc.message, _role_note(p)), cause=exc.cause)
     except OSError as exc:
-        module.fail_json(msg="cannot write the cache under %s: %s" % (p["hf_home"], exc), cause="hub error")
+        err = describe_error(exc, p["endpoint"], p["repo"], p["revision"], hf_home=p["hf_home"])
+        module.fail_json(msg="%s: %s%s" % (err.cause, err.message, _role_note(p)), cause=err.cause)
     module.exit_json(**result)
 
 

@@ -12,8 +12,18 @@ requirements.txt) calls for ``snapshot_download``, ``hf_hub_download``, ``list_r
   ``Accept-Ranges: bytes``; ``Range: bytes=A-[B]`` answers 206 with ``Content-Range``.
 - Errors as the Hub sends them (``X-Error-Code: RepoNotFound | RevisionNotFound | EntryNotFound``),
   which huggingface_hub turns into its typed errors.
-- ``GET /_sandbox/stats``: ``{"bytes_served", "file_requests", "api_requests", "files": {path: n}}``,
-  read by the tests (a no-op deploy must leave ``bytes_served`` unchanged).
+- ``GET /_sandbox/stats``: ``{"bytes_served", "file_requests", "api_requests", "xet_token_requests",
+  "files": {path: n}}``, read by the tests (a no-op deploy must leave ``bytes_served`` unchanged).
+  ``bytes_served`` counts the file bytes sent over plain HTTP (the only way this hub can send them).
+- Xet, as huggingface.co marks its Xet-backed files (on by default, ``Hub(xet=False)`` /
+  ``--no-xet`` turns it off): ``*.safetensors`` carry ``xetHash`` in the tree listing and, on
+  ``HEAD``/``GET resolve``, ``X-Xet-Hash`` and ``Link: <https://huggingface.co/api/models/{repo}/xet-read-token/{commit}>;
+  rel="xet-auth", <https://cas-server.xethub.hf.co/...>; rel="xet-reconstruction-info"``, the headers an
+  internal mirror that proxies the Hub passes through. ``GET /api/models/{repo}/xet-read-token/{rev}``
+  answers a bare 404, as such a mirror does: it holds no Xet storage (:func:`xet_headers`).
+- A shard cut short (``Hub.truncate = {path}`` / ``--truncate PATH``): every ``GET`` of that file sends the
+  full ``Content-Length`` of what it answers but only the bytes of the file's first half, then closes the
+  connection, as a proxy holding a truncated copy does (:func:`cut_body`).
 
 A revision is the repository's commit hash, or ``main`` (which resolves to it). Repositories are
 generated from ``repo@revision`` specs (:func:`generate_repo`): ``config.json``, a tokenizer
@@ -97,10 +107,12 @@ class Repo:
 class Hub:
     """Repositories and counters, shared by the request handler threads."""
 
-    def __init__(self, specs=()):
+    def __init__(self, specs=(), xet=True):
         self.repos = {}
         self.lock = threading.Lock()
-        self.stats = {"bytes_served": 0, "file_requests": 0, "api_requests": 0, "files": {}}
+        self.stats = {"bytes_served": 0, "file_requests": 0, "api_requests": 0, "xet_token_requests": 0, "files": {}}
+        self.xet = xet  # mark the safetensors Xet-backed, as huggingface.co does (xet_headers)
+        self.truncate = set()  # repository paths whose GET is cut short (cut_body)
         for spec in specs:
             self.add(spec)
 
@@ -121,6 +133,51 @@ class Hub:
     def snapshot(self) -> dict:
         with self.lock:
             return json.loads(json.dumps(self.stats))
+
+
+# --- Xet, as the Hub marks its Xet-backed files --------------------------------------------------------
+
+XET_TOKEN_ROUTE = re.compile(r"^/api/models/([^/]+/[^/]+)/xet-read-token/([^/]+)$")
+
+
+def is_xet_file(hub: Hub, path: str) -> bool:
+    """Whether ``hub`` marks ``path`` Xet-backed: the safetensors shards, when ``hub.xet`` is on."""
+    return hub.xet and path.endswith(".safetensors")
+
+
+def xet_hash(data: bytes) -> str:
+    """64 hex digits standing in for the Xet content hash (huggingface_hub only checks the form: utils/_xet.py
+    is_valid_xet_hash); no Xet storage can be reached from the sandbox, so nothing reconstructs from it."""
+    return hashlib.blake2b(data, digest_size=32).hexdigest()
+
+
+def xet_tree_fields(hub: Hub, repo: Repo, path: str) -> dict:
+    """The tree listing's ``xetHash`` of a Xet-backed file (huggingface_hub hf_api.py RepoFile reads ``xetHash``)."""
+    return {"xetHash": xet_hash(repo.files[path])} if is_xet_file(hub, path) else {}
+
+
+def xet_headers(hub: Hub, repo: Repo, path: str) -> dict:
+    """The ``resolve`` headers of a Xet-backed file as huggingface.co sends them and a proxying mirror passes on.
+
+    huggingface_hub 2.4.0 takes the Xet path when ``X-Xet-Hash`` and the ``xet-auth`` link are both present
+    (utils/_xet.py parse_xet_file_data_from_response) and rewrites the link's https://huggingface.co to its
+    endpoint, so the token request comes back to this hub; the reconstruction link names the Hub's CAS host
+    (the Link header as hf-mirror-site#50 and #51 quote it)."""
+    if not is_xet_file(hub, path):
+        return {}
+    digest = xet_hash(repo.files[path])
+    return {"X-Xet-Hash": digest,
+            "Link": '<https://huggingface.co/api/models/%s/xet-read-token/%s>; rel="xet-auth", '
+                    '<https://cas-server.xethub.hf.co/v1/reconstructions/%s>; rel="xet-reconstruction-info"'
+                    % (repo.repo_id, repo.commit, digest)}
+
+
+def cut_body(hub: Hub, path: str, size: int, start: int, body: bytes) -> bytes | None:
+    """What a proxy holding only the first half of ``path`` sends of ``body`` (the file's bytes from ``start``),
+    or None when ``path`` is not cut: the bytes below ``size // 2``."""
+    if path not in hub.truncate:
+        return None
+    return body[:max(0, size // 2 - start)]
 
 
 class _Handler(BaseHTTPRequestHandler):
@@ -178,7 +235,8 @@ class _Handler(BaseHTTPRequestHandler):
             if repo is None:
                 return None
             prefix = (m.group(3) or "").strip("/")
-            entries = [e for p, e in sorted(repo.meta.items()) if not prefix or p.startswith(prefix + "/")]
+            entries = [dict(e, **xet_tree_fields(self.hub, repo, p))
+                       for p, e in sorted(repo.meta.items()) if not prefix or p.startswith(prefix + "/")]
             return self._json(entries)
         m = re.match(r"^/api/models/([^/]+/[^/]+)(?:/revision/([^/]+))?$", path)
         if m:
@@ -195,6 +253,9 @@ class _Handler(BaseHTTPRequestHandler):
         m = re.match(r"^/([^/]+/[^/]+)/resolve/([^/]+)/(.+)$", path)
         if m:
             return self._file(m.group(1), m.group(2), m.group(3))
+        if XET_TOKEN_ROUTE.match(path):
+            self.hub.count("xet_token_requests")
+            return self._send(404, b"Not Found", ctype="text/plain")  # a bare 404: no Hub error code
         return self._error(404, "EntryNotFound", "no route %s" % path)
 
     def _file(self, repo_id, revision, fname):
@@ -205,7 +266,8 @@ class _Handler(BaseHTTPRequestHandler):
         if data is None:
             return self._error(404, "EntryNotFound", "%s does not exist at %s" % (fname, revision))
         headers = {"ETag": '"%s"' % repo.etag(fname), "X-Repo-Commit": repo.commit, "Accept-Ranges": "bytes"}
-        status, body = 200, data
+        headers.update(xet_headers(self.hub, repo, fname))
+        status, body, start = 200, data, 0
         rng = re.match(r"^bytes=(\d+)-(\d*)$", self.headers.get("Range", "").strip())
         if rng:
             start = int(rng.group(1))
@@ -218,8 +280,24 @@ class _Handler(BaseHTTPRequestHandler):
             headers["Content-Range"] = "bytes %d-%d/%d" % (start, end, len(data))
         if self.command == "GET":
             self.hub.count("file_requests", path=fname)
+            cut = cut_body(self.hub, fname, len(data), start, body)
+            if cut is not None:
+                return self._send_cut(status, body, cut, headers)
             self.hub.count("bytes_served", len(body))
         return self._send(status, body, headers, "application/octet-stream")
+
+    def _send_cut(self, status, body, cut, headers):
+        """Promise ``len(body)`` bytes, send ``cut``, close the connection (see :func:`cut_body`)."""
+        self.send_response(status)
+        self.send_header("Content-Type", "application/octet-stream")
+        for k, v in headers.items():
+            self.send_header(k, v)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(cut)
+        self.wfile.flush()
+        self.hub.count("bytes_served", len(cut))
+        self.close_connection = True
 
 
 def start(hub: Hub, bind: str = "127.0.0.1", port: int = 0) -> ThreadingHTTPServer:
@@ -236,8 +314,11 @@ def main(argv=None) -> int:
     ap.add_argument("--bind", default="127.0.0.1")
     ap.add_argument("--port", type=int, default=DEFAULT_PORT)
     ap.add_argument("--repo", action="append", default=[], help="owner/name@<40-hex commit>, repeatable")
+    ap.add_argument("--no-xet", action="store_true", help="serve the safetensors as plain (non-Xet) files")
+    ap.add_argument("--truncate", action="append", default=[], help="a repository path whose GETs are cut short")
     args = ap.parse_args(argv)
-    hub = Hub(args.repo)
+    hub = Hub(args.repo, xet=not args.no_xet)
+    hub.truncate.update(args.truncate)
     handler = type("Handler", (_Handler,), {"hub": hub})
     server = ThreadingHTTPServer((args.bind, args.port), handler)
     server.daemon_threads = True

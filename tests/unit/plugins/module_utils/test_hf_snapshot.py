@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import os
 import socket
+import subprocess
 import sys
 import urllib.request
 
@@ -164,6 +165,42 @@ def test_errors_are_classified_by_cause():
     assert cause(ValueError("odd")).cause == "hub error"
 
 
+def test_disk_and_short_transfer_errors_are_not_hub_unreachable(tmp_path):
+    """Case C (bug-reports.md; huggingface/huggingface_hub#2742, #2589, padeoe/hf-mirror-site#4): the OSErrors of a
+    download that are about this host's disk or a short transfer were all labelled `hub unreachable`."""
+    import errno
+
+    def cause(exc, **kw):
+        return hs.describe_error(exc, "http://hub.test", REPO, REV, hf_home=str(tmp_path), **kw)
+
+    full = cause(OSError(errno.ENOSPC, "No space left on device"), path="a.safetensors", size=100, needed=300)
+    assert full.cause == "disk full"
+    assert hs.mount_of(str(tmp_path)) in full.message and "needs 300 bytes" in full.message
+    assert "bytes free" in full.message
+    assert cause(OSError(errno.EDQUOT, "Disk quota exceeded"), path="a", size=1).cause == "disk full"
+    # huggingface_hub 2.4.0's own words for a response that ended cleanly short (file_download.py http_get)
+    short = cause(OSError("Consistency check failed: file should be of size 100 but has size 40 (a.safetensors).\n"
+                          "This is usually due to network issues while downloading the file."),
+                  path="a.safetensors", size=100)
+    assert short.cause == "truncated download" and "a.safetensors" in short.message
+    assert "40 of 100 bytes" in short.message
+    denied = cause(PermissionError(errno.EACCES, "Permission denied", str(tmp_path / "hub")), path="a", size=1)
+    assert denied.cause == "cache error" and str(tmp_path) in denied.message
+    assert cause(TimeoutError("timed out")).cause == "hub unreachable"
+    assert cause(OSError(errno.EHOSTUNREACH, "No route to host")).cause == "hub unreachable"
+
+
+def test_xet_is_allowed_on_the_public_hub_only_unless_told():
+    assert hs.xet_allowed("https://huggingface.co") is None  # huggingface_hub decides
+    assert hs.xet_allowed("https://hf.co/") is None
+    assert hs.xet_allowed("http://hub-mirror.internal:8080") is False
+    assert hs.xet_allowed("http://hub-mirror.internal:8080", "always") is True
+    assert hs.xet_allowed("https://huggingface.co", "never") is False
+    with pytest.raises(hs.WeightsError) as err:
+        hs.xet_allowed("https://huggingface.co", "sometimes")
+    assert "xet must be one of auto, always, never" in err.value.message
+
+
 # --- the real client against the sandbox hub endpoint ------------------------------------------------
 
 @pytest.fixture(scope="module")
@@ -173,14 +210,28 @@ def hub():
     from hub import server
     h = server.Hub(["%s@%s" % (REPO, REV)])
     srv = server.start(h)
-    yield server, "http://127.0.0.1:%d" % srv.server_address[1]
+    url = "http://127.0.0.1:%d" % srv.server_address[1]
+    _HUBS[url] = h
+    yield server, url
     srv.shutdown()
     srv.server_close()
 
 
-def served(url):
+_HUBS = {}
+
+
+def hub_of(url):
+    """The sandbox hub object serving ``url`` (its switches: ``truncate``)."""
+    return _HUBS[url]
+
+
+def stats(url):
     with urllib.request.urlopen(url + "/_sandbox/stats", timeout=5) as resp:
-        return json.loads(resp.read())["bytes_served"]
+        return json.loads(resp.read())
+
+
+def served(url):
+    return stats(url)["bytes_served"]
 
 
 def test_real_client_downloads_once_and_repairs_a_truncated_blob(hub, tmp_path):
@@ -219,6 +270,157 @@ def test_real_client_wrong_revision_and_unreachable_endpoint(hub, tmp_path):
         hs.ensure_snapshot(hs.HubClient("http://127.0.0.1:%d" % port, "", str(tmp_path)), str(tmp_path), REPO, REV)
     assert err.value.cause == "hub unreachable" and str(port) in err.value.message
     assert not os.path.exists(os.path.join(str(tmp_path), "hub", "models--zai-org--GLM-5.3-Flash", "snapshots"))
+
+
+# --- case B: an internal mirror that passes the Hub's Xet headers ----------------------------------------------
+
+def test_case_b_a_mirror_passing_the_hubs_xet_headers_serves_every_byte_over_plain_http(hub, tmp_path):
+    """Case B (bug-reports.md; artifact-keeper/artifact-keeper#3334, huggingface/xet-core#470,
+    huggingface_hub#4475): the sandbox hub marks its safetensors Xet-backed as huggingface.co does and, like a plain
+    proxy, answers xet-read-token 404. huggingface_hub 2.4.0 with hf_xet took the Xet path and failed on that 404;
+    the endpoint is not the public Hub, so every byte must come over plain HTTP from it."""
+    server, url = hub
+    files = server.generate_repo(REPO, REV)
+    before = stats(url)
+    res = hs.ensure_snapshot(hs.HubClient(url, "", str(tmp_path)), str(tmp_path), REPO, REV)
+    after = stats(url)
+    assert res["complete"] and sorted(res["downloaded"]) == sorted(files)
+    assert after["xet_token_requests"] == before["xet_token_requests"]
+    assert after["bytes_served"] - before["bytes_served"] == sum(len(b) for b in files.values())
+    for path, data in files.items():
+        with open(os.path.join(res["snapshot"], path), "rb") as f:
+            assert f.read() == data
+
+
+def test_case_b_xet_forced_on_a_mirror_fails_naming_the_file_the_step_and_the_remedy(hub, tmp_path):
+    """Case B (bug-reports.md; artifact-keeper/artifact-keeper#3334): with xet=always the Xet path is taken and
+    the mirror's bare 404 on xet-read-token is named as such, with the remedy, not as `hub error`."""
+    pytest.importorskip("hf_xet")
+    server, url = hub
+    before = stats(url)
+    with pytest.raises(hs.WeightsError) as err:
+        hs.ensure_snapshot(hs.HubClient(url, "", str(tmp_path), xet="always"), str(tmp_path), REPO, REV)
+    e = err.value
+    assert e.cause == "xet unavailable", e.message
+    assert e.message.startswith("model-00001-of-00002.safetensors of %s at %s is Xet-backed on %s" % (REPO, REV, url))
+    assert "GET %s/api/models/%s/xet-read-token/%s answered HTTP 404" % (url, REPO, REV) in e.message
+    assert "launchcard_hf_xet: never" in e.message
+    assert stats(url)["xet_token_requests"] > before["xet_token_requests"]
+    blobs = os.path.join(hs.repo_dir(str(tmp_path), REPO), "blobs")
+    assert not [n for n in os.listdir(blobs) if n.endswith(".incomplete")]
+
+
+# --- case C: a short transfer or a full disk partway through a download --------------------------------------
+
+def _plant_stamp(hf_home):
+    os.makedirs(hs.repo_dir(hf_home, REPO), exist_ok=True)
+    with open(hs.stamp_path(hf_home, REPO, REV), "w") as f:
+        f.write("1\n")  # a stale stamp: the snapshot it vouched for is gone
+
+
+def _no_partial_blob_nor_stamp(hf_home):
+    blobs = os.path.join(hs.repo_dir(hf_home, REPO), "blobs")
+    assert not [n for n in os.listdir(blobs) if n.endswith(".incomplete")]
+    assert not os.path.exists(hs.stamp_path(hf_home, REPO, REV))
+
+
+def test_case_c_a_shard_cut_short_by_the_mirror_is_a_truncated_download_and_a_rerun_fetches_only_the_rest(
+        hub, tmp_path):
+    """Case C (bug-reports.md; huggingface/huggingface_hub#2589, padeoe/hf-mirror-site#4): the hub sends the shard's
+    full Content-Length and closes after half of it, every time (huggingface_hub 2.4.0 retries the whole file, 1 s
+    apart, five times). It was labelled `hub unreachable`; the cause is the file, with both sizes."""
+    server, url = hub
+    files = server.generate_repo(REPO, REV)
+    shard = "model-00002-of-00002.safetensors"
+    hf_home = str(tmp_path)
+    _plant_stamp(hf_home)
+    client = hs.HubClient(url, "", hf_home)
+    server_hub = hub_of(url)
+    server_hub.truncate.add(shard)
+    try:
+        with pytest.raises(hs.WeightsError) as err:
+            hs.ensure_snapshot(client, hf_home, REPO, REV)
+    finally:
+        server_hub.truncate.discard(shard)
+    assert err.value.cause == "truncated download", err.value.message
+    assert "%s of %s at %s from %s: %d of %d bytes arrived" % (
+        shard, REPO, REV, url, len(files[shard]) // 2, len(files[shard])) in err.value.message
+    _no_partial_blob_nor_stamp(hf_home)
+    first = stats(url)["files"]
+    kept = {"config.json", "model-00001-of-00002.safetensors"}  # complete before the shard, in listing order
+    res = hs.ensure_snapshot(client, hf_home, REPO, REV)
+    assert res["complete"] and sorted(res["downloaded"]) == sorted(set(files) - kept)
+    assert res["bytes_present"] == sum(len(files[p]) for p in kept)
+    again = stats(url)["files"]
+    assert {p: again.get(p, 0) - first.get(p, 0) for p in files} == {p: int(p not in kept) for p in files}
+
+
+@pytest.fixture
+def small_disk(tmp_path):
+    """A 512 KiB tmpfs mounted for the test (root only): the weights filesystem, small enough to fill."""
+    if os.geteuid() != 0:
+        pytest.skip("mounting a tmpfs needs root")
+    mnt = tmp_path / "weights"
+    mnt.mkdir()
+    if subprocess.run(["mount", "-t", "tmpfs", "-o", "size=512k,mode=0755", "launchcard-test", str(mnt)],
+                      capture_output=True, check=False).returncode:
+        pytest.skip("cannot mount a tmpfs here")
+    try:
+        yield str(mnt)
+    finally:
+        subprocess.run(["umount", str(mnt)], check=True)
+
+
+def _fill(path, leave):
+    """Another writer: a file that leaves ``leave`` bytes free on the filesystem holding ``path``."""
+    with open(path, "wb") as f:
+        f.write(b"\0" * (hs.free_bytes(os.path.dirname(path)) - leave))
+
+
+def test_case_c_a_revision_larger_than_the_free_space_is_refused_before_any_download(hub, small_disk):
+    """Case C (bug-reports.md; huggingface/huggingface_hub#2742: huggingface_hub only warns when the space is
+    short, then fails partway): the bytes still missing are compared with the mount's free space first."""
+    server, url = hub
+    files = server.generate_repo(REPO, REV)
+    hf_home = os.path.join(small_disk, "models")
+    _fill(os.path.join(small_disk, "other-writer"), 64 * 1024)
+    before = served(url)
+    with pytest.raises(hs.WeightsError) as err:
+        hs.ensure_snapshot(hs.HubClient(url, "", hf_home), hf_home, REPO, REV)
+    assert err.value.cause == "disk full"
+    assert err.value.message.startswith("%s (the filesystem holding %s) has %d bytes free; " % (
+        small_disk, hf_home, 64 * 1024))
+    assert "needs %d bytes" % sum(len(b) for b in files.values()) in err.value.message
+    assert served(url) == before
+
+
+def test_case_c_a_disk_that_fills_during_the_download_is_disk_full_and_a_rerun_fetches_only_the_rest(
+        hub, small_disk):
+    """Case C (bug-reports.md; huggingface/huggingface_hub#2742): another writer fills the weights disk after the
+    first file (ENOSPC mid-shard). It was labelled `hub unreachable`; the cause is the disk, with the mount, the
+    bytes needed and free; nothing partial is left, and once space is freed only the missing files are fetched."""
+    server, url = hub
+    files = server.generate_repo(REPO, REV)
+    hf_home = os.path.join(small_disk, "models")
+    _plant_stamp(hf_home)
+    filler = os.path.join(small_disk, "other-writer")
+    client = hs.HubClient(url, "", hf_home)
+    with pytest.raises(hs.WeightsError) as err:
+        hs.ensure_snapshot(client, hf_home, REPO, REV,
+                           progress=lambda done, total: os.path.exists(filler) or _fill(filler, 16 * 1024))
+    e = err.value
+    missing = sum(len(b) for p, b in files.items() if p != "config.json")
+    assert e.cause == "disk full", e.message
+    assert e.message.startswith("%s (the filesystem holding %s) has " % (small_disk, hf_home))
+    assert "model-00001-of-00002.safetensors and what is still missing of the revision) needs %d bytes" % missing \
+        in e.message
+    _no_partial_blob_nor_stamp(hf_home)
+    os.unlink(filler)
+    first = stats(url)["files"]
+    res = hs.ensure_snapshot(client, hf_home, REPO, REV)
+    assert res["complete"] and sorted(res["downloaded"]) == sorted(set(files) - {"config.json"})
+    again = stats(url)["files"]
+    assert {p: again.get(p, 0) - first.get(p, 0) for p in files} == {p: int(p != "config.json") for p in files}
 
 
 # The peer source: a host that copies from its seed lists the revision, downloads nothing, and after the

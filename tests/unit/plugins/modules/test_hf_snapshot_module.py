@@ -85,3 +85,17 @@ def test_peer_source_lists_then_verifies_the_copy_and_failures_name_seed_and_cop
     assert out["msg"].endswith("(this host is the seed of its card: w2, w3 copy the revision from it)"), out["msg"]
     rc, out = run(capsys, repo=REPO, revision=REV, hf_home=str(peer), endpoint=url, source="peer")
     assert rc == 1 and "seed" in out["msg"]
+
+
+def test_case_b_xet_option_plain_http_from_a_mirror_by_default_and_a_named_failure_when_forced(hub, tmp_path, capsys):
+    """Case B (bug-reports.md; artifact-keeper/artifact-keeper#3334, huggingface/xet-core#470): the sandbox hub passes
+    the Hub's Xet headers and has no Xet storage. By default (xet=auto) the module reads every byte over plain HTTP
+    from it; with xet=always the failure names the file, the Xet step and the remedy."""
+    pytest.importorskip("hf_xet")
+    url, files = hub
+    rc, out = run(capsys, repo=REPO, revision=REV, hf_home=str(tmp_path / "auto"), endpoint=url)
+    assert rc == 0 and out["complete"] and out["bytes_done"] == sum(len(b) for b in files.values())
+    rc, out = run(capsys, repo=REPO, revision=REV, hf_home=str(tmp_path / "always"), endpoint=url, xet="always")
+    assert rc == 1 and out["cause"] == "xet unavailable"
+    assert out["msg"].startswith("xet unavailable: model-00001-of-00002.safetensors of %s at %s is Xet-backed" % (REPO, REV))
+    assert "xet-read-token/%s answered HTTP 404" % REV in out["msg"] and "launchcard_hf_xet: never" in out["msg"]
