@@ -272,8 +272,9 @@ def describe_error(exc, endpoint, repo, revision, path=None, size=None, hf_home=
     short = _truncated(exc, path, size) if path else None
     if short:
         return WeightsError("truncated download", "%s of %s at %s from %s: %d of %d bytes arrived before the transfer "
-                            "ended; nothing of it was kept (a mirror or proxy that cuts the file short answers the "
-                            "same way on a re-run)" % (path, repo, revision, endpoint, short[0], short[1]))
+                            "ended (huggingface_hub retried it) and nothing of it was kept; a mirror or proxy that "
+                            "keeps cutting this file holds a short copy of it" % (path, repo, revision, endpoint,
+                                                                                  short[0], short[1]))
     if isinstance(exc, OSError) and getattr(exc, "errno", None) in _FULL_ERRNOS and hf_home:
         return disk_full(hf_home, needed if needed is not None else size or 0,
                          "%s at %s (%s and what is still missing of the revision)" % (repo, revision, path or "the files"))
