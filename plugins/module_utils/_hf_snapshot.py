@@ -232,8 +232,9 @@ def _truncated(exc, path, size):
 
     huggingface_hub 2.4.0 raises ``OSError("Consistency check failed: ...")`` when a response ends cleanly
     short of the size the Hub announced, and lets httpx's ``RemoteProtocolError`` through when the peer
-    closes before the ``Content-Length`` it sent, after retrying from where it stopped (file_download.py
-    http_get); that message counts the last response only, which began where the file stopped before it.
+    closes before the ``Content-Length`` it sent, after five retries 1 s apart (file_download.py http_get).
+    A retry asks for the rest only when some bytes reached the file, so that message counts the last
+    response, which began where the file stood: received = size - expected + received.
     """
     text = str(exc)
     m = _CONSISTENCY.search(text)
@@ -471,6 +472,8 @@ class HubClient:
         link: huggingface_hub utils/_xet.py parse_xet_file_data_from_response); the failed step is the token
         request to that link when ``exc`` answers its URL, else the transfer from the CAS host the token names.
         """
+        if isinstance(exc, OSError) and getattr(exc, "errno", None):
+            return None  # this host's disk or network: describe_error names it
         # huggingface_hub utils/_runtime.py is_xet_available: not HF_HUB_DISABLE_XET and hf_xet importable
         if self._constants.HF_HUB_DISABLE_XET or importlib.util.find_spec("hf_xet") is None:
             return None
@@ -485,7 +488,7 @@ class HubClient:
             return None
         response = getattr(exc, "response", None)
         url = str(getattr(response, "url", "") or "")
-        if url and url.split("?")[0] == data.refresh_route:
+        if url and url.split("?", maxsplit=1)[0] == data.refresh_route:
             step = "the Xet token request GET %s answered HTTP %s" % (url, response.status_code)
         else:
             step = "the transfer from the Xet storage (CAS) host that %s names failed: %s" % (
