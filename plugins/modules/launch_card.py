@@ -114,7 +114,9 @@ ansible_facts:
         C(cards) (source to repo, revision, slug) and C(hosts), a dict from host name to C(card)
         (its card source), C(address), C(gpus_needed) and C(instances) (id, unit, recipe, role,
         gpu_ids, port, bootstrap_port, url, health_url, probe, argv, env, changes). C(argv) is the effective argv,
-        with the host's site overrides applied.
+        with the host's site overrides applied; an instance whose recipe the host overrides also carries
+        C(recipe_facts), what its effective argv says of the recipe (tensor and pipeline parallel sizes,
+        quantization, peer lists) for preflight.
       type: dict
     launchcard_run:
       description: >-

@@ -259,6 +259,7 @@ def _site_overrides(recipes, placement, errors, deprecations):
     names = [r["name"] for r in recipes]
     parsed, models, host_specs = {}, {}, {}
     by_name = {r["name"]: r for r in recipes}
+    problems_at = {}  # (where, message) -> hosts: a group's bad value is one error naming its hosts, not one per host
     for entry in placement:
         raw = entry.get("argv_overrides")
         host_specs[entry["host"]] = {}
@@ -275,10 +276,11 @@ def _site_overrides(recipes, placement, errors, deprecations):
                 parsed[key] = (None, exc.errors)
         result, problems = parsed[key]
         if problems:
-            errors.extend((entry["host"], "%s: %s" % e) for e in problems)
+            for e in problems:
+                problems_at.setdefault(e, []).append(entry["host"])
             continue
         specs, notes = result
-        deprecations.extend("%s: %s" % (entry["host"], n) for n in notes)
+        deprecations.extend(n for n in notes if n not in deprecations)
         host_specs[entry["host"]] = specs
         for name, spec in specs.items():
             mkey = (name, overrides.spec_key(spec))
@@ -287,8 +289,11 @@ def _site_overrides(recipes, placement, errors, deprecations):
                     models[mkey] = (overrides.effective_recipe(by_name[name], spec), None)
                 except overrides.OverrideError as exc:
                     models[mkey] = (None, exc.errors)
-            if models[mkey][1]:
-                errors.extend((entry["host"], "%s: %s" % e) for e in models[mkey][1])
+            for e in models[mkey][1] or ():
+                problems_at.setdefault(e, []).append(entry["host"])
+    for (where, message), at in problems_at.items():
+        hosts = ", ".join(at[:3]) + (" and %d more host(s)" % (len(at) - 3) if len(at) > 3 else "")
+        errors.append((hosts, "%s: %s" % (where, message)))
 
     def effective(host, recipe):
         spec = host_specs.get(host, {}).get(recipe["name"])

@@ -10,7 +10,6 @@ import os
 
 import pytest
 
-from ansible_collections.launchcard.inference.plugins.plugin_utils._argv import Argv
 from ansible_collections.launchcard.inference.plugins.plugin_utils._card import load_card
 from ansible_collections.launchcard.inference.plugins.plugin_utils._planner import (
     PlanError,
@@ -26,8 +25,8 @@ with open(os.path.join(ROOT, "tests", "unit", "cards", "valid", "02-sglang-multi
 ARGV = {r["name"]: r["argv"] for r in EX["recipes"]}
 
 
-def _plan(hosts, card=EX):
-    return plan(card, normalize_placement(hosts))
+def _plan(hosts, card=None):
+    return plan(card or EX, normalize_placement(hosts))
 
 
 def _h(name, recipes, overrides=None, gpus=None, address=None):
@@ -45,7 +44,7 @@ def _vllm(overrides, gpus=None):
     return _inst(p, "v", "vllm-aggregated")
 
 
-def _errors(hosts, card=EX):
+def _errors(hosts, card=None):
     with pytest.raises(PlanError) as exc:
         _plan(hosts, card)
     return exc.value.errors
@@ -68,8 +67,8 @@ def test_set_replaces_in_place_keeping_the_card_spelling_and_appends_what_is_abs
     inst = _vllm({"set": {"--reasoning-parser": "deepseek_r1", "--max-model-len": 4096,
                           "--no-enable-flashinfer-autotune": True, "--gpu-memory-utilization": 0.5}})
     card = ARGV["vllm-aggregated"]
-    assert inst["argv"][:len(card)] == [("deepseek_r1" if t == "glm47" and card[k - 1] == "--reasoning-parser" else t)
-                                         for k, t in enumerate(card)]
+    want = [("deepseek_r1" if t == "glm47" and card[k - 1] == "--reasoning-parser" else t) for k, t in enumerate(card)]
+    assert inst["argv"][:len(card)] == want
     assert inst["argv"][len(card):] == ["--max-model-len", "4096", "--no-enable-flashinfer-autotune",
                                         "--gpu-memory-utilization", "0.5"]
 
@@ -184,9 +183,8 @@ def test_a_card_element_the_overrides_invalidate_is_named():
 
 
 def test_port_override_moves_the_port_and_the_peer_urls():
-    hosts = [_h("pre", ["sglang-prefill"], {"sglang-prefill": {"set": {"--port": 31500,
-                                                                     "--disaggregation-bootstrap-port": 9000}}},
-                address="10.9.0.1"),
+    moved = {"sglang-prefill": {"set": {"--port": 31500, "--disaggregation-bootstrap-port": 9000}}}
+    hosts = [_h("pre", ["sglang-prefill"], moved, address="10.9.0.1"),
              _h("dec", ["sglang-decode"], None, address="10.9.0.2"),
              _h("rt", ["sglang-router"], None, address="10.9.0.3")]
     p = _plan(hosts)
@@ -240,3 +238,10 @@ def test_preflight_reads_the_effective_argv_of_an_overridden_recipe():
     assert inst["recipe_facts"]["tensor_parallel_size"] == 2
     assert abs(host_needs(EX, p["hosts"]["v"])["weights_per_gpu_mib"] - card_tp * 4) < 4
     assert "recipe_facts" not in _plan([_h("v", ["vllm-aggregated"])])["hosts"]["v"]["instances"][0]
+
+
+def test_a_bad_group_value_is_one_error_naming_its_hosts():
+    bad = {"vllm-aggregated": {"set": {"--port": "http"}}}
+    errors = _errors([_h("v%d" % i, ["vllm-aggregated"], bad) for i in range(5)])
+    assert errors == [("v0, v1, v2 and 2 more host(s)", "launchcard_argv_overrides['vllm-aggregated'].set['--port']: "
+                       "--port expects an integer, found 'http'")]
