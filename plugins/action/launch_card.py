@@ -109,6 +109,7 @@ class ActionModule(ActionBase):
             checksum_var=dict(type="str", default="launchcard_card_checksum"),
             hosts=dict(type="list", elements="str"),
             recipes_var=dict(type="str", default="launchcard_recipes"),
+            argv_overrides_var=dict(type="str", default="launchcard_argv_overrides"),
             validate_certs=dict(type="bool", default=True),
             facts=dict(type="bool", default=True),
         ))
@@ -132,6 +133,8 @@ class ActionModule(ActionBase):
                 "address": hv.get("launchcard_address") or hv.get("ansible_host") or name,
                 "recipes": recipes,
                 "gpus": hv.get("launchcard_gpus"),
+                # the host's site overrides of its card's argv, checked against the card by the planner
+                "argv_overrides": hv.get(args["argv_overrides_var"]),
             }))
         if not by_card:
             raise AnsibleActionFail("no card: set src or the %s variable" % args["card_var"])

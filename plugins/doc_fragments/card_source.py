@@ -41,6 +41,16 @@ options:
         C({name, replicas}) dicts).
     type: str
     default: launchcard_recipes
+  argv_overrides_var:
+    description:
+      - >-
+        Name of the host variable holding the host's site overrides of its card's argv, a mapping from recipe
+        name to C({remove: [FLAG, ...], set: {FLAG: VALUE | [VALUE, ...] | true}}) (README, "Inventory").
+      - Each instance runs its recipe with the overrides of the host it lands on; the plan (GPUs, ports, peer
+        URLs) is made from that effective argv, and a bad override fails the task naming the variable, the
+        recipe and the flag, before any host is touched.
+    type: str
+    default: launchcard_argv_overrides
   validate_certs:
     description:
       - Verify TLS certificates when O(src) is a URL.

@@ -119,7 +119,7 @@ def _peers(card, host_plan, plan):
         out.append(index[k])
 
     for inst in mine:
-        r = recipes.get(inst["recipe"]) or {}
+        r = dict(recipes.get(inst["recipe"]) or {}, **(inst.get("recipe_facts") or {}))
         if inst["role"] == "router":
             if r.get("pd_disaggregation"):
                 for p in peers_of(inst, "prefill"):
@@ -176,7 +176,8 @@ def host_needs(card, host_plan, plan=None):
     per_gpu = None
     ports = []
     for inst in host_plan.get("instances", []):
-        r = recipes[inst["recipe"]]
+        # an instance whose host overrides its recipe's argv carries what its effective argv says (the planner)
+        r = dict(recipes[inst["recipe"]], **(inst.get("recipe_facts") or {}))
         if inst["gpus"]:
             validated.update(r["validated_hardware"])
             ckpt = card["checkpoints"].get(r.get("checkpoint") or "", {})

@@ -24,6 +24,8 @@ description:
   - Placement comes from each host's O(recipes_var) variable (a list of recipe names, indexes or
     C({name, replicas}) dicts), its address from C(launchcard_address), C(ansible_host) or its name,
     and, when set, its GPU count from C(launchcard_gpus).
+  - A host's O(argv_overrides_var) variable changes its card's recipes' argv on that host (remove a flag, set its
+    values, append it); the plan is made from the effective argv, and every instance's C(changes) lists them.
   - Never contacts a managed host. Run it once (C(run_once=true)); the facts reach every host of the play.
   - Hosts without a card variable and without recipes are left out of the plan.
 options:
@@ -111,7 +113,10 @@ ansible_facts:
       description: >-
         C(cards) (source to repo, revision, slug) and C(hosts), a dict from host name to C(card)
         (its card source), C(address), C(gpus_needed) and C(instances) (id, unit, recipe, role,
-        gpu_ids, port, bootstrap_port, url, health_url, probe, argv, env, changes).
+        gpu_ids, port, bootstrap_port, url, health_url, probe, argv, env, changes). C(argv) is the effective argv,
+        with the host's site overrides applied; an instance whose recipe the host overrides also carries
+        C(recipe_facts), what its effective argv says of the recipe (tensor and pipeline parallel sizes,
+        quantization, peer lists) for preflight.
       type: dict
     launchcard_run:
       description: >-

@@ -30,7 +30,7 @@ import re
 _NEGATIVE_NUMBER = re.compile(r"^-\d+$|^-\d*\.\d+$")
 
 
-def _is_option(token):
+def is_option(token):
     """argparse's test (``_parse_optional``): ``-x...``, but not ``-``, a
     negative number, or a token with a space before any ``=`` (``--a=x y``
     is an option, ``-a b`` a value)."""
@@ -52,7 +52,7 @@ class Argv:
     def name(self, token):
         """The option name a token is read as (``--a_b=1`` -> ``--a-b`` with
         ``underscores``), or None when the token is not an option."""
-        if not _is_option(token):
+        if not is_option(token):
             return None
         name = token.split("=", 1)[0]
         if self.underscores and name.startswith("--"):
@@ -80,7 +80,7 @@ class Argv:
                     i += 1
                     continue
                 j = i + 1
-                while j < len(toks) and not _is_option(toks[j]):
+                while j < len(toks) and not is_option(toks[j]):
                     j += 1
                 yield i, j, toks[i + 1:j]
                 i = j

@@ -652,6 +652,14 @@ def _utf8_len(text):
     return len(text.encode("utf-8", "surrogatepass"))
 
 
+def command_size_issues(envs):
+    """Argv and env strings the kernel or systemd would refuse, as ``(path, message)`` pairs: the card's own
+    rule, also applied to an argv built after the card (site overrides, ``plugin_utils/_overrides.py``)."""
+    out = []
+    _command_size_issues(envs, out)
+    return [(i.path, i.message) for i in out]
+
+
 def _command_size_issues(envs, out):
     """Argv and env strings the kernel or systemd would refuse (see MAX_ARG_STRLEN)."""
     if not isinstance(envs, list):

@@ -15,6 +15,10 @@ same host, the card's ports free, the card's GPU offsets), the final argv is
 the card's argv token for token. Otherwise only these tokens change, and each
 change is listed in the instance's ``changes``:
 
+- the site's ``launchcard_argv_overrides`` of the host the instance lands on
+  (:mod:`_overrides`), applied first: everything below is planned from the
+  effective argv they give;
+
 - ``--port`` / ``--disaggregation-bootstrap-port`` / router ``--prometheus-port``
   when the card's port is taken on that host by an earlier instance;
 - ``--base-gpu-id`` (SGLang) to the first GPU the planner assigned;
@@ -36,8 +40,10 @@ change is listed in the instance's ``changes``:
 from __future__ import annotations
 
 import functools
+import json
 from urllib.parse import urlsplit
 
+from ansible_collections.launchcard.inference.plugins.plugin_utils import _overrides as overrides
 from ansible_collections.launchcard.inference.plugins.plugin_utils._recipe import (
     FORMER_ROLES,
     VLLM_DEFAULT_NIXL_SIDE_CHANNEL_PORT,
@@ -46,6 +52,10 @@ from ansible_collections.launchcard.inference.plugins.plugin_utils._recipe impor
 )
 
 LOOPBACK = ("127.0.0.1", "localhost", "::1", "[::1]")
+#: What preflight reads of a recipe model beyond the plan (``module_utils/_preflight.py``): an instance whose
+#: host overrides its recipe's argv carries them as ``recipe_facts``, read from its effective argv.
+RECIPE_FACTS = ("tensor_parallel_size", "pipeline_parallel_size", "quantization", "pd_disaggregation",
+                "worker_urls", "encoder_urls")
 UNIT_PREFIX = "launchcard-"
 
 
@@ -64,8 +74,11 @@ def normalize_placement(hosts):
     :param hosts: list of ``(host, vars)`` in inventory order, where ``vars``
         holds ``address`` (str), ``recipes`` (list of recipe names, indexes,
         or ``{"name": ..., "replicas": N}`` dicts; may be empty) and
-        optionally ``gpus`` (int, GPUs the host has, when known).
-    :returns: list of ``{"host", "address", "gpus", "recipes": [{"ref", "replicas"}]}``.
+        optionally ``gpus`` (int, GPUs the host has, when known) and
+        ``argv_overrides`` (the host's ``launchcard_argv_overrides``, checked
+        against its card by :func:`plan`).
+    :returns: list of ``{"host", "address", "gpus", "recipes": [{"ref", "replicas"}]}``, with
+        ``argv_overrides`` where the host has them.
     :raises PlanError: a malformed entry (the message names the host and the
         ``launchcard_recipes`` element).
     """
@@ -96,6 +109,8 @@ def normalize_placement(hosts):
         if gpus is not None and (isinstance(gpus, bool) or not isinstance(gpus, int) or gpus < 0):
             errors.append((host, "launchcard_gpus must be a non-negative integer, found %r" % (gpus,)))
         out.append({"host": host, "address": str(hv.get("address") or host), "gpus": gpus, "recipes": refs})
+        if hv.get("argv_overrides") is not None:
+            out[-1]["argv_overrides"] = hv["argv_overrides"]
     if errors:
         raise PlanError(errors)
     return out
@@ -139,6 +154,9 @@ def plan(card, placement):
     errors = []
     deprecations = []
     model = card["model"]
+    effective, host_specs = _site_overrides(recipes, placement, errors, deprecations)
+    if errors:
+        raise PlanError(errors)
 
     # 1. resolve references and build instances ---------------------------
     assigned = {}  # recipe name -> list of hosts (one per replica)
@@ -154,6 +172,7 @@ def plan(card, placement):
                 errors.append((entry["host"], "no recipe %r in the card; it has %s" % (
                     ref, ", ".join(sorted(by_name)))))
                 continue
+            r = effective(entry["host"], r)
             if r["nnodes"] > 1 and item["replicas"] != 1:
                 errors.append((entry["host"], "%s spans %d nodes; list it once per host instead of replicas" % (
                     r["name"], r["nnodes"])))
@@ -169,6 +188,15 @@ def plan(card, placement):
         placed = assigned.get(r["name"], [])
         if not placed:
             continue
+        card_recipe = r
+        keys = sorted({overrides.spec_key(host_specs[h].get(r["name"])) for h in placed})
+        r = effective(placed[0], card_recipe)
+        if r["nnodes"] > 1 and len(keys) > 1:
+            # one group's ranks must run one command line; per-host overrides could split it
+            errors.append((r["name"], "spans %d nodes, so its %s must be the same on every host it is placed on "
+                           "(%s): set it for their group, not per host" % (
+                               r["nnodes"], overrides.VARIABLE, ", ".join(sorted(set(placed))))))
+            continue
         if r["nnodes"] > 1:
             if len(placed) % r["nnodes"]:
                 errors.append((r["name"], "spans --nnodes %d but is placed on %d host(s): %s" % (
@@ -179,7 +207,8 @@ def plan(card, placement):
             groups = [[h] for h in placed]
         for replica, group in enumerate(groups):
             for rank, host in enumerate(group):
-                instances.append(_instance(r, model, host, hosts[host]["address"], replica, rank, group))
+                instances.append(_instance(effective(host, card_recipe), model, host, hosts[host]["address"], replica, rank,
+                                           group))
     if errors:
         raise PlanError(errors)
 
@@ -206,11 +235,70 @@ def plan(card, placement):
     for inst in instances:
         inst.pop("_recipe")
         inst.pop("_group")
+        facts = inst.pop("_recipe_facts")
+        if facts is not None:
+            inst["recipe_facts"] = facts
     return {
         "model": {"repo": model["repo"], "revision": model["revision"], "slug": model["slug"]},
         "hosts": {n: h for n, h in hosts.items() if h["instances"]},
         "deprecations": deprecations,
     }
+
+
+def _site_overrides(recipes, placement, errors, deprecations):
+    """Check every host's ``launchcard_argv_overrides`` against the card (:mod:`_overrides`).
+
+    Applied per placed host: an instance runs its recipe with the overrides of the host it lands on, and
+    everything the planner derives (GPUs, ports, peers' URLs) comes from that effective argv. A recipe
+    spanning nodes must have the same overrides on all its hosts (checked in :func:`plan`). Each distinct
+    (recipe, overrides) pair is read once, however many hosts share it (a group variable).
+
+    :returns: ``(effective, host_specs)``: ``effective(host, recipe)`` gives the recipe model that host
+        runs; ``host_specs`` maps a host to its checked overrides (recipe name -> spec).
+    """
+    names = [r["name"] for r in recipes]
+    parsed, models, host_specs = {}, {}, {}
+    by_name = {r["name"]: r for r in recipes}
+    problems_at = {}  # (where, message) -> hosts: a group's bad value is one error naming its hosts, not one per host
+    for entry in placement:
+        raw = entry.get("argv_overrides")
+        host_specs[entry["host"]] = {}
+        if raw is None or raw == {}:
+            continue
+        try:
+            key = json.dumps(raw, sort_keys=True, default=repr)
+        except (TypeError, ValueError):
+            key = None
+        if key is None or key not in parsed:
+            try:
+                parsed[key] = (overrides.parse(raw, names), None)
+            except overrides.OverrideError as exc:
+                parsed[key] = (None, exc.errors)
+        result, problems = parsed[key]
+        if problems:
+            for e in problems:
+                problems_at.setdefault(e, []).append(entry["host"])
+            continue
+        specs, notes = result
+        deprecations.extend(n for n in notes if n not in deprecations)
+        host_specs[entry["host"]] = specs
+        for name, spec in specs.items():
+            mkey = (name, overrides.spec_key(spec))
+            if mkey not in models:
+                try:
+                    models[mkey] = (overrides.effective_recipe(by_name[name], spec), None)
+                except overrides.OverrideError as exc:
+                    models[mkey] = (None, exc.errors)
+            for e in models[mkey][1] or ():
+                problems_at.setdefault(e, []).append(entry["host"])
+    for (where, message), at in problems_at.items():
+        hosts = ", ".join(at[:3]) + (" and %d more host(s)" % (len(at) - 3) if len(at) > 3 else "")
+        errors.append((hosts, "%s: %s" % (where, message)))
+
+    def effective(host, recipe):
+        spec = host_specs.get(host, {}).get(recipe["name"])
+        return recipe if spec is None else models[(recipe["name"], overrides.spec_key(spec))][0]
+    return effective, host_specs
 
 
 def _instance(r, model, host, address, replica, rank, group):
@@ -253,8 +341,10 @@ def _instance(r, model, host, address, replica, rank, group):
         "served_model": r.get("served_model_name") or r.get("model_arg") or model["repo"],
         "argv": list(r["argv"]),
         "env": dict(r["env"]),
-        "changes": [],
+        "changes": list(r.get("overrides") or ()),
         "_recipe": r,
+        "_recipe_facts": None if r.get("overrides") is None else dict(
+            (k, r.get(k)) for k in RECIPE_FACTS),
         "_group": group,
     }
 
@@ -349,7 +439,8 @@ def _bracket(host):
 
 def _template_for(urls, peer):
     """Pick the card URL that referred to ``peer``'s recipe (same card port)."""
-    want = peer["_recipe"]["port"]
+    # the port the card gives the peer's recipe: the one its card URLs name, whatever a site override moved
+    want = peer["_recipe"].get("card_port", peer["_recipe"]["port"])
     for u in urls:
         try:
             if _split(u)[2] == want:

@@ -79,6 +79,13 @@ KNOWN_OPTIONS = {
         "--prefill", "--decode", "--port", "--host", "--pd-disaggregation", "--worker-urls",
         "--prometheus-port", "--model-path")),
 }
+#: Spellings of one option, per dialect: ``-tp 8`` and ``--tensor-parallel-size 8`` set the same thing.
+#: Site argv overrides (:mod:`_overrides`) match a flag through these, as the dialects read them.
+ALIASES = {
+    "vllm": (_V_TP, _V_PP, _V_DP, _V_DPL, _V_DCP, ("--quantization", "-q")),
+    "sglang": (_S_TP, _S_PP, _S_DP, _S_EP, _S_CP, _S_MODEL),
+    "router": (),
+}
 #: vLLM options whose value is JSON; vLLM also takes them key by key
 #: (``--kv-transfer-config.kv_role kv_producer``), which the plan would not see.
 _V_JSON = ("--kv-transfer-config",)
@@ -125,7 +132,7 @@ def argv_reader(kind, tokens):
     return Argv(tokens, underscores=(kind == "vllm"))
 
 
-def _parser_start(argv):
+def parser_start(argv):
     """Index of the first argv token the engine's own parser reads."""
     exe = argv[0].rsplit("/", 1)[-1]
     if exe.startswith("python") and len(argv) > 2 and argv[1] == "-m":
@@ -153,7 +160,7 @@ def _refuse_unread_forms(a, kind, path):
     (``--kv-transfer-config.kv_role``) is refused for the same reason: the
     plan would not see the key.
     """
-    found = abbreviations(a.tokens, KNOWN_OPTIONS[kind], _parser_start(a.tokens), a.underscores)
+    found = abbreviations(a.tokens, KNOWN_OPTIONS[kind], parser_start(a.tokens), a.underscores)
     if found:
         i, written, full = found[0]
         raise RecipeError("%s[%d]" % (path, i), (

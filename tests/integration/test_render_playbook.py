@@ -281,3 +281,38 @@ def test_deploy_checks_each_hosts_role_variables_once_and_names_the_host_before_
     assert "ok: [r-p1] => (item=r-p1, r-p2, r-d1 and 1 more)" in out, out[-3000:]
     assert re.search(r"failed: \[r-p1\] \(item=r-d2\).*\n(.*\n)*.*'preflight_headroom_mib' is of type str", out), out[-3000:]
     assert "Preflight | Check this host" not in out
+
+
+def test_argv_overrides_render_the_effective_argv(venv, tmp_path):
+    out = str(tmp_path / "out")
+    res = render("tests/integration/render/argv-overrides.yml", out, venv)
+    assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-2000:]
+    hosts = rendered(out)
+    card = CARD["envs"][0]["argv"]
+    vllm = hosts["o-vllm"]["instances"][0]
+    # the host's own value: TP 1 in the card's spelling, the port moved, one flag swapped for its new name
+    want = [t for t in card if t not in ("--tokenizer-mode", "glm5_next", "--disable-flashinfer-autotune")]
+    want[want.index("--tensor-parallel-size") + 1] = "1"
+    assert vllm["argv"] == want + ["--no-enable-flashinfer-autotune", "--port", "8100"]
+    assert (vllm["port"], vllm["gpus"], vllm["url"]) == (8100, 1, "http://10.20.0.31:8100")
+    with open(os.path.join(out, "o-vllm", vllm["unit"])) as f:
+        unit = f.read()
+    assert "--no-enable-flashinfer-autotune" in unit and "--port 8100" in unit and "glm5_next" not in unit
+    # the group's value on the other host: the prefill's port moves, and the router's --prefill with it
+    pd = {i["recipe"]: i for i in hosts["o-pd"]["instances"]}
+    assert pd["sglang-prefill"]["port"] == 31500
+    assert "launchcard_argv_overrides: set --port 31500" in pd["sglang-prefill"]["changes"]
+    router = pd["sglang-router"]["argv"]
+    assert router[router.index("--prefill") + 1] == "http://127.0.0.1:31500"
+    verify(glob.glob(os.path.join(out, "*", "launchcard-*.service")))
+
+
+def test_a_bad_argv_override_fails_before_anything_is_written(venv, tmp_path):
+    out = str(tmp_path / "out")
+    bad = json.dumps({"launchcard_argv_overrides": {"vllm-aggregated": {"set": {"--port": "http"}}}})
+    res = render("tests/integration/render/argv-overrides.yml", out, venv, "-e", bad)
+    assert res.returncode != 0
+    text = " ".join((res.stdout + res.stderr).split())
+    assert "launchcard_argv_overrides['vllm-aggregated'].set['--port']: --port expects an integer, found 'http'" \
+        in text, text[-3000:]
+    assert not os.path.exists(out) or not os.listdir(out)
