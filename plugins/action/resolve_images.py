@@ -12,13 +12,15 @@ from ansible.plugins.action import ActionBase
 
 from ansible_collections.launchcard.inference.plugins.plugin_utils._images import (
     DEFAULT_PLATFORM,
+    RUNTIMES,
     ImageError,
     RegistryClient,
     distinct_images,
     drift_warning,
+    gone_error,
     hold,
     measure_all,
-    mirror_urls,
+    parse_reference,
     pin_plan,
     resolve_all,
 )
@@ -42,16 +44,32 @@ class ActionModule(ActionBase):
             timeout=dict(type="float", default=30.0),
             qualified=dict(type="bool", default=True),
             hold=dict(type="dict", default={}),
+            runtime=dict(type="str", default="docker", choices=list(RUNTIMES)),
+            verify=dict(type="dict", default={}),
+            pullers=dict(type="dict", default={}),
         ), mutually_exclusive=[("images", "plan")], required_one_of=[("images", "plan")])
         images = args["images"] if args["images"] is not None else distinct_images(args["plan"])
         try:
-            client = RegistryClient(mirrors=mirror_urls(args["mirrors"]), credentials=args["credentials"],
-                                    timeout=args["timeout"])
+            client = RegistryClient(mirrors=args["mirrors"], credentials=args["credentials"],
+                                    timeout=args["timeout"], runtime=args["runtime"])
             refs = resolve_all(images, client.resolve, qualified=args["qualified"])
+            gone, warnings = [], []
+            for image, ref in sorted(args["verify"].items()):
+                # a digest the fleet keeps (a moved tag) that a host must pull: the registry must still give it
+                present, where = client.exists(parse_reference(image), str(ref).rsplit("@", 1)[-1])
+                if not present:
+                    gone.append(gone_error(image, ref, where, args["pullers"].get(image) or []))
+            stop = [g for g in gone if g[1]]
+            if stop:
+                raise ImageError("\n".join(message for message, dummy in stop))
+            warnings += [message for message, dummy in gone]
         except ImageError as exc:
             raise AnsibleActionFail(to_text(exc))
         refs, drift = hold(refs, args["hold"])
-        warnings = [drift_warning(moved) for moved in drift]
+        warnings += [drift_warning(moved) for moved in drift]
+        # podman and docker try the next source when one does not give the image: say which answered
+        warnings += ["image %s: resolved through the %s after %s" % (image, client.answered[image], "; ".join(skipped))
+                     for image, skipped in sorted(client.skipped.items()) if skipped]
         sizes = {}
         if args["sizes"]:
             # by digest: the size of exactly what the hosts pull
@@ -59,7 +77,8 @@ class ActionModule(ActionBase):
             warnings += unknown
         if warnings:
             result.setdefault("warnings", []).extend(warnings)
-        result.update(changed=False, image_refs=refs, image_sizes=sizes, drift=drift, registry_requests=client.requests)
+        result.update(changed=False, image_refs=refs, image_sizes=sizes, drift=drift, registry_requests=client.requests,
+                      image_sources=dict(client.answered))
         if args["plan"] is not None:
             result["plan"] = pin_plan(args["plan"], refs)
         return result

@@ -106,7 +106,17 @@ def hold_images(resolved, held):
         [one sentence per moved tag]}``.
     """
     refs, drift = images.hold(resolved or {}, held or {})
-    return {"image_refs": refs, "drift": drift, "warnings": [images.drift_warning(m) for m in drift]}
+    return {"image_refs": refs, "drift": drift, "warnings": [images.drift_warning(m) for m in drift],
+            "held": dict((m["image"], refs[m["image"]]) for m in drift)}
+
+
+def image_pullers(hostvars, hosts, plan, result_var="preflight_result"):
+    """``{image: [host]}``: the hosts that run each image of ``plan`` and must pull it (see plugin_utils._images.pullers).
+
+    Reads each host's ``hostvars[host][result_var]`` (``recorded_image_refs``, ``recorded_images_missing``).
+    """
+    found = dict((h, hostvars[h].get(result_var) or {}) for h in hosts or [] if h in hostvars)
+    return images.pullers(plan or {}, found)
 
 
 def recorded_image_refs(record, images=None):
@@ -374,6 +384,7 @@ class FilterModule(object):
             "held_images": held_images,
             "hold_images": hold_images,
             "recorded_image_refs": recorded_image_refs,
+            "image_pullers": image_pullers,
             "docker_daemon_config": docker_daemon_config,
             "registry_auth": registry_auth,
             "registry_credentials_digest": registry_credentials_digest,

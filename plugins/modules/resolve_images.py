@@ -22,7 +22,23 @@ description:
     (OCI image-spec manifest.md), in RV(image_sizes). Docker Hub counts up to two manifest C(GET)s as one pull
     against its rate limit (a C(HEAD) is not counted). A size the registry does not give is left out, with a
     warning; the digests are unaffected.
-  - Errors name the image and the cause (no such image or tag, refused credentials, unreachable registry).
+  - Asks where and in the order the hosts' engine pulls (O(runtime)): each mirror of O(mirrors) in order, then the
+    registry itself, the next one when one does not give the image (unreachable, no such tag, refused
+    credentials), as podman (containers/image) and dockerd do; RV(image_sources) and a warning say which answered.
+    A mirror's path goes where the runtime puts it - podman after C(/v2/) (C(harbor.corp/hubproxy) asks
+    C(https://harbor.corp/v2/hubproxy/REPO/manifests/TAG)), docker before it
+    (C(https://harbor.corp/hubproxy/v2/REPO/manifests/TAG)).
+  - A C(200) answer that is not a manifest - a Content-Type that is not one of the manifest media types asked for
+    (a registry front's HTML page), a body that is not a JSON manifest of schemaVersion 2 with the fields of its
+    type, or one whose sha256 is not its C(Docker-Content-Digest) - is refused, naming the image and the URL; a
+    digest is never taken from it.
+  - With O(runtime=docker), a Docker Hub mirror that asks for credentials is refused: dockerd sends a mirror no
+    credentials, so the hosts would fall back to Docker Hub.
+  - With O(verify), checks that each kept digest is still in the registry (C(GET /v2/NAME/manifests/DIGEST) from
+    the same sources); one that is gone stops the run when O(pullers) names a host that must pull it, and is a
+    warning otherwise.
+  - Errors name the image and the cause (no such image or tag, refused credentials, unreachable registry), and each
+    source asked.
   - C(playbooks/deploy.yml) calls it once per run (C(run_once)) before preflight, whose C(image_disk) check reads the
     sizes; every host then pulls and runs exactly the digests it returns.
 options:
@@ -46,10 +62,29 @@ options:
   mirrors:
     description:
       - >-
-        Registry (as in the reference, C(docker.io) for Docker Hub) to base URL of a mirror serving the same names,
-        for example C({"docker.io": "http://10.0.0.5:5000"}), or to a list of C({location, insecure}) as
-        C(launchcard_registry_mirrors) gives them (the first is asked; C(insecure) means plain HTTP). Other
-        registries are reached at C(https://REGISTRY).
+        Registry (as in the reference, C(docker.io) for Docker Hub) to the URL of a mirror serving the same names,
+        for example C({"docker.io": "http://10.0.0.5:5000"}), or to a list of URLs or C({location, insecure}) as
+        C(launchcard_registry_mirrors) gives them (C(location) is C(HOST[:PORT][/PATH]); C(insecure) means plain
+        HTTP), asked in order before the registry itself, which is reached at C(https://REGISTRY).
+    type: dict
+    default: {}
+  runtime:
+    description:
+      - The hosts' container engine, whose way of asking registries is followed (where a mirror's path goes, which
+        credentials a mirror gets). C(docker) mirrors Docker Hub only.
+    type: str
+    choices: [docker, podman]
+    default: docker
+  verify:
+    description:
+      - Image to a pinned C(name@sha256:...) that must still be in the registry (the digests a deploy keeps for a
+        moved tag, the C(held) of the C(launchcard.inference.hold_images) filter).
+    type: dict
+    default: {}
+  pullers:
+    description:
+      - Image to the hosts that must pull it (C(launchcard.inference.image_pullers)); a digest of O(verify) that is
+        gone stops the run when its image has any.
     type: dict
     default: {}
   qualified:
@@ -136,6 +171,11 @@ image_sizes:
   returned: always
   type: dict
   sample: {"vllm/vllm-openai:v0.11.0": 9876543210}
+image_sources:
+  description: Image (C(NAME:TAG)) to the source that gave its digest (C(mirror LOCATION) or C(registry REGISTRY)).
+  returned: always
+  type: dict
+  sample: {"vllm/vllm-openai:v0.11.0": "mirror harbor.corp/hubproxy"}
 registry_requests:
   description: HTTP requests made (tokens included).
   returned: always

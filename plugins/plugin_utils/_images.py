@@ -185,6 +185,46 @@ def hold(refs, held):
     return out, drift
 
 
+def pullers(plan, found):
+    """``{image: sorted hosts}``: the hosts of ``plan`` that run each image and do not hold the digest they recorded.
+
+    :param found: ``{host: preflight result}``: ``recorded_image_refs`` (the record's images; a host without
+        one, a new host, holds none) and ``recorded_images_missing`` (recorded, but not in the engine's store).
+    """
+    out = {}
+    for host, hp in sorted((plan.get("hosts") or {}).items()):
+        if host not in found:
+            continue
+        recorded = found[host].get("recorded_image_refs") or {}
+        missing = set(found[host].get("recorded_images_missing") or [])
+        for inst in hp.get("instances") or []:
+            image = inst.get("image")
+            if image and (image not in recorded or image in missing):
+                out.setdefault(image, set()).add(host)
+    return dict((image, sorted(hosts)) for image, hosts in out.items())
+
+
+def gone_error(image, ref, causes, pullers):
+    """The sentence for a digest the fleet keeps (:func:`hold`) that no source gives any more, and whether it stops.
+
+    A registry with retention or garbage collection deletes the old manifest of a moved tag; a host that must
+    pull it then fails at its pull with the engine's ``manifest unknown``. It stops the run (before any host
+    changes) when a host must pull it (``pullers``); otherwise every host holds it, and it is a warning.
+
+    :param causes: ``[(source label, cause)]`` as :meth:`RegistryClient.exists` returned them.
+    :returns: ``(sentence, stops)``.
+    """
+    digest = str(ref).rsplit("@", 1)[-1]
+    where = "; ".join("[%s]" % re.sub(r"^image \S+: ", "", str(cause)) for dummy, cause in causes)
+    remedy = ("run playbooks/upgrade.yml to move the fleet to the digest the tag names now, or deploy with "
+              "-e launchcard_images_hold=false")
+    if pullers:
+        return ("image %s: the digest the fleet runs (%s) is gone from the registry (%s), and %s must pull it: %s"
+                % (image, digest, where, ", ".join(sorted(pullers)), remedy), True)
+    return ("image %s: the digest the fleet runs (%s) is gone from the registry (%s); every host holds it, but a "
+            "host that joins or loses it cannot pull it: %s" % (image, digest, where, remedy), False)
+
+
 def drift_warning(moved):
     """The sentence that reports one moved tag (an item of :func:`hold`'s drift)."""
     return ("image %s: the registry now resolves it to %s; the fleet runs %s and keeps it (a deploy never follows "
@@ -192,38 +232,26 @@ def drift_warning(moved):
 
 
 _MIRROR_LOCATION = re.compile(r"^[A-Za-z0-9.-]+(:[0-9]{1,5})?(/[a-z0-9._/-]*)?$")
-
-
-def mirror_urls(mirrors):
-    """``{registry: base URL}`` of the first mirror of each registry, for :class:`RegistryClient`.
-
-    :param mirrors: ``{registry: URL}`` (``http://10.0.0.5:5000``), or ``{registry: [{"location":
-        "10.0.0.5:5000", "insecure": bool}, ...]}``, the shape of podman's ``registries.conf``
-        mirror entries (containers-registries.conf(5)): ``insecure`` means plain HTTP.
-    :raises ImageError: a registry or location that is not a host name (and port, and path), naming it.
-    """
-    out = {}
-    for registry, value in (mirrors or {}).items():
-        if isinstance(value, str):
-            out[registry] = value
-            continue
-        if not isinstance(value, (list, tuple)) or not value or not hasattr(value[0], "get"):
-            raise ImageError("mirrors.%s must be a URL or a list of {location, insecure}, found %r" % (registry, value))
-        first = value[0]
-        location = str(first.get("location") or "")
-        if not _MIRROR_LOCATION.match(location):
-            raise ImageError("mirrors.%s[0].location must be HOST[:PORT][/PATH], found %r" % (registry, location))
-        insecure = first.get("insecure", False)
-        if isinstance(insecure, str):
-            insecure = insecure.strip().lower() in ("1", "true", "yes", "on")
-        out[registry] = ("http://" if insecure else "https://") + location
-    return out
+RUNTIMES = ("docker", "podman")
+# containers/image reads a manifest body of at most 4 MiB (internal/iolimits: MaxManifestBodySize)
+MAX_MANIFEST_BYTES = 4 << 20
 
 
 def _mirror_entries(registry, value):
-    """``[(location, insecure)]`` of one registry's mirrors, in order (the shapes :func:`mirror_urls` takes)."""
+    """``[(location, insecure)]`` of one registry's mirrors, in order.
+
+    :param value: a URL (``http://10.0.0.5:5000``), or a list of URLs or of ``{"location": "10.0.0.5:5000",
+        "insecure": bool}``, the shape of podman's ``registries.conf`` mirror entries
+        (containers-registries.conf(5)): ``insecure`` means plain HTTP.
+    :raises ImageError: an entry or location that is not a host name (and port, and path), naming it.
+    """
     entries = []
-    for n, mirror in enumerate([value] if isinstance(value, str) else list(value or [])):
+    if value is None:
+        return entries
+    if not isinstance(value, (str, list, tuple)) or not value:
+        raise ImageError("launchcard_registry_mirrors.%s must be a URL or a list of {location, insecure}, found %r"
+                         % (registry, value))
+    for n, mirror in enumerate([value] if isinstance(value, str) else list(value)):
         if isinstance(mirror, str):
             location, insecure = re.sub(r"^https?://", "", mirror).rstrip("/"), mirror.startswith("http://")
         elif hasattr(mirror, "get"):
@@ -231,11 +259,76 @@ def _mirror_entries(registry, value):
             if isinstance(insecure, str):
                 insecure = insecure.strip().lower() in ("1", "true", "yes", "on")
         else:
-            raise ImageError("mirrors.%s[%d] must be a URL or {location, insecure}, found %r" % (registry, n, mirror))
+            raise ImageError("launchcard_registry_mirrors.%s[%d] must be a URL or {location, insecure}, found %r"
+                             % (registry, n, mirror))
         if not _MIRROR_LOCATION.match(location):
-            raise ImageError("mirrors.%s[%d].location must be HOST[:PORT][/PATH], found %r" % (registry, n, location))
-        entries.append((location, bool(insecure)))
+            raise ImageError("launchcard_registry_mirrors.%s[%d].location must be HOST[:PORT][/PATH], found %r"
+                             % (registry, n, location))
+        entries.append((location.rstrip("/"), bool(insecure)))
     return entries
+
+
+def _is_hub(registry):
+    return registry in (DOCKER_HUB, "registry-1.docker.io", "index.docker.io")
+
+
+def _docker_hub_only(registry):
+    return ImageError("launchcard_registry_mirrors.%s: docker mirrors Docker Hub only (daemon.json registry-mirrors); "
+                      "pull %s images from the mirror by name in the card, or use launchcard_runtime: podman"
+                      % (registry, registry))
+
+
+def pull_sources(registry, mirrors=None, runtime="podman", upstream=None):
+    """Where the hosts' engine asks for an image of ``registry``, in the order it asks.
+
+    podman (containers/image pkg/sysregistriesv2 ``PullSourcesFromReference``): each mirror of the registry in
+    order, then the registry itself; a mirror's location replaces the registry's name in the reference
+    (``rewriteReference``), so a path of the location is the first components of the repository, after
+    ``/v2/``: ``harbor.corp/hubproxy`` asks ``https://harbor.corp/v2/hubproxy/library/ubuntu/manifests/TAG``
+    (docker/docker_client.go ``fetchManifest``: ``/v2/<reference.Path>/manifests/<tag>`` on the reference's host).
+
+    docker (moby daemon/pkg/registry/service_v2.go ``lookupV2Endpoints``): the ``registry-mirrors`` of Docker Hub in
+    order, then ``registry-1.docker.io``; no mirrors for other registries. A mirror's path comes before ``/v2``:
+    the classic image store resolves ``v2/<name>/manifests/<tag>`` against the mirror URL with its trailing ``/``
+    (daemon/pkg/registry/config.go ``ValidateMirror``, distribution registry/api/v2/urls.go), and the containerd image
+    store joins ``<path>/v2`` (daemon/hosts.go ``mirrorsToRegistryHosts``), so ``harbor.corp/hubproxy`` asks
+    ``https://harbor.corp/hubproxy/v2/library/ubuntu/manifests/TAG``.
+
+    :param mirrors: ``launchcard_registry_mirrors`` (``{registry: URL | [URL | {location, insecure}]}``).
+    :param runtime: ``docker`` or ``podman``.
+    :param upstream: ``{registry: base URL or None}``: where the registry itself is (tests); None: the engine
+        never asks it. Default ``https://REGISTRY`` (``https://registry-1.docker.io`` for Docker Hub).
+    :returns: ``[{"label", "host", "base", "namespace", "mirror"}]``: a manifest is at
+        ``base + "/v2/" + namespace + repository + "/manifests/" + reference``.
+    :raises ImageError: a mirror the runtime cannot use as written, naming the variable.
+    """
+    if runtime not in RUNTIMES:
+        raise ImageError("launchcard_runtime %r has no registry client (docker or podman)" % (runtime,))
+    sources = []
+    value = (mirrors or {}).get(registry)
+    if value is not None:
+        if runtime == "docker" and not _is_hub(registry):
+            raise _docker_hub_only(registry)
+        for n, (location, insecure) in enumerate(_mirror_entries(registry, value)):
+            host, dummy, path = location.partition("/")
+            scheme = "http://" if insecure else "https://"
+            if runtime == "docker":
+                if path.rstrip("/").endswith("v2"):
+                    # classic store: <path>/v2/v2/...; containerd store (daemon/hosts.go): <path> kept as the /v2
+                    raise ImageError("launchcard_registry_mirrors.%s[%d].location %s ends in /v2, which docker's two "
+                                     "image stores read differently; name the mirror without it"
+                                     % (registry, n, location))
+                base, namespace = scheme + location, ""
+            else:
+                base, namespace = scheme + host, (path + "/" if path else "")
+            sources.append({"label": "mirror %s" % location, "host": host, "base": base, "namespace": namespace,
+                            "mirror": True})
+    own = (upstream or {}).get(registry, "https://" + (DOCKER_HUB_API if _is_hub(registry) else registry))
+    if own is not None:
+        sources.append({"label": "registry %s" % registry, "host": registry, "base": own.rstrip("/"),
+                        "namespace": "", "mirror": False})
+    return sources
+
 
 
 def docker_daemon_config(current, mirrors):
@@ -265,9 +358,8 @@ def docker_daemon_config(current, mirrors):
             raise ImageError("/etc/docker/daemon.json must hold a JSON object")
     wanted, insecure = [], []
     for registry, value in sorted((mirrors or {}).items()):
-        if registry not in (DOCKER_HUB, "registry-1.docker.io", "index.docker.io"):
-            raise ImageError("mirrors.%s: docker mirrors Docker Hub only (daemon.json registry-mirrors); pull %s "
-                             "images from the mirror by name in the card, or use launchcard_runtime: podman" % (registry, registry))
+        if not _is_hub(registry):
+            raise _docker_hub_only(registry)
         for location, plain in _mirror_entries(registry, value):
             wanted.append(("http://" if plain else "https://") + location)
             if plain:
@@ -355,36 +447,104 @@ def pin_plan(plan, refs):
     return out
 
 
+def check_manifest(headers, body, image, url, reference=None):
+    """The manifest document of a ``200`` answer to ``GET .../manifests/REFERENCE``; refuses anything else.
+
+    A registry front that is not the distribution API (a Harbor UI page, a proxy's login form) can answer
+    ``200`` with HTML. The answer must carry one of the manifest media types asked for (OCI distribution spec:
+    the ``Content-Type`` is the manifest's ``mediaType``), parse as a JSON object of ``schemaVersion`` 2 with
+    the fields of its type (an index lists ``manifests``, an image manifest ``config`` and ``layers``), and its
+    sha256 must equal ``Docker-Content-Digest`` when that is given, and ``reference`` when that is a digest.
+
+    :returns: ``(document, "sha256:<hex of the body>")``.
+    :raises ImageError: naming the image, the URL and what is wrong.
+    """
+    media = (headers.get("Content-Type") or "").split(";", 1)[0].strip().lower()
+    if media not in MANIFEST_TYPES:
+        raise ImageError("image %s: %s answered 200 with Content-Type %r, not a manifest media type (%s): is this "
+                         "the registry API? A mirror with a path must be one the runtime reaches at that URL"
+                         % (image, url, media or "none", ", ".join(MANIFEST_TYPES)))
+    try:
+        doc = json.loads(body)
+    except ValueError:
+        doc = None
+    if not isinstance(doc, dict) or doc.get("schemaVersion") != 2:
+        raise ImageError("image %s: %s answered 200 with a body that is not a JSON manifest of schemaVersion 2"
+                         % (image, url))
+    if doc.get("mediaType") not in (None, media):
+        raise ImageError("image %s: %s answered Content-Type %s for a manifest whose mediaType is %r"
+                         % (image, url, media, doc.get("mediaType")))
+    if media in INDEX_TYPES:
+        shaped = isinstance(doc.get("manifests"), list)
+    else:
+        shaped = isinstance(doc.get("config"), dict) and isinstance(doc.get("layers"), list)
+    if not shaped:
+        raise ImageError("image %s: %s answered a %s without its %s" % (
+            image, url, media, "manifests" if media in INDEX_TYPES else "config and layers"))
+    digest = "sha256:" + hashlib.sha256(body).hexdigest()
+    for what, claimed in (("Docker-Content-Digest", (headers.get("Docker-Content-Digest") or "").strip()),
+                          ("the digest asked for", reference if _DIGEST.match(reference or "") else "")):
+        if claimed.startswith("sha256:") and claimed != digest:
+            raise ImageError("image %s: %s answered a manifest whose sha256 is %s, not %s (%s)"
+                             % (image, url, digest, claimed, what))
+    return doc, digest
+
+
+class _Unanswered(ImageError):
+    """One source did not give the manifest (unreachable, 401/403, 404, another HTTP error): the runtime
+    asks the next source."""
+
+
+class _Gone(ImageError):
+    """No source gave the manifest: :attr:`causes` is ``[(label, cause)]`` of each, in order."""
+
+    def __init__(self, message, causes):
+        super().__init__(message)
+        self.causes = causes
+
+
 def _parse_challenge(header):
     scheme, dummy, params = (header or "").partition(" ")
     return scheme.lower(), dict(re.findall(r'(\w+)="([^"]*)"', params))
 
 
 class RegistryClient:
-    """Manifest digests over the registry HTTP API.
+    """Manifest digests over the registry HTTP API, asked where and in the order the hosts' engine asks.
 
-    :param mirrors: ``{registry: base URL}``, e.g. ``{"docker.io": "http://198.18.0.1:5000"}``
-        (an internal mirror serves the same names); other registries are reached at ``https://<registry>``.
-    :param credentials: ``{registry: {"username", "password"}}``, sent only to that registry's token realm
-        (or as basic auth when it asks for it).
+    :param mirrors: ``launchcard_registry_mirrors`` (see :func:`pull_sources`).
+    :param credentials: ``{registry: {"username", "password"}}``, sent where the runtime sends them: podman to the
+        registry and to its mirrors (keyed by the mirror's host in the hosts' auth file, :func:`registry_auth`;
+        a mirror host the credentials name itself gets its own), docker to the registry itself only.
+    :param runtime: ``docker`` or ``podman`` (:func:`pull_sources`).
+    :param upstream: see :func:`pull_sources`.
     :param opener: a ``urllib.request.OpenerDirector`` (tests); default: ``urllib.request.build_opener()``.
     """
 
-    def __init__(self, mirrors=None, credentials=None, timeout=30.0, opener=None):
+    def __init__(self, mirrors=None, credentials=None, timeout=30.0, opener=None, runtime="podman", upstream=None):
         self.mirrors = dict(mirrors or {})
         self.credentials = dict(credentials or {})
         self.timeout = timeout
+        self.runtime = runtime
+        self.upstream = upstream
         self.opener = opener or urllib.request.build_opener()
         self.requests = 0
-        self._auth = {}  # (registry, repository) -> Authorization header that registry accepted
+        self.answered = {}  # image -> label of the source that gave its manifest
+        self.skipped = {}  # image -> ["label: cause"] of the sources asked before it
+        self._auth = {}  # (source base, repository) -> Authorization header that source accepted
+        for registry in self.mirrors:
+            pull_sources(registry, self.mirrors, runtime, upstream={registry: None})
 
-    def base_url(self, registry):
-        if registry in self.mirrors:
-            return self.mirrors[registry].rstrip("/")
-        return "https://" + (DOCKER_HUB_API if registry == DOCKER_HUB else registry)
+    def sources(self, registry):
+        hub_key = [k for k in self.mirrors if _is_hub(k)] if _is_hub(registry) else []
+        key = hub_key[0] if hub_key else registry
+        mirrors = {registry: self.mirrors[key]} if key in self.mirrors else {}
+        return pull_sources(registry, mirrors, self.runtime, self.upstream)
 
-    def _basic(self, registry):
-        cred = self.credentials.get(registry)
+    def _basic(self, registry, source):
+        if source["mirror"] and self.runtime == "docker":
+            return None
+        cred = self.credentials.get(source["host"]) if source["mirror"] else None
+        cred = cred or self.credentials.get(registry)
         if not cred:
             return None
         raw = ("%s:%s" % (cred.get("username", ""), cred.get("password", ""))).encode()
@@ -395,92 +555,151 @@ class RegistryClient:
         req = urllib.request.Request(url, method=method, headers=headers)
         return self.opener.open(req, timeout=self.timeout)
 
-    def _token(self, registry, challenge, image):
+    def _token(self, registry, source, challenge, image):
         realm = challenge.get("realm")
         if not realm:
-            raise ImageError("image %s: %s asked for a token without a realm" % (image, registry))
+            raise _Unanswered("image %s: %s asked for a token without a realm" % (image, source["label"]))
         query = {k: challenge[k] for k in ("service", "scope") if challenge.get(k)}
         url = realm + ("?" + urllib.parse.urlencode(query) if query else "")
         headers = {}
-        if self._basic(registry):
-            headers["Authorization"] = self._basic(registry)
+        if self._basic(registry, source):
+            headers["Authorization"] = self._basic(registry, source)
         try:
             with self._open("GET", url, headers) as resp:
                 doc = json.loads(resp.read() or b"{}")
         except urllib.error.HTTPError as exc:
-            raise ImageError("image %s: the token service of %s refused (HTTP %d): check the registry credentials"
-                             % (image, registry, exc.code))
-        token = doc.get("token") or doc.get("access_token")
+            raise _Unanswered("image %s: the token service of %s refused (HTTP %d): check the registry credentials"
+                              % (image, source["label"], exc.code))
+        except (urllib.error.URLError, OSError, ValueError) as exc:
+            raise _Unanswered("image %s: the token service of %s at %s failed: %s"
+                              % (image, source["label"], realm, getattr(exc, "reason", exc)))
+        token = doc.get("token") or doc.get("access_token") if isinstance(doc, dict) else None
         if not token:
-            raise ImageError("image %s: the token service of %s returned no token" % (image, registry))
+            raise _Unanswered("image %s: the token service of %s returned no token" % (image, source["label"]))
         return token
 
-    def _manifest(self, method, ref, reference, image):
-        """``(headers, body)`` of ``method /v2/<repository>/manifests/<reference>`` (``body`` empty for HEAD);
-        None for a HEAD the registry does not allow (405). A ``401`` challenge is answered once per repository
-        (a Bearer token from its realm, or basic auth), and the answer kept for the next request.
+    def _ask(self, method, ref, source, reference, image):
+        """``(headers, body, url)`` of ``method`` on one source's manifest URL (``body`` empty for HEAD); None for a
+        HEAD the source does not allow (405). A ``401`` challenge is answered once per source and repository.
 
-        :raises ImageError: unknown image or tag (404), refused credentials (401/403 after authenticating), an
-            unreachable registry, or another HTTP error.
+        :raises _Unanswered: the source does not give it (404, 401/403, unreachable, another HTTP error).
+        :raises ImageError: docker's mirror asks for credentials (dockerd sends a mirror none).
         """
-        url = "%s/v2/%s/manifests/%s" % (self.base_url(ref["registry"]), ref["repository"], reference)
-        key = (ref["registry"], ref["repository"])
+        url = "%s/v2/%s%s/manifests/%s" % (source["base"], source["namespace"], ref["repository"], reference)
+        registry = ref["registry"]
+        key = (source["base"], source["namespace"] + ref["repository"])
         for attempt in (1, 2):
             headers = {"Accept": ", ".join(MANIFEST_TYPES)}
             if key in self._auth:
                 headers["Authorization"] = self._auth[key]
             try:
                 with self._open(method, url, headers) as resp:
-                    return resp.headers, (resp.read() if method == "GET" else b"")
+                    return resp.headers, (resp.read(MAX_MANIFEST_BYTES + 1) if method == "GET" else b""), url
             except urllib.error.HTTPError as exc:
+                if exc.code == 401 and source["mirror"] and self.runtime == "docker":
+                    # moby daemon/containerd/resolver.go authorizerFromAuthConfig: credentials only for the host of
+                    # the pull's own registry (registry-1.docker.io), none for a mirror host
+                    raise ImageError(
+                        "image %s: %s asks for credentials (HTTP 401 at %s), and dockerd sends a registry mirror "
+                        "none (its credentials are looked up for the image's own registry, not the mirror's host), "
+                        "so the docker hosts would fall back to Docker Hub: use launchcard_runtime: podman "
+                        "(it sends launchcard_registry_credentials to the mirror), a mirror that needs none, or name "
+                        "the mirror's registry in the card's image with credentials for it"
+                        % (image, source["label"], url))
                 if exc.code == 401 and attempt == 1 and key not in self._auth:
                     scheme, challenge = _parse_challenge(exc.headers.get("WWW-Authenticate"))
                     if scheme == "bearer":
-                        self._auth[key] = "Bearer " + self._token(ref["registry"], challenge, image)
-                    elif scheme == "basic" and self._basic(ref["registry"]):
-                        self._auth[key] = self._basic(ref["registry"])
+                        self._auth[key] = "Bearer " + self._token(registry, source, challenge, image)
+                    elif scheme == "basic" and self._basic(registry, source):
+                        self._auth[key] = self._basic(registry, source)
                     else:
-                        raise ImageError("image %s: %s needs credentials (HTTP 401)" % (image, ref["registry"]))
+                        raise _Unanswered("image %s: %s needs credentials (HTTP 401)" % (image, source["label"]))
                     continue
                 if exc.code in (401, 403):
-                    raise ImageError("image %s: %s refused the credentials (HTTP %d)"
-                                     % (image, ref["registry"], exc.code))
+                    raise _Unanswered("image %s: %s refused the credentials (HTTP %d)"
+                                      % (image, source["label"], exc.code))
                 if exc.code == 404:
-                    raise ImageError("image %s: no such image or tag in %s (HTTP 404 at %s)"
-                                     % (image, ref["registry"], url))
+                    raise _Unanswered("image %s: no such image or tag in %s (HTTP 404 at %s)"
+                                      % (image, source["label"], url))
                 if method == "HEAD" and exc.code == 405:
                     return None
-                raise ImageError("image %s: %s answered HTTP %d" % (image, ref["registry"], exc.code))
+                raise _Unanswered("image %s: %s answered HTTP %d at %s" % (image, source["label"], exc.code, url))
             except (urllib.error.URLError, OSError) as exc:
                 reason = getattr(exc, "reason", exc)
-                raise ImageError("image %s: cannot reach the registry at %s: %s" % (
-                    image, self.base_url(ref["registry"]), reason))
-        raise ImageError("image %s: %s asked for credentials twice" % (image, ref["registry"]))
+                raise _Unanswered("image %s: cannot reach the %s at %s: %s" % (image, source["label"], url, reason))
+        raise _Unanswered("image %s: %s asked for credentials twice" % (image, source["label"]))
+
+    def _first(self, ref, image, ask):
+        """``ask(source)`` on each source in the runtime's order until one answers (its result, its label).
+
+        :raises ImageError: every source failed, naming each with its cause (a single source: its own error).
+        """
+        failed = []
+        for source in self.sources(ref["registry"]):
+            try:
+                return ask(source), source["label"], failed
+            except _Unanswered as exc:
+                failed.append((source["label"], str(exc)))
+        if len(failed) == 1:
+            raise _Gone(failed[0][1], failed)
+        raise _Gone("image %s: no source gave it, in the order the %s hosts ask: %s" % (
+            image, self.runtime, "; ".join("[%s]" % cause.replace("image %s: " % image, "") for dummy, cause in failed)),
+            failed)
+
+    def _get(self, ref, source, reference, image):
+        headers, body, url = self._ask("GET", ref, source, reference, image)
+        if len(body) > MAX_MANIFEST_BYTES:
+            raise ImageError("image %s: %s answered a manifest over %d bytes" % (image, url, MAX_MANIFEST_BYTES))
+        return check_manifest(headers, body, image, url, reference)
 
     def resolve(self, ref):
-        """``sha256:...`` of the manifest ``ref`` (as :func:`parse_reference` returns) points at.
+        """``sha256:...`` of the manifest ``ref``'s tag points at, from the first source that has it.
 
-        ``HEAD`` first (Docker Hub does not count it as a pull); without a ``Docker-Content-Digest`` header (or
-        where ``HEAD`` is not allowed) the manifest is fetched and its own sha256 taken.
+        ``HEAD`` first (Docker Hub does not count it as a pull): its ``Docker-Content-Digest`` is taken when it
+        comes with a manifest media type. Otherwise the manifest is fetched, checked (:func:`check_manifest`) and
+        its own sha256 taken. A source that does not answer is followed by the next, as the runtime does
+        (:func:`pull_sources`; containers/image docker/docker_image_src.go ``newImageSource`` tries each pull source
+        until one gives the manifest; moby daemon/internal/distribution/pull.go ``pullEndpoints`` falls back to the
+        next endpoint). :attr:`answered` names the source that answered, :attr:`skipped` those that did not.
 
-        :raises ImageError: as :meth:`_manifest`.
+        :raises ImageError: as :meth:`_first`, or a ``200`` that is not a manifest.
         """
         image = "%s:%s" % (ref["name"], ref["tag"])
-        got = self._manifest("HEAD", ref, ref["tag"], image)
-        digest = got[0].get("Docker-Content-Digest") if got is not None else None
-        if digest:
-            return digest.strip()
-        headers, body = self._manifest("GET", ref, ref["tag"], image)
-        digest = headers.get("Docker-Content-Digest")
-        return digest.strip() if digest else "sha256:" + hashlib.sha256(body).hexdigest()
+
+        def ask(source):
+            got = self._ask("HEAD", ref, source, ref["tag"], image)
+            if got is not None:
+                media = (got[0].get("Content-Type") or "").split(";", 1)[0].strip().lower()
+                digest = (got[0].get("Docker-Content-Digest") or "").strip()
+                if digest and media in MANIFEST_TYPES:
+                    return digest
+            return self._get(ref, source, ref["tag"], image)[1]
+
+        digest, label, failed = self._first(ref, image, ask)
+        self.answered[image] = label
+        self.skipped[image] = ["%s: %s" % (lbl, cause.replace("image %s: " % image, "")) for lbl, cause in failed]
+        return digest
+
+    def exists(self, ref, digest):
+        """Whether a source the hosts pull from still gives the manifest ``digest`` of ``ref``'s repository.
+
+        :returns: ``(True, label)`` of the first source that gives it, else ``(False, [each source's cause])``.
+        :raises ImageError: a ``200`` that is not that manifest.
+        """
+        image = "%s@%s" % (ref["name"], digest)
+        try:
+            return True, self._first(ref, image, lambda source: self._get(ref, source, digest, image))[1]
+        except _Gone as exc:
+            return False, exc.causes
 
     def image_size(self, ref, digest, platform=DEFAULT_PLATFORM):
         """Compressed bytes of the image ``digest`` names in ``ref``'s repository (:func:`manifest_size`).
 
         An index (OCI image index, Docker manifest list) is followed to its ``platform`` manifest (one more
-        ``GET``). Manifests are fetched by digest, so the answer is the same on every run.
+        ``GET``). Manifests are fetched by digest, from the first source that gives them, so the answer is the
+        same on every run.
 
-        :raises ImageError: as :meth:`_manifest`, or a manifest that gives no size (naming the image and why).
+        :raises ImageError: as :meth:`_first`, or a manifest that gives no size (naming the image and why).
         """
         image = "%s@%s" % (ref["name"], digest)
         doc = self._manifest_doc(ref, digest, image)
@@ -492,14 +711,8 @@ class RegistryClient:
         return manifest_size(doc, image)
 
     def _manifest_doc(self, ref, reference, image):
-        dummy, body = self._manifest("GET", ref, reference, image)
-        try:
-            doc = json.loads(body or b"null")
-        except ValueError:
-            doc = None
-        if not isinstance(doc, dict):
-            raise ImageError("image %s: the manifest %s is not a JSON object" % (image, reference))
-        return doc
+        return self._first(ref, image, lambda source: self._get(ref, source, reference, image)[0])[0]
+
 
 
 # --- the hosts' registry credentials -----------------------------------------------------------------
@@ -539,7 +752,7 @@ def registry_auth(credentials, mirrors=None):
     keeps its own entry.
 
     :param credentials: ``launchcard_registry_credentials``: ``{registry: {"username", "password"}}``.
-    :param mirrors: ``launchcard_registry_mirrors`` (the shapes :func:`mirror_urls` takes).
+    :param mirrors: ``launchcard_registry_mirrors`` (the shapes :func:`pull_sources` takes).
     :returns: ``{"auths": {endpoint: {"auth": base64("user:password")}}}``; ``{"auths": {}}`` without credentials.
     :raises ImageError: an entry without a username or password, a bad mirror location, or one mirror host
         that two registries' different credentials would share (names the registries, never a password).

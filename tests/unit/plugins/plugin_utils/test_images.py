@@ -75,20 +75,6 @@ def test_qualified_refs_name_the_registry_and_keep_a_written_digest():
     }
 
 
-def test_mirrors_in_the_registries_conf_shape_become_base_urls():
-    assert im.mirror_urls({
-        "docker.io": [{"location": "198.18.10.1:5000", "insecure": True}, {"location": "other:5000"}],
-        "ghcr.io": [{"location": "mirror.example.internal/ghcr"}],
-        "quay.io": "http://10.0.0.5:5000",
-    }) == {"docker.io": "http://198.18.10.1:5000", "ghcr.io": "https://mirror.example.internal/ghcr",
-           "quay.io": "http://10.0.0.5:5000"}
-    assert im.mirror_urls(None) == {}
-    with pytest.raises(im.ImageError, match=r"mirrors.docker.io\[0\].location must be HOST\[:PORT\]"):
-        im.mirror_urls({"docker.io": [{"location": "a b\ninsecure = true"}]})
-    with pytest.raises(im.ImageError, match="mirrors.docker.io must be a URL or a list"):
-        im.mirror_urls({"docker.io": []})
-
-
 def test_a_registry_answer_that_is_not_a_digest_is_refused():
     with pytest.raises(im.ImageError, match="a/b:1"):
         im.resolve_all(["a/b:1"], lambda ref: "md5:xyz")
@@ -134,16 +120,25 @@ class _Registry(BaseHTTPRequestHandler):
         body = self.manifests.get((m.group(1), m.group(2)))
         if body is None:
             return self._reply(404)
-        headers = [("Content-Type", im.MANIFEST_TYPES[0])]
+        doc = json.loads(body)
+        # the distribution API's Content-Type is the manifest's mediaType (schema 1: its signed type)
+        headers = [("Content-Type", doc.get("mediaType") or "application/vnd.docker.distribution.manifest.v1+prettyjws")]
         if m.group(2) not in self.no_digest_header:
             headers.append(("Docker-Content-Digest", "sha256:" + hashlib.sha256(body).hexdigest()))
         return self._reply(200, body, headers)
 
 
+UBUNTU = json.dumps({"schemaVersion": 2, "mediaType": "application/vnd.oci.image.manifest.v1+json",
+                     "config": {"digest": D1, "size": 1}, "layers": [{"digest": D1, "size": 1}]}).encode()
+NIGHTLY = json.dumps({"schemaVersion": 2, "mediaType": "application/vnd.oci.image.manifest.v1+json",
+                      "config": {"digest": D1, "size": 2}, "layers": [{"digest": D1, "size": 2}]}).encode()
+# the hosts' engine would then ask the registry itself (registry-1.docker.io), which a test cannot reach
+OFFLINE = {"docker.io": None}
+
+
 @pytest.fixture
 def registry():
-    _Registry.manifests = {("library/ubuntu", "24.04"): b'{"schemaVersion":2,"a":1}',
-                           ("vllm/vllm-openai", "nightly"): b'{"schemaVersion":2,"b":2}'}
+    _Registry.manifests = {("library/ubuntu", "24.04"): UBUNTU, ("vllm/vllm-openai", "nightly"): NIGHTLY}
     _Registry.no_digest_header = {"nightly"}
     _Registry.log = []
     srv = ThreadingHTTPServer(("127.0.0.1", 0), _Registry)
@@ -155,29 +150,27 @@ def registry():
 
 def test_the_registry_digest_through_a_bearer_token(registry):
     creds = {"docker.io": {"username": "user", "password": "secret"}}
-    client = im.RegistryClient(mirrors={"docker.io": registry}, credentials=creds)
+    client = im.RegistryClient(upstream=OFFLINE, mirrors={"docker.io": registry}, credentials=creds)
     refs = im.resolve_all(["ubuntu:24.04", "vllm/vllm-openai:nightly"], client.resolve)
-    assert refs["ubuntu:24.04"] == "ubuntu@sha256:" + hashlib.sha256(b'{"schemaVersion":2,"a":1}').hexdigest()
+    assert refs["ubuntu:24.04"] == "ubuntu@sha256:" + hashlib.sha256(UBUNTU).hexdigest()
     # no Docker-Content-Digest header: the manifest's own sha256
-    assert refs["vllm/vllm-openai:nightly"] == "vllm/vllm-openai@sha256:" + hashlib.sha256(
-        b'{"schemaVersion":2,"b":2}').hexdigest()
+    assert refs["vllm/vllm-openai:nightly"] == "vllm/vllm-openai@sha256:" + hashlib.sha256(NIGHTLY).hexdigest()
     heads = [p for m, p in _Registry.log if m == "HEAD" and "/manifests/" in p]
     assert sorted(set(heads)) == ["/v2/library/ubuntu/manifests/24.04", "/v2/vllm/vllm-openai/manifests/nightly"]
 
 
 def test_errors_name_the_image_and_the_cause(registry):
     good = {"docker.io": {"username": "user", "password": "secret"}}
-    with pytest.raises(im.ImageError, match=r"ubuntu:99\.99: no such image or tag in docker\.io"):
-        im.resolve_all(["ubuntu:99.99"], im.RegistryClient(mirrors={"docker.io": registry}, credentials=good).resolve)
-    with pytest.raises(im.ImageError, match=r"ubuntu:24\.04: the token service of docker\.io refused"):
-        im.resolve_all(["ubuntu:24.04"], im.RegistryClient(
-            mirrors={"docker.io": registry}, credentials={"docker.io": {"username": "user", "password": "x"}}).resolve)
+    with pytest.raises(im.ImageError, match=r"ubuntu:99\.99: no such image or tag in mirror 127\.0\.0\.1:\d+ \(HTTP 404"):
+        im.resolve_all(["ubuntu:99.99"], im.RegistryClient(upstream=OFFLINE, mirrors={"docker.io": registry}, credentials=good).resolve)
+    with pytest.raises(im.ImageError, match=r"ubuntu:24\.04: the token service of mirror 127\.0\.0\.1:\d+ refused"):
+        im.resolve_all(["ubuntu:24.04"], im.RegistryClient(upstream=OFFLINE, mirrors={"docker.io": registry}, credentials={"docker.io": {"username": "user", "password": "x"}}).resolve)
     sock = socket.socket()
     sock.bind(("127.0.0.1", 0))
     port = sock.getsockname()[1]
     sock.close()
-    with pytest.raises(im.ImageError, match=r"ubuntu:24\.04: cannot reach the registry at http://127\.0\.0\.1:%d" % port):
-        im.resolve_all(["ubuntu:24.04"], im.RegistryClient(mirrors={"docker.io": "http://127.0.0.1:%d" % port}).resolve)
+    with pytest.raises(im.ImageError, match=r"ubuntu:24\.04: cannot reach the mirror 127\.0\.0\.1:%d at http://127\.0\.0\.1:%d/v2/" % (port, port)):
+        im.resolve_all(["ubuntu:24.04"], im.RegistryClient(upstream=OFFLINE, mirrors={"docker.io": "http://127.0.0.1:%d" % port}).resolve)
 
 
 D2 = "sha256:" + "b" * 64
@@ -322,7 +315,7 @@ def test_an_images_size_is_its_config_and_layers_as_its_manifest_lists_them(regi
     _put("vllm/vllm-openai", dict(_image_manifest(50, 60), mediaType="application/vnd.docker.distribution.manifest.v2+json"),
          tag="v1")
     creds = {"docker.io": {"username": "user", "password": "secret"}}
-    client = im.RegistryClient(mirrors={"docker.io": registry}, credentials=creds)
+    client = im.RegistryClient(upstream=OFFLINE, mirrors={"docker.io": registry}, credentials=creds)
     refs = im.resolve_all(["lmsysorg/sglang", "vllm/vllm-openai:v1"], client.resolve, qualified=True)
     sizes, warnings = im.measure_all(refs, client.image_size)
     # the index is followed to its linux/amd64 manifest: config 300 + layers 1000 + 2000
@@ -339,15 +332,18 @@ def test_an_images_size_is_its_config_and_layers_as_its_manifest_lists_them(regi
 
 
 def test_an_image_whose_size_the_registry_does_not_give_is_left_out_with_a_warning(registry):
-    client = im.RegistryClient(mirrors={"docker.io": registry}, credentials={"docker.io": {"username": "user", "password": "secret"}})
+    client = im.RegistryClient(upstream=OFFLINE, mirrors={"docker.io": registry}, credentials={"docker.io": {"username": "user", "password": "secret"}})
     schema1 = _put("library/ubuntu", {"schemaVersion": 1, "fsLayers": [{"blobSum": D1}]})
     sizes, warnings = im.measure_all({"ubuntu:24.04": "docker.io/library/ubuntu@" + schema1,
                                       "ubuntu:gone": "docker.io/library/ubuntu@" + D2}, client.image_size)
     assert sizes == {}
     assert warnings == [
-        "ubuntu@%s: the manifest lists no layers with sizes; preflight counts the flat allowance per image for it" % schema1,
-        "image ubuntu@%s: no such image or tag in docker.io (HTTP 404 at %s/v2/library/ubuntu/manifests/%s); preflight "
-        "counts the flat allowance per image for it" % (D2, registry, D2)]
+        "image ubuntu@%s: %s/v2/library/ubuntu/manifests/%s answered 200 with Content-Type "
+        "'application/vnd.docker.distribution.manifest.v1+prettyjws', not a manifest media type (%s): is this the "
+        "registry API? A mirror with a path must be one the runtime reaches at that URL; preflight counts the flat "
+        "allowance per image for it" % (schema1, registry, schema1, ", ".join(im.MANIFEST_TYPES)),
+        "image ubuntu@%s: no such image or tag in mirror %s (HTTP 404 at %s/v2/library/ubuntu/manifests/%s); preflight "
+        "counts the flat allowance per image for it" % (D2, registry[len("http://"):], registry, D2)]
 
 
 @pytest.mark.parametrize("doc, message", [
@@ -369,7 +365,8 @@ def test_the_hold_images_filter_pins_and_reports_a_moved_tag():
     assert out["drift"] == [{"image": "a/x:1", "running": D3, "registry": D1}]
     assert out["warnings"] == ["image a/x:1: the registry now resolves it to %s; the fleet runs %s and keeps it (a deploy "
                                "never follows a moved tag; playbooks/upgrade.yml does)" % (D1, D3)]
-    assert hold_images(resolved, {}) == {"image_refs": resolved, "drift": [], "warnings": []}
+    assert out["held"] == {"a/x:1": "docker.io/a/x@" + D3}
+    assert hold_images(resolved, {}) == {"image_refs": resolved, "drift": [], "warnings": [], "held": {}}
 
 
 def test_the_recorded_image_refs_filter_reads_a_record_or_its_slurp():
