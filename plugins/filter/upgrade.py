@@ -74,6 +74,12 @@ def stack_reboot_batches(hosts, hostvars, serial=1):
         raise AnsibleFilterError("launchcard.inference.stack_reboot_batches: %s" % to_text(exc))
 
 
+def upgrade_routers(plan):
+    """``[{host, unit, api}]``: the regular-mode routers of ``plan``, whose worker API the batches drive."""
+    return [{"host": r["host"], "unit": r["unit"], "api": r["api"]} for r in rollout.routers_of(plan or {})
+            if r["mode"] == "regular" and r["api"]]
+
+
 def upgrade_report(plan):
     """The rollout in words, one line per item."""
     return rollout.report(plan)
@@ -88,5 +94,6 @@ class FilterModule(object):
             "upgrade_rollout": upgrade_rollout,
             "upgrade_record_units": upgrade_record_units,
             "upgrade_report": upgrade_report,
+            "upgrade_routers": upgrade_routers,
             "stack_reboot_batches": stack_reboot_batches,
         }

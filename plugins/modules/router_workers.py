@@ -11,8 +11,13 @@ module: router_workers
 short_description: Take workers out of an SGLang router (regular mode) and put them back
 version_added: 1.1.0
 description:
-  - Uses the router's worker API (sglang-router 0.3) - C(GET /workers), C(DELETE /workers/{id}),
-    C(POST /workers) - and waits until the router's list shows the change (the API acts in the background).
+  - Uses the router's worker API - C(GET /workers), C(DELETE /workers/{id}), C(POST /workers) - and waits until the
+    router's list shows the change (the API acts in the background). Both generations of it are spoken - workers keyed
+    by their URL (sglang-router 0.2, before sglang PR 15540) and by UUID (0.3) - as C(GET /workers) shows them; the
+    id is percent-encoded in the path.
+  - A router whose C(GET /workers) answers anything but C(200) with a list of workers, each with its C(url) and
+    C(id), fails the task naming the router and what it answered; it is never read as a router without workers,
+    in check mode either.
   - Added workers must be listed as healthy by the router before the module returns.
   - Routers started with C(--mini-lb) have no worker API; this module does not apply to them.
 options:
@@ -30,6 +35,12 @@ options:
     type: list
     elements: str
     default: []
+  probe:
+    description:
+      - Only read which worker API the router speaks (RV(api)); O(remove) and O(add) are not used. A router that does
+        not answer (not running) is reported with RV(api) null and RV(answering) false, not failed.
+    type: bool
+    default: false
   timeout:
     description: Seconds to wait for the router to show the change.
     type: int
@@ -54,6 +65,17 @@ EXAMPLES = r"""
 """
 
 RETURN = r"""
+api:
+  description:
+    - C(uuid) (workers keyed by UUID, sglang-router 0.3), C(url) (keyed by their URL, 0.2), or null (no worker listed,
+      or with O(probe) a router that does not answer).
+  returned: always
+  type: str
+  sample: uuid
+answering:
+  description: Whether the router answered (false only with O(probe)).
+  returned: always
+  type: bool
 removed:
   description: Worker URLs taken out in this run.
   returned: always
@@ -74,10 +96,10 @@ workers:
 import json
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible.module_utils.six.moves.urllib.error import HTTPError
+from ansible.module_utils.six.moves.urllib.error import HTTPError, URLError
 from ansible.module_utils.urls import open_url
 
-from ansible_collections.launchcard.inference.plugins.module_utils._router import converge, workers
+from ansible_collections.launchcard.inference.plugins.module_utils._router import converge, read
 
 
 def request(url, method="GET", payload=None, timeout=10.0):
@@ -97,6 +119,7 @@ def main():
             api=dict(type="str", required=True),
             remove=dict(type="list", elements="str", default=[]),
             add=dict(type="list", elements="str", default=[]),
+            probe=dict(type="bool", default=False),
             timeout=dict(type="int", default=60),
         ),
         supports_check_mode=True,
@@ -104,16 +127,23 @@ def main():
     p = module.params
     api = p["api"].rstrip("/")
     try:
+        if p["probe"]:
+            try:
+                listed, kind = read(api, request)
+            except (OSError, URLError) as exc:
+                module.exit_json(changed=False, api=None, answering=False, removed=[], added=[], workers=[],
+                                 msg="router %s does not answer: %s" % (api, getattr(exc, "reason", exc)))
+            module.exit_json(changed=False, api=kind, answering=True, removed=[], added=[], workers=sorted(listed))
         if module.check_mode:
-            status, body = request(api + "/workers")
-            listed = workers(body) if status == 200 else {}
+            listed, kind = read(api, request)
             rem = [u for u in p["remove"] if u in listed and u not in p["add"]]
             add = [u for u in p["add"] if u not in listed]
-            module.exit_json(changed=bool(rem or add), removed=rem, added=add, workers=sorted(listed))
+            module.exit_json(changed=bool(rem or add), removed=rem, added=add, workers=sorted(listed), api=kind,
+                             answering=True)
         result = converge(api, p["remove"], p["add"], request, timeout=p["timeout"])
     except (RuntimeError, ValueError, OSError) as exc:
         module.fail_json(msg="router %s: %s" % (api, exc))
-    module.exit_json(**result)
+    module.exit_json(answering=True, **result)
 
 
 if __name__ == "__main__":

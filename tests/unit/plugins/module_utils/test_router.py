@@ -12,11 +12,15 @@ import pytest
 from ansible_collections.launchcard.inference.plugins.module_utils._router import converge
 
 
+def uid(n):
+    return "00000000-0000-4000-8000-%012d" % n
+
+
 class FakeRouter:
     """Requests take effect one listing later (the real API answers 202 and works in the background)."""
 
     def __init__(self, urls, lag=1):
-        self.live = {u: "id-%d" % i for i, u in enumerate(urls)}
+        self.live = {u: uid(i) for i, u in enumerate(urls)}
         self.queue, self.lag, self.calls = [], lag, []
 
     def __call__(self, url, method="GET", payload=None, timeout=10.0):
@@ -28,7 +32,7 @@ class FakeRouter:
                 if op == "del":
                     self.live = {u: i for u, i in self.live.items() if i != arg}
                 else:
-                    self.live[arg] = "id-new-%s" % arg[-2:]
+                    self.live[arg] = uid(1000 + len(self.calls))
             return 200, json.dumps({"workers": [{"id": i, "url": u, "is_healthy": True} for u, i in self.live.items()]})
         if method == "DELETE":
             self.queue.append((self.lag, "del", url.rsplit("/", 1)[1]))
@@ -40,8 +44,8 @@ class FakeRouter:
 def test_remove_waits_until_gone_then_add_waits_until_listed():
     r = FakeRouter(["http://a:1", "http://b:1"])
     out = converge("http://rt:9", ["http://a:1"], [], r, sleep=lambda s: None)
-    assert out == {"changed": True, "removed": ["http://a:1"], "added": [], "workers": ["http://b:1"]}
-    assert ("DELETE", "http://rt:9/workers/id-0", None) in r.calls
+    assert out == {"changed": True, "removed": ["http://a:1"], "added": [], "workers": ["http://b:1"], "api": "uuid"}
+    assert ("DELETE", "http://rt:9/workers/" + uid(0), None) in r.calls
     out = converge("http://rt:9", [], ["http://a:1"], r, sleep=lambda s: None)
     assert out["added"] == ["http://a:1"] and out["workers"] == ["http://a:1", "http://b:1"]
     assert ("POST", "http://rt:9/workers", {"url": "http://a:1"}) in r.calls
@@ -62,6 +66,6 @@ def test_timeout_names_the_pending_worker():
 
 def test_refusal_is_an_error():
     def refuse(url, method="GET", payload=None, timeout=10.0):
-        return (200, json.dumps({"workers": [{"id": "x", "url": "http://a:1"}]})) if method == "GET" else (401, "no")
+        return (200, json.dumps({"workers": [{"id": uid(7), "url": "http://a:1"}]})) if method == "GET" else (401, "no")
     with pytest.raises(RuntimeError, match="answered 401"):
         converge("http://rt:9", ["http://a:1"], [], refuse, sleep=lambda s: None)
