@@ -375,3 +375,64 @@ def test_d_the_url_of_a_mirror_with_a_path_per_runtime():
         im.pull_sources("docker.io", {"docker.io": [{"location": "a b\ninsecure = true"}]}, "podman")
     with pytest.raises(im.ImageError, match="launchcard_registry_mirrors.docker.io must be a URL or a list"):
         im.pull_sources("docker.io", {"docker.io": []}, "podman")
+
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))))
+PIN_PLAY = """
+- hosts: all
+  gather_facts: false
+  vars:
+    launchcard_runtime: podman
+    launchcard_registry_mirrors: {"registry.invalid": [{location: "%(mirror)s", insecure: true}]}
+    launchcard_plan: {hosts: {h1: {instances: [{image: "%(image)s"}]}, h2: {instances: [{image: "%(image)s"}]},
+                              h3: {instances: [{image: "%(image)s"}]}}}
+    launchcard_resolved_images: {image_refs: {"%(image)s": "%(new)s"}}
+  tasks:
+    - name: What each host's preflight call read (its record, its engine's store)
+      ansible.builtin.set_fact:
+        preflight_result: "{{ results[inventory_hostname] }}"
+      vars:
+        results: %(results)s
+    - name: The deploy's pin step
+      ansible.builtin.import_tasks: %(root)s/playbooks/tasks/pin-images.yml
+    - name: Pinned
+      ansible.builtin.debug:
+        msg: "PINNED {{ runtime_image_refs | to_json }}"
+      run_once: true
+"""
+
+
+def _pin_play(tmp_path, reg, old, new, results):
+    image = "registry.invalid/lmsysorg/sglang:latest"  # .invalid never resolves (RFC 6761): no request leaves
+    (tmp_path / "inventory.ini").write_text("".join("%s ansible_connection=local ansible_python_interpreter=%s\n"
+                                                    % (h, os.sys.executable) for h in ("h1", "h2", "h3")))
+    (tmp_path / "play.yml").write_text(PIN_PLAY % {
+        "mirror": reg.url[len("http://"):], "image": image, "new": "registry.invalid/lmsysorg/sglang@" + new,
+        "root": ROOT, "results": json.dumps(dict((h, dict(r, recorded_image_refs={
+            image: "registry.invalid/lmsysorg/sglang@" + old} if r.get("recorded") else {})) for h, r in results.items()))})
+    bindir = os.path.dirname(os.sys.executable)
+    env = dict(os.environ, ANSIBLE_CONFIG=os.path.join(ROOT, "ansible.cfg"), ANSIBLE_FORCE_COLOR="0",
+               PATH=bindir + os.pathsep + os.environ.get("PATH", ""))
+    return subprocess.run([os.path.join(bindir, "ansible-playbook"), "-i", str(tmp_path / "inventory.ini"),
+                           str(tmp_path / "play.yml")], cwd=ROOT, env=env, capture_output=True, text=True)
+
+
+@needs_registry
+def test_e_the_deploys_pin_step_stops_before_any_host_changes(registries, tmp_path):
+    """Case E (parca-dev/parca-agent PR #2319) through playbooks/tasks/pin-images.yml, the step deploy.yml runs
+    after preflight and before any host changes: a kept digest the registry deleted stops the run naming the
+    hosts that must pull it; when every host holds it, the run goes on with a warning and keeps it."""
+    reg = registries()
+    old = reg.push("lmsysorg/sglang", "latest", "old")
+    new = reg.push("lmsysorg/sglang", "latest", "new")
+    reg.delete("lmsysorg/sglang", old)
+    res = _pin_play(tmp_path, reg, old, new, {"h1": {"recorded": True}, "h2": {"recorded": True,
+                    "recorded_images_missing": ["registry.invalid/lmsysorg/sglang:latest"]}, "h3": {}})
+    assert res.returncode == 2, res.stdout + res.stderr
+    assert ("image registry.invalid/lmsysorg/sglang:latest: the digest the fleet runs (%s) is gone from the "
+            "registry" % old) in res.stdout
+    assert "h2, h3 must pull it" in res.stdout and "PINNED" not in res.stdout
+    res = _pin_play(tmp_path, reg, old, new, {h: {"recorded": True} for h in ("h1", "h2", "h3")})
+    assert res.returncode == 0, res.stdout + res.stderr
+    assert "every host holds it" in res.stdout + res.stderr
+    assert 'PINNED {"registry.invalid/lmsysorg/sglang:latest": "registry.invalid/lmsysorg/sglang@%s"}' % old in res.stdout
