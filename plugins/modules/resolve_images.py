@@ -22,7 +22,7 @@ description:
     (OCI image-spec manifest.md), in RV(image_sizes). Docker Hub counts up to two manifest C(GET)s as one pull
     against its rate limit (a C(HEAD) is not counted). A size the registry does not give is left out, with a
     warning; the digests are unaffected.
-  - Asks where and in the order the hosts' engine pulls (O(runtime)): each mirror of O(mirrors) in order, then the
+  - Asks where and in the order the hosts' engine pulls (O(runtime)) - each mirror of O(mirrors) in order, then the
     registry itself, the next one when one does not give the image (unreachable, no such tag, refused
     credentials), as podman (containers/image) and dockerd do; RV(image_sources) and a warning say which answered.
     A mirror's path goes where the runtime puts it - podman after C(/v2/) (C(harbor.corp/hubproxy) asks
@@ -32,7 +32,7 @@ description:
     (a registry front's HTML page), a body that is not a JSON manifest of schemaVersion 2 with the fields of its
     type, or one whose sha256 is not its C(Docker-Content-Digest) - is refused, naming the image and the URL; a
     digest is never taken from it.
-  - With O(runtime=docker), a Docker Hub mirror that asks for credentials is refused: dockerd sends a mirror no
+  - With O(runtime=docker), a Docker Hub mirror that asks for credentials is refused - dockerd sends a mirror no
     credentials, so the hosts would fall back to Docker Hub.
   - With O(verify), checks that each kept digest is still in the registry (C(GET /v2/NAME/manifests/DIGEST) from
     the same sources); one that is gone stops the run when O(pullers) names a host that must pull it, and is a

@@ -16,7 +16,8 @@ with one left by driver 570.86.15 (stale). The cases, in order (each builds on t
   estimate would fail any small disk): one preflight.yml run fails each host for its own reason;
 * no CDI spec at all (decode, its spec removed): deploy.yml stops at preflight on every host;
 * the registry mirror at a closed port (decode's spec written again, as `nvidia-ctk cdi generate` would): deploy.yml
-  stops at the images' digests, on the controller, naming the mirror and the refusal.
+  stops at the images' digests, on the controller, naming the mirror and the refusal (and Docker Hub, which a
+  podman host tries after its mirrors, unreachable from the sandbox).
 
 A wrong revision and a truncated weights file are tests/e2e/test_deploy_sandbox.py's.
 """
@@ -165,8 +166,10 @@ def test_an_unreachable_registry_stops_the_deploy_before_any_pull_or_unit(fleet)
     res = playbook("deploy", "-e", json.dumps(mirrors))
     assert res.returncode != 0
     out = " ".join(res.stdout.split())
-    assert "image lmsysorg/sglang:latest: cannot reach the registry at http://%s" % CLOSED_MIRROR in out, \
-        res.stdout[-4000:]
+    # the mirror, then Docker Hub itself (podman's order: the registry comes after its mirrors), each named
+    assert "image lmsysorg/sglang:latest: no source gave it, in the order the podman hosts ask" in out, res.stdout[-4000:]
+    assert "cannot reach the mirror %s at http://%s/v2/lmsysorg/sglang/manifests/latest" % (CLOSED_MIRROR, CLOSED_MIRROR) in out
+    assert "the registry docker.io at https://registry-1.docker.io" in out
     assert "Connection refused" in out
     # the run stopped at the digests, on the controller, before preflight (the spec names the loaded driver again)
     assert "preflight failed" not in out and "Preflight | Check this host" not in out
