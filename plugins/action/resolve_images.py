@@ -52,6 +52,8 @@ class ActionModule(ActionBase):
         try:
             client = RegistryClient(mirrors=args["mirrors"], credentials=args["credentials"],
                                     timeout=args["timeout"], runtime=args["runtime"])
+            if images or args["verify"]:
+                client.check_mirrors()
             refs = resolve_all(images, client.resolve, qualified=args["qualified"])
             gone, warnings = [], []
             for image, ref in sorted(args["verify"].items()):

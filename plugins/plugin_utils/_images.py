@@ -531,8 +531,11 @@ class RegistryClient:
         self.answered = {}  # image -> label of the source that gave its manifest
         self.skipped = {}  # image -> ["label: cause"] of the sources asked before it
         self._auth = {}  # (source base, repository) -> Authorization header that source accepted
-        for registry in self.mirrors:
-            pull_sources(registry, self.mirrors, runtime, upstream={registry: None})
+
+    def check_mirrors(self):
+        """Refuse a mirror the runtime cannot use as written, of any registry (:func:`pull_sources`)."""
+        for registry in sorted(self.mirrors):
+            pull_sources(registry, self.mirrors, self.runtime, upstream={registry: None})
 
     def sources(self, registry):
         hub_key = [k for k in self.mirrors if _is_hub(k)] if _is_hub(registry) else []

@@ -436,3 +436,13 @@ def test_e_the_deploys_pin_step_stops_before_any_host_changes(registries, tmp_pa
     assert res.returncode == 0, res.stdout + res.stderr
     assert "every host holds it" in res.stdout + res.stderr
     assert 'PINNED {"registry.invalid/lmsysorg/sglang:latest": "registry.invalid/lmsysorg/sglang@%s"}' % old in res.stdout
+
+
+def test_d_a_mirror_docker_cannot_take_is_refused_before_any_request():
+    """Case D/G: the whole of launchcard_registry_mirrors is checked for the runtime when there is an image to
+    resolve, not only the mirrors of the images' registries."""
+    c = client({"nvcr.io": [{"location": "mirror.corp/nvcr"}]}, runtime="docker")
+    with pytest.raises(im.ImageError, match="launchcard_registry_mirrors.nvcr.io: docker mirrors Docker Hub only"):
+        c.check_mirrors()
+    assert c.requests == 0
+    client({"nvcr.io": [{"location": "mirror.corp/nvcr"}]}, runtime="podman").check_mirrors()
