@@ -330,7 +330,6 @@ def pull_sources(registry, mirrors=None, runtime="podman", upstream=None):
     return sources
 
 
-
 def docker_daemon_config(current, mirrors):
     """The Docker daemon's ``daemon.json`` with the mirrors of ``mirrors`` merged in.
 
@@ -715,7 +714,6 @@ class RegistryClient:
 
     def _manifest_doc(self, ref, reference, image):
         return self._first(ref, image, lambda source: self._get(ref, source, reference, image)[0])[0]
-
 
 
 # --- the hosts' registry credentials -----------------------------------------------------------------

@@ -164,7 +164,8 @@ def test_errors_name_the_image_and_the_cause(registry):
     with pytest.raises(im.ImageError, match=r"ubuntu:99\.99: no such image or tag in mirror 127\.0\.0\.1:\d+ \(HTTP 404"):
         im.resolve_all(["ubuntu:99.99"], im.RegistryClient(upstream=OFFLINE, mirrors={"docker.io": registry}, credentials=good).resolve)
     with pytest.raises(im.ImageError, match=r"ubuntu:24\.04: the token service of mirror 127\.0\.0\.1:\d+ refused"):
-        im.resolve_all(["ubuntu:24.04"], im.RegistryClient(upstream=OFFLINE, mirrors={"docker.io": registry}, credentials={"docker.io": {"username": "user", "password": "x"}}).resolve)
+        im.resolve_all(["ubuntu:24.04"], im.RegistryClient(upstream=OFFLINE, mirrors={"docker.io": registry}, credentials={
+            "docker.io": {"username": "user", "password": "x"}}).resolve)
     sock = socket.socket()
     sock.bind(("127.0.0.1", 0))
     port = sock.getsockname()[1]
