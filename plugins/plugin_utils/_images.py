@@ -459,6 +459,7 @@ def check_manifest(headers, body, image, url, reference=None):
     :raises ImageError: naming the image, the URL and what is wrong.
     """
     media = (headers.get("Content-Type") or "").split(";", 1)[0].strip().lower()
+    # containers/image manifest.NormalizedMIMEType reads any other type (application/json included) as schema 1
     if media not in MANIFEST_TYPES:
         raise ImageError("image %s: %s answered 200 with Content-Type %r, not a manifest media type (%s): is this "
                          "the registry API? A mirror with a path must be one the runtime reaches at that URL"
