@@ -23,7 +23,7 @@ from ansible.module_utils.testing import patch_module_args
 # the sandbox's cache and the stand-in engine's launcher (test code of tests/sandbox)
 sys.path.insert(0, str(Path(__file__).resolve().parents[3] / "sandbox"))
 from sandbox_fleet.base import CACHE_DIR, locked  # noqa: E402
-from test_standin_engine import free_port, http, procs, wait_port  # noqa: E402,F401 (procs: the fixture)
+from test_standin_engine import Procs, free_port, http, wait_port  # noqa: E402
 
 from ansible_collections.launchcard.inference.plugins.module_utils import _router  # noqa: E402
 from ansible_collections.launchcard.inference.plugins.modules import router_workers  # noqa: E402
@@ -42,7 +42,7 @@ def old_router_path():
             if not list(wheels.glob("sglang_router-%s-*.whl" % OLD_ROUTER)):
                 res = subprocess.run([sys.executable, "-m", "pip", "download", "--disable-pip-version-check", "-q",
                                       "--no-deps", "--only-binary=:all:", "-d", str(wheels),
-                                      "sglang-router==%s" % OLD_ROUTER], capture_output=True, text=True)
+                                      "sglang-router==%s" % OLD_ROUTER], capture_output=True, text=True, check=False)
                 if res.returncode != 0:
                     pytest.skip("sglang-router %s cannot be had here: %s" % (OLD_ROUTER, res.stderr[-300:]))
             wheel = next(wheels.glob("sglang_router-%s-*.whl" % OLD_ROUTER))
@@ -53,12 +53,20 @@ def old_router_path():
     return str(unpacked)
 
 
+@pytest.fixture
+def procs():
+    """The processes a test starts, stopped by their handles at its end (as tests/sandbox/test_standin_engine.py)."""
+    started = Procs()
+    yield started
+    started.stop()
+
+
 def request(url, method="GET", payload=None, timeout=10.0):
     return router_workers.request(url, method=method, payload=payload, timeout=timeout)
 
 
 @pytest.fixture(params=["0.3.2", OLD_ROUTER])
-def fleet(request, procs):  # noqa: F811 (the procs fixture)
+def fleet(request, procs):
     """Two stand-in SGLang workers behind a real sglang-router of the parametrized release."""
     if importlib.util.find_spec("sglang_router") is None:
         pytest.skip("sglang_router is not installed")
@@ -110,7 +118,7 @@ def run_module(capsys, check_mode=False, **args):
     return info.value.code, json.loads(capsys.readouterr().out)
 
 
-def test_n_probe_and_check_mode_refuse_a_router_without_the_worker_api(procs, capsys):  # noqa: F811
+def test_n_probe_and_check_mode_refuse_a_router_without_the_worker_api(procs, capsys):
     """Case N: a router whose ``GET /workers`` is not the worker API (the real ``--mini-lb`` answers 404) was read in
     check mode as a router without workers, and the real run failed at the first batch after staging. Probe and
     check mode now fail naming the router and what it answered; a router that is not running is reported, not
