@@ -236,3 +236,40 @@ def test_told_to_fail_health(procs):
     wait_port(port, proc=proc)
     status, body = http("GET", f"http://127.0.0.1:{port}/health")
     assert status == 503 and "LAUNCHCARD_STANDIN_FAIL_HEALTH" in body
+
+
+def test_the_gate_waits_for_a_completion_while_health_is_already_200(procs):
+    """Bug report case I (sglang #33719, vllm #15313): /health answers 200 while warm-up still blocks
+    inference. The health gate's completion probe (plugins/module_utils/_health.py) must not pass on
+    the 200 alone: it returns only once the held completion has answered."""
+    spec = importlib.util.spec_from_file_location(
+        "lc_health", Path(__file__).resolve().parents[2] / "plugins" / "module_utils" / "_health.py")
+    health_mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(health_mod)  # pure standard library, no Ansible import
+    wait_all = health_mod.wait_all
+    port = free_port()
+    hold = 3.0
+    before = time.monotonic()  # the hold ends at least `hold` s after this
+    proc = procs.engine("sglang", "serve", "--model-path", "zai-org/GLM-5.3-Flash", "--host", "127.0.0.1",
+                        "--port", str(port), env={"LAUNCHCARD_STANDIN_HOLD_INFERENCE_S": str(hold)})
+    wait_port(port, proc=proc)
+    opened = time.monotonic()  # ... and at most `hold` s after this
+    url = f"http://127.0.0.1:{port}/health"
+    assert http("GET", url) == (200, "")
+    # the trigger holds: health is green, a completion does not answer within a short wait
+    with pytest.raises(OSError):
+        http("POST", f"http://127.0.0.1:{port}/v1/completions",
+             {"model": "zai-org/GLM-5.3-Flash", "prompt": "x", "max_tokens": 1}, timeout=0.5)
+    # a health-only probe would have passed now; the completion probe waits for the real answer
+    (health,) = wait_all([{"name": "h", "url": url, "probe": "health"}], timeout=30, request=http_contract,
+                         interval=0.1)
+    assert health["healthy"] is True and time.monotonic() - opened < hold, health
+    (res,) = wait_all([{"name": "c", "url": url, "probe": "completion", "model": "zai-org/GLM-5.3-Flash"}],
+                      timeout=60, request=http_contract, interval=0.1)
+    assert res["healthy"] is True and res["detail"].startswith("health 200, completion "), res
+    assert time.monotonic() - before >= hold, res  # it answered only once the hold was over
+
+
+def http_contract(url, payload=None, timeout=10.0):
+    """The health gate's request contract (_health.py) over this file's http helper."""
+    return http("GET" if payload is None else "POST", url, payload, timeout=timeout)

@@ -26,6 +26,9 @@ What it imitates (and how far):
 * SGLang EPD: ``--encoder-only`` servers answer health; ``--language-only``
   servers answer 503 on ``/health`` until every ``--encoder-urls`` URL has
   answered ``GET /health`` with 200 (polled in the background).
+* ``LAUNCHCARD_STANDIN_HOLD_INFERENCE_S``: ``/health`` answers 200 at once, but inference requests are held
+  (they hang) until that many seconds after the port opened: a warm-up that blocks inference while health is
+  green (sglang issue 33719, vllm issue 15313).
 * ``LAUNCHCARD_STANDIN_FAIL_HEALTH=1``: ``/health`` answers 503 for ever (a
   new revision that never turns healthy, for the upgrade rollback test).
 
@@ -93,6 +96,7 @@ class EngineState:
         self.requests_by_path: Dict[str, int] = {}
         self.draining = False
         self.warmup_until = 0.0
+        self.inference_held_until = 0.0
         self.encoders_ready = config.role != "language" or not config.encoder_urls
         self.kv: Dict[str, dict] = {}  # prefill: room -> record
         self.stop = threading.Event()
@@ -286,6 +290,9 @@ class EngineHandler(BaseHTTPRequestHandler):
             self._json(404, {"detail": "Not Found"})
             return
         body = self._json_body()
+        held = self.st.inference_held_until - time.time()
+        if held > 0 and body is not None:
+            time.sleep(held)  # blocked by the warm-up while /health is already 200
         if body is not None:
             if os.environ.get("LAUNCHCARD_STANDIN_LOG_BODIES"):
                 _log(f"{cfg.role} POST {path} body={json.dumps(body, sort_keys=True)}")
@@ -631,6 +638,9 @@ def serve(config: ServerConfig) -> int:
     warmup = _env_float("LAUNCHCARD_STANDIN_WARMUP_S", 0.0)
     if config.engine == "sglang" and warmup > 0:
         st.warmup_until = time.time() + warmup
+    hold = _env_float("LAUNCHCARD_STANDIN_HOLD_INFERENCE_S", 0.0)
+    if hold > 0:
+        st.inference_held_until = time.time() + hold
     if not st.encoders_ready:
         threading.Thread(target=_poll_encoders, args=(st,), daemon=True).start()
     _log(f"ready: listening on {_fmt_hostport(config.host, config.port)}")
