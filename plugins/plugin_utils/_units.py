@@ -35,9 +35,13 @@ CONTAINER_HF_HOME = "/root/.cache/huggingface"
 # Restart policy: a unit whose engine keeps exiting is restarted every RESTART_SEC s, at most
 # START_LIMIT_BURST starts within START_LIMIT_INTERVAL_S s (manual starts included), then stays
 # failed ("Start request repeated too quickly"; Result keeps the exit that caused it) until a deploy
-# or `systemctl reset-failed` (systemd.unit(5)).
-# An engine that crashes after loading for minutes is not limited: its starts are further apart.
-RESTART_SEC = 10
+# or `systemctl reset-failed` (systemd.unit(5)). The limit trips only when the whole burst fits in one
+# interval, so an engine that crashes after loading for minutes is not limited.
+# An engine that fails fast at boot because its GPUs are not usable yet keeps retrying for about
+# (START_LIMIT_BURST - 1) * RESTART_SEC s (~4.5 min) before it gives up; a growing delay (RestartSteps=,
+# RestartMaxDelaySec=) would be kinder but needs systemd 254: systemd-analyze verify on Debian 12's
+# systemd 252 says "Unknown key 'RestartSteps' in section [Service], ignoring" (RHEL 9 has 252 too).
+RESTART_SEC = 30
 # "Started" means ready: ExecStartPost= runs this helper (shipped by the units role) until the
 # engine's health URL answers 200, bounded by TimeoutStartSec=. vLLM and SGLang do not call
 # sd_notify(3), so Type=notify is not possible.
@@ -81,10 +85,25 @@ HARDENING = (
     "SystemCallErrorNumber=EPERM",
     "UMask=0027",
 )
+# Units after which an engine that uses GPUs starts at boot, so it does not fail (and burn its start limit)
+# while the GPUs are not usable yet. After= only orders, it starts nothing: a unit that is absent or not
+# enabled (no NVSwitch, no fabric manager) is skipped, one that is enabled is waited for.
+# nvidia-persistenced.service: NVIDIA/nvidia-persistenced init/systemd/nvidia-persistenced.service.template;
+# nvidia-fabricmanager.service: the fabric manager package's unit (NVIDIA/NVSentinel#883 quotes
+# /usr/lib/systemd/system/nvidia-fabricmanager.service; CUDA fails with 802 before it is up, NVIDIA/nvtrust#128);
+# nvidia-cdi-refresh.service: nvidia-container-toolkit >= 1.18 deployments/systemd (oneshot, WantedBy=multi-user);
+# CDI_REFRESH_UNIT: the nvidia role's own oneshot that rewrites the CDI spec for the loaded driver at boot.
+# AMD and Ascend: no readiness unit is named here (none looked up in ROCm's or Ascend's packaging).
+CDI_REFRESH_UNIT = "nvidia-cdi-launchcard.service"
+ACCELERATOR_READY_UNITS = {
+    "nvidia": ("nvidia-persistenced.service", "nvidia-fabricmanager.service", "nvidia-cdi-refresh.service",
+               CDI_REFRESH_UNIT),
+    "amd": (), "ascend": (), "none": (),
+}
 # Variables the secrets file (secrets_env_file) may hold, passed into containers by name.
 SECRET_ENV_NAMES = ("HF_TOKEN",)
-START_LIMIT_BURST = 5
-START_LIMIT_INTERVAL_S = 300
+START_LIMIT_BURST = 10
+START_LIMIT_INTERVAL_S = 600
 
 # The unit options and their defaults, defined here only. Each is set per host by one variable
 # (plugin_utils/_unit_options.py VARIABLES), which both the units role and render.yml read.
@@ -371,7 +390,7 @@ def render(inst, options=None):
             inst["engine"], inst["role"], inst["recipe"], inst["id"], inst["host"])),
         "Wants=network-online.target",
         "After=network-online.target",
-    ]
+    ] + _ready_lines(inst, opts)
     if opts["runtime"] == "docker":
         lines += ["Requires=docker.service", "After=docker.service"]
     # an engine must not start on an empty mount point (systemd.unit(5)); the directive takes a
@@ -416,6 +435,12 @@ def render(inst, options=None):
 
 # The end of every unit: enabled for boot.
 INSTALL_SECTION = ["", "[Install]", "WantedBy=multi-user.target", ""]
+
+
+def _ready_lines(inst, opts):
+    """``After=`` the vendor's GPU readiness units, for an instance that uses GPUs (none for a router)."""
+    ready = ACCELERATOR_READY_UNITS.get(opts["vendor"], ()) if inst["gpus"] else ()
+    return ["After=%s" % " ".join(ready)] if ready else []
 
 
 def _restart_lines(inst, opts, stop_timeout):
@@ -507,7 +532,7 @@ def _unit_section(inst, opts):
             "Description=%s" % _spec("launchcard %s %s (%s, %s) on %s" % (
                 inst["engine"], inst["role"], inst["recipe"], inst["id"], inst["host"])),
             "Wants=network-online.target",
-            "After=network-online.target",
+            "After=network-online.target"] + _ready_lines(inst, opts) + [
             "RequiresMountsFor=%s" % _spec(weights, "weights_dir"),
             "StartLimitIntervalSec=%d" % START_LIMIT_INTERVAL_S,
             "StartLimitBurst=%d" % START_LIMIT_BURST]

@@ -126,11 +126,12 @@ def test_units_stop_restarting_after_a_bounded_number_of_tries():
             "gpu_selection": "base_gpu_id", "image": "lmsysorg/sglang:v0.5.4", "unit": "launchcard-x.service"}
     text = units.render(inst, {"runtime": "native"})
     unit_section = text.split("[Service]", maxsplit=1)[0]
-    assert "StartLimitBurst=5" in unit_section and "StartLimitIntervalSec=300" in unit_section
+    assert "StartLimitBurst=%d" % units.START_LIMIT_BURST in unit_section
+    assert "StartLimitIntervalSec=%d" % units.START_LIMIT_INTERVAL_S in unit_section
     assert "StartLimitIntervalSec=0" not in text  # 0 would mean: restart forever
-    # the limit is reachable by a crash loop: 5 restarts RestartSec apart fit in the interval
+    # the limit is reachable by a crash loop: the burst of restarts RestartSec apart fits in the interval
     assert units.START_LIMIT_BURST * units.RESTART_SEC < units.START_LIMIT_INTERVAL_S
-    assert "Restart=on-failure" in text and "RestartSec=10" in text
+    assert "Restart=on-failure" in text and "RestartSec=%d" % units.RESTART_SEC in text
 
 
 # -- --limit and peers outside it ----------------------------------------------------------------
