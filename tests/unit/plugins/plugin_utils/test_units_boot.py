@@ -99,3 +99,28 @@ def test_a_genuine_crash_loop_still_ends_failed(opts):
     assert (burst - 1) * (restart_sec + 1) < interval
     # and nothing needs systemd >= 254 (RestartSteps=, RestartMaxDelaySec=): Debian 12 and RHEL 9 run 252
     assert not re.search(r"^Restart(Steps|MaxDelaySec)=", render(INST["sglang-decode"], opts), re.M)
+
+
+# -- case L: the CDI spec is rewritten at boot, before the engines start --------------------------------
+def test_the_engines_wait_for_the_unit_the_nvidia_role_installs():
+    import os
+    import yaml
+    root = os.path.dirname(os.path.abspath(units.__file__)).rsplit(os.sep + "plugins", 1)[0]
+    template = os.path.join(root, "roles", "nvidia", "templates", units.CDI_REFRESH_UNIT + ".j2")
+    with open(template) as f:
+        text = f.read()
+    # a oneshot that regenerates the spec the role manages, wanted at boot
+    assert "Type=oneshot" in text and "WantedBy=multi-user.target" in text
+    assert "ExecStart=/usr/bin/nvidia-ctk cdi generate --output={{ nvidia_cdi_spec }}" in text
+    with open(os.path.join(root, "roles", "nvidia", "tasks", "main.yml")) as f:
+        tasks = yaml.safe_load(f)
+    names = [t.get("name", "") for t in tasks]
+    installed = [t for t in tasks if (t.get("ansible.builtin.template") or {}).get("src") == units.CDI_REFRESH_UNIT + ".j2"]
+    enabled = [t for t in tasks if (t.get("ansible.builtin.systemd_service") or {}).get("name") == units.CDI_REFRESH_UNIT]
+    assert installed and installed[0]["ansible.builtin.template"]["dest"] == "/etc/systemd/system/" + units.CDI_REFRESH_UNIT
+    assert enabled and enabled[0]["ansible.builtin.systemd_service"]["enabled"] is True
+    # installed and enabled before the reboot onto the new driver, whose gate waits for the engines
+    reboot = names.index("Nvidia | Reboot onto the installed driver")
+    assert tasks.index(installed[0]) < reboot and tasks.index(enabled[0]) < reboot
+    # the name the engines wait for is not the units' prefix, which the converge prunes
+    assert not units.CDI_REFRESH_UNIT.startswith("launchcard-")
