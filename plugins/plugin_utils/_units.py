@@ -528,14 +528,15 @@ def _unit_section(inst, opts):
     weights = str(opts["weights_dir"])
     if re.search(r"\s", weights) or not weights.startswith("/"):
         raise UnsafeValue("weights_dir must be an absolute path without whitespace: %r" % weights)
-    return ["[Unit]",
+    head = ["[Unit]",
             "Description=%s" % _spec("launchcard %s %s (%s, %s) on %s" % (
                 inst["engine"], inst["role"], inst["recipe"], inst["id"], inst["host"])),
             "Wants=network-online.target",
-            "After=network-online.target"] + _ready_lines(inst, opts) + [
-            "RequiresMountsFor=%s" % _spec(weights, "weights_dir"),
+            "After=network-online.target"]
+    tail = ["RequiresMountsFor=%s" % _spec(weights, "weights_dir"),
             "StartLimitIntervalSec=%d" % START_LIMIT_INTERVAL_S,
             "StartLimitBurst=%d" % START_LIMIT_BURST]
+    return head + _ready_lines(inst, opts) + tail
 
 
 def host_units(host_plan, options=None):
