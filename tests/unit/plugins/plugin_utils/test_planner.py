@@ -269,7 +269,7 @@ def test_language_cp_and_router_on_one_host_move_ports():
     ports = [lang["port"], cp["port"], rtr["port"], rtr["prometheus_port"]]
     assert ports == [30000, 30001, 30002, 29000]
     assert _moved(cp) == ["--base-gpu-id 4 (card: 0)",
-                             "--port 30001 (card: 30000, taken by %s-sglang-language-0)" % SLUG]
+                          "--port 30001 (card: 30000, taken by %s-sglang-language-0)" % SLUG]
     assert Argv(cp["argv"]).get("--port") == "30001"
     assert Argv(cp["argv"]).get("--base-gpu-id") == "4"
     assert cp["gpu_ids"] == [4, 5, 6, 7]

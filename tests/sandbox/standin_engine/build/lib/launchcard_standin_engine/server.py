@@ -1,0 +1,648 @@
+"""TEST CODE: the stand-in engines' HTTP servers (standard library only).
+
+What it imitates (and how far):
+
+* vLLM (``vllm serve``): the port opens only once "loaded" (see
+  ``LAUNCHCARD_STANDIN_STARTUP_DELAY_S``); ``/health`` answers 200 with an
+  empty body (503 while draining); ``/v1/models``, ``/version``, ``/metrics``,
+  ``/v1/completions``, ``/v1/chat/completions``.
+* SGLang (``sglang serve``): the same OpenAI routes plus ``/health_generate``,
+  ``/generate`` (native API), ``/get_model_info`` (``/model_info``),
+  ``/get_server_info`` (``/server_info``), ``/get_load``, ``/flush_cache``.
+  ``LAUNCHCARD_STANDIN_WARMUP_S`` keeps ``/health`` at 503 for that long after
+  the port opens, like SGLang's warm-up.
+* SGLang PD disaggregation: a prefill server (``--disaggregation-mode
+  prefill``) also serves a bootstrap HTTP API on
+  ``--disaggregation-bootstrap-port`` (default 8998). For every request that
+  carries ``bootstrap_host/bootstrap_port/bootstrap_room`` (injected by the
+  sglang router) the prefill stores a fake "KV" record for the room, served
+  at ``GET /kv/<room>`` on the bootstrap port; the decode server fetches it
+  from ``http://<bootstrap_host>:<bootstrap_port>/kv/<room>`` (retrying up to
+  ``LAUNCHCARD_STANDIN_KV_TIMEOUT_S``, default 5 s, since both receive the
+  request at the same time) and names both servers in its answer
+  (``prefill=<host:port> decode=<host:port>``). If the fetch fails the decode
+  answers 500 with the reason. Requests without bootstrap info are refused
+  (400) by both, as a real PD pair cannot serve them.
+* SGLang EPD: ``--encoder-only`` servers answer health; ``--language-only``
+  servers answer 503 on ``/health`` until every ``--encoder-urls`` URL has
+  answered ``GET /health`` with 200 (polled in the background).
+* ``LAUNCHCARD_STANDIN_FAIL_HEALTH=1``: ``/health`` answers 503 for ever (a
+  new revision that never turns healthy, for the upgrade rollback test).
+
+SIGTERM/SIGINT: drain (health turns 503), close the ports, exit 0.
+"""
+
+import hashlib
+import json
+import os
+import signal
+import socket
+import sys
+import threading
+import time
+import urllib.error
+import urllib.request
+import uuid
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Dict, List, Optional, Tuple
+
+from launchcard_standin_engine import STANDIN_VERSION
+from launchcard_standin_engine.cli import ServerConfig
+
+KV_TTL_S = 600.0
+KV_MAX_ROOMS = 10000
+
+
+def _env_float(name: str, default: float) -> float:
+    try:
+        return float(os.environ.get(name, default))
+    except ValueError:
+        return default
+
+
+def _log(msg: str) -> None:
+    sys.stderr.write(f"[launchcard-standin] {msg}\n")
+    sys.stderr.flush()
+
+
+def _fmt_hostport(host: str, port) -> str:
+    if ":" in host and not host.startswith("["):
+        host = f"[{host}]"
+    return f"{host}:{port}"
+
+
+class _Server(ThreadingHTTPServer):
+    daemon_threads = True
+    allow_reuse_address = True
+
+    def __init__(self, addr, handler, engine_state):
+        self.address_family = socket.AF_INET6 if ":" in addr[0] else socket.AF_INET
+        self.engine_state = engine_state
+        super().__init__(addr, handler)
+
+
+class EngineState:
+    """Everything the handlers share."""
+
+    def __init__(self, config: ServerConfig):
+        self.config = config
+        self.hostname = socket.gethostname()
+        self.started = time.time()
+        self.lock = threading.Lock()
+        self.requests_total = 0
+        self.requests_by_path: Dict[str, int] = {}
+        self.draining = False
+        self.warmup_until = 0.0
+        self.encoders_ready = config.role != "language" or not config.encoder_urls
+        self.kv: Dict[str, dict] = {}  # prefill: room -> record
+        self.stop = threading.Event()
+
+    # --- readiness -------------------------------------------------------
+    def health_status(self) -> Tuple[int, str]:
+        if self.draining:
+            return 503, "server is draining (SIGTERM received)"
+        if os.environ.get("LAUNCHCARD_STANDIN_FAIL_HEALTH", "") not in ("", "0"):
+            return 503, "told to fail (LAUNCHCARD_STANDIN_FAIL_HEALTH)"
+        if time.time() < self.warmup_until:
+            return 503, "server is warming up"
+        if not self.encoders_ready:
+            return 503, "waiting for encoder servers: " + " ".join(self.config.encoder_urls)
+        return 200, ""
+
+    def count(self, path: str) -> int:
+        with self.lock:
+            self.requests_total += 1
+            self.requests_by_path[path] = self.requests_by_path.get(path, 0) + 1
+            return self.requests_total
+
+    # --- PD KV bookkeeping ---------------------------------------------------
+    def put_kv(self, room, record: dict) -> None:
+        now = time.time()
+        with self.lock:
+            self.kv[str(room)] = dict(record, stored_at=now)
+            if len(self.kv) > KV_MAX_ROOMS:
+                for key in sorted(self.kv, key=lambda k: self.kv[k]["stored_at"])[: len(self.kv) - KV_MAX_ROOMS]:
+                    del self.kv[key]
+            for key in [k for k, v in self.kv.items() if now - v["stored_at"] > KV_TTL_S]:
+                del self.kv[key]
+
+    def get_kv(self, room) -> Optional[dict]:
+        with self.lock:
+            return self.kv.get(str(room))
+
+    @property
+    def me(self) -> str:
+        return _fmt_hostport(self.hostname, self.config.port)
+
+
+# --------------------------------------------------------------------------
+# request helpers
+
+
+def _as_list(value):
+    return value if isinstance(value, list) else [value]
+
+
+def _prompt_of(body: dict) -> str:
+    for key in ("prompt", "text"):
+        if key in body:
+            return json.dumps(body[key], sort_keys=True)
+    if "messages" in body:
+        return json.dumps(body["messages"], sort_keys=True)
+    if "input_ids" in body:
+        return json.dumps(body["input_ids"])
+    return ""
+
+
+def _prompt_tokens(body: dict) -> int:
+    return max(1, len(_prompt_of(body).split()))
+
+
+def fetch_kv(bootstrap_host: str, bootstrap_port, room, timeout_s: float) -> dict:
+    """Decode side: fetch the prefill's KV record for ``room`` (retrying)."""
+    host = bootstrap_host
+    if ":" in host and not host.startswith("["):
+        host = f"[{host}]"
+    url = f"http://{host}:{bootstrap_port}/kv/{room}"
+    deadline = time.time() + timeout_s
+    last = "no attempt made"
+    while True:
+        try:
+            with urllib.request.urlopen(url, timeout=max(0.2, min(2.0, deadline - time.time()))) as resp:
+                return json.loads(resp.read().decode("utf-8"))
+        except urllib.error.HTTPError as exc:
+            last = f"HTTP {exc.code} from {url}"
+        except (urllib.error.URLError, OSError, ValueError) as exc:
+            last = f"{url}: {getattr(exc, 'reason', exc)}"
+        if time.time() >= deadline:
+            raise RuntimeError(last)
+        time.sleep(0.05)
+
+
+# --------------------------------------------------------------------------
+# the engine's HTTP API
+
+
+class EngineHandler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    server_version = "launchcard-standin"
+    sys_version = ""
+
+    @property
+    def st(self) -> EngineState:
+        return self.server.engine_state  # type: ignore[attr-defined]
+
+    # --- plumbing ----------------------------------------------------------
+    def log_message(self, fmt, *args):  # noqa: N802 (stdlib name)
+        _log(f"{self.st.config.engine} {self.st.config.role} {self.address_string()} {fmt % args}")
+
+    def _send(self, status: int, body: bytes = b"", ctype: str = "application/json") -> None:
+        self.send_response(status)
+        if body or ctype != "application/json":
+            self.send_header("Content-Type", ctype)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        if body and self.command != "HEAD":
+            self.wfile.write(body)
+
+    def _json(self, status: int, obj) -> None:
+        self._send(status, json.dumps(obj).encode("utf-8"))
+
+    def _error(self, status: int, message: str, etype: str = "BadRequestError") -> None:
+        self._json(status, {"object": "error", "message": message, "type": etype, "param": None, "code": status,
+                            "error": {"message": message, "type": etype, "code": status}})
+
+    def _read_body(self) -> bytes:
+        if self.headers.get("Transfer-Encoding", "").lower() == "chunked":
+            chunks = []
+            while True:
+                size = int(self.rfile.readline().split(b";")[0].strip() or b"0", 16)
+                if size == 0:
+                    self.rfile.readline()
+                    break
+                chunks.append(self.rfile.read(size))
+                self.rfile.readline()
+            return b"".join(chunks)
+        length = int(self.headers.get("Content-Length") or 0)
+        return self.rfile.read(length) if length else b""
+
+    def _json_body(self) -> Optional[dict]:
+        raw = self._read_body()
+        try:
+            body = json.loads(raw.decode("utf-8") or "{}")
+        except ValueError as exc:
+            self._error(400, f"request body is not valid JSON: {exc}")
+            return None
+        if not isinstance(body, dict):
+            self._error(400, "request body must be a JSON object")
+            return None
+        return body
+
+    # --- dispatch ----------------------------------------------------------
+    def do_GET(self):  # noqa: N802
+        path = self.path.split("?", 1)[0]
+        self.st.count(path)
+        cfg = self.st.config
+        routes = {
+            "/health": self._health,
+            "/v1/models": self._models,
+            "/version": self._version,
+            "/metrics": self._metrics,
+        }
+        if cfg.engine == "vllm":
+            routes["/ping"] = self._health
+        else:
+            routes.update({
+                "/health_generate": self._health,
+                "/get_model_info": self._model_info,
+                "/model_info": self._model_info,
+                "/get_server_info": self._server_info,
+                "/server_info": self._server_info,
+                "/get_load": self._load,
+            })
+        handler = routes.get(path)
+        if handler is None:
+            self._json(404, {"detail": "Not Found"})
+        else:
+            handler()
+
+    do_HEAD = do_GET
+
+    def do_POST(self):  # noqa: N802
+        path = self.path.split("?", 1)[0]
+        self.st.count(path)
+        cfg = self.st.config
+        if path == "/flush_cache" and cfg.engine == "sglang":
+            self._read_body()
+            self._send(200, b"Cache flushed.\n", "text/plain; charset=utf-8")
+            return
+        kinds = {"/v1/completions": "completion", "/v1/chat/completions": "chat"}
+        if cfg.engine == "sglang":
+            kinds["/generate"] = "generate"
+            kinds["/encode"] = "encode"
+        kind = kinds.get(path)
+        if kind is None:
+            self._read_body()
+            self._json(404, {"detail": "Not Found"})
+            return
+        body = self._json_body()
+        if body is not None:
+            if os.environ.get("LAUNCHCARD_STANDIN_LOG_BODIES"):
+                _log(f"{cfg.role} POST {path} body={json.dumps(body, sort_keys=True)}")
+            self._generate(kind, body)
+
+    # --- GET endpoints ------------------------------------------------------
+    def _health(self):
+        status, reason = self.st.health_status()
+        if status == 200:
+            self._send(200)
+        else:
+            self._send(status, reason.encode("utf-8"), "text/plain; charset=utf-8")
+
+    def _models(self):
+        cfg = self.st.config
+        data = [{
+            "id": name,
+            "object": "model",
+            "created": int(self.st.started),
+            "owned_by": cfg.engine,
+            "root": cfg.model,  # what vLLM reports (its model argument, vllm/entrypoints/openai/models/serving.py)
+            "parent": None,
+            "max_model_len": 131072,
+            # the stand-in's own: the directory the model argument resolved to at start (weights.resolve)
+            "launchcard_standin": {"snapshot": cfg.snapshot, "revision": cfg.revision},
+        } for name in cfg.served_model_names]
+        self._json(200, {"object": "list", "data": data})
+
+    def _version(self):
+        self._json(200, {"version": STANDIN_VERSION})
+
+    def _model_info(self):
+        cfg = self.st.config
+        self._json(200, {
+            "model_path": cfg.model,
+            "tokenizer_path": cfg.model,
+            "is_generation": cfg.role != "encoder",
+            "preferred_sampling_params": None,
+            "weight_version": "default",
+            "has_image_understanding": False,
+            "has_audio_understanding": False,
+            "model_type": None,
+            "architectures": None,
+        })
+
+    def _server_info(self):
+        cfg = self.st.config
+        self._json(200, {
+            "model_path": cfg.model,
+            "served_model_name": cfg.served_model_names[0],
+            "host": cfg.host,
+            "port": cfg.port,
+            "tp_size": cfg.tp_size,
+            "dp_size": 1,
+            "disaggregation_mode": cfg.role if cfg.role in ("prefill", "decode") else "null",
+            "disaggregation_bootstrap_port": cfg.bootstrap_port if cfg.bootstrap_port is not None else 8998,
+            "disaggregation_transfer_backend": "launchcard-standin",
+            "encoder_only": cfg.role == "encoder",
+            "language_only": cfg.role == "language",
+            "encoder_urls": cfg.encoder_urls,
+            "version": STANDIN_VERSION,
+            "status": "ready" if self.st.health_status()[0] == 200 else "starting",
+            "internal_states": [{"last_gen_throughput": 0.0, "avg_spec_accept_length": None}],
+            "launchcard_standin": {"role": cfg.role, "hostname": self.st.hostname, "argv": cfg.argv},
+        })
+
+    def _load(self):
+        self._json(200, [{"dp_rank": 0, "num_reqs": 0, "num_waiting_reqs": 0, "num_tokens": 0}])
+
+    def _metrics(self):
+        cfg = self.st.config
+        model = cfg.served_model_names[0].replace("\\", "\\\\").replace('"', '\\"')
+        with self.st.lock:
+            total = self.st.requests_by_path.get("/v1/completions", 0) + self.st.requests_by_path.get(
+                "/v1/chat/completions", 0) + self.st.requests_by_path.get("/generate", 0)
+        if cfg.engine == "vllm":
+            lines = [
+                "# HELP vllm:num_requests_running Number of requests in model execution batches.",
+                "# TYPE vllm:num_requests_running gauge",
+                f'vllm:num_requests_running{{model_name="{model}"}} 0.0',
+                "# HELP vllm:request_success_total Count of successfully processed requests.",
+                "# TYPE vllm:request_success_total counter",
+                f'vllm:request_success_total{{finished_reason="length",model_name="{model}"}} {float(total)}',
+            ]
+        else:
+            lines = [
+                "# HELP sglang:num_running_reqs The number of running requests.",
+                "# TYPE sglang:num_running_reqs gauge",
+                f'sglang:num_running_reqs{{model_name="{model}"}} 0.0',
+                "# HELP sglang:num_requests_total Number of requests processed.",
+                "# TYPE sglang:num_requests_total counter",
+                f'sglang:num_requests_total{{model_name="{model}"}} {float(total)}',
+            ]
+        lines += [
+            "# HELP launchcard_standin_info TEST CODE: this server is the launchcard sandbox stand-in.",
+            "# TYPE launchcard_standin_info gauge",
+            f'launchcard_standin_info{{engine="{cfg.engine}",role="{cfg.role}"}} 1.0',
+        ]
+        self._send(200, ("\n".join(lines) + "\n").encode("utf-8"), "text/plain; version=0.0.4; charset=utf-8")
+
+    # --- POST: the "inference" -----------------------------------------------
+    def _generate(self, kind: str, body: dict) -> None:
+        st, cfg = self.st, self.st.config
+        status, reason = st.health_status()
+        if status != 200:
+            self._error(503, reason, "ServiceUnavailableError")
+            return
+        if kind == "encode":
+            if cfg.role != "encoder":
+                self._error(400, "this server is not an encoder (--encoder-only)")
+            else:
+                self._json(200, {"embedding": [0.0], "served_by": st.me, "role": cfg.role})
+            return
+        if cfg.role == "encoder":
+            self._error(400, "encoder-only server: send generation requests to the language server")
+            return
+        requested = body.get("model")
+        if cfg.engine == "vllm" and requested and requested not in cfg.served_model_names:
+            self._error(404, f"The model `{requested}` does not exist.", "NotFoundError")
+            return
+
+        rooms = body.get("bootstrap_room")
+        pd = {"prefill": None, "decode": None, "bootstrap_room": rooms}
+        if cfg.role in ("prefill", "decode"):
+            if rooms is None or body.get("bootstrap_host") is None:
+                self._error(400, f"sglang {cfg.role} server ({st.me}) needs bootstrap_host/bootstrap_port/"
+                                 "bootstrap_room: send requests through the PD router")
+                return
+            hosts = _as_list(body.get("bootstrap_host"))
+            ports = _as_list(body.get("bootstrap_port"))
+            room_list = _as_list(rooms)
+            if not (len(hosts) == len(ports) == len(room_list)):
+                self._error(400, "bootstrap_host, bootstrap_port and bootstrap_room differ in length")
+                return
+            if cfg.role == "prefill":
+                for host, port, room in zip(hosts, ports, room_list):
+                    if port is not None and int(port) != cfg.bootstrap_port:
+                        _log(f"warning: request names bootstrap port {port}, this prefill bootstraps on "
+                             f"{cfg.bootstrap_port}; the decode will not find the KV")
+                    st.put_kv(room, {
+                        "room": room,
+                        "prefill": st.me,
+                        "prefill_hostname": st.hostname,
+                        "prefill_port": cfg.port,
+                        "bootstrap_port": cfg.bootstrap_port,
+                        "prompt_sha256": hashlib.sha256(_prompt_of(body).encode()).hexdigest(),
+                        "kv": f"standin-kv:{room}",
+                    })
+                pd["prefill"] = st.me
+            else:
+                timeout = _env_float("LAUNCHCARD_STANDIN_KV_TIMEOUT_S", 5.0)
+                sources = []
+                for host, port, room in zip(hosts, ports, room_list):
+                    if port is None:
+                        self._error(500, f"decode {st.me}: request for room {room} carries no bootstrap_port "
+                                         "(router started without the prefill's bootstrap port?)",
+                                    "InternalServerError")
+                        return
+                    try:
+                        rec = fetch_kv(str(host), port, room, timeout)
+                    except RuntimeError as exc:
+                        msg = (f"decode {st.me}: KV transfer failed: no KV for bootstrap_room {room} from prefill "
+                               f"bootstrap server {_fmt_hostport(str(host), port)} within {timeout:g}s ({exc})")
+                        _log(msg)
+                        self._error(500, msg, "InternalServerError")
+                        return
+                    sources.append(rec.get("prefill", "?"))
+                pd["prefill"] = ",".join(sorted(set(sources)))
+                pd["decode"] = st.me
+        text = self._answer_text(pd)
+        prompt_tokens = _prompt_tokens(body)
+        max_tokens = body.get("max_tokens") or body.get("max_completion_tokens") or (
+            (body.get("sampling_params") or {}).get("max_new_tokens")) or 16
+        completion_tokens = max(1, min(int(max_tokens), len(text.split())))
+        usage = {"prompt_tokens": prompt_tokens, "completion_tokens": completion_tokens,
+                 "total_tokens": prompt_tokens + completion_tokens}
+        info = {"engine": cfg.engine, "role": cfg.role, "hostname": st.hostname, "port": cfg.port,
+                "server": st.me, "prefill": pd["prefill"], "decode": pd["decode"],
+                "bootstrap_room": pd["bootstrap_room"]}
+        created = int(time.time())
+        model = requested or cfg.served_model_names[0]
+        if kind == "generate":
+            batch = isinstance(body.get("text"), list) or (
+                isinstance(body.get("input_ids"), list) and body["input_ids"]
+                and isinstance(body["input_ids"][0], list))
+            n = len(body.get("text") or body.get("input_ids") or []) if batch else 1
+            meta = {"id": uuid.uuid4().hex, "finish_reason": {"type": "length", "length": completion_tokens},
+                    "prompt_tokens": prompt_tokens, "completion_tokens": completion_tokens,
+                    "cached_tokens": 0, "e2e_latency": 0.0}
+            if body.get("return_logprob"):
+                meta["input_token_logprobs"] = []
+                meta["output_token_logprobs"] = []
+            one = {"text": text, "meta_info": meta, "launchcard_standin": info}
+            result = [dict(one) for _i in range(n)] if batch else one
+            if body.get("stream"):
+                self._sse([result])
+            else:
+                self._json(200, result)
+            return
+        if kind == "chat":
+            obj = {"id": f"chatcmpl-{uuid.uuid4().hex}", "object": "chat.completion", "created": created,
+                   "model": model,
+                   "choices": [{"index": 0, "message": {"role": "assistant", "content": text,
+                                                        "reasoning_content": None, "tool_calls": []},
+                                "logprobs": None, "finish_reason": "length", "stop_reason": None}],
+                   "usage": usage, "launchcard_standin": info}
+            chunk = {"id": obj["id"], "object": "chat.completion.chunk", "created": created, "model": model,
+                     "choices": [{"index": 0, "delta": {"role": "assistant", "content": text},
+                                  "finish_reason": "length"}]}
+        else:
+            obj = {"id": f"cmpl-{uuid.uuid4().hex}", "object": "text_completion", "created": created,
+                   "model": model,
+                   "choices": [{"index": 0, "text": text, "logprobs": None, "finish_reason": "length",
+                                "stop_reason": None}],
+                   "usage": usage, "launchcard_standin": info}
+            chunk = {"id": obj["id"], "object": "text_completion", "created": created, "model": model,
+                     "choices": [{"index": 0, "text": text, "logprobs": None, "finish_reason": "length"}]}
+        if body.get("stream"):
+            self._sse([chunk])
+        else:
+            self._json(200, obj)
+
+    def _answer_text(self, pd: dict) -> str:
+        st, cfg = self.st, self.st.config
+        parts = [f"[launchcard stand-in {cfg.engine} {cfg.role}]"]
+        if cfg.role == "decode":
+            parts.append(f"prefill={pd['prefill']} decode={pd['decode']}")
+        else:
+            parts.append(f"server={st.me}")
+        if cfg.role == "language":
+            parts.append("encoders=" + ",".join(cfg.encoder_urls))
+        parts.append(f"host={st.hostname} port={cfg.port} model={cfg.served_model_names[0]}")
+        return " ".join(parts)
+
+    def _sse(self, events: List[dict]) -> None:
+        payload = "".join(f"data: {json.dumps(e)}\n\n" for e in events) + "data: [DONE]\n\n"
+        self._send(200, payload.encode("utf-8"), "text/event-stream")
+
+
+# --------------------------------------------------------------------------
+# the prefill's bootstrap server
+
+
+class BootstrapHandler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    server_version = "launchcard-standin-bootstrap"
+    sys_version = ""
+
+    def log_message(self, fmt, *args):  # noqa: N802
+        _log(f"bootstrap {self.address_string()} {fmt % args}")
+
+    def _json(self, status: int, obj) -> None:
+        body = json.dumps(obj).encode("utf-8")
+        self.send_response(status)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def do_GET(self):  # noqa: N802
+        st: EngineState = self.server.engine_state  # type: ignore[attr-defined]
+        path = self.path.split("?", 1)[0]
+        if path == "/health":
+            body = b"OK"
+            self.send_response(200)
+            self.send_header("Content-Type", "text/plain")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+        elif path == "/route":
+            self._json(200, {"prefill": st.me, "tp_size": st.config.tp_size, "dp_size": 1,
+                             "bootstrap_port": st.config.bootstrap_port, "transfer_backend": "launchcard-standin"})
+        elif path.startswith("/kv/"):
+            rec = st.get_kv(path[len("/kv/"):])
+            if rec is None:
+                self._json(404, {"error": f"no KV for room {path[len('/kv/'):]} on prefill {st.me}"})
+            else:
+                self._json(200, rec)
+        else:
+            self._json(404, {"error": "Not Found"})
+
+    def do_PUT(self):  # noqa: N802  (real bootstrap servers take PUT /route registrations)
+        length = int(self.headers.get("Content-Length") or 0)
+        if length:
+            self.rfile.read(length)
+        self._json(200, {"status": "ok"})
+
+
+# --------------------------------------------------------------------------
+
+
+def _poll_encoders(st: EngineState) -> None:
+    urls = [u.rstrip("/") for u in st.config.encoder_urls]
+    while not st.stop.is_set():
+        ok = True
+        for url in urls:
+            try:
+                with urllib.request.urlopen(f"{url}/health", timeout=2) as resp:
+                    ok = ok and resp.status == 200
+            except (urllib.error.URLError, OSError, ValueError):
+                ok = False
+        if ok:
+            st.encoders_ready = True
+            _log("all encoder servers answer /health: language server is ready")
+            return
+        st.stop.wait(1.0)
+
+
+def serve(config: ServerConfig) -> int:
+    st = EngineState(config)
+    servers: List[_Server] = []
+
+    def on_signal(signum, _frame):
+        _log(f"received signal {signum}: draining and shutting down")
+        st.draining = True
+        st.stop.set()
+        for srv in list(servers):
+            threading.Thread(target=srv.shutdown, daemon=True).start()
+
+    signal.signal(signal.SIGTERM, on_signal)
+    signal.signal(signal.SIGINT, on_signal)
+
+    _log(f"TEST CODE: stand-in {config.engine} role={config.role} model={config.model} snapshot={config.snapshot} "
+         f"on {_fmt_hostport(config.host, config.port)} (no model is loaded; this is not the real engine)")
+    delay = _env_float("LAUNCHCARD_STANDIN_STARTUP_DELAY_S", 0.0)
+    if delay > 0:
+        _log(f"simulating model load: port opens in {delay:g}s")
+        if st.stop.wait(delay):
+            return 0
+    try:
+        main_srv = _Server((config.host, config.port), EngineHandler, st)
+        servers.append(main_srv)
+        if config.role == "prefill":
+            boot = _Server((config.host, config.bootstrap_port), BootstrapHandler, st)
+            servers.append(boot)
+            threading.Thread(target=boot.serve_forever, kwargs={"poll_interval": 0.2}, daemon=True).start()
+            _log(f"bootstrap server on {_fmt_hostport(config.host, config.bootstrap_port)}")
+    except OSError as exc:
+        _log(f"cannot listen: {exc}")
+        for srv in servers:
+            srv.server_close()
+        return 1
+    if st.stop.is_set():
+        return 0
+    warmup = _env_float("LAUNCHCARD_STANDIN_WARMUP_S", 0.0)
+    if config.engine == "sglang" and warmup > 0:
+        st.warmup_until = time.time() + warmup
+    if not st.encoders_ready:
+        threading.Thread(target=_poll_encoders, args=(st,), daemon=True).start()
+    _log(f"ready: listening on {_fmt_hostport(config.host, config.port)}")
+    try:
+        main_srv.serve_forever(poll_interval=0.2)
+    finally:
+        st.stop.set()
+        for srv in servers:
+            if srv is not main_srv:
+                srv.shutdown()
+            srv.server_close()
+    _log("stopped")
+    return 0
