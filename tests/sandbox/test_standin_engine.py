@@ -251,7 +251,8 @@ def hf_home(tmp_path_factory):
     from hub import server
 
     home = tmp_path_factory.mktemp("hf-home")
-    srv = server.start(server.Hub(["%s@%s" % (HUB_REPO, HUB_REV), "%s@%s" % (HUB_REPO, HUB_REV2)]))
+    # a plain hub (no Xet marks): the download goes over HTTP, as the weights role makes it (launchcard_hf_xet)
+    srv = server.start(server.Hub(["%s@%s" % (HUB_REPO, HUB_REV), "%s@%s" % (HUB_REPO, HUB_REV2)], xet=False))
     try:
         url = "http://127.0.0.1:%d" % srv.server_address[1]
         for rev in (HUB_REV, HUB_REV2):

@@ -23,6 +23,15 @@ from typing import Optional
 _TRUE = ("1", "ON", "YES", "TRUE")
 
 
+def _repo_cache(repo: str) -> str:
+    """The cache folder of a model repo (huggingface_hub ``constants``: ``HF_HUB_CACHE``, else ``HF_HOME/hub``,
+    else ``~/.cache/huggingface/hub``; ``file_download.repo_folder_name``: ``models--owner--name``)."""
+    cache = os.environ.get("HF_HUB_CACHE") or os.path.join(
+        os.environ.get("HF_HOME") or os.path.join(os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"),
+                                                  "huggingface"), "hub")
+    return os.path.join(os.path.expanduser(cache), "models--" + repo.replace("/", "--"))
+
+
 class ModelNotFound(Exception):
     """The engine would exit: its model is neither a directory nor in the offline cache."""
 
@@ -40,6 +49,8 @@ def resolve(model: str, revision: Optional[str]) -> Optional[str]:
     """
     if os.path.exists(model):
         return model
+    if not offline() and not os.path.isdir(_repo_cache(model)):
+        return None  # online, nothing cached: the real engine downloads it (skips importing huggingface_hub)
     from huggingface_hub import snapshot_download
     from huggingface_hub.errors import LocalEntryNotFoundError
 
