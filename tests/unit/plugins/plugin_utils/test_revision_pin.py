@@ -157,3 +157,19 @@ def test_another_repo_as_the_model_is_refused_naming_the_element(i, k, model):
 def test_a_vllm_recipe_without_a_model_is_refused():
     (path, message), = _errors(_argv(0, ["vllm", "serve", "--port", "8000"]))
     assert path == "envs[0].argv" and "names no model" in message
+
+
+def test_an_override_cannot_pin_another_revision():
+    from ansible_collections.launchcard.inference.plugins.plugin_utils._planner import PlanError
+    card = _card()
+    bad = [("h", {"address": "10.0.0.1", "recipes": ["vllm-aggregated"],
+                  "argv_overrides": {"vllm-aggregated": {"set": {"--revision": OTHER}}}})]
+    with pytest.raises(PlanError) as info:
+        plan(card, normalize_placement(bad))
+    (where, message), = info.value.errors
+    # the host, then the override's own path (launchcard_argv_overrides.vllm-aggregated.set...)
+    assert where == "h" and "launchcard_argv_overrides" in message and "is not the card's hf.revision" in message
+    same = [("h", {"address": "10.0.0.1", "recipes": ["vllm-aggregated"],
+                   "argv_overrides": {"vllm-aggregated": {"set": {"--revision": REV}}}})]
+    inst = plan(card, normalize_placement(same))["hosts"]["h"]["instances"][0]
+    assert Argv(inst["argv"]).values("--revision") == [REV] and inst["argv"].count("--revision") == 1
