@@ -15,6 +15,7 @@ from ansible_collections.launchcard.inference.plugins.plugin_utils import _card_
 from ansible_collections.launchcard.inference.plugins.plugin_utils._recipe import (
     RecipeError,
     describe,
+    hub_pins,
     name_recipes,
     slug,
 )
@@ -56,7 +57,8 @@ def load_card(text, source="card"):
         - ``hardware``: ``min_gpus``, ``min_disk_gib``, ``min_disk_bytes``,
           ``gpu_models`` (lower-case ids), ``gpu_arch``
         - ``recipes``: list of recipe models (see :func:`recipe.describe`),
-          each with a unique ``name``
+          each with a unique ``name`` and ``hub_pins`` (the revision options
+          the planner appends, :func:`recipe.hub_pins`)
         - ``warnings``: list of ``"path: message"`` strings (unknown keys)
 
     :raises CardError: the text is not JSON, breaks the schema, or a recipe's
@@ -75,15 +77,17 @@ def load_card(text, source="card"):
                         [(w.path, w.message) for w in report.warnings])
     recipes = []
     errors = []
+    hf = doc["hf"]
     for i, env in enumerate(doc["envs"]):
         try:
-            recipes.append(describe(env, i))
+            recipe = describe(env, i)
+            recipe["hub_pins"] = hub_pins(recipe, hf["repo"], hf["revision"])
+            recipes.append(recipe)
         except RecipeError as exc:
             errors.append((exc.path, exc.message))
     if errors:
         raise CardError(errors, source)
     name_recipes(recipes)
-    hf = doc["hf"]
     hw = doc.get("hardware") or {}
     return {
         "schema": doc["schema"],

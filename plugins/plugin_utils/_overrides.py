@@ -43,6 +43,7 @@ from ansible_collections.launchcard.inference.plugins.plugin_utils._recipe impor
     argv_reader,
     current_name,
     describe,
+    hub_pins,
     parser_start,
 )
 
@@ -299,9 +300,11 @@ def apply(recipe, spec, variable=VARIABLE):
     return t.tokens, t.origin, notes
 
 
-def effective_recipe(recipe, spec, variable=VARIABLE):
+def effective_recipe(recipe, spec, variable=VARIABLE, hub=None):
     """The recipe model of ``recipe`` with its overrides applied, read and checked as the card's own.
 
+    :param hub: the card's ``(hf.repo, hf.revision)``: the effective argv's revision options
+        (``_recipe.hub_pins``) are read as the card's own, so an override cannot pin another revision.
     :returns: a recipe model (as ``_recipe.describe``) with the card's ``name``, ``card_port`` (the port
         the card's argv gives, which peers' card URLs name) and ``overrides`` (the change lines).
     :raises OverrideError: naming the variable, the recipe and the flag (or the card's element the
@@ -328,6 +331,7 @@ def effective_recipe(recipe, spec, variable=VARIABLE):
         raise OverrideError([(w, lead + m) for (w, lead), m in ((where_of(p), m) for p, m in sizes)])
     try:
         model = describe(env, index)
+        model["hub_pins"] = hub_pins(model, hub[0], hub[1]) if hub else recipe.get("hub_pins", [])
     except RecipeError as exc:
         w, lead = where_of(exc.path)
         raise OverrideError([(w, lead + exc.message)])

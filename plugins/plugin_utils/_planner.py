@@ -12,13 +12,18 @@ address) points at the placed hosts.
 
 Fidelity rule: when the placement matches the card's own (every peer on the
 same host, the card's ports free, the card's GPU offsets), the final argv is
-the card's argv token for token. Otherwise only these tokens change, and each
-change is listed in the instance's ``changes``:
+the card's argv token for token, plus the revision pin. Otherwise only these
+tokens change, and each change is listed in the instance's ``changes``:
 
 - the site's ``launchcard_argv_overrides`` of the host the instance lands on
   (:mod:`_overrides`), applied first: everything below is planned from the
   effective argv they give;
-
+- ``--revision <hf.revision>`` appended to every engine that loads ``hf.repo``
+  and does not name it already (vLLM ``--tokenizer-revision`` and SGLang
+  ``--speculative-draft-model-revision`` where those name ``hf.repo`` too;
+  routers none; :func:`recipe.hub_pins`, read from the effective argv): the
+  weights role stages the revision by commit hash, which an offline engine
+  finds only by that hash;
 - ``--port`` / ``--disaggregation-bootstrap-port`` / router ``--prometheus-port``
   when the card's port is taken on that host by an earlier instance;
 - ``--base-gpu-id`` (SGLang) to the first GPU the planner assigned;
@@ -154,7 +159,7 @@ def plan(card, placement):
     errors = []
     deprecations = []
     model = card["model"]
-    effective, host_specs = _site_overrides(recipes, placement, errors, deprecations)
+    effective, host_specs = _site_overrides(recipes, placement, errors, deprecations, model)
     if errors:
         raise PlanError(errors)
 
@@ -245,7 +250,7 @@ def plan(card, placement):
     }
 
 
-def _site_overrides(recipes, placement, errors, deprecations):
+def _site_overrides(recipes, placement, errors, deprecations, model):
     """Check every host's ``launchcard_argv_overrides`` against the card (:mod:`_overrides`).
 
     Applied per placed host: an instance runs its recipe with the overrides of the host it lands on, and
@@ -286,7 +291,8 @@ def _site_overrides(recipes, placement, errors, deprecations):
             mkey = (name, overrides.spec_key(spec))
             if mkey not in models:
                 try:
-                    models[mkey] = (overrides.effective_recipe(by_name[name], spec), None)
+                    models[mkey] = (overrides.effective_recipe(by_name[name], spec,
+                                                               hub=(model["repo"], model["revision"])), None)
                 except overrides.OverrideError as exc:
                     models[mkey] = (None, exc.errors)
             for e in models[mkey][1] or ():
@@ -339,9 +345,11 @@ def _instance(r, model, host, address, replica, rank, group):
         "image": r["image"],
         "checkpoint": r["checkpoint"],
         "served_model": r.get("served_model_name") or r.get("model_arg") or model["repo"],
-        "argv": list(r["argv"]),
+        # the revision options the engine needs to load the staged snapshot offline (recipe.hub_pins)
+        "argv": list(r["argv"]) + [tok for pin in r["hub_pins"] for tok in pin],
         "env": dict(r["env"]),
-        "changes": list(r.get("overrides") or ()),
+        "changes": list(r.get("overrides") or ()) + [
+            "%s %s (hf.revision: the staged snapshot, loaded offline)" % tuple(pin) for pin in r["hub_pins"]],
         "_recipe": r,
         "_recipe_facts": None if r.get("overrides") is None else dict(
             (k, r.get(k)) for k in RECIPE_FACTS),

@@ -69,12 +69,13 @@ KNOWN_OPTIONS = {
     "vllm": frozenset(_V_TP + _V_PP + _V_DP + _V_DPL + _V_DCP + (
         "--nnodes", "--node-rank", "--port", "--host", "--kv-transfer-config", "--enable-expert-parallel",
         "--master-addr", "--master-port", "--headless", "--data-parallel-address", "--served-model-name",
-        "--model", "--quantization", "-q")),
+        "--model", "--quantization", "-q", "--revision", "--tokenizer", "--tokenizer-revision")),
     "sglang": frozenset(_S_TP + _S_PP + _S_DP + _S_EP + _S_CP + _S_MODEL + (
         "--nnodes", "--node-rank", "--port", "--host", "--disaggregation-mode", "--encoder-only",
         "--language-only", "--enable-dp-attention", "--base-gpu-id", "--disaggregation-bootstrap-port",
         "--disaggregation-transfer-backend", "--dist-init-addr", "--served-model-name", "--quantization",
-        "--encoder-urls")),
+        "--encoder-urls", "--revision", "--speculative-draft-model-path", "--speculative-draft-model",
+        "--speculative-draft-model-revision")),
     "router": frozenset((
         "--prefill", "--decode", "--port", "--host", "--pd-disaggregation", "--worker-urls",
         "--prometheus-port", "--model-path")),
@@ -89,6 +90,22 @@ ALIASES = {
 #: vLLM options whose value is JSON; vLLM also takes them key by key
 #: (``--kv-transfer-config.kv_role kv_producer``), which the plan would not see.
 _V_JSON = ("--kv-transfer-config",)
+
+
+#: Where each launcher names a Hub repository and the option that pins its revision. vLLM:
+#: vllm/engine/arg_utils.py:914,924 (offline, the model and tokenizer resolve through get_model_path with
+#: --revision / --tokenizer-revision) and vllm/config/model.py:596-599 (the tokenizer takes --revision only
+#: when --tokenizer is not given). SGLang: sglang/srt/arg_groups/fields/model.py:122 (--revision, also the
+#: tokenizer's: sglang/srt/managers/tokenizer_manager.py:642-646) and speculative_hook.py:122-130 (a draft
+#: model path without --speculative-draft-model-revision loads "main").
+HUB_PINS = {
+    "vllm": (("model", "--revision"), (("--tokenizer",), "--tokenizer-revision")),
+    "sglang": (("model", "--revision"),
+               (("--speculative-draft-model-path", "--speculative-draft-model"), "--speculative-draft-model-revision")),
+}
+#: A model argument the engine opens as a directory (both engines: os.path.exists first,
+#: vllm/transformers_utils/repo_utils.py:287, sglang/srt/arg_groups/model_path_hook.py:108).
+_LOCAL_PATH = re.compile(r"^(/|~|\.{1,2}(/|$))")
 
 
 class RecipeError(ValueError):
@@ -223,6 +240,62 @@ def describe(env, index):
         "validated_hardware": [h.lower() for h in (env.get("validated_hardware") or [])],
     })
     return model
+
+
+def hub_pins(recipe, repo, revision, path=None):
+    """The revision options the engine needs to load ``repo`` at ``revision`` from an offline cache.
+
+    The weights role stages ``hf.repo`` by commit hash, which writes no ``refs/main``; an engine given
+    only the repo id under ``HF_HUB_OFFLINE=1`` looks up ``main`` and fails (LocalEntryNotFoundError).
+    So every engine that names ``repo`` as its model (and vLLM's ``--tokenizer``, SGLang's draft model,
+    when they name it too) gets the revision option, unless the card already gives it the same value.
+    Routers load no weights and get none. A model argument that is a local path (``/``, ``./``,
+    ``../``, ``~``) is the site's own directory: the engine reads it as it is and no revision applies.
+
+    :param recipe: a recipe model (:func:`describe`).
+    :param repo: the card's ``hf.repo``; ``revision``: its ``hf.revision``.
+    :returns: list of ``[flag, value]`` to append to the argv (empty when none is needed).
+    :raises RecipeError: naming the element: the argv pins another revision, or its model is another
+        repository (or none), which the weights role does not stage.
+    """
+    kind = recipe["launcher"]
+    if kind not in HUB_PINS:
+        return []
+    path = path or "envs[%d].argv" % recipe["index"]
+    a = argv_reader(kind, recipe["argv"])
+    pins = []
+    for names, flag in HUB_PINS[kind]:
+        if names == "model":
+            named = recipe.get("model_arg")
+            if named is None:
+                raise RecipeError(path, "names no model: %s would load its default model, not the card's "
+                                  "hf.repo %r; name it" % (_PROGRAM[kind], repo))
+            if _LOCAL_PATH.match(named):
+                return []
+            if named != repo:
+                raise RecipeError(_model_where(a, kind, path, named), (
+                    "the model %r is not the card's hf.repo %r: the weights role stages hf.repo at hf.revision "
+                    "only, and the engine serves offline from that cache; name hf.repo (or an absolute path "
+                    "for a directory the site provides)" % (named, repo)))
+        elif a.get(names) != repo:
+            continue
+        if a.has(flag):
+            written_at, written = a.where(flag, path)
+            if a.get(flag) != revision:
+                raise RecipeError(written_at, "%s %r is not the card's hf.revision %s: the weights role stages "
+                                  "that revision only; drop the option or write %s" % (
+                                      written, a.get(flag), revision, revision))
+            continue
+        pins.append([flag, revision])
+    return pins
+
+
+def _model_where(a, kind, path, named):
+    """The element of ``path`` that names the model (``vllm serve MODEL``'s positional or the model option)."""
+    flags = ("--model",) if kind == "vllm" else _S_MODEL
+    if a.has(flags):
+        return a.where(flags, path)[0]
+    return "%s[%d]" % (path, a.tokens.index(named))
 
 
 def _size(a, flags, path, what):

@@ -198,9 +198,11 @@ def host_change(host, record, target_host, target_units, cards):
     :returns: ``{"host", "action", "write", "remove", "restart", "diff",
         "flags", "revision", "card", "recipes", "roles", "reasons"}``;
         ``action`` is ``none``, ``new`` (nothing runs there yet),
-        ``update`` (unit files change), ``restart`` (same unit files, a new
-        model revision: the units that load weights restart, routers do not) or ``retire`` (units no
-        longer planned). ``diff`` is one unified diff (list of lines) per
+        ``update`` (unit files change; a new model revision changes every engine's
+        ``--revision``, so its unit file) or ``retire`` (units no longer planned); the
+        rollout makes an unchanged prefill/decode partner ``partner-restart``.
+        ``restart`` lists the units restarted although their file is the same (partners only);
+        ``unpinned`` the engines a new revision leaves as they are (their model is a local path). ``diff`` is one unified diff (list of lines) per
         changed unit, ``flags`` one ``{"unit", "removed", "added"}`` per unit
         whose argv changed.
     """
@@ -246,21 +248,17 @@ def host_change(host, record, target_host, target_units, cards):
         action = "update"
         reasons.append("%d unit file(s) change" % len(write + remove))
         reasons += runs_changes
-    elif revision and loads_weights:
-        # same unit files, new weights: restart what loads them (routers load none)
-        action = "restart"
     else:
         action = "none"
     if revision and action != "none":
         reasons.append("model revision %s -> %s" % (revision["from"][:12], (revision["to"] or "?")[:12]))
-    restart = sorted(loads_weights) if action == "restart" else []
     insts = list(new_inst.values()) or list(old_inst.values())
     return {
         "host": host,
         "action": action,
         "write": write,
         "remove": remove,
-        "restart": restart,
+        "restart": [],
         "diff": diff,
         "flags": flags,
         "revision": revision,
@@ -269,6 +267,8 @@ def host_change(host, record, target_host, target_units, cards):
         "roles": sorted({i.get("role") for i in insts if i.get("role")}),
         "reasons": reasons,
         "router_ops": [],
+        # engines whose files stay the same under a new revision: they name no revision (a local model path)
+        "unpinned": sorted(loads_weights) if revision and action == "none" else [],
     }
 
 
@@ -367,6 +367,13 @@ def rollout(current, target, target_units, cards, serial=1):
                 elif r["mode"] == "mini-lb":
                     warnings.append("%s: router %s runs --mini-lb, which has no worker API: requests it sends to "
                                     "%s while %s restarts fail" % (r["host"], r["unit"], inst["url"], host))
+
+    for host in names:
+        if changes[host]["unpinned"]:
+            rev = changes[host]["revision"]
+            warnings.append("%s: the model revision changes (%s -> %s) but %s name no revision (their model is a "
+                            "local path): they keep serving what that path holds" % (
+                                host, rev["from"][:12], (rev["to"] or "?")[:12], ", ".join(changes[host]["unpinned"])))
 
     # Tiers and batches.
     moving = [h for h in names if changes[h]["action"] != "none"]

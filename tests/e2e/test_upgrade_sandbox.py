@@ -17,7 +17,10 @@ import os
 import re
 import shutil
 import subprocess
+import sys
+import threading
 import time
+from pathlib import Path
 
 import psutil
 import pytest
@@ -56,6 +59,49 @@ def host_facts(address):
     return execstart, json.loads(state)["card"]["revision"], active.strip()
 
 
+def served_snapshot(address):
+    """The snapshot directory the replica's engine resolved its model to at start (the stand-in reports it in
+    /v1/models as ``launchcard_standin.snapshot``; it resolves the model as vLLM and SGLang do offline)."""
+    status, body = http("GET", "http://%s:30000/v1/models" % address, timeout=3)
+    if status != 200:
+        return None
+    return json.loads(body)["data"][0]["launchcard_standin"]["snapshot"]
+
+
+WATCH = {}  # the SnapshotWatch of the upgrade to v2 (fixture `upgraded`)
+
+
+class SnapshotWatch(object):
+    """Every replica's served snapshot, polled while an upgrade runs: ``seen[host]`` lists ``(time, revision)``
+    each time what it serves changes (an engine that does not answer is skipped)."""
+
+    def __init__(self):
+        self.seen = dict((host, []) for host in WORKERS)
+        self.stop = threading.Event()
+        self.thread = threading.Thread(target=self._poll, daemon=True)
+
+    def _poll(self):
+        deadline = time.time() + 900
+        while not self.stop.is_set() and time.time() < deadline:
+            for host, address in WORKERS.items():
+                try:
+                    snap = served_snapshot(address)
+                except OSError:
+                    continue
+                rev = os.path.basename(snap) if snap else None
+                if rev and (not self.seen[host] or self.seen[host][-1][1] != rev):
+                    self.seen[host].append((time.time(), rev))
+            self.stop.wait(0.3)
+
+    def __enter__(self):
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc):
+        self.stop.set()
+        self.thread.join(timeout=10)
+
+
 def router_pid():
     return ssh(ROUTER, "systemctl show -p MainPID --value launchcard-upgrade-tiny-sglang-router-0.service").stdout.strip()
 
@@ -77,10 +123,11 @@ def fleet():
 @pytest.fixture(scope="module")
 def upgraded(fleet):
     pid = router_pid()
-    with Load(ROUTER_URL, MODEL, WORKER_URLS) as load:
+    with Load(ROUTER_URL, MODEL, WORKER_URLS) as load, SnapshotWatch() as watch:
         time.sleep(2)
         res = playbook("upgrade", "-e", "launchcard_card_src=%s/upgrade-v2.json" % CARDS, *FAST)
         time.sleep(2)
+    WATCH["upgrade"] = watch
     return res, load, pid
 
 
@@ -140,6 +187,47 @@ def test_every_replica_runs_the_new_card_and_the_router_was_not_restarted(upgrad
         assert set(snapshots) >= {REV1, REV2}, (address, snapshots)
 
 
+def test_each_replica_loads_the_new_revision_in_its_batch(upgraded):
+    """Bug-report case A: the engines load exactly the card's revision from the offline cache, and the upgrade
+    moves each one to the new revision in its own batch (w1, then w2, ...), never two at once."""
+    watch = WATCH["upgrade"]
+    for host, address in WORKERS.items():
+        assert [rev for dummy, rev in watch.seen[host]] == [REV1, REV2], (host, watch.seen[host])
+        assert served_snapshot(address) == "%s/%s" % (SNAPSHOTS, REV2), host
+    moved = [watch.seen[host][1][0] for host in sorted(WORKERS)]
+    assert moved == sorted(moved), watch.seen
+    execstart = host_facts(WORKERS["lc-up-w1"])[0]
+    assert "--revision %s" % REV2 in execstart, execstart
+
+
+def test_a_restarted_engine_serves_the_new_revision_with_the_old_snapshot_and_the_hub_gone(upgraded):
+    """Done-when of issue 24: the engines keep serving the new revision after a restart with the old snapshot
+    deleted and the Hub stopped (offline: nothing but the staged snapshot is read)."""
+    sys.path.insert(0, os.path.join(ROOT, "tests", "sandbox"))
+    from sandbox_fleet import hubproc
+
+    address = WORKERS["lc-up-w4"]
+    unit = "launchcard-upgrade-tiny-sglang-aggregated-*.service"
+    state = Path(ROOT) / STATE
+    before = ssh(address, "systemctl show -p MainPID --value %s" % unit).stdout.strip()
+    hubproc.stop_hub(state)
+    try:
+        status = None
+        try:
+            status = http("GET", "http://198.18.9.1:8470/_sandbox/stats", timeout=3)[0]
+        except OSError:
+            pass
+        assert status is None, "the hub still answers"
+        assert ssh(address, "rm -rf %s/%s && systemctl restart %s" % (SNAPSHOTS, REV1, unit)).returncode == 0
+        after = ssh(address, "systemctl show -p MainPID --value %s; systemctl is-active %s" % (unit, unit)).stdout.split()
+        assert after[1] == "active" and after[0] != before, after
+        assert served_snapshot(address) == "%s/%s" % (SNAPSHOTS, REV2)
+        assert ssh(address, "ls %s" % SNAPSHOTS).stdout.split() == [REV2]
+    finally:
+        # the later cases stage and serve revisions again (the lock cases deploy v1 back)
+        hubproc.ensure_hub(state, "198.18.9.1")
+
+
 def test_rerun_changes_nothing(upgraded):
     res = playbook("upgrade", "-e", "launchcard_card_src=%s/upgrade-v2.json" % CARDS, *FAST)
     assert res.returncode == 0, res.stdout[-6000:]
@@ -195,10 +283,12 @@ def test_a_revision_that_fails_its_gate_is_rolled_back_and_the_upgrade_stops(upg
     assert "lc-up-w1: revision %s (rolled back, healthy)" % REV2[:12] in res.stdout
     assert load.failed == 0, load.errors[:5]
     assert min(load.capacity) >= len(WORKERS) - SERIAL, load.capacity
-    # lc-up-w1 runs what it ran before; the later batches never started
+    # lc-up-w1 runs what it ran before, on the revision it loaded before; the later batches never started
     for host, address in WORKERS.items():
         execstart, revision, active = host_facts(address)
         assert (revision, active) == (REV2, "active"), host
+        assert "--revision %s" % REV2 in execstart, (host, execstart)
+        assert served_snapshot(address) == "%s/%s" % (SNAPSHOTS, REV2), host
         env = ssh(address, "systemctl show -p Environment --value 'launchcard-*'").stdout
         assert "LAUNCHCARD_STANDIN_FAIL_HEALTH" not in env, host
     status, body = http("GET", ROUTER_URL + "/workers")

@@ -273,3 +273,79 @@ def test_the_gate_waits_for_a_completion_while_health_is_already_200(procs):
 def http_contract(url, payload=None, timeout=10.0):
     """The health gate's request contract (_health.py) over this file's http helper."""
     return http("GET" if payload is None else "POST", url, payload, timeout=timeout)
+
+
+# -- the model, resolved as the engines resolve it offline (bug-report case A) --------------------------
+HUB_REPO, HUB_REV, HUB_REV2 = "launchcard-test/Resolve-Tiny", "a" * 40, "b" * 40
+
+
+@pytest.fixture(scope="module")
+def hf_home(tmp_path_factory):
+    """An HF_HOME whose cache holds two revisions of one repo, downloaded by commit hash from the sandbox hub with
+    the real huggingface_hub, as the weights role stages them: snapshots/<sha>, no refs/main."""
+    hf = pytest.importorskip("huggingface_hub")
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    from hub import server
+
+    home = tmp_path_factory.mktemp("hf-home")
+    # a plain hub (no Xet marks): the download goes over HTTP, as the weights role makes it (launchcard_hf_xet)
+    srv = server.start(server.Hub(["%s@%s" % (HUB_REPO, HUB_REV), "%s@%s" % (HUB_REPO, HUB_REV2)], xet=False))
+    try:
+        url = "http://127.0.0.1:%d" % srv.server_address[1]
+        for rev in (HUB_REV, HUB_REV2):
+            hf.snapshot_download(HUB_REPO, revision=rev, endpoint=url, cache_dir=str(home / "hub"), token=False)
+    finally:
+        srv.shutdown()
+        srv.server_close()
+    repo_dir = home / "hub" / ("models--" + HUB_REPO.replace("/", "--"))
+    assert not (repo_dir / "refs").exists()  # what makes an engine without --revision fail
+    return home
+
+
+def _offline(home):
+    return {"HF_HOME": str(home), "HF_HUB_OFFLINE": "1"}
+
+
+def _run_to_exit(engine, *args, env):
+    res = subprocess.run([sys.executable, "-m", "launchcard_standin_engine", engine, *args],
+                         env=dict(os.environ, PYTHONPATH=str(SRC), **env), capture_output=True, text=True,
+                         timeout=60, check=False)
+    return res.returncode, res.stderr
+
+
+@pytest.mark.parametrize("engine,model", [("vllm", ["serve", HUB_REPO]), ("sglang", ["serve", "--model-path", HUB_REPO])])
+def test_offline_without_revision_exits_as_the_engines_do(hf_home, engine, model):
+    rc, err = _run_to_exit(engine, *model, "--port", str(free_port()), env=_offline(hf_home))
+    assert rc == 1 and "LocalEntryNotFoundError" in err, err
+
+
+@pytest.mark.parametrize("engine,model,rev", [("vllm", ["serve", HUB_REPO], HUB_REV),
+                                              ("sglang", ["serve", "--model-path", HUB_REPO], HUB_REV2)])
+def test_offline_with_revision_serves_that_snapshot(procs, hf_home, engine, model, rev):
+    port = free_port()
+    proc = procs.engine(engine, *model, "--revision", rev, "--host", "127.0.0.1", "--port", str(port),
+                        env=_offline(hf_home))
+    wait_port(port, proc=proc)
+    entry = json.loads(http("GET", f"http://127.0.0.1:{port}/v1/models")[1])["data"][0]
+    assert entry["root"] == HUB_REPO  # vLLM reports its model argument
+    snapshot = Path(entry["launchcard_standin"]["snapshot"])
+    assert snapshot == hf_home / "hub" / ("models--" + HUB_REPO.replace("/", "--")) / "snapshots" / rev
+    assert (snapshot / "config.json").is_file()
+
+
+def test_offline_unknown_revision_and_vllm_tokenizer_without_its_revision_exit(hf_home):
+    rc, err = _run_to_exit("sglang", "serve", "--model-path", HUB_REPO, "--revision", "c" * 40, env=_offline(hf_home))
+    assert rc == 1 and "LocalEntryNotFoundError" in err, err
+    # vLLM resolves an explicit --tokenizer with --tokenizer-revision, not --revision
+    rc, err = _run_to_exit("vllm", "serve", HUB_REPO, "--revision", HUB_REV, "--tokenizer", HUB_REPO,
+                           env=_offline(hf_home))
+    assert rc == 1 and "LocalEntryNotFoundError" in err, err
+
+
+def test_a_model_directory_is_served_as_it_is_offline(procs, hf_home, tmp_path):
+    port = free_port()
+    proc = procs.engine("vllm", "serve", str(tmp_path), "--host", "127.0.0.1", "--port", str(port),
+                        env=_offline(hf_home))
+    wait_port(port, proc=proc)
+    entry = json.loads(http("GET", f"http://127.0.0.1:{port}/v1/models")[1])["data"][0]
+    assert entry["launchcard_standin"]["snapshot"] == str(tmp_path)

@@ -40,7 +40,22 @@ def _read(path):
 
 EXAMPLE_TEXT = _read(EXAMPLE)
 EX = load_card(EXAMPLE_TEXT, EXAMPLE)
-CARD_ARGV = {r["name"]: r["argv"] for r in EX["recipes"]}
+REV = "46a050bec13002ad29ee795c16e61cf4fa3c4a9c"
+PIN_CHANGE = "--revision %s (hf.revision: the staged snapshot, loaded offline)" % REV
+
+
+def _pinned(recipe, revision=REV):
+    """The argv a recipe gets where nothing moves: the card's, plus --revision on an engine (routers load no weights)."""
+    return recipe["argv"] + ([] if recipe["launcher"] == "router" else ["--revision", revision])
+
+
+def _moved(inst):
+    """The instance's changes besides the revision pin (which every engine gets)."""
+    return [c for c in inst["changes"] if not c.startswith("--revision ")]
+
+
+# the argv of each recipe of the example card where the placement moves nothing
+CARD_ARGV = {r["name"]: _pinned(r) for r in EX["recipes"]}
 CORPUS = {os.path.basename(p): load_card(_read(p), p) for p in sorted(glob.glob(os.path.join(VALID, "*.json")))}
 
 
@@ -96,7 +111,7 @@ def test_card_placement_keeps_every_token(gpus):
     assert [i["recipe"] for i in hp["instances"]] == ["sglang-prefill", "sglang-decode", "sglang-router"]
     for inst in hp["instances"]:
         assert inst["argv"] == CARD_ARGV[inst["recipe"]]
-        assert inst["changes"] == []
+        assert _moved(inst) == []
         assert inst["env"] == {}
     pre, dec, rtr = hp["instances"]
     assert pre["gpu_ids"] == [0, 1] and dec["gpu_ids"] == [2, 3] and rtr["gpu_ids"] == []
@@ -117,7 +132,7 @@ def test_placement_order_on_a_host_does_not_matter():
     a = _plan(EX, [_h("pd", "10.1.0.5", ["sglang-router", "sglang-decode", "sglang-prefill"])])
     for inst in a["hosts"]["pd"]["instances"]:
         assert inst["argv"] == CARD_ARGV[inst["recipe"]]
-        assert inst["changes"] == []
+        assert _moved(inst) == []
 
 
 @pytest.mark.parametrize("recipe", ["vllm-aggregated", "sglang-encoder", "sglang-aggregated"])
@@ -125,7 +140,7 @@ def test_a_standalone_recipe_alone_keeps_its_argv(recipe):
     p = _plan(EX, [_h("solo", "10.1.0.9", [recipe], 8)])
     inst = _one(p, recipe)
     assert inst["argv"] == CARD_ARGV[recipe]
-    assert inst["changes"] == []
+    assert _moved(inst) == []
     assert inst["gpu_ids"] == list(range(inst["gpus"]))
 
 
@@ -141,7 +156,7 @@ def test_vllm_selects_gpus_outside_argv():
     assert v["gpu_ids"] == list(range(8))
     enc = _one(p, "sglang-encoder")
     assert enc["gpu_ids"] == [8, 9, 10, 11]
-    assert enc["changes"] == ["--base-gpu-id 8 (card: 0)"]
+    assert _moved(enc) == ["--base-gpu-id 8 (card: 0)"]
     assert Argv(enc["argv"]).get("--base-gpu-id") == "8"
     assert v["gpu_selection"] == "visible_devices"
     assert v["argv"] == CARD_ARGV["vllm-aggregated"]
@@ -167,7 +182,7 @@ def test_one_role_per_host_rewrites_only_peer_tokens():
         "sglang-router": ["--prefill http://198.18.0.15:31000 8998", "--decode http://198.18.0.16:32000"],
     }
     for inst in _insts(p):
-        assert inst["changes"] == expect_changes[inst["recipe"]], inst["recipe"]
+        assert _moved(inst) == expect_changes[inst["recipe"]], inst["recipe"]
         card = CARD_ARGV[inst["recipe"]]
         if not expect_changes[inst["recipe"]]:
             assert inst["argv"] == card
@@ -190,7 +205,7 @@ def test_loopback_kept_for_a_peer_on_the_same_host():
     p = _plan(EX, [_h("ed", "10.2.0.1", ["sglang-encoder", "sglang-language"])])
     lang = _one(p, "sglang-language")
     assert Argv(lang["argv"]).values("--encoder-urls") == ["http://localhost:30001"]
-    assert lang["changes"] == ["--base-gpu-id 4 (card: 0)"]
+    assert _moved(lang) == ["--base-gpu-id 4 (card: 0)"]
     assert lang["argv"] == CARD_ARGV["sglang-language"] + ["--base-gpu-id", "4"]
     assert _one(p, "sglang-language")["gpu_ids"] == [4, 5, 6, 7]
     assert _one(p, "sglang-encoder")["gpu_ids"] == [0, 1, 2, 3]
@@ -230,7 +245,7 @@ def test_two_prefill_replicas_on_one_host_get_distinct_bootstrap_ports():
     a1 = Argv(p1["argv"])
     assert (a1.get("--port"), a1.get("--disaggregation-bootstrap-port"), a1.get("--base-gpu-id")) == (
         "31001", "8999", "2")
-    assert p1["changes"] == [
+    assert _moved(p1) == [
         "--base-gpu-id 2 (card: 0)",
         "--port 31001 (card: 31000, taken by %s-sglang-prefill-0)" % SLUG,
         "--disaggregation-bootstrap-port 8999 (card: 8998, taken by %s-sglang-prefill-0)" % SLUG,
@@ -240,7 +255,7 @@ def test_two_prefill_replicas_on_one_host_get_distinct_bootstrap_ports():
                                                      ["http://10.3.1.1:31001", "8999"]]
     # decode and router share a host: the card's loopback URL is kept for the decode
     assert Argv(rtr["argv"]).groups("--decode") == [["http://127.0.0.1:32000"]]
-    assert _one(p, "sglang-decode")["changes"] == ["--base-gpu-id 0 (card: 2)"]
+    assert _moved(_one(p, "sglang-decode")) == ["--base-gpu-id 0 (card: 2)"]
 
 
 # -- (4) co-located servers on the card's port 30000 -----------------------------------
@@ -253,19 +268,19 @@ def test_language_cp_and_router_on_one_host_move_ports():
     lang, cp, rtr = _one(p, "sglang-language"), _one(p, "sglang-aggregated"), _one(p, "sglang-router")
     ports = [lang["port"], cp["port"], rtr["port"], rtr["prometheus_port"]]
     assert ports == [30000, 30001, 30002, 29000]
-    assert cp["changes"] == ["--base-gpu-id 4 (card: 0)",
-                             "--port 30001 (card: 30000, taken by %s-sglang-language-0)" % SLUG]
+    assert _moved(cp) == ["--base-gpu-id 4 (card: 0)",
+                          "--port 30001 (card: 30000, taken by %s-sglang-language-0)" % SLUG]
     assert Argv(cp["argv"]).get("--port") == "30001"
     assert Argv(cp["argv"]).get("--base-gpu-id") == "4"
     assert cp["gpu_ids"] == [4, 5, 6, 7]
-    assert rtr["changes"][0] == "--port 30002 (card: 30000, taken by %s-sglang-language-0)" % SLUG
+    assert _moved(rtr)[0] == "--port 30002 (card: 30000, taken by %s-sglang-language-0)" % SLUG
     assert Argv(rtr["argv"]).get("--port") == "30002"
     assert rtr["health_url"] == "http://127.0.0.1:30002/health"
     assert rtr["url"] == "http://10.4.0.2:30002"
     # the router's PD peers share a host with each other, not with the router
     assert Argv(rtr["argv"]).groups("--prefill") == [["http://10.4.0.3:31000", "8998"]]
     assert Argv(rtr["argv"]).groups("--decode") == [["http://10.4.0.3:32000"]]
-    assert lang["changes"] == ["--encoder-urls http://10.4.0.1:30001"]
+    assert _moved(lang) == ["--encoder-urls http://10.4.0.1:30001"]
 
 
 def test_two_routers_on_one_host_move_the_prometheus_port():
@@ -274,7 +289,7 @@ def test_two_routers_on_one_host_move_the_prometheus_port():
     assert (r0["port"], r0["prometheus_port"]) == (30000, 29000)
     assert (r1["port"], r1["prometheus_port"]) == (30001, 29001)
     assert Argv(r1["argv"]).get("--prometheus-port") == "29001"
-    assert "--prometheus-port 29001 (card: 29000, taken by %s-sglang-router-0)" % SLUG in r1["changes"]
+    assert "--prometheus-port 29001 (card: 29000, taken by %s-sglang-router-0)" % SLUG in _moved(r1)
 
 
 # -- (5) replicas -----------------------------------------------------------------------
@@ -378,7 +393,7 @@ def test_explicit_loopback_server_that_a_remote_peer_must_reach():
                                                    "remove --host or set it to 0.0.0.0 in the card")]
     # on one host that is fine, and nothing changes
     p = _plan(card, [_h("el", "10.6.1.1", ["sglang-encoder", "sglang-language"])])
-    assert _one(p, "sglang-encoder")["argv"] == card["recipes"][1]["argv"]
+    assert _one(p, "sglang-encoder")["argv"] == _pinned(card["recipes"][1])
 
 
 def test_default_loopback_server_is_opened_for_a_remote_peer():
@@ -386,11 +401,11 @@ def test_default_loopback_server_is_opened_for_a_remote_peer():
     assert card["recipes"][1]["bind_host"] == "127.0.0.1"
     p = _plan(card, [_h("e", "10.6.1.1", ["sglang-encoder"]), _h("l", "10.6.1.2", ["sglang-language"])])
     enc = _one(p, "sglang-encoder")
-    assert enc["argv"] == card["recipes"][1]["argv"] + ["--host", "0.0.0.0"]
-    assert enc["changes"] == ["--host 0.0.0.0 (a peer on another host reaches it)"]
+    assert enc["argv"] == _pinned(card["recipes"][1]) + ["--host", "0.0.0.0"]
+    assert _moved(enc) == ["--host 0.0.0.0 (a peer on another host reaches it)"]
     assert enc["health_url"] == "http://127.0.0.1:30001/health"
     p = _plan(card, [_h("el", "10.6.1.1", ["sglang-encoder", "sglang-language"])])
-    assert _one(p, "sglang-encoder")["changes"] == []
+    assert _moved(_one(p, "sglang-encoder")) == []
 
 
 def test_health_url_uses_a_specific_bind_address():
@@ -486,12 +501,12 @@ def test_sglang_multinode_ranks_and_init_address():
         assert inst["gpu_ids"] == list(range(8))
         assert inst["nnodes"] == 2 and inst["node_rank"] == rank
         assert inst["id"] == "deepseek-r1-0528-sglang-aggregated-0-0-rank%d" % rank
-        assert "multi-node rank %d of 2, head 10.7.0.1" % rank in inst["changes"]
+        assert "multi-node rank %d of 2, head 10.7.0.1" % rank in _moved(inst)
     assert (r0["port"], r0["probe"], r0["health_url"]) == (30000, "completion", "http://127.0.0.1:30000/health")
     assert (r1["port"], r1["probe"], r1["health_url"], r1["url"]) == (None, "none", None, None)
     # only the init address changed on rank 0
     k = c["recipes"][0]["argv"].index("--dist-init-addr")
-    assert _diff(r0["argv"], c["recipes"][0]["argv"]) == [k + 1]
+    assert _diff(r0["argv"], _pinned(c["recipes"][0], c["model"]["revision"])) == [k + 1]
 
 
 def test_sglang_multinode_ipv6_head_is_bracketed():
@@ -538,7 +553,7 @@ def test_sglang_groups_whose_rank0_share_a_host_get_their_own_init_ports():
     assert [Argv(i["argv"]).get("--dist-init-addr") for i in g1] == ["10.7.3.1:5007"] * 2
     assert [i["dist_init_port"] for i in g0 + g1] == [5000, 5000, 5007, 5007]
     assert "--dist-init-addr port 5007 (card: 5000, taken by deepseek-r1-0528-sglang-aggregated-0-0-rank0)" \
-        in g1[0]["changes"]
+        in _moved(g1[0])
     held = {h: sorted(x["port"] for i in p["hosts"][h]["instances"] for x in i["ports"]) for h in p["hosts"]}
     assert held == {"a": list(range(5000, 5014)) + [30000, 30001], "b": [], "c": []}
     assert [x for x in g1[0]["ports"] if x["port"] in (5007, 5013)] == [
@@ -597,8 +612,8 @@ def test_vllm_nixl_side_channel_per_instance():
     assert [i["env"]["VLLM_NIXL_SIDE_CHANNEL_PORT"] for i in insts] == ["5600", "5601", "5602"]
     assert [i["port"] for i in insts] == [8100, 8200, 8201]
     assert [i["gpu_ids"] for i in insts] == [[0, 1], [2, 3], [4, 5]]
-    assert "NIXL side channel port 5602 (card: 5601, taken by qwen3-32b-vllm-aggregated-1-0)" in insts[2]["changes"]
-    assert insts[0]["argv"] == c["recipes"][0]["argv"]
+    assert "NIXL side channel port 5602 (card: 5601, taken by qwen3-32b-vllm-aggregated-1-0)" in _moved(insts[2])
+    assert insts[0]["argv"] == _pinned(c["recipes"][0], c["model"]["revision"])
     assert insts[0]["env"]["UCX_NET_DEVICES"] == "all"
 
 
@@ -625,8 +640,8 @@ def test_epd_two_encoders_fidelity_and_spread():
     names = ["sglang-encoder-0", "sglang-encoder-1", "sglang-language"]
     p = _plan(c, [_h("one", "10.9.0.1", names, 8)])
     for r, inst in zip(c["recipes"], p["hosts"]["one"]["instances"]):
-        assert inst["argv"] == r["argv"]
-        assert inst["changes"] == []
+        assert inst["argv"] == _pinned(r, c["model"]["revision"])
+        assert _moved(inst) == []
     p = _plan(c, [_h("e0", "10.9.0.1", ["sglang-encoder-0"]), _h("e1", "10.9.0.2", ["sglang-encoder-1"]),
                   _h("l", "10.9.0.3", ["sglang-language"])])
     lang = _one(p, "sglang-language")
@@ -649,7 +664,7 @@ def test_worker_urls_router():
                      _h("r", "10.9.1.3", ["sglang-router"])])
     rtr = _one(p, "sglang-router")
     assert Argv(rtr["argv"]).values("--worker-urls") == ["http://10.9.1.1:30000", "http://10.9.1.2:30000"]
-    assert rtr["changes"] == ["--worker-urls http://10.9.1.1:30000 http://10.9.1.2:30000"]
+    assert _moved(rtr) == ["--worker-urls http://10.9.1.1:30000 http://10.9.1.2:30000"]
     errors = _errors(card, [_h("r", "10.9.1.3", ["sglang-router"])])
     assert errors == [(SLUG + "-sglang-router-0", "a router with --worker-urls needs at least one server placed")]
 
@@ -783,9 +798,9 @@ def check_plan(card, p):
         if i["launcher"] == "sglang":
             assert a.get_int("--base-gpu-id", 0) == i["gpu_ids"][0]
         # only documented tokens change
-        assert _strip(i["argv"]) == _strip(r["argv"])
-        if i["argv"] != r["argv"]:
-            assert i["changes"]
+        assert _strip(i["argv"]) == _strip(_pinned(r, card["model"]["revision"]))
+        if i["argv"] != _pinned(r, card["model"]["revision"]):
+            assert _moved(i)
         # peers
         encs = a.values("--encoder-urls")
         if r["encoder_urls"]:

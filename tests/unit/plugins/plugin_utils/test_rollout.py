@@ -84,9 +84,11 @@ def test_replicas_one_at_a_time_router_untouched():
     ch = ro["hosts"]["w2"]
     assert ch["action"] == "update"
     assert ch["write"] == ["launchcard-upgrade-tiny-sglang-aggregated-2.service"]
-    assert ch["flags"] == [{"unit": ch["write"][0], "removed": [], "added": ["--max-running-requests 32"]}]
+    assert ch["flags"] == [{"unit": ch["write"][0], "removed": ["--revision " + "1" * 40],
+                            "added": ["--max-running-requests 32", "--revision " + "2" * 40]}]
     assert ch["revision"] == {"from": "1" * 40, "to": "2" * 40}
-    assert "+    --max-running-requests 32" in ch["diff"][0]["lines"]
+    assert "+    --max-running-requests 32 \\" in ch["diff"][0]["lines"]
+    assert "+    --revision " + "2" * 40 in ch["diff"][0]["lines"]
     # taken out of the regular-mode router by its URL, put back under the same one
     router = new["hosts"]["rt"]["instances"][0]
     assert ch["router_ops"] == [{"router": "rt", "api": "http://127.0.0.1:30080", "unit": ch["write"][0],
@@ -111,14 +113,36 @@ def test_serial_covering_every_replica_warns():
     assert any("all 4 replica(s) switch together" in w for w in ro["warnings"])
 
 
-def test_revision_only_restarts_same_units():
-    ro, dummy, dummy2 = _replicas(new_flag=False)
+def test_revision_only_rewrites_each_engine_unit():
+    # case A: the engine loads the revision its unit names, so a new revision is a new unit file
+    ro, old, new = _replicas(new_flag=False)
     ch = ro["hosts"]["w0"]
-    assert ch["action"] == "restart" and ch["write"] == [] and ch["restart"] == [
-        "launchcard-upgrade-tiny-sglang-aggregated-0.service"]
+    unit = "launchcard-upgrade-tiny-sglang-aggregated-0.service"
+    assert ch["action"] == "update" and ch["write"] == [unit] and ch["restart"] == []
+    assert ch["flags"] == [{"unit": unit, "removed": ["--revision " + "1" * 40], "added": ["--revision " + "2" * 40]}]
     assert "model revision 111111111111 -> 222222222222" in ch["reasons"]
+    assert [b["hosts"] for b in ro["batches"]] == [["w0"], ["w1"], ["w2"], ["w3"]]
+    # the new file names the new revision; the record (what a rollback writes back) the old one
+    text = {u["name"]: u["content"] for u in _units(new)["w0"]}[unit]
+    assert "--revision " + "2" * 40 in text and "1" * 40 not in text
+    record = _records(old, _card(os.path.join(CARDS, "upgrade-v1.json")))["w0"]["units"][unit]["text"]
+    assert "--revision " + "1" * 40 in record and "2" * 40 not in record
     # the router loads no weights: its unit is the same, it is not restarted
     assert ro["hosts"]["rt"]["action"] == "none" and ro["unchanged"] == ["rt"]
+    assert ro["warnings"] == []
+
+
+def test_revision_only_leaves_a_local_path_engine_with_a_warning():
+    def local(doc):
+        doc["envs"][0]["argv"][3] = "/srv/models/tiny"
+    v1 = _card(os.path.join(CARDS, "upgrade-v1.json"), local)
+    v2 = _card(os.path.join(CARDS, "upgrade-v1.json"), lambda d: (local(d), d["hf"].update(revision="2" * 40)))
+    old, new = _plan(v1, REPLICAS), _plan(v2, REPLICAS)
+    ro = rollout(_records(old, v1), new, _units(new), _cards(v2), 1)
+    assert ro["batches"] == [] and ro["hosts"]["w0"]["unpinned"] == [
+        "launchcard-upgrade-tiny-sglang-aggregated-0.service"]
+    assert any(w.startswith("w0: the model revision changes (111111111111 -> 222222222222)") and "local path" in w
+               for w in ro["warnings"])
 
 
 def test_no_change_touches_nothing():
@@ -206,8 +230,9 @@ def test_record_from_unit_files_only_still_diffs():
     ro2 = rollout(bare, new, _units(new), {"card": {"sha256": "x", "repo": "r", "revision": "2" * 40}}, 1)
     ch = ro2["hosts"]["w1"]
     assert ch["action"] == "update" and ch["revision"] is None
-    assert ch["flags"] == [{"unit": "launchcard-upgrade-tiny-sglang-aggregated-1.service", "removed": [],
-                            "added": ["--max-running-requests 32"]}]
+    assert ch["flags"] == [{"unit": "launchcard-upgrade-tiny-sglang-aggregated-1.service",
+                            "removed": ["--revision " + "1" * 40],
+                            "added": ["--max-running-requests 32", "--revision " + "2" * 40]}]
     assert [b["hosts"] for b in ro2["batches"]] == [b["hosts"] for b in v2["batches"]]
 
 

@@ -217,7 +217,9 @@ def test_special_card_execstart_parses_back_to_the_card_argv_native(special):
     card, inst = special
     text = render(inst, {"runtime": "native", "native_venv": "/opt/lc venv%"})
     (line,) = directives(text, "ExecStart")
-    assert parse_exec(line) == ["/opt/lc venv%/bin/vllm"] + card["recipes"][0]["argv"][1:]
+    # the card's argv, then the revision pin the planner appends
+    pin = ["--revision", card["model"]["revision"]]
+    assert parse_exec(line) == ["/opt/lc venv%/bin/vllm"] + card["recipes"][0]["argv"][1:] + pin
 
 
 def test_special_card_execstart_parses_back_to_the_card_argv_docker(special):
@@ -228,7 +230,7 @@ def test_special_card_execstart_parses_back_to_the_card_argv_docker(special):
     argv = card["recipes"][0]["argv"]
     k = words.index("--entrypoint")
     assert words[k:k + 3] == ["--entrypoint", "vllm", "vllm/vllm-openai:v0.11.2"]
-    assert words[k + 3:] == argv[1:]
+    assert words[k + 3:] == argv[1:] + ["--revision", card["model"]["revision"]]
 
 
 def test_special_card_environment_parses_back(special):

@@ -15,6 +15,9 @@ from launchcard_standin_engine import STANDIN_VERSION
 # option -> kind: "value" (one value), "multi" (one or more values), "bool"
 VLLM_OPTIONS: Dict[str, str] = {
     "--model": "value",
+    "--revision": "value",
+    "--tokenizer": "value",
+    "--tokenizer-revision": "value",
     "--host": "value",
     "--port": "value",
     "--served-model-name": "multi",
@@ -25,6 +28,7 @@ VLLM_OPTIONS: Dict[str, str] = {
 SGLANG_OPTIONS: Dict[str, str] = {
     "--model-path": "value",
     "--model": "value",
+    "--revision": "value",
     "--host": "value",
     "--port": "value",
     "--served-model-name": "value",
@@ -55,6 +59,10 @@ class ServerConfig:
     bootstrap_port: Optional[int] = None  # prefill only
     encoder_urls: List[str] = field(default_factory=list)  # language only
     argv: List[str] = field(default_factory=list)
+    revision: Optional[str] = None  # --revision
+    # (name, revision) of what else the engine resolves at start (vLLM: --tokenizer, --tokenizer-revision)
+    also_resolves: List[tuple] = field(default_factory=list)
+    snapshot: Optional[str] = None  # the directory the model resolved to (weights.resolve)
 
 
 def _scan(tokens: List[str], spec: Dict[str, str]):
@@ -148,6 +156,9 @@ def parse_vllm(argv: List[str]) -> ServerConfig:
         port=_port(found.get("--port", 8000), "--port"),
         tp_size=int(tp),
         argv=["vllm"] + argv,
+        revision=found.get("--revision"),
+        also_resolves=([(found["--tokenizer"], found.get("--tokenizer-revision"))]
+                       if found.get("--tokenizer") else []),
     )
 
 
@@ -191,6 +202,7 @@ def parse_sglang(argv: List[str]) -> ServerConfig:
         ),
         encoder_urls=list(found.get("--encoder-urls") or []) if role == "language" else [],
         argv=["sglang"] + argv,
+        revision=found.get("--revision"),
     )
 
 
@@ -203,6 +215,16 @@ def _run(engine: str, argv: List[str]) -> int:
     except UsageError as exc:
         print(f"{engine} (launchcard stand-in): error: {exc}", file=sys.stderr)
         return 2
+    from launchcard_standin_engine import weights
+
+    try:
+        # before the port opens, as the engines resolve it (see weights.py)
+        config.snapshot = weights.resolve(config.model, config.revision)
+        for name, revision in config.also_resolves:
+            weights.resolve(name, revision)
+    except weights.ModelNotFound as exc:
+        print(f"{engine} (launchcard stand-in): error: {exc}", file=sys.stderr)
+        return 1
     from launchcard_standin_engine.server import serve
 
     return serve(config)

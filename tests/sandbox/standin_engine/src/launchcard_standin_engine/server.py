@@ -313,9 +313,11 @@ class EngineHandler(BaseHTTPRequestHandler):
             "object": "model",
             "created": int(self.st.started),
             "owned_by": cfg.engine,
-            "root": cfg.model,
+            "root": cfg.model,  # what vLLM reports (its model argument, vllm/entrypoints/openai/models/serving.py)
             "parent": None,
             "max_model_len": 131072,
+            # the stand-in's own: the directory the model argument resolved to at start (weights.resolve)
+            "launchcard_standin": {"snapshot": cfg.snapshot, "revision": cfg.revision},
         } for name in cfg.served_model_names]
         self._json(200, {"object": "list", "data": data})
 
@@ -613,7 +615,7 @@ def serve(config: ServerConfig) -> int:
     signal.signal(signal.SIGTERM, on_signal)
     signal.signal(signal.SIGINT, on_signal)
 
-    _log(f"TEST CODE: stand-in {config.engine} role={config.role} model={config.model} "
+    _log(f"TEST CODE: stand-in {config.engine} role={config.role} model={config.model} snapshot={config.snapshot} "
          f"on {_fmt_hostport(config.host, config.port)} (no model is loaded; this is not the real engine)")
     delay = _env_float("LAUNCHCARD_STANDIN_STARTUP_DELAY_S", 0.0)
     if delay > 0:
