@@ -127,3 +127,14 @@ def test_the_real_vllm_parser_rejects_the_example_cards_renamed_flag():
                                 "native", python="python3.11"), env)
     assert (res["status"], res["flag"], res["version"]) == ("rejected", "--disable-flashinfer-autotune", "0.32.0")
     assert "--no-enable-flashinfer-autotune" in res["near"]
+
+
+def test_the_module_runs_each_check_it_is_given(monkeypatch):
+    from ansible_collections.launchcard.inference.plugins.modules import engine_argv
+
+    monkeypatch.setenv("PYTHONPATH", str(STANDIN_SRC))
+    res = engine_argv.run_check({"engine": "sglang", "tokens": ["--model-path", "m", "--tp-sise", "2"],
+                                 "runtime": "native", "python": sys.executable}, timeout=120)
+    assert (res["status"], res["flag"], res["near"][:1]) == ("rejected", "--tp-sise", ["--tp-size"])
+    res = engine_argv.run_check({"engine": "sglang", "tokens": [], "runtime": "podman", "image": None}, 10)
+    assert res["status"] == "unavailable" and "image" in res["message"]
