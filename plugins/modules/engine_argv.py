@@ -37,7 +37,8 @@ attributes:
     support: full
     details: The checks only parse; they run in check mode too.
   diff_mode:
-    support: none
+    support: N/A
+    details: Nothing is changed; nothing to diff.
 """
 
 EXAMPLES = r"""
