@@ -335,6 +335,7 @@ def test_sglang_finds_the_staged_revision_offline_as_sglang_does(procs, tmp_path
     wait_port(port, proc=proc)
     info = json.loads(http("GET", f"http://127.0.0.1:{port}/get_server_info")[1])
     assert info["revision"] == sha and info["launchcard_standin"]["snapshot"] == str(snap)
+    assert json.loads(http("GET", f"http://127.0.0.1:{port}/v1/models")[1])["data"][0]["root"] == str(snap)
 
 
 def test_sglang_sigterm_drains_in_flight_requests(procs):

@@ -318,7 +318,8 @@ class EngineHandler(BaseHTTPRequestHandler):
             "object": "model",
             "created": int(self.st.started),
             "owned_by": cfg.engine,
-            "root": cfg.model,
+            # the snapshot the stand-in resolved offline (bug-reports.md case A: which revision it serves)
+            "root": cfg.snapshot or cfg.model,
             "parent": None,
             "max_model_len": 131072,
         } for name in cfg.served_model_names]
