@@ -161,8 +161,8 @@ def interpret(rc, stdout, stderr):
 
 def refusal(recipe, result):
     """One line naming the recipe, the flag, the engine's message and the near spelling."""
-    text = "recipe %s: %s rejects %s: %s" % (recipe, result.get("engine_label") or "the engine",
-                                               result.get("flag") or "its argv", result.get("message"))
+    label = result.get("engine_label") or "the engine"
+    text = "recipe %s: %s rejects %s: %s" % (recipe, label, result.get("flag") or "its argv", result.get("message"))
     if result.get("near"):
         text += " (did you mean %s?)" % " or ".join(result["near"])
     return text

@@ -66,6 +66,6 @@ def argv_check_report(checks, results):
             for recipe in check["recipes"]:
                 refusals.append(_engine_argv.refusal(recipe, dict(res, engine_label=label)))
         elif res.get("status") != "ok":
-            warnings.append("argv of %s not checked on %s: %s" % (", ".join(check["recipes"]), check["host"],
-                                                                   res.get("message")))
+            recipes = ", ".join(check["recipes"])
+            warnings.append("argv of %s not checked on %s: %s" % (recipes, check["host"], res.get("message")))
     return refusals, warnings

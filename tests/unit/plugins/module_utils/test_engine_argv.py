@@ -54,9 +54,9 @@ def test_check_command_runs_in_the_pinned_image_without_pulling_or_network():
 
 
 @pytest.mark.parametrize("stdout, want", [
-    ("noise\n" + ea.MARKER + json.dumps({"status": "rejected", "code": 2, "near": {
-        "--enable-metrcs": ["--enable-metrics"]}, "message": "sglang serve: error: unrecognized arguments: "
-                                                           "--enable-metrcs"}),
+    ("noise\n" + ea.MARKER + json.dumps({
+        "status": "rejected", "code": 2, "near": {"--enable-metrcs": ["--enable-metrics"]},
+        "message": "sglang serve: error: unrecognized arguments: --enable-metrcs"}),
      {"status": "rejected", "flag": "--enable-metrcs", "near": ["--enable-metrics"]}),
     (ea.MARKER + json.dumps({"status": "rejected", "code": 2, "near": {}, "message":
                              "sglang serve: error: argument --reasoning-parser: invalid choice: 'glm47' "

@@ -24,6 +24,7 @@ VLLM_OPTIONS: Dict[str, str] = {
     "-tp": "value",
 }
 
+
 class UsageError(Exception):
     pass
 
