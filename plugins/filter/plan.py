@@ -13,6 +13,7 @@ from ansible.module_utils.common.text.converters import to_text
 from ansible_collections.launchcard.inference.plugins.module_utils import _preflight as preflight
 from ansible_collections.launchcard.inference.plugins.module_utils import _state as state
 from ansible_collections.launchcard.inference.plugins.module_utils import _systemd as systemd
+from ansible_collections.launchcard.inference.plugins.plugin_utils import _argv_check as argv_check
 from ansible_collections.launchcard.inference.plugins.plugin_utils import _images as images
 from ansible_collections.launchcard.inference.plugins.plugin_utils import _report as report
 from ansible_collections.launchcard.inference.plugins.plugin_utils import _unit_options as unit_options
@@ -363,6 +364,29 @@ def preflight_fleet_warnings(plan, cards, hostvars, hosts, result_var="preflight
     return preflight.fleet_gpu_shortfalls(plan, cards, results)
 
 
+def argv_checks(plan, image_refs, hostvars, hosts, native_python, result_var="preflight_result"):
+    """The plan's distinct argv checks, each on one host that holds its image (plugin_utils._argv_check)."""
+    runtimes, in_place = {}, {}
+    for host in hosts:
+        hv = hostvars[host] if host in hostvars else {}
+        runtimes[host] = hv.get("launchcard_runtime") or "docker"
+        res = hv.get(result_var) or {}
+        in_place[host] = list(((res.get("facts") or {}).get("image_disk") or {}).get("in_place") or [])
+    pythons = dict((h, native_python) for h in hosts if runtimes[h] == "native")
+    return argv_check.argv_checks(plan, image_refs or {}, runtimes, pythons, in_place)
+
+
+def argv_check_report(checks, hostvars, hosts, result_var="preflight_argv"):
+    """``{refusals, warnings}`` of the argv checks from the results the hosts registered."""
+    results = []
+    for host in hosts:
+        res = (hostvars[host] if host in hostvars else {}).get(result_var) or {}
+        if not res.get("skipped"):
+            results.extend(res.get("results") or [])
+    refusals, warnings = argv_check.argv_check_report(checks, results)
+    return {"refusals": refusals, "warnings": warnings}
+
+
 class FilterModule(object):
     """launchcard.inference filters."""
 
@@ -393,6 +417,8 @@ class FilterModule(object):
             "version_drift": versions.drift,
             "preflight_needs": preflight_needs,
             "preflight_report": preflight_report,
+            "argv_checks": argv_checks,
+            "argv_check_report": argv_check_report,
             "preflight_fleet_warnings": preflight_fleet_warnings,
             "weights_peers": weights_peers,
             "weights_peer_report": weights_peer_report,

@@ -5,7 +5,9 @@ router) in front of a stand-in prefill and decode on loopback ports and check
 that one completion provably went through both. Everything runs on 127.0.0.1.
 """
 
+import contextlib
 import importlib.util
+import io
 import json
 import os
 import signal
@@ -68,7 +70,7 @@ class Procs:
     def stop(self):
         for proc in self.procs:
             if proc.poll() is None:
-                proc.terminate()
+                proc.send_signal(signal.SIGINT)  # at once; SIGTERM makes an SGLang stand-in wait for its 5 s tick
         for proc in self.procs:
             try:
                 proc.wait(timeout=10)
@@ -349,3 +351,129 @@ def test_a_model_directory_is_served_as_it_is_offline(procs, hf_home, tmp_path):
     wait_port(port, proc=proc)
     entry = json.loads(http("GET", f"http://127.0.0.1:{port}/v1/models")[1])["data"][0]
     assert entry["launchcard_standin"]["snapshot"] == str(tmp_path)
+
+
+# --- SGLang held to its own parser and loader ------------------------------------------------------------------
+sys.path.insert(0, str(SRC))
+from launchcard_standin_engine import sglang_args  # noqa: E402  (the stand-in's source, as the procs run it)
+
+EXAMPLE_CARD = Path(__file__).resolve().parents[2] / "cards" / "glm-5.3-flash.json"
+SANDBOX = Path(__file__).resolve().parent
+
+
+def _sglang_cli(*argv, env=None):
+    full = dict(os.environ, PYTHONPATH=str(SRC), **(env or {}))
+    return subprocess.run([sys.executable, "-m", "launchcard_standin_engine", "sglang", *argv], env=full,
+                          capture_output=True, text=True, timeout=30, check=False)
+
+
+def test_sglang_refuses_a_bad_flag_and_a_bad_choice_like_sglang():
+    """Unknown flags and bad choices exit 2 with argparse's message under prog ``sglang serve``
+    (sglang/srt/server_args.py prepare_server_args), before anything listens."""
+    res = _sglang_cli("serve", "--model-path", "m", "--port", str(free_port()), "--no-such-flag")
+    assert res.returncode == 2, res.stderr
+    assert res.stderr.splitlines()[0].startswith("usage: sglang serve [-h] --model-path MODEL_PATH")
+    assert res.stderr.splitlines()[-1] == "sglang serve: error: unrecognized arguments: --no-such-flag"
+    res = _sglang_cli("serve", "--model-path", "m", "--reasoning-parser", "glm47")
+    assert res.returncode == 2
+    assert res.stderr.splitlines()[-1].startswith(
+        "sglang serve: error: argument --reasoning-parser: invalid choice: 'glm47' (choose from 'auto', ")
+    res = _sglang_cli("serve", "--model-path", "m", "--tp-size", "two")
+    assert (res.returncode, res.stderr.splitlines()[-1]) == (
+        2, "sglang serve: error: argument --tp-size/--tensor-parallel-size: invalid int value: 'two'")
+    res = _sglang_cli("--model-path", "m")  # sglang/cli/main.py: the subcommand is required
+    assert res.returncode == 2 and "argument subcommand: invalid choice: 'm'" in res.stderr
+
+
+def test_the_example_cards_sglang_recipes_parse():
+    card = json.loads(EXAMPLE_CARD.read_text())
+    commands = [e["command"] for e in card["envs"] if e["command"].startswith("sglang serve")]
+    assert len(commands) == 5
+    for command in commands:
+        ns = sglang_args.parse(sglang_args.serve_argv(command.split()[2:]))
+        assert ns.model_path == "zai-org/GLM-5.3-Flash"
+
+
+def test_the_flag_table_is_the_pinned_sglang_parser():
+    """The committed table is what the pinned sglang's own ServerArgs.add_cli_args gives (checked where the
+    sandbox cache holds that environment), and the rebuilt parser refuses with the real parser's message."""
+    sys.path.insert(0, str(SANDBOX))
+    from sandbox_fleet import sglang_env
+
+    python = sglang_env.env_python()
+    if python is None:
+        pytest.skip(f"the pinned sglang environment is not built ({sglang_env.env_dir()})")
+    assert json.loads(sglang_env.generate_table(python)) == sglang_args.load_table()
+    argvs = [["--model-path", "m", "--bogus"], ["--model", "m", "--disaggregation-mode", "both"],
+             ["--model-path", "m", "--prefill", "1"], ["--port", "1"]]
+    # one import of the real sglang for every argv: each parse's exit code and last line of stderr
+    probe = ("import argparse, contextlib, io, json, sys\nfrom sglang.srt.server_args import ServerArgs\n"
+             "out = []\nfor argv in json.loads(sys.argv[1]):\n"
+             "    p = argparse.ArgumentParser(prog='sglang serve'); ServerArgs.add_cli_args(p); err = io.StringIO()\n"
+             "    try:\n        with contextlib.redirect_stderr(err):\n            p.parse_args(argv)\n"
+             "        out.append([0, ''])\n"
+             "    except SystemExit as e:\n        out.append([e.code, err.getvalue().splitlines()[-1]])\n"
+             "print(json.dumps(out))\n")
+    real = subprocess.run([str(python), "-c", probe, json.dumps(argvs)], capture_output=True, text=True,
+                          timeout=300, check=True)
+    for argv, (code, last) in zip(argvs, json.loads(real.stdout.splitlines()[-1])):
+        mine = sglang_args.make_parser()
+        err = io.StringIO()
+        with pytest.raises(SystemExit) as exc, contextlib.redirect_stderr(err):
+            mine.parse_args(argv)
+        assert (exc.value.code, err.getvalue().splitlines()[-1]) == (code, last) and code == 2
+
+
+def _hf_cache(root: Path, repo: str, sha: str) -> Path:
+    """A Hub cache as snapshot_download(revision=<sha>) leaves it: blobs and snapshots/<sha>, no refs/."""
+    repo_dir = root / "hub" / ("models--" + repo.replace("/", "--"))
+    snap = repo_dir / "snapshots" / sha
+    snap.mkdir(parents=True)
+    (snap / "config.json").write_text('{"model_type": "llama"}')
+    return snap
+
+
+def test_sglang_finds_the_staged_revision_offline_as_sglang_does(procs, tmp_path):
+    """SGLang's loader: snapshot_download(repo, revision=--revision, local_files_only=HF_HUB_OFFLINE)
+    (sglang/srt/model_loader/weight_utils.py). A cache staged by commit hash has no refs/main: without
+    --revision the engine does not start; with it, it serves that snapshot."""
+    sha = "0123456789abcdef0123456789abcdef01234567"
+    snap = _hf_cache(tmp_path, "org/model", sha)
+    env = {"HF_HOME": str(tmp_path), "HF_HUB_OFFLINE": "1"}
+    res = _sglang_cli("serve", "--model-path", "org/model", "--port", str(free_port()), env=env)
+    assert res.returncode == 1 and "LocalEntryNotFoundError" in res.stderr, res.stderr
+    port = free_port()
+    proc = procs.engine("sglang", "serve", "--model-path", "org/model", "--revision", sha, "--host", "127.0.0.1",
+                        "--port", str(port), env=env)
+    wait_port(port, proc=proc)
+    info = json.loads(http("GET", f"http://127.0.0.1:{port}/get_server_info")[1])
+    assert info["revision"] == sha and info["launchcard_standin"]["snapshot"] == str(snap)
+    entry = json.loads(http("GET", f"http://127.0.0.1:{port}/v1/models")[1])["data"][0]
+    assert entry["launchcard_standin"]["snapshot"] == str(snap) and entry["root"] == "org/model"
+
+
+def test_sglang_sigterm_drains_in_flight_requests(procs):
+    """SGLang on SIGTERM (tokenizer_manager.py sigterm_handler/sigterm_watchdog): /health turns 503, the
+    request in flight is answered, then the server exits 0. The decode's KV wait holds a request in flight."""
+    port, dead = free_port(), free_port()
+    proc = procs.engine("sglang", "serve", "--model-path", "m", "--host", "127.0.0.1", "--port", str(port),
+                        "--disaggregation-mode", "decode", env={"LAUNCHCARD_STANDIN_KV_TIMEOUT_S": "6"})
+    wait_port(port, proc=proc)
+    answer = {}
+
+    def request():
+        answer["res"] = http("POST", f"http://127.0.0.1:{port}/generate",
+                             {"text": "x", "bootstrap_host": "127.0.0.1", "bootstrap_port": dead,
+                              "bootstrap_room": 7}, timeout=30)
+
+    import threading
+    worker = threading.Thread(target=request)
+    worker.start()
+    time.sleep(0.5)
+    proc.send_signal(signal.SIGTERM)
+    status, body = http("GET", f"http://127.0.0.1:{port}/health")
+    assert status == 503 and "draining" in body
+    worker.join(timeout=30)
+    status, body = answer["res"]
+    assert status == 500 and "KV transfer failed" in body  # the request's own answer, not a dropped connection
+    assert proc.wait(timeout=20) == 0

@@ -11,6 +11,7 @@ import sys
 import tempfile
 from pathlib import Path
 
+from . import sglang_env
 from .base import CACHE_DIR, SANDBOX_DIR, FleetError, locked, log, read_json, run, write_file
 
 STANDIN_SRC = SANDBOX_DIR / "standin_engine"
@@ -67,6 +68,8 @@ def ensure_wheelhouse(state: Path, pythons=("3.11",)) -> Path:
         if path.is_file() and "__pycache__" not in path.parts and ".egg-info" not in str(path) \
                 and "build" not in path.relative_to(STANDIN_SRC).parts:
             digest.update(str(path.relative_to(STANDIN_SRC)).encode() + b"\0" + path.read_bytes())
+    # the flag table in the wheel is generated from the SGLang release the lock file pins
+    digest.update(b"sglang-lock\0" + sglang_env.LOCK_FILE.read_bytes())
     stamp = wh / ".standin.sha256"
     wheels = list(wh.glob("launchcard_standin_engine-*.whl"))
     if not wheels or not stamp.exists() or stamp.read_text().strip() != digest.hexdigest():
@@ -76,6 +79,11 @@ def ensure_wheelhouse(state: Path, pythons=("3.11",)) -> Path:
         with tempfile.TemporaryDirectory(prefix="lc-standin-build-") as tmp:
             src = Path(tmp) / "src"
             shutil.copytree(STANDIN_SRC, src, ignore=shutil.ignore_patterns("__pycache__", "*.egg-info", "build"))
+            table = src / sglang_env.TABLE.relative_to(STANDIN_SRC)
+            sglang_env.ensure_table(table)  # from the real parser of the pinned sglang (cached environment)
+            if table.read_bytes() != sglang_env.TABLE.read_bytes():
+                log(f"note: {sglang_env.TABLE} differs from the table generated from sglang "
+                    f"{sglang_env.sglang_version()}; the wheel carries the generated one (commit it)")
             log("building the stand-in engine wheel")
             res = run(pip + ["wheel", "--disable-pip-version-check", "-q", "--no-deps", "-w", str(wh), str(src)],
                       check=False, capture=True)

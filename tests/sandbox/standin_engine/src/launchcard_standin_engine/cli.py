@@ -2,10 +2,12 @@
 
 The stand-in accepts the real engines' full command lines and reads only the
 options that change what a client can observe (model name, host, port and
-the SGLang roles). Every other option, with its value(s), is ignored, so a
-recipe copied from a launch card runs unchanged.
+the SGLang roles). The SGLang stand-in parses its argv with the pinned SGLang
+release's own parser (rebuilt from its flag table, sglang_args.py) and refuses
+what SGLang refuses; the vLLM stand-in ignores every option it does not read.
 """
 
+import os
 import sys
 from dataclasses import dataclass, field
 from typing import Dict, List, Optional
@@ -25,23 +27,6 @@ VLLM_OPTIONS: Dict[str, str] = {
     "-tp": "value",
 }
 
-SGLANG_OPTIONS: Dict[str, str] = {
-    "--model-path": "value",
-    "--model": "value",
-    "--revision": "value",
-    "--host": "value",
-    "--port": "value",
-    "--served-model-name": "value",
-    "--tp-size": "value",
-    "--tensor-parallel-size": "value",
-    "--tp": "value",
-    "--disaggregation-mode": "value",
-    "--disaggregation-bootstrap-port": "value",
-    "--encoder-only": "bool",
-    "--language-only": "bool",
-    "--encoder-urls": "multi",
-}
-
 
 class UsageError(Exception):
     pass
@@ -59,10 +44,11 @@ class ServerConfig:
     bootstrap_port: Optional[int] = None  # prefill only
     encoder_urls: List[str] = field(default_factory=list)  # language only
     argv: List[str] = field(default_factory=list)
-    revision: Optional[str] = None  # --revision
+    revision: Optional[str] = None  # --revision (None: the Hub's "main")
     # (name, revision) of what else the engine resolves at start (vLLM: --tokenizer, --tokenizer-revision)
     also_resolves: List[tuple] = field(default_factory=list)
-    snapshot: Optional[str] = None  # the directory the model resolved to (weights.resolve)
+    download_dir: Optional[str] = None  # SGLang's --download-dir (the Hub cache dir)
+    snapshot: Optional[str] = None  # the directory the model resolved to
 
 
 def _scan(tokens: List[str], spec: Dict[str, str]):
@@ -162,18 +148,36 @@ def parse_vllm(argv: List[str]) -> ServerConfig:
     )
 
 
-def parse_sglang(argv: List[str]) -> ServerConfig:
-    """``sglang serve --model-path M [options]`` (``serve`` may be omitted)."""
-    rest = argv[1:] if argv and argv[0] == "serve" else list(argv)
-    found = _scan(rest, SGLANG_OPTIONS)[0]
-    model = found.get("--model-path") or found.get("--model")
-    if not model:
-        raise UsageError("sglang serve: the following arguments are required: --model-path")
-    mode = str(found.get("--disaggregation-mode") or "null").lower()
-    if mode not in ("null", "prefill", "decode"):
-        raise UsageError(f"argument --disaggregation-mode: invalid choice: {mode!r} (choose from 'null', 'prefill', 'decode')")
-    encoder_only = bool(found.get("--encoder-only"))
-    language_only = bool(found.get("--language-only"))
+def _sglang_main_parser():
+    """``sglang``'s own top-level parser (sglang/cli/main.py: subcommands serve, generate, version; required)."""
+    import argparse
+
+    parser = argparse.ArgumentParser(prog="sglang")
+    sub = parser.add_subparsers(dest="subcommand", required=True)
+    sub.add_parser("serve", help="Launch an SGLang server.", add_help=False)
+    sub.add_parser("generate", help="Run inference on a multimodal model.", add_help=False)
+    sub.add_parser("version", help="Show the version information.")
+    return parser
+
+
+def parse_sglang(argv: List[str], subcommand: bool = True) -> ServerConfig:
+    """``sglang serve [MODEL] [options]`` (or, with ``subcommand=False``, ``python -m sglang.launch_server``'s
+    argv), parsed by the pinned SGLang release's own parser rebuilt from its flag table (sglang_args.py):
+    an unknown flag, a bad choice or a missing value exits 2 with argparse's message, as SGLang does."""
+    from launchcard_standin_engine import sglang_args
+
+    rest = list(argv)
+    if subcommand:
+        # sglang/cli/main.py: parse_known_args, then serve() gets the rest
+        args, rest = _sglang_main_parser().parse_known_args(rest)
+        if args.subcommand != "serve":
+            raise UsageError(f"stand-in: 'sglang {args.subcommand}' is not imitated (only 'sglang serve')")
+        rest = sglang_args.serve_argv(rest)
+    ns = sglang_args.parse(rest)
+    model = ns.model_path
+    mode = ns.disaggregation_mode
+    encoder_only = bool(ns.encoder_only)
+    language_only = bool(ns.language_only)
     if encoder_only and language_only:
         raise UsageError("--encoder-only and --language-only are mutually exclusive")
     if mode != "null" and (encoder_only or language_only):
@@ -185,46 +189,69 @@ def parse_sglang(argv: List[str]) -> ServerConfig:
         role = "encoder"
     elif language_only:
         role = "language"
-    tp = found.get("--tp-size") or found.get("--tensor-parallel-size") or found.get("--tp") or 1
-    served = found.get("--served-model-name") or model
     return ServerConfig(
         engine="sglang",
         model=model,
-        served_model_names=[served],
-        host=found.get("--host") or "127.0.0.1",
-        port=_port(found.get("--port", 30000), "--port"),
+        served_model_names=[ns.served_model_name or model],
+        host=ns.host,
+        port=_port(ns.port, "--port"),
         role=role,
-        tp_size=int(tp),
-        bootstrap_port=(
-            _port(found.get("--disaggregation-bootstrap-port", 8998), "--disaggregation-bootstrap-port")
-            if role == "prefill"
-            else None
-        ),
-        encoder_urls=list(found.get("--encoder-urls") or []) if role == "language" else [],
-        argv=["sglang"] + argv,
-        revision=found.get("--revision"),
+        tp_size=ns.tp_size,
+        bootstrap_port=(_port(ns.disaggregation_bootstrap_port, "--disaggregation-bootstrap-port")
+                        if role == "prefill" else None),
+        encoder_urls=list(ns.encoder_urls or []) if role == "language" else [],
+        argv=["sglang"] + list(argv),
+        revision=ns.revision,
+        download_dir=ns.download_dir,
     )
 
 
-def _run(engine: str, argv: List[str]) -> int:
+def resolve_sglang_model(config: ServerConfig) -> Optional[str]:
+    """The weights directory SGLang would load for ``--model-path``, found as its loader finds it
+    (sglang/srt/model_loader/weight_utils.py download_weights_from_hf): a local directory is used as it is;
+    a repo id goes to ``snapshot_download(repo, revision=--revision, cache_dir=--download-dir,
+    local_files_only=HF_HUB_OFFLINE)``, where no ``--revision`` means the Hub's ``main`` ref (refs/main).
+
+    Offline (``HF_HUB_OFFLINE``, as the units set it) a snapshot that is not in the cache fails start-up with
+    huggingface_hub's ``LocalEntryNotFoundError``, as the real SGLang does. Online the stand-in downloads
+    nothing: it returns None.
+    """
+    if os.path.isdir(config.model):
+        return os.path.abspath(config.model)
+    from huggingface_hub import constants, snapshot_download
+
+    if not constants.HF_HUB_OFFLINE:
+        return None
+    return snapshot_download(config.model, revision=config.revision, cache_dir=config.download_dir,
+                             local_files_only=True)
+
+
+def _run(engine: str, argv: List[str], subcommand: bool = True) -> int:
     if argv and argv[0] in ("--version", "-v", "version"):
         print(f"{STANDIN_VERSION} (launchcard sandbox stand-in {engine}; TEST CODE, not the real engine)")
         return 0
     try:
-        config = parse_vllm(argv) if engine == "vllm" else parse_sglang(argv)
+        config = parse_vllm(argv) if engine == "vllm" else parse_sglang(argv, subcommand=subcommand)
     except UsageError as exc:
         print(f"{engine} (launchcard stand-in): error: {exc}", file=sys.stderr)
         return 2
     from launchcard_standin_engine import weights
 
-    try:
-        # before the port opens, as the engines resolve it (see weights.py)
-        config.snapshot = weights.resolve(config.model, config.revision)
-        for name, revision in config.also_resolves:
-            weights.resolve(name, revision)
-    except weights.ModelNotFound as exc:
-        print(f"{engine} (launchcard stand-in): error: {exc}", file=sys.stderr)
-        return 1
+    if engine == "sglang":
+        try:
+            config.snapshot = resolve_sglang_model(config)
+        except Exception as exc:  # noqa: BLE001  (SGLang dies with the loader's error; so does the stand-in)
+            print(f"{type(exc).__module__}.{type(exc).__name__}: {exc}", file=sys.stderr)
+            return 1
+    else:
+        try:
+            # before the port opens, as vLLM resolves it (see weights.py)
+            config.snapshot = weights.resolve(config.model, config.revision)
+            for name, revision in config.also_resolves:
+                weights.resolve(name, revision)
+        except weights.ModelNotFound as exc:
+            print(f"{engine} (launchcard stand-in): error: {exc}", file=sys.stderr)
+            return 1
     from launchcard_standin_engine.server import serve
 
     return serve(config)
@@ -236,6 +263,11 @@ def vllm_main() -> int:
 
 def sglang_main() -> int:
     return _run("sglang", sys.argv[1:])
+
+
+def sglang_launch_server_main() -> int:
+    """``python -m sglang.launch_server ARGS``: the server parser without a subcommand (sglang/launch_server.py)."""
+    return _run("sglang", sys.argv[1:], subcommand=False)
 
 
 def main(argv: List[str]) -> int:

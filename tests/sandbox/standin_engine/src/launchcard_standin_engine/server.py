@@ -32,7 +32,12 @@ What it imitates (and how far):
 * ``LAUNCHCARD_STANDIN_FAIL_HEALTH=1``: ``/health`` answers 503 for ever (a
   new revision that never turns healthy, for the upgrade rollback test).
 
-SIGTERM/SIGINT: drain (health turns 503), close the ports, exit 0.
+SIGTERM/SIGINT: drain (health turns 503), close the ports, exit 0. The SGLang stand-in on SIGTERM does as
+SGLang's tokenizer manager (sglang/srt/managers/tokenizer_manager.py: SignalHandler.sigterm_handler sets
+``gracefully_exit``; ``sigterm_watchdog`` notices it within 5 s, then waits, polling every 5 s, until no request is
+in flight, and exits 0; at once when the health check had failed or ``SGL_FORCE_SHUTDOWN`` is set): it keeps
+serving meanwhile, with ``/health`` 503 (sglang/srt/entrypoints/http_server.py health_generate: 503 while
+``gracefully_exit`` and while the server is still ``Starting``).
 """
 
 import hashlib
@@ -95,6 +100,7 @@ class EngineState:
         self.requests_total = 0
         self.requests_by_path: Dict[str, int] = {}
         self.draining = False
+        self.inflight = 0  # inference requests being answered (SGLang's rid_to_state, for its SIGTERM drain)
         self.warmup_until = 0.0
         self.inference_held_until = 0.0
         self.encoders_ready = config.role != "language" or not config.encoder_urls
@@ -296,7 +302,13 @@ class EngineHandler(BaseHTTPRequestHandler):
         if body is not None:
             if os.environ.get("LAUNCHCARD_STANDIN_LOG_BODIES"):
                 _log(f"{cfg.role} POST {path} body={json.dumps(body, sort_keys=True)}")
-            self._generate(kind, body)
+            with self.st.lock:
+                self.st.inflight += 1
+            try:
+                self._generate(kind, body)
+            finally:
+                with self.st.lock:
+                    self.st.inflight -= 1
 
     # --- GET endpoints ------------------------------------------------------
     def _health(self):
@@ -356,7 +368,10 @@ class EngineHandler(BaseHTTPRequestHandler):
             "version": STANDIN_VERSION,
             "status": "ready" if self.st.health_status()[0] == 200 else "starting",
             "internal_states": [{"last_gen_throughput": 0.0, "avg_spec_accept_length": None}],
-            "launchcard_standin": {"role": cfg.role, "hostname": self.st.hostname, "argv": cfg.argv},
+            "revision": cfg.revision,
+            "download_dir": cfg.download_dir,
+            "launchcard_standin": {"role": cfg.role, "hostname": self.st.hostname, "argv": cfg.argv,
+                                   "snapshot": cfg.snapshot},
         })
 
     def _load(self):
@@ -471,7 +486,7 @@ class EngineHandler(BaseHTTPRequestHandler):
                  "total_tokens": prompt_tokens + completion_tokens}
         info = {"engine": cfg.engine, "role": cfg.role, "hostname": st.hostname, "port": cfg.port,
                 "server": st.me, "prefill": pd["prefill"], "decode": pd["decode"],
-                "bootstrap_room": pd["bootstrap_room"]}
+                "bootstrap_room": pd["bootstrap_room"], "snapshot": cfg.snapshot}
         created = int(time.time())
         model = requested or cfg.served_model_names[0]
         if kind == "generate":
@@ -601,16 +616,48 @@ def _poll_encoders(st: EngineState) -> None:
         st.stop.wait(1.0)
 
 
+# sglang/srt/managers/tokenizer_manager.py sigterm_watchdog: asyncio.sleep(5) before and between drain checks
+SGLANG_SIGTERM_POLL_S = 5.0
+
+
+def _sglang_sigterm_watchdog(st: EngineState, stop_all) -> None:
+    """SGLang's SIGTERM drain (tokenizer_manager.py sigterm_watchdog): notice the flag on a 5 s tick, then exit once
+    no request is in flight; at once when the health check had failed or SGL_FORCE_SHUTDOWN is set."""
+    while not st.draining:
+        time.sleep(SGLANG_SIGTERM_POLL_S)
+    while True:
+        if os.environ.get("LAUNCHCARD_STANDIN_FAIL_HEALTH", "") not in ("", "0"):
+            _log("Signal SIGTERM received while health check failed. Force exiting.")
+            break
+        if os.environ.get("SGL_FORCE_SHUTDOWN", "").lower() in ("1", "true", "yes", "on"):
+            _log("Signal SIGTERM received while force shutdown flag set. Force exiting.")
+            break
+        with st.lock:
+            remaining = st.inflight
+        _log(f"Gracefully exiting... Remaining number of requests {remaining}.")
+        if remaining == 0:
+            break
+        time.sleep(SGLANG_SIGTERM_POLL_S)
+    stop_all()
+
+
 def serve(config: ServerConfig) -> int:
     st = EngineState(config)
     servers: List[_Server] = []
 
-    def on_signal(signum, _frame):
-        _log(f"received signal {signum}: draining and shutting down")
-        st.draining = True
+    def stop_all():
         st.stop.set()
         for srv in list(servers):
             threading.Thread(target=srv.shutdown, daemon=True).start()
+
+    def on_signal(signum, _frame):
+        st.draining = True
+        if config.engine == "sglang" and signum == signal.SIGTERM and servers:
+            # SignalHandler.sigterm_handler only sets gracefully_exit; the watchdog drains and exits
+            _log("SIGTERM received. Draining requests and shutting down...")
+            return
+        _log(f"received signal {signum}: draining and shutting down")
+        stop_all()
 
     signal.signal(signal.SIGTERM, on_signal)
     signal.signal(signal.SIGINT, on_signal)
@@ -645,6 +692,8 @@ def serve(config: ServerConfig) -> int:
         st.inference_held_until = time.time() + hold
     if not st.encoders_ready:
         threading.Thread(target=_poll_encoders, args=(st,), daemon=True).start()
+    if config.engine == "sglang":
+        threading.Thread(target=_sglang_sigterm_watchdog, args=(st, stop_all), daemon=True).start()
     _log(f"ready: listening on {_fmt_hostport(config.host, config.port)}")
     try:
         main_srv.serve_forever(poll_interval=0.2)

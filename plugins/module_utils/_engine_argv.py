@@ -1,0 +1,168 @@
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, launchcard.inference contributors
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""A recipe's argv checked by the engine's own argument parser, where the engine is installed (pure Python).
+
+A small parse-only program runs with the Python of the engine's image (``podman|docker run --rm --entrypoint
+python3 IMAGE@digest -c PROGRAM ...``) or of the native virtualenv: it builds the parser the engine's server
+builds, parses the recipe's argv and prints one JSON line. Nothing is started and no model is read.
+"""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import difflib
+import json
+import re
+
+# The line the program prints its verdict on (an engine's import may log to stdout before it).
+MARKER = "LAUNCHCARD_ARGV_CHECK "
+
+# The parse-only program: argv[1] the engine (vllm | sglang), argv[2] the tokens its server parser reads (JSON).
+PROGRAM = r'''
+import argparse, contextlib, difflib, io, json, sys
+engine, tokens = sys.argv[1], json.loads(sys.argv[2])
+def build():
+    if engine == "sglang":
+        # sglang/srt/server_args.py prepare_server_args: ArgumentParser(prog="sglang serve") + ServerArgs.add_cli_args
+        from sglang.srt.server_args import ServerArgs
+        parser = argparse.ArgumentParser(prog="sglang serve")
+        ServerArgs.add_cli_args(parser)
+        return parser
+    try:
+        # vllm 0.32: vllm/entrypoints/cli/serve.py subparser_init calls make_arg_parser from here
+        from vllm.entrypoints.launchers.cli_args import make_arg_parser
+    except ImportError:
+        from vllm.entrypoints.openai.cli_args import make_arg_parser
+    try:
+        from vllm.utils.argparse_utils import FlexibleArgumentParser
+    except ImportError:
+        from vllm.utils import FlexibleArgumentParser
+    return make_arg_parser(FlexibleArgumentParser(prog="vllm serve"))
+out = {"engine": engine}
+try:
+    with contextlib.redirect_stdout(sys.stderr):
+        parser = build()
+        try:
+            out["version"] = __import__(engine).__version__
+        except Exception:
+            out["version"] = None
+except Exception as exc:
+    out.update(status="unavailable", message="%s: %s" % (type(exc).__name__, exc))
+else:
+    err, code = io.StringIO(), 0
+    with contextlib.redirect_stderr(err), contextlib.redirect_stdout(err):
+        try:
+            parser.parse_args(tokens)
+        except SystemExit as exc:
+            code = exc.code
+    known = sorted(parser._option_string_actions)
+    unknown = [t.split("=", 1)[0] for t in tokens if t.startswith("--")]
+    unknown = [t for t in unknown if t not in known and t.replace("_", "-") not in known]
+    out.update(status="ok" if code == 0 else "rejected", code=code,
+               message=([l for l in err.getvalue().splitlines() if ": error: " in l] or [""])[-1],
+               near=dict((t, difflib.get_close_matches(t, known, n=3, cutoff=0.6)) for t in unknown))
+print("LAUNCHCARD_ARGV_CHECK " + json.dumps(out, sort_keys=True))
+'''
+
+ENGINES = ("vllm", "sglang")
+# argparse's own messages (Lib/argparse.py): an unknown option; an option's bad value; a missing value
+_UNRECOGNIZED = re.compile(r"unrecognized arguments: (.+)$")
+_ARGUMENT = re.compile(r"argument ([^:]+): (.+)$")
+# argparse 3.14 with suggest_on_error: "invalid choice: 'x', maybe you meant 'y'?"
+_MAYBE = re.compile(r"maybe you meant '([^']+)'")
+# argparse: "invalid choice: 'glm47' (choose from 'auto', 'glm45', ...)"
+_CHOICE = re.compile(r"invalid choice: '([^']*)' \(choose from (.*)\)")
+
+
+def parser_tokens(launcher, argv):
+    """The tokens of ``argv`` the engine's server parser reads: after ``vllm serve`` / ``sglang serve`` or
+    ``python -m MODULE``. ``sglang serve`` hands a leading model path over as ``--model-path``
+    (sglang/cli/serve.py _normalize_positional_model_path) and takes ``--model-type`` out (_extract_model_type_override).
+    """
+    argv = list(argv)
+    exe = argv[0].rsplit("/", 1)[-1] if argv else ""
+    if exe.startswith("python") and len(argv) > 2 and argv[1] == "-m":
+        return argv[3:]
+    rest = argv[2:] if len(argv) > 1 and argv[1] == "serve" else argv[1:]
+    if launcher != "sglang":
+        return rest
+    if rest and not rest[0].startswith("-"):
+        rest = ["--model-path"] + rest
+    out, i = [], 0
+    while i < len(rest):
+        if rest[i] == "--model-type":
+            i += 2
+            continue
+        if not rest[i].startswith("--model-type="):
+            out.append(rest[i])
+        i += 1
+    return out
+
+
+def check_command(engine, tokens, runtime, image=None, container_engine="podman", python="python3"):
+    """The command that runs the parse-only program: in ``image`` (pinned by digest, not pulled: the host must
+    hold it; no network) for the container runtime, else with the native virtualenv's ``python``."""
+    if engine not in ENGINES:
+        raise ValueError("engine must be one of %s, got %r" % (", ".join(ENGINES), engine))
+    program = ["-c", PROGRAM, engine, json.dumps(list(tokens))]
+    if runtime == "native":
+        return [python] + program
+    if not image:
+        raise ValueError("a container runtime needs the recipe's image")
+    # podman-run(1), docker run: --pull never uses only a local image; --network none: the parser needs none
+    return [container_engine, "run", "--rm", "--pull", "never", "--network", "none",
+            "--entrypoint", "python3", image] + program
+
+
+def interpret(rc, stdout, stderr):
+    """The program's verdict as a dict: status ``ok`` | ``rejected`` | ``unavailable`` (the engine's parser could
+    not be built or the program did not run), ``message`` (the engine's own), ``flag`` and ``near`` (for a
+    rejected argv: the flag named, and its near spellings: the engine's own suggestion when it offers one, else
+    the closest option strings of its parser)."""
+    line = None
+    for candidate in (stdout or "").splitlines():
+        if candidate.startswith(MARKER):
+            line = candidate[len(MARKER):]
+    if line is None:
+        tail = ((stderr or "") + (stdout or "")).strip().splitlines()[-3:]
+        return {"status": "unavailable", "message": "the parse-only program printed no verdict (rc %s): %s"
+                % (rc, " | ".join(tail) or "no output"), "flag": None, "near": []}
+    try:
+        out = json.loads(line)
+    except ValueError:
+        return {"status": "unavailable", "message": "unreadable verdict: %s" % line[:200], "flag": None, "near": []}
+    result = {"status": out.get("status"), "message": out.get("message") or "", "flag": None, "near": [],
+              "version": out.get("version")}
+    if result["status"] != "rejected":
+        return result
+    message = result["message"].split(": error: ", 1)[-1]
+    near_by_flag = out.get("near") or {}
+    m = _UNRECOGNIZED.search(message)
+    if m:
+        result["flag"] = m.group(1).split()[0].split("=", 1)[0]
+    else:
+        m = _ARGUMENT.search(message)
+        if m:
+            result["flag"] = m.group(1).split("/")[0]
+    offered = _MAYBE.findall(message)
+    choice = _CHOICE.search(message)
+    if offered:
+        result["near"] = offered
+    elif choice:
+        # a bad value: the closest of the choices the engine's message lists
+        result["near"] = difflib.get_close_matches(choice.group(1), re.findall(r"'([^']*)'", choice.group(2)),
+                                                   n=3, cutoff=0.6)
+    else:
+        result["near"] = list(near_by_flag.get(result["flag"] or "", []))
+    return result
+
+
+def refusal(recipe, result):
+    """One line naming the recipe, the flag, the engine's message and the near spelling."""
+    label = result.get("engine_label") or "the engine"
+    text = "recipe %s: %s rejects %s: %s" % (recipe, label, result.get("flag") or "its argv", result.get("message"))
+    if result.get("near"):
+        text += " (did you mean %s?)" % " or ".join(result["near"])
+    return text
