@@ -86,7 +86,7 @@ def test_the_model_reproduces_the_report_with_the_old_policy():
 @pytest.mark.parametrize("ready_at", [47, 60, 120, 240])
 def test_a_slow_boot_ends_with_the_engine_active(ready_at):
     text = render(INST["vllm-aggregated"], {"runtime": "podman", "vendor": "nvidia"})
-    state, _, _ = boot(*policy(text), gpu_ready_at=ready_at)
+    state = boot(*policy(text), gpu_ready_at=ready_at)[0]
     assert state == "active", (ready_at, policy(text))
 
 
