@@ -95,8 +95,10 @@ def test_card_own_placement_keeps_the_card_argv(venv, tmp_path):
     pd = rendered(out)["r-pd"]["instances"]
     assert [i["recipe"] for i in pd] == ["sglang-prefill", "sglang-decode", "sglang-router"]
     for inst in pd:
-        assert inst["argv"] == CARD["envs"][inst["recipe_index"]]["argv"]
-        assert inst["changes"] == []
+        # engines load the staged revision offline (--revision); the router loads no weights
+        pin = [] if inst["recipe"] == "sglang-router" else ["--revision", CARD["hf"]["revision"]]
+        assert inst["argv"] == CARD["envs"][inst["recipe_index"]]["argv"] + pin
+        assert [c.split(" (")[0] for c in inst["changes"]] == ([" ".join(pin)] if pin else [])
     assert [i["gpu_ids"] for i in pd] == [[0, 1], [2, 3], []]
 
 
@@ -293,7 +295,7 @@ def test_argv_overrides_render_the_effective_argv(venv, tmp_path):
     # the host's own value: TP 1 in the card's spelling, the port moved, one flag swapped for its new name
     want = [t for t in card if t not in ("--tokenizer-mode", "glm5_next", "--disable-flashinfer-autotune")]
     want[want.index("--tensor-parallel-size") + 1] = "1"
-    assert vllm["argv"] == want + ["--no-enable-flashinfer-autotune", "--port", "8100"]
+    assert vllm["argv"] == want + ["--no-enable-flashinfer-autotune", "--port", "8100", "--revision", CARD["hf"]["revision"]]
     assert (vllm["port"], vllm["gpus"], vllm["url"]) == (8100, 1, "http://10.20.0.31:8100")
     with open(os.path.join(out, "o-vllm", vllm["unit"])) as f:
         unit = f.read()
