@@ -10,6 +10,8 @@ COLL := $(ROOT)/.collections/ansible_collections/launchcard/inference
 export PATH := $(BIN):$(PATH)
 export ANSIBLE_CONFIG := $(ROOT)/ansible.cfg
 export PYTHONDONTWRITEBYTECODE := 1
+# A bare `make` lists the targets: nothing is installed or booted unless asked for by name.
+.DEFAULT_GOAL := help
 
 .PHONY: help demo test setup venv host-deps sandbox-up sandbox-down deploy undeploy units lint sanity integration e2e bench bench-render bench-upgrade build clean molecule molecule-rocm molecule-ascend ee
 
