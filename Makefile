@@ -84,17 +84,19 @@ bench-render: setup ## render.yml at 8/64/256 hosts and the planner at 1,000/10,
 bench-upgrade: setup ## upgrade.yml time per host against fleet size (2 and 4 replicas)
 	bash bench/upgrade_per_host.sh
 
+# molecule finds a collection's scenarios in extensions/molecule/<scenario> when run from the collection root
+# (molecule/util.py get_effective_molecule_glob, molecule 26.10)
 molecule: setup ## roles/nvidia on sandbox hosts against the stand-in package repository (molecule test)
-	cd roles/nvidia && ANSIBLE_ROLES_PATH=$(ROOT)/roles ANSIBLE_COLLECTIONS_PATH=$(ROOT)/.collections \
-	  $(BIN)/molecule test -s default
+	cd $(ROOT) && ANSIBLE_ROLES_PATH=$(ROOT)/roles ANSIBLE_COLLECTIONS_PATH=$(ROOT)/.collections \
+	  $(BIN)/molecule test -s nvidia
 
 molecule-rocm: setup ## roles/rocm on sandbox hosts against the stand-in ROCm package repository (molecule test)
-	cd roles/rocm && ANSIBLE_ROLES_PATH=$(ROOT)/roles ANSIBLE_COLLECTIONS_PATH=$(ROOT)/.collections \
-	  $(BIN)/molecule test -s default
+	cd $(ROOT) && ANSIBLE_ROLES_PATH=$(ROOT)/roles ANSIBLE_COLLECTIONS_PATH=$(ROOT)/.collections \
+	  $(BIN)/molecule test -s rocm
 
 molecule-ascend: setup ## roles/ascend on sandbox hosts against stand-in Ascend .run installers (molecule test)
-	cd roles/ascend && ANSIBLE_ROLES_PATH=$(ROOT)/roles ANSIBLE_COLLECTIONS_PATH=$(ROOT)/.collections \
-	  $(BIN)/molecule test -s default
+	cd $(ROOT) && ANSIBLE_ROLES_PATH=$(ROOT)/roles ANSIBLE_COLLECTIONS_PATH=$(ROOT)/.collections \
+	  $(BIN)/molecule test -s ascend
 
 # meta/execution-environment.yml names its files relative to the collection root (as ansible-builder
 # reads it from an installed collection): give ansible-builder a folder where they resolve that way.

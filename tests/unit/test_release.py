@@ -81,3 +81,13 @@ def test_make_without_a_target_prints_the_help_and_does_nothing_else():
     res = subprocess.run(["make", "-C", ROOT], capture_output=True, text=True, check=False)
     assert res.returncode == 0
     assert "  demo " in res.stdout and "  test " in res.stdout and "  help " in res.stdout
+
+
+def test_molecule_finds_the_driver_roles_scenarios_in_the_collection_layout(monkeypatch):
+    from molecule import util  # molecule's own lookup: extensions/molecule/<scenario> from the collection root
+
+    monkeypatch.chdir(ROOT)
+    monkeypatch.delenv("MOLECULE_GLOB", raising=False)
+    found = sorted(glob.glob(os.path.join(ROOT, util.get_effective_molecule_glob())))
+    assert [os.path.relpath(p, ROOT) for p in found] == ["extensions/molecule/%s/molecule.yml" % r for r in ("ascend", "nvidia", "rocm")]
+    assert not glob.glob(os.path.join(ROOT, "roles", "*", "molecule"))
