@@ -10,8 +10,10 @@ COLL := $(ROOT)/.collections/ansible_collections/launchcard/inference
 export PATH := $(BIN):$(PATH)
 export ANSIBLE_CONFIG := $(ROOT)/ansible.cfg
 export PYTHONDONTWRITEBYTECODE := 1
+# A bare `make` lists the targets: nothing is installed or booted unless asked for by name.
+.DEFAULT_GOAL := help
 
-.PHONY: help demo test setup venv host-deps sandbox-up sandbox-down deploy undeploy units lint sanity integration e2e bench bench-render bench-upgrade build clean molecule molecule-rocm molecule-ascend ee
+.PHONY: help demo test setup venv host-deps sandbox-up sandbox-down deploy undeploy units lint sanity integration e2e bench bench-render bench-upgrade build changelog clean molecule molecule-rocm molecule-ascend ee
 
 demo: setup sandbox-up deploy ## Boot the sandbox fleet and deploy the example card (twice is fine)
 	@$(BIN)/python tests/sandbox/demo_request.py -i $(INVENTORY)
@@ -82,17 +84,19 @@ bench-render: setup ## render.yml at 8/64/256 hosts and the planner at 1,000/10,
 bench-upgrade: setup ## upgrade.yml time per host against fleet size (2 and 4 replicas)
 	bash bench/upgrade_per_host.sh
 
+# molecule finds a collection's scenarios in extensions/molecule/<scenario> when run from the collection root
+# (molecule/util.py get_effective_molecule_glob, molecule 26.10)
 molecule: setup ## roles/nvidia on sandbox hosts against the stand-in package repository (molecule test)
-	cd roles/nvidia && ANSIBLE_ROLES_PATH=$(ROOT)/roles ANSIBLE_COLLECTIONS_PATH=$(ROOT)/.collections \
-	  $(BIN)/molecule test -s default
+	cd $(ROOT) && ANSIBLE_ROLES_PATH=$(ROOT)/roles ANSIBLE_COLLECTIONS_PATH=$(ROOT)/.collections \
+	  $(BIN)/molecule test -s nvidia
 
 molecule-rocm: setup ## roles/rocm on sandbox hosts against the stand-in ROCm package repository (molecule test)
-	cd roles/rocm && ANSIBLE_ROLES_PATH=$(ROOT)/roles ANSIBLE_COLLECTIONS_PATH=$(ROOT)/.collections \
-	  $(BIN)/molecule test -s default
+	cd $(ROOT) && ANSIBLE_ROLES_PATH=$(ROOT)/roles ANSIBLE_COLLECTIONS_PATH=$(ROOT)/.collections \
+	  $(BIN)/molecule test -s rocm
 
 molecule-ascend: setup ## roles/ascend on sandbox hosts against stand-in Ascend .run installers (molecule test)
-	cd roles/ascend && ANSIBLE_ROLES_PATH=$(ROOT)/roles ANSIBLE_COLLECTIONS_PATH=$(ROOT)/.collections \
-	  $(BIN)/molecule test -s default
+	cd $(ROOT) && ANSIBLE_ROLES_PATH=$(ROOT)/roles ANSIBLE_COLLECTIONS_PATH=$(ROOT)/.collections \
+	  $(BIN)/molecule test -s ascend
 
 # meta/execution-environment.yml names its files relative to the collection root (as ansible-builder
 # reads it from an installed collection): give ansible-builder a folder where they resolve that way.
@@ -104,6 +108,11 @@ ee: setup ## Execution environment for AWX / AAP: the build context of meta/exec
 
 build: ## Build the collection tarball into build/
 	$(BIN)/ansible-galaxy collection build --force --output-path build
+
+# keep_fragments (changelogs/config.yaml): a fragment is folded into a release once, by name; until the release
+# is tagged, running this again adds the fragments that landed since (and --refresh-fragments their edits) to it.
+changelog: setup ## Fold every changelog fragment into the release galaxy.yml names (changelog.yaml, CHANGELOG.rst)
+	ANSIBLE_COLLECTIONS_PATH=$(ROOT)/.collections $(BIN)/antsibull-changelog release --refresh-fragments
 
 clean: sandbox-down ## Stop the sandbox hosts, delete build outputs
 	rm -rf build tests/output

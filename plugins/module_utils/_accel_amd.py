@@ -30,6 +30,7 @@ from ansible_collections.launchcard.inference.plugins.module_utils._accel_common
 )
 from ansible_collections.launchcard.inference.plugins.module_utils._accel_pci import (
     parse_pci_devices,
+    known_device_names,
     pci_device_name,
     pci_device_names,
 )
@@ -187,7 +188,7 @@ def _is_device_id(text):
     return bool(re.match(r"^0x[0-9a-fA-F]{4}$", str(text).strip()))
 
 
-def amd_model(names, device_id, pci_ids):
+def amd_model(names, device_id, pci_ids, have_database=None):
     """Decide an AMD GPU's model from its names and PCI device id.
 
     The device id wins: its name in the PCI id database (``pci.ids``) names the
@@ -199,13 +200,16 @@ def amd_model(names, device_id, pci_ids):
 
     :param names: names the tools printed, best first (``None`` entries skipped).
     :param device_id: ``"0x7408"`` or ``None``.
-    :param pci_ids: ``{device id: database name}`` for vendor 0x1002
-        (``_accel_pci.pci_device_names``); empty without a database.
+    :param pci_ids: ``{device id: name}`` for vendor 0x1002 (``_accel_pci.known_device_names``: the
+        host's database, then the collection's table of current parts).
+    :param have_database: whether the host has a PCI id database (the errors say what to install);
+        default: *pci_ids* is not empty.
     :returns: ``(model, model_id, problem)``: the human name (a tool's name, else
         the database's), the id (``None`` when nothing names the part) and
         ``None`` or a sentence saying what is missing and what to do.
     """
     names = [name for name in names if name]
+    have_database = bool(pci_ids) if have_database is None else have_database
     db_name = pci_device_name(pci_ids, device_id)
     model = names[0] if names else db_name
     candidates = ([normalize_model(db_name)] if db_name else []) + [normalize_model(name) for name in names]
@@ -217,12 +221,12 @@ def amd_model(names, device_id, pci_ids):
         problem = ("no product name found (rocm-smi Card Series/Card Model/Device Name, amd-smi "
                    "asic.market_name) and device id %s is %s" % (
                        device_id or "unknown",
-                       "not in the PCI id database" if pci_ids else "unknown without a PCI id database"))
+                       "not in the PCI id database" if have_database else "unknown without a PCI id database"))
     elif model_id in AMD_FAMILY_IDS:
         problem = ("the tools name only the family (%s) and device id %s %s: install the PCI id database "
                    "(Debian/Ubuntu package pci.ids, RHEL hwdata) or update it" % (
                        model, device_id or "(not reported)",
-                       "is not in the PCI id database" if pci_ids else "needs the PCI id database"))
+                       "is not in the PCI id database" if have_database else "needs the PCI id database"))
     return model, model_id, problem
 
 
@@ -241,7 +245,8 @@ def summarize_amd(sources, errors):
 
     static = static or {}
     rocm = rocm or {}
-    pci_ids = pci_device_names(sources.get("pci_ids"), AMD_PCI_VENDOR)
+    have_database = bool(pci_device_names(sources.get("pci_ids"), AMD_PCI_VENDOR))
+    pci_ids = known_device_names(sources.get("pci_ids"), AMD_PCI_VENDOR)
     bus_ids = dict((d["bus_id"], d["device_id"]) for d in parse_pci_devices(sources.get("pci"))["devices"]
                    if d["vendor"] == "amd")
     rocm_by_bus = dict((card["bus_id"], card) for card in rocm.values() if card["bus_id"])
@@ -261,7 +266,7 @@ def summarize_amd(sources, errors):
             card = rocm.get(gpu["index"])
         card = card or {}
         device_id = facts.get("device_id") or card.get("device_id") or bus_ids.get(gpu["bus_id"] or card.get("bus_id"))
-        model, model_id, problem = amd_model((card.get("name"), facts.get("market_name")), device_id, pci_ids)
+        model, model_id, problem = amd_model((card.get("name"), facts.get("market_name")), device_id, pci_ids, have_database)
         if problem:
             errors.append("AMD GPU %s: %s" % (gpu["index"], problem))
         devices.append(

@@ -15,7 +15,7 @@ from ansible_collections.launchcard.inference.plugins.module_utils._accel_common
     normalize_bdf,
     read_text,
 )
-from ansible_collections.launchcard.inference.plugins.module_utils._accel_tables import VENDORS
+from ansible_collections.launchcard.inference.plugins.module_utils._accel_tables import PCI_DEVICE_NAMES, VENDORS
 
 PCI_VENDORS = {"0x10de": "nvidia", "0x1002": "amd", "0x19e5": "ascend"}
 """PCI vendor ids (``/sys/bus/pci/devices/*/vendor``) of the accelerator vendors."""
@@ -37,7 +37,7 @@ PCI_DEVICES_DIR = "/sys/bus/pci/devices"
 """Where the kernel lists PCI functions, one directory per bus address."""
 
 
-def parse_pci_devices(entries):
+def parse_pci_devices(entries, pci_ids=None):
     """Accelerators on the PCI bus, driver or not.
 
     Source: ``/sys/bus/pci/devices/<bus id>/{vendor,device,class}`` (what
@@ -51,14 +51,19 @@ def parse_pci_devices(entries):
         "devices": [{"bus_id", "vendor", "device_id"}, ...]}``: *vendor* is the
         vendor with the most accelerators (ties in :data:`VENDORS` order) and
         *count* how many it has; *devices* lists every accelerator found, by bus id.
+    :param pci_ids: the PCI id database's text (:func:`read_pci_ids`), or ``None``: each device's ``name`` is
+        its name there, else in :data:`PCI_DEVICE_NAMES`, else ``None``.
     """
+    names = dict((vendor_id, known_device_names(pci_ids, vendor_id)) for vendor_id in PCI_VENDORS)
     devices = []
     for entry in entries or ():
         vendor = PCI_VENDORS.get(str(entry.get("vendor") or "").strip().lower())
         klass = str(entry.get("class") or "").strip().lower()[:6]
         if vendor and klass in PCI_CLASSES[vendor]:
-            devices.append({"bus_id": normalize_bdf(entry.get("bus_id")), "vendor": vendor,
-                            "device_id": str(entry.get("device") or "").strip().lower() or None})
+            device_id = str(entry.get("device") or "").strip().lower() or None
+            vendor_id = str(entry.get("vendor")).strip().lower()
+            devices.append({"bus_id": normalize_bdf(entry.get("bus_id")), "vendor": vendor, "device_id": device_id,
+                            "name": pci_device_name(names[vendor_id], device_id)})
     devices.sort(key=lambda d: d["bus_id"] or "")
     counts = dict((v, sum(1 for d in devices if d["vendor"] == v)) for v in VENDORS)
     best = max(VENDORS, key=lambda v: (counts[v], -VENDORS.index(v)))
@@ -144,3 +149,15 @@ def pci_device_name(names, device_id):
     key = str(device_id).strip().lower()
     key = "0x" + key[2:].zfill(4) if key.startswith("0x") else "0x" + key.zfill(4)
     return names.get(key)
+
+
+def known_device_names(text, vendor_id):
+    """Device names of one vendor: the host's PCI id database (*text*, :func:`pci_device_names`) first, then
+    :data:`PCI_DEVICE_NAMES` for the ids it lacks (a database older than the part).
+
+    :returns: ``{"0x74a1": "Aqua Vanjaram [Instinct MI300X]", ...}``.
+    """
+    vendor = "0x" + str(vendor_id or "").lower().replace("0x", "").zfill(4)
+    names = dict(PCI_DEVICE_NAMES.get(vendor, {}))
+    names.update(pci_device_names(text, vendor))
+    return names

@@ -189,3 +189,34 @@ CANN_MIN_DRIVER = (
 compatibility table for CANN and the Ascend HDK (https://www.hiascend.com/document,
 "Version Compatibility"): CANN 8.0 pairs with HDK 24.1, 8.1 with 25.0, 8.2 with 25.2,
 8.3 with 25.3. A CANN release newer than the table is not checked."""
+
+
+PCI_DEVICE_NAMES = {
+    # pciutils/pciids pci.ids (Version 2026.08.22), vendor 1002: the MI300 series onward, which older
+    # databases (Debian 12's pci.ids 2023.04.10) lack; names as that database writes them.
+    "0x1002": {
+        "0x74a0": "Aqua Vanjaram [Instinct MI300A]",
+        "0x74a1": "Aqua Vanjaram [Instinct MI300X]",
+        "0x74a2": "Aqua Vanjaram [Instinct MI308X]",
+        "0x74a5": "Aqua Vanjaram [Instinct MI325X]",
+        "0x74a9": "Aqua Vanjaram [Instinct MI300X HF]",
+        "0x74b5": "Aqua Vanjaram [Instinct MI300X VF]",
+        "0x74b9": "Aqua Vanjaram [Instinct MI325X VF]",
+        "0x74bd": "Aqua Vanjaram [Instinct MI300X HF]",
+        "0x75a0": "Aqua Vanjaram [Instinct MI350X]",
+        "0x75a3": "Aqua Vanjaram [Instinct MI355X]",
+        "0x75a8": "Aqua Vanjaram [Instinct MI350P]",
+    },
+    # Huawei's Ascend driver source, src/custom/dev_prod/user/npucli/inc/npu_common.h (NPU_*_DEVICE_ID) and
+    # src/sdk_driver/comm/pcie/host/devdrv_pci.h (0xd803: the HCCS-connected 910 "910_93"); pci.ids names none.
+    "0x19e5": {
+        "0xd500": "Ascend 310P",
+        "0xd801": "Ascend 910",
+        "0xd802": "Ascend 910B",
+        "0xd803": "Ascend 910_93",
+        "0xd806": "Ascend 950",
+    },
+}
+"""Device names by PCI vendor and device id for the accelerators a host's PCI id database may not know yet
+(``_accel_pci.known_device_names`` reads the host's database first and falls back to this table); each name
+normalizes (:func:`normalize_model`) to the model id the vendor tools' names give."""

@@ -54,7 +54,7 @@ Result of :func:`summarize` (``ansible_facts.launchcard_accelerators``)::
       "pci": {                           # from sysfs, driver or not (parse_pci_devices)
           "vendor": "nvidia" | "amd" | "ascend" | None,
           "count": int,
-          "devices": [{"bus_id": str, "vendor": str, "device_id": str | None}, ...],
+          "devices": [{"bus_id": str, "vendor": str, "device_id": str | None, "name": str | None}, ...],
       },
       "errors": [str],                   # tool failures, unparsable output
     }
@@ -187,7 +187,7 @@ def summarize(vendor, sources=None):
     """
     sources = dict(sources or {})
     errors = []
-    pci = parse_pci_devices(sources.get("pci"))
+    pci = parse_pci_devices(sources.get("pci"), sources.get("pci_ids"))
     if vendor == "none":
         devices, driver = [], empty_driver()
         driver["message"] = "no accelerator tool found (looked for %s)" % ", ".join(
@@ -300,13 +300,17 @@ def collect(vendor, which, run, read=None, pci_dir=None):
     vendors = candidate_vendors(name for name, path in tools.items() if path) if vendor == "auto" else [vendor]
     pci_dir = PCI_DEVICES_DIR if pci_dir is None else pci_dir
     pci = read_pci_devices(pci_dir, read) if pci_dir else None
+    # the bus's accelerators are named from the host's PCI id database (read once, only when there are any)
+    pci_ids = read_pci_ids(PCI_IDS_PATHS, read)[1] if parse_pci_devices(pci)["devices"] else None
     summary = None
     for vendor_name in vendors:
         sources = collect_sources(vendor_name, which, run, read, tools)
         sources["pci"] = pci
+        if pci_ids is not None:
+            sources["pci_ids"] = pci_ids
         attempt = summarize(vendor_name, sources)
         if summary is None:
             summary = attempt
         if attempt["count"] > 0:
             return attempt
-    return summary if summary is not None else summarize("none", {"pci": pci})
+    return summary if summary is not None else summarize("none", {"pci": pci, "pci_ids": pci_ids})

@@ -173,7 +173,8 @@ ansible_facts:
                   V(ascend_910b), V(ascend_950pr)...); unknown names become a lower-case slug.
                 - AMD parts are named by PCI device id from the host's PCI id database (C(pci.ids), Debian/Ubuntu package
                   C(pci.ids), RHEL C(hwdata)) when it knows the id (C(0x7408) is V(mi250x) where rocm-smi names only
-                  the MI200 family); null, with an C(errors) entry, when no tool names the part.
+                  the MI200 family), else from the collection's table of current Instinct parts (MI300 series onward);
+                  null, with an C(errors) entry, when no tool names the part.
               type: str
               sample: h100
             memory_mib:
@@ -278,10 +279,13 @@ ansible_facts:
               type: int
               sample: 8
             devices:
-              description: Every accelerator found, by bus id (C(bus_id), C(vendor), C(device_id)).
+              description:
+                - Every accelerator found, by bus id (C(bus_id), C(vendor), C(device_id), C(name)).
+                - C(name) is the device's name in the host's PCI id database, else in the collection's table of
+                  current AMD Instinct and Huawei Ascend parts (a database older than the part), else null.
               type: list
               elements: dict
-              sample: [{bus_id: "0000:18:00.0", vendor: nvidia, device_id: "0x2330"}]
+              sample: [{bus_id: "0000:18:00.0", vendor: nvidia, device_id: "0x2330", name: "GH100 [H100 SXM5 80GB]"}]
         errors:
           description: Tool failures and output that could not be parsed, quoting the tool.
           returned: always

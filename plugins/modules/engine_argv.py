@@ -9,7 +9,7 @@ DOCUMENTATION = r"""
 ---
 module: engine_argv
 short_description: Check recipes' argv with the engine's own argument parser, where the engine is installed
-version_added: 1.1.0
+version_added: 1.0.0
 description:
   - Runs a parse-only program with the Python of the engine's pinned image (C(podman|docker run --rm --pull never
     --network none --entrypoint python3 IMAGE@DIGEST -c ...)) or of the native virtualenv. The program builds the

@@ -9,7 +9,7 @@ DOCUMENTATION = r"""
 ---
 module: host_state
 short_description: Read or write the host's record of what it runs, for upgrades and rollback
-version_added: 1.1.0
+version_added: 1.0.0
 description:
   - The record (a JSON file, default C(/var/lib/launchcard/state.json)) names the card (sha256 of the loaded
     card, Hugging Face repo and revision; not where the controller read it), the plan instances, every launchcard unit file (text and

@@ -9,7 +9,7 @@ DOCUMENTATION = r"""
 ---
 module: router_workers
 short_description: Take workers out of an SGLang router (regular mode) and put them back
-version_added: 1.1.0
+version_added: 1.0.0
 description:
   - Uses the router's worker API - C(GET /workers), C(DELETE /workers/{id}), C(POST /workers) - and waits until the
     router's list shows the change (the API acts in the background). Both generations of it are spoken - workers keyed
@@ -94,9 +94,10 @@ workers:
 """
 
 import json
+# ansible/module_utils/urls.py (core 2.19): open_url raises the stdlib's urllib.error.HTTPError/URLError
+from urllib.error import HTTPError, URLError
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible.module_utils.six.moves.urllib.error import HTTPError, URLError
 from ansible.module_utils.urls import open_url
 
 from ansible_collections.launchcard.inference.plugins.module_utils._router import converge, read

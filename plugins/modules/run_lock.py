@@ -9,7 +9,7 @@ DOCUMENTATION = r"""
 ---
 module: run_lock
 short_description: Take or release the run lock of a fleet on one host
-version_added: 1.1.0
+version_added: 1.0.0
 description:
   - The run lock keeps two runs of C(deploy.yml), C(upgrade.yml) or C(undeploy.yml) from changing one fleet at
     the same time. Each lock is a JSON file naming its holder (run id, user, controller host, playbook, card

@@ -7,12 +7,18 @@ from __future__ import annotations
 
 import glob
 import os
+import re
 import subprocess
 import sys
 import tarfile
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 BIN = os.path.dirname(sys.executable)
+# What a Galaxy user gets: the collection's own parts, and nothing of the repository's tooling.
+TOP_LEVEL = {"MANIFEST.json", "FILES.json", "README.md", "LICENSE", "CHANGELOG.rst", "cards", "changelogs", "docs",
+             "meta", "playbooks", "plugins", "roles"}
+# A credential's value in the shape the repository's sandbox and tests write them (a Jinja reference is none).
+CREDENTIAL = re.compile(r"""hf_[A-Za-z0-9]{16,}|^\s*password:\s*(?!["']?\{\{)\S|sandbox-only-registry-pass""", re.M)
 
 
 def run(args, env=None, cwd=ROOT):
@@ -24,12 +30,22 @@ def test_build_install_and_run_by_fqcn(tmp_path):
     assert res.returncode == 0, res.stdout + res.stderr
     tarball = glob.glob(str(tmp_path / "launchcard-inference-*.tar.gz"))
     assert len(tarball) == 1
+    unpacked = tmp_path / "unpacked"
     with tarfile.open(tarball[0]) as tar:
         names = set(tar.getnames())
-    for must in ("MANIFEST.json", "plugins/modules/systemd_units.py", "playbooks/deploy.yml",
-                 "roles/units/meta/argument_specs.yml", "cards/glm-5.3-flash.json"):
+        tar.extractall(unpacked, filter="data")
+    for must in ("MANIFEST.json", "LICENSE", "changelogs/changelog.yaml", "plugins/modules/systemd_units.py",
+                 "playbooks/deploy.yml", "roles/units/meta/argument_specs.yml", "cards/glm-5.3-flash.json"):
         assert must in names, must
-    assert not any(n.startswith((".sandbox", ".venv", ".collections", "build/")) for n in names)
+    assert {n.split("/", 1)[0] for n in names} <= TOP_LEVEL, sorted({n.split("/", 1)[0] for n in names} - TOP_LEVEL)
+    assert not [n for n in names if re.search(r"(^|/)(molecule|tests|__pycache__|fragments)(/|$)|\.pyc$", n)]
+    with open("/usr/share/common-licenses/GPL-3", "rb") as f:  # Debian's base-files: the GPL-3.0 text
+        assert (unpacked / "LICENSE").read_bytes() == f.read()
+    leaked = []
+    for path in unpacked.rglob("*"):
+        if path.is_file() and CREDENTIAL.search(path.read_text(errors="replace")):
+            leaked.append(str(path.relative_to(unpacked)))
+    assert not leaked
 
     # Install and run the collection from outside the checkout, with a
     # configuration that knows only the freshly installed copy.

@@ -32,7 +32,7 @@ from ansible_collections.launchcard.inference.plugins.module_utils._accel_nvidia
     parse_nvidia_smi_gpus,
     parse_nvml_mismatch,
 )
-from ansible_collections.launchcard.inference.plugins.module_utils._accel_tables import normalize_model
+from ansible_collections.launchcard.inference.plugins.module_utils._accel_tables import PCI_DEVICE_NAMES, is_known_model, normalize_model
 from ansible_collections.launchcard.inference.plugins.module_utils._accelerators import candidate_vendors, summarize
 
 FIXTURES = os.path.join(os.path.dirname(__file__), "..", "..", "fixtures", "accelerators")
@@ -741,10 +741,15 @@ def test_summary_amd_codename_falls_back_to_device_id_and_rocm_name():
     assert summary["devices"][0]["memory_mib"] == 196592
 
 
-def test_summary_amd_codename_without_a_pci_id_database_is_its_slug():
+def test_summary_amd_codename_without_a_pci_id_database_is_named_by_the_cited_table():
     summary = summarize("amd", {"amd_smi_list": ok("amd-smi-list-wrapped.json"),
                                 "amd_smi_static": ok("amd-smi-static-vram-legacy.json")})
-    # not a validated model, so preflight's gpu_model check names it; never a guess from a hand list
+    # device id 0x74a1 (the part, where amd-smi prints the code name) from the table of current parts
+    assert summary["models"] == ["mi300x"] and summary["errors"] == []
+    # an id neither the database nor the table knows stays the code name's slug: no guess
+    static = ok("amd-smi-static-vram-legacy.json")
+    other = (static[0], static[1].replace("0x74a1", "0x74ff"), static[2])
+    summary = summarize("amd", {"amd_smi_list": ok("amd-smi-list-wrapped.json"), "amd_smi_static": other})
     assert summary["models"] == ["aqua_vanjaram"]
 
 
@@ -777,11 +782,15 @@ def test_summary_amd_rocm_smi_card_model_fallback():
     assert summary["models"] == ["mi300x"]
     assert summary["devices"][0]["model"] == "Aqua Vanjaram [Instinct MI300X]"
     assert summary["errors"] == []
-    # without the database the id names nothing: an error says so, the model is null
+    # without the database the collection's table of current parts names the id
     bare = summarize("amd", {"rocm_smi": ok("rocm-smi-productname-model-only.json")})
-    assert bare["devices"][0]["model_id"] is None
-    assert bare["errors"] == ["AMD GPU 0: no product name found (rocm-smi Card Series/Card Model/Device Name, "
-                              "amd-smi asic.market_name) and device id 0x74a1 is unknown without a PCI id database"]
+    assert (bare["devices"][0]["model_id"], bare["errors"]) == ("mi300x", [])
+    # an id the table lacks names nothing: an error says so, the model is null
+    rocm = ok("rocm-smi-productname-model-only.json")
+    unknown = summarize("amd", {"rocm_smi": (rocm[0], rocm[1].replace("0x74a1", "0x74ff").replace("0x74A1", "0x74FF"), rocm[2])})
+    assert unknown["devices"][0]["model_id"] is None
+    assert unknown["errors"] == ["AMD GPU 0: no product name found (rocm-smi Card Series/Card Model/Device Name, "
+                                 "amd-smi asic.market_name) and device id 0x74ff is unknown without a PCI id database"]
 
 
 def test_summary_amd_failures_are_errors():
@@ -1074,7 +1083,7 @@ def test_parse_pci_devices_counts_accelerators_only():
     bus = pci.parse_pci_devices(entries)
     assert (bus["vendor"], bus["count"]) == ("nvidia", 2)
     assert [d["bus_id"] for d in bus["devices"]] == ["0000:18:00.0", "0000:2a:00.0"]
-    assert bus["devices"][0] == {"bus_id": "0000:18:00.0", "vendor": "nvidia", "device_id": "0x2330"}
+    assert bus["devices"][0] == {"bus_id": "0000:18:00.0", "vendor": "nvidia", "device_id": "0x2330", "name": None}
     ascend = [{"bus_id": "0000:%02x:00.0" % (0xc1 + i), "vendor": "0x19e5", "device": "0xd802", "class": "0x120000"}
               for i in range(8)] + [{"bus_id": "0000:01:00.0", "vendor": "0x19e5", "device": "0x1822", "class": "0x020000"}]
     assert pci.parse_pci_devices(ascend)["vendor"] == "ascend" and pci.parse_pci_devices(ascend)["count"] == 8
@@ -1095,3 +1104,31 @@ def test_collect_on_a_bare_host_reports_the_pci_vendor(tmp_path):
     assert acc.collect("auto", FakeHost().which, FakeHost().run, read_text,
                        pci_dir=str(tmp_path / "absent"))["pci"]["count"] == 0
     assert acc.collect("auto", FakeHost().which, FakeHost().run, read_text, pci_dir="")["pci"]["vendor"] is None
+
+
+def test_pci_devices_are_named_by_the_database_then_the_cited_table():
+    bus = [{"bus_id": "0000:0%d:00.0" % i, "vendor": v, "device": d, "class": "0x120000"}
+           for i, (v, d) in enumerate((("0x1002", "0x74a1"), ("0x19e5", "0xd802"), ("0x19e5", "0xd803"), ("0x1002", "0x74ff")))]
+    names = [(d["device_id"], d["name"]) for d in pci.parse_pci_devices(bus)["devices"]]
+    assert names == [("0x74a1", "Aqua Vanjaram [Instinct MI300X]"), ("0xd802", "Ascend 910B"), ("0xd803", "Ascend 910_93"),
+                     ("0x74ff", None)]
+    # the host's database wins over the table where both know an id
+    db = "1002  Advanced Micro Devices, Inc. [AMD/ATI]\n\t74a1  Instinct MI300X (host database)\n"
+    assert pci.parse_pci_devices(bus, db)["devices"][0]["name"] == "Instinct MI300X (host database)"
+    assert pci.known_device_names(db, "1002")["0x75a3"] == "Aqua Vanjaram [Instinct MI355X]"
+
+
+def test_the_table_of_current_parts_names_the_models_the_vendor_tools_do():
+    models = dict((device_id, normalize_model(name)) for table in PCI_DEVICE_NAMES.values() for device_id, name in table.items())
+    assert (models["0x74a1"], models["0x74a5"], models["0x75a3"], models["0x74b5"]) == ("mi300x", "mi325x", "mi355x", "mi300x")
+    assert (models["0xd801"], models["0xd802"], models["0xd803"]) == ("ascend_910", "ascend_910b", "ascend_910c")
+    assert all(is_known_model(m) or m in ("mi308x", "mi350p", "ascend_950", "ascend_310p") for m in models.values()), models
+
+
+def test_a_bare_host_names_its_accelerators_from_this_machines_pci_ids_then_the_table(tmp_path):
+    bus = {"0000:0%d:00.0" % i: ("0x1002", "0x74a1", "0x120000") for i in range(2)}
+    root = pci_tree(tmp_path / "devices", bus)
+    summary = acc.collect("auto", FakeHost().which, FakeHost().run, read_text, pci_dir=root)
+    assert summary["vendor"] == "none"
+    # this machine's pci.ids (Debian, 2023) lacks the MI300X; the table names it
+    assert [d["name"] for d in summary["pci"]["devices"]] == ["Aqua Vanjaram [Instinct MI300X]"] * 2
