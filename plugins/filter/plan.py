@@ -10,6 +10,7 @@ import base64
 from ansible.errors import AnsibleFilterError
 from ansible.module_utils.common.text.converters import to_text
 
+from ansible_collections.launchcard.inference.plugins.module_utils import _drain as drain
 from ansible_collections.launchcard.inference.plugins.module_utils import _preflight as preflight
 from ansible_collections.launchcard.inference.plugins.module_utils import _state as state
 from ansible_collections.launchcard.inference.plugins.module_utils import _systemd as systemd
@@ -28,6 +29,22 @@ def host_units(host_plan, options=None):
         return units.host_units(host_plan or {}, options)
     except ValueError as exc:
         raise AnsibleFilterError("launchcard.inference.host_units: %s" % to_text(exc))
+
+
+def gate_timeout(host_plan, options=None, override=None):
+    """The health gate's timeout for one host: ``override`` when set, else what its engines need to load."""
+    try:
+        return units.gate_timeout(host_plan or {}, options, override)
+    except ValueError as exc:
+        raise AnsibleFilterError("launchcard.inference.gate_timeout: %s" % to_text(exc))
+
+
+def drain_endpoints(host_plan):
+    """The engines of one host (its plan entry or record, ``{"instances": [...]}``) for ``engine_drain``."""
+    try:
+        return drain.endpoints_of((host_plan or {}).get("instances") or [])
+    except (ValueError, KeyError) as exc:
+        raise AnsibleFilterError("launchcard.inference.drain_endpoints: %s" % to_text(exc))
 
 
 def unit_settings(host_vars):
@@ -393,6 +410,8 @@ class FilterModule(object):
     def filters(self):
         return {
             "host_units": host_units,
+            "gate_timeout": gate_timeout,
+            "drain_endpoints": drain_endpoints,
             "unit_settings": unit_settings,
             "units_setup_reads": units_setup_reads,
             "role_vars_by_host": role_vars_by_host,
