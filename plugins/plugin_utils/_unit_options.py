@@ -64,7 +64,8 @@ VARIABLES = {
                                   "Seconds an engine may finish its in-flight requests after SIGTERM: vLLM's "
                                   "C(--shutdown-timeout) (added unless the card's argv sets it; vLLM's own default 0 "
                                   "aborts them), and for SGLang, which drains without a bound of its own, the bound the "
-                                  "stop timeouts set. 0 or more."),
+                                  "stop timeouts set. 0 or more; 0 writes no flag, for vLLM releases before 0.18, "
+                                  "which have no C(--shutdown-timeout) (their stop aborts in-flight requests)."),
     "docker_bin": ("launchcard_docker_bin", "path", "Path of the docker client in units."),
     "podman_bin": ("launchcard_podman_bin", "path", "Path of podman in units."),
     "secrets_env_file": ("launchcard_secrets_env_file", "path",

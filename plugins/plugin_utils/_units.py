@@ -313,10 +313,16 @@ def drain_s(inst, options=None):
 def engine_argv(inst, options=None):
     """The card's argv with what a graceful stop needs: a vLLM engine gets ``--shutdown-timeout N``
     (:func:`drain_s`) unless the card sets it, because vLLM's default (0) aborts every in-flight request on SIGTERM
-    (vllm/v1/engine/core.py 0.32.0, ``_handle_shutdown``: mode "abort" when 0, "drain" otherwise)."""
+    (vllm/v1/engine/core.py 0.32.0, ``_handle_shutdown``: mode "abort" when 0, "drain" otherwise).
+
+    With ``engine_shutdown_timeout_s`` 0 no flag is written (vLLM's own default): releases before 0.18 have no
+    such option (vLLM PR 34730, "Available in: vLLM v0.18.0+", llm-d issue 927) and would refuse to start.
+    """
     argv = list(inst["argv"])
     if inst.get("launcher") == "vllm" and _card_shutdown_timeout(argv) is None:
-        argv += [VLLM_SHUTDOWN_FLAG, str(drain_s(inst, options))]
+        drain = drain_s(inst, options)
+        if drain > 0:
+            argv += [VLLM_SHUTDOWN_FLAG, str(drain)]
     return argv
 
 

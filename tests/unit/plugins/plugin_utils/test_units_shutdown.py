@@ -104,6 +104,12 @@ def test_routers_keep_their_argv_and_the_minimum_stop():
     assert directives(text, "TimeoutStopSec") == ["90"] and directives(text, "KillMode") == ["mixed"]
 
 
+def test_zero_writes_no_flag_for_vllm_releases_without_it():
+    inst = _inst(EX, "vllm-aggregated")
+    assert engine_argv(inst, {"engine_shutdown_timeout_s": 0}) == inst["argv"]
+    assert stop_timeout(inst, {"engine_shutdown_timeout_s": 0}) == 60
+
+
 def test_the_drain_variable_is_read_and_checked():
     assert uo.host_options({"launchcard_engine_shutdown_timeout_s": "45"})["engine_shutdown_timeout_s"] == 45
     with pytest.raises(uo.OptionError, match="launchcard_engine_shutdown_timeout_s must be an integer"):
