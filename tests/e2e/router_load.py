@@ -105,7 +105,7 @@ class InFlightStream:
     def __init__(self, host, port, model, max_tokens, start_when, max_wait_s=600.0, read_timeout_s=300.0):
         self.host, self.port, self.model, self.max_tokens = host, port, model, max_tokens
         self.start_when, self.max_wait_s, self.read_timeout_s = start_when, max_wait_s, read_timeout_s
-        self.tokens, self.done, self.ended, self.started_at = 0, False, "never started", None
+        self.tokens, self.done, self.ended, self.started_at, self.first_token_at = 0, False, "never started", None, None
         self.stop = threading.Event()
         self.thread = threading.Thread(target=self._run, daemon=True)
 
@@ -149,6 +149,7 @@ class InFlightStream:
                         self.done = True
                     else:
                         self.tokens += 1
+                        self.first_token_at = self.first_token_at or time.time()
             self.ended = "done"
             sock.close()
         except socket.timeout:

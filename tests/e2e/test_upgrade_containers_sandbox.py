@@ -40,6 +40,7 @@ INVENTORY = "inventories/upgrade-containers/gpus.ini"
 STATE = ".sandbox-upgrade-containers"
 FLEET = Fleet(INVENTORY, STATE)
 playbook, ssh, down = FLEET.playbook, FLEET.ssh, FLEET.down
+playbook_watched = FLEET.playbook_watched
 CARDS = os.path.join(ROOT, "tests", "e2e", "cards")
 REGISTRY = "198.18.11.1:5000"
 WORKERS = {"lc-cu-w1": "198.18.11.11", "lc-cu-w2": "198.18.11.12", "lc-cu-w3": "198.18.11.13",
@@ -121,19 +122,22 @@ def fleet(tmp_path_factory):
 @pytest.fixture(scope="module")
 def upgraded(fleet):
     router_before = container(ROUTER, ROUTER_CONTAINER)
-    first = "http://%s:30000" % WORKERS["lc-cu-w1"]
+    seen = {}
 
-    def first_left_the_router():
-        return first not in healthy_workers(ROUTER_URL)
+    def watch(line):
+        # when batch 1 starts (its replica still in the router, serving on the old digest), and when it switches
+        for key, task in (("batch", "TASK [Upgrade | Take this host's instances out of the routers (batch 1)]"),
+                          ("switch", "TASK [Upgrade | Switch the units (batch 1)]")):
+            if line.startswith(task) and key not in seen:
+                seen[key] = time.time()
 
-    assert not first_left_the_router()
-    # straight to the replica, once the upgrade has taken it out of the router (before the drain reads it)
-    with InFlightStream(WORKERS["lc-cu-w1"], 30000, MODEL, STREAM_TOKENS, first_left_the_router) as stream:
+    # straight to the first batch's replica, on its old process, as its batch starts
+    with InFlightStream(WORKERS["lc-cu-w1"], 30000, MODEL, STREAM_TOKENS, lambda: "batch" in seen) as stream:
         with Load(ROUTER_URL, MODEL, WORKER_URLS) as load:
             time.sleep(2)
-            res = playbook("upgrade", *(V2 + FAST))
+            res = playbook_watched("upgrade", watch, *(V2 + FAST))
             time.sleep(2)
-    STREAM.update(stream=stream)
+    STREAM.update(stream=stream, seen=seen)
     return res, load, router_before
 
 
@@ -212,7 +216,10 @@ def test_a_stream_in_flight_when_its_replica_is_upgraded_completes(upgraded):
     """Case J: the batch waited until the replica reported no running request (engine_drain), then switched it."""
     res, dummy, dummy2 = upgraded
     stream = STREAM["stream"]
-    assert stream.started_at is not None, "lc-cu-w1 never left the router"
+    seen = STREAM["seen"]
+    assert stream.started_at is not None, "batch 1 never started"
+    # the old process was streaming when the batch switched its unit
+    assert stream.first_token_at is not None and stream.first_token_at < seen["switch"], (stream.first_token_at, seen)
     assert (stream.ended, stream.tokens, stream.done) == ("done", STREAM_TOKENS, True), res.stdout[-4000:]
     drained = res.stdout.split("TASK [Upgrade | Let in-flight requests finish (batch 1)]", 1)[1].split("TASK [", 1)[0]
     assert "ok: [lc-cu-w1]" in drained, drained
