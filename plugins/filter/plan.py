@@ -382,15 +382,20 @@ def preflight_fleet_warnings(plan, cards, hostvars, hosts, result_var="preflight
 
 
 def argv_checks(plan, image_refs, hostvars, hosts, native_python, result_var="preflight_result"):
-    """The plan's distinct argv checks, each on one host that holds its image (plugin_utils._argv_check)."""
-    runtimes, in_place = {}, {}
-    for host in hosts:
-        hv = hostvars[host] if host in hostvars else {}
-        runtimes[host] = hv.get("launchcard_runtime") or "docker"
-        res = hv.get(result_var) or {}
-        in_place[host] = list(((res.get("facts") or {}).get("image_disk") or {}).get("in_place") or [])
-    pythons = dict((h, native_python) for h in hosts if runtimes[h] == "native")
-    return argv_check.argv_checks(plan, image_refs or {}, runtimes, pythons, in_place)
+    """The plan's distinct argv checks, each on one host that holds its image (plugin_utils._argv_check), of the
+    argv each host's units run (its unit options: e.g. vLLM's ``--shutdown-timeout``)."""
+    runtimes, in_place, options = {}, {}, {}
+    try:
+        for host in hosts:
+            hv = hostvars[host] if host in hostvars else {}
+            runtimes[host] = hv.get("launchcard_runtime") or "docker"
+            res = hv.get(result_var) or {}
+            in_place[host] = list(((res.get("facts") or {}).get("image_disk") or {}).get("in_place") or [])
+            options[host] = unit_options.host_options(hv)
+        pythons = dict((h, native_python) for h in hosts if runtimes[h] == "native")
+        return argv_check.argv_checks(plan, image_refs or {}, runtimes, pythons, in_place, options)
+    except ValueError as exc:
+        raise AnsibleFilterError("launchcard.inference.argv_checks: %s" % to_text(exc))
 
 
 def argv_check_report(checks, hostvars, hosts, result_var="preflight_argv"):
