@@ -10,6 +10,7 @@ import base64
 from ansible.errors import AnsibleFilterError
 from ansible.module_utils.common.text.converters import to_text
 
+from ansible_collections.launchcard.inference.plugins.module_utils import _drain as drain
 from ansible_collections.launchcard.inference.plugins.module_utils import _preflight as preflight
 from ansible_collections.launchcard.inference.plugins.module_utils import _state as state
 from ansible_collections.launchcard.inference.plugins.module_utils import _systemd as systemd
@@ -28,6 +29,22 @@ def host_units(host_plan, options=None):
         return units.host_units(host_plan or {}, options)
     except ValueError as exc:
         raise AnsibleFilterError("launchcard.inference.host_units: %s" % to_text(exc))
+
+
+def gate_timeout(host_plan, options=None, override=None):
+    """The health gate's timeout for one host: ``override`` when set, else what its engines need to load."""
+    try:
+        return units.gate_timeout(host_plan or {}, options, override)
+    except ValueError as exc:
+        raise AnsibleFilterError("launchcard.inference.gate_timeout: %s" % to_text(exc))
+
+
+def drain_endpoints(host_plan):
+    """The engines of one host (its plan entry or record, ``{"instances": [...]}``) for ``engine_drain``."""
+    try:
+        return drain.endpoints_of((host_plan or {}).get("instances") or [])
+    except (ValueError, KeyError) as exc:
+        raise AnsibleFilterError("launchcard.inference.drain_endpoints: %s" % to_text(exc))
 
 
 def unit_settings(host_vars):
@@ -365,15 +382,20 @@ def preflight_fleet_warnings(plan, cards, hostvars, hosts, result_var="preflight
 
 
 def argv_checks(plan, image_refs, hostvars, hosts, native_python, result_var="preflight_result"):
-    """The plan's distinct argv checks, each on one host that holds its image (plugin_utils._argv_check)."""
-    runtimes, in_place = {}, {}
-    for host in hosts:
-        hv = hostvars[host] if host in hostvars else {}
-        runtimes[host] = hv.get("launchcard_runtime") or "docker"
-        res = hv.get(result_var) or {}
-        in_place[host] = list(((res.get("facts") or {}).get("image_disk") or {}).get("in_place") or [])
-    pythons = dict((h, native_python) for h in hosts if runtimes[h] == "native")
-    return argv_check.argv_checks(plan, image_refs or {}, runtimes, pythons, in_place)
+    """The plan's distinct argv checks, each on one host that holds its image (plugin_utils._argv_check), of the
+    argv each host's units run (its unit options: e.g. vLLM's ``--shutdown-timeout``)."""
+    runtimes, in_place, options = {}, {}, {}
+    try:
+        for host in hosts:
+            hv = hostvars[host] if host in hostvars else {}
+            runtimes[host] = hv.get("launchcard_runtime") or "docker"
+            res = hv.get(result_var) or {}
+            in_place[host] = list(((res.get("facts") or {}).get("image_disk") or {}).get("in_place") or [])
+            options[host] = unit_options.host_options(hv)
+        pythons = dict((h, native_python) for h in hosts if runtimes[h] == "native")
+        return argv_check.argv_checks(plan, image_refs or {}, runtimes, pythons, in_place, options)
+    except ValueError as exc:
+        raise AnsibleFilterError("launchcard.inference.argv_checks: %s" % to_text(exc))
 
 
 def argv_check_report(checks, hostvars, hosts, result_var="preflight_argv"):
@@ -393,6 +415,8 @@ class FilterModule(object):
     def filters(self):
         return {
             "host_units": host_units,
+            "gate_timeout": gate_timeout,
+            "drain_endpoints": drain_endpoints,
             "unit_settings": unit_settings,
             "units_setup_reads": units_setup_reads,
             "role_vars_by_host": role_vars_by_host,

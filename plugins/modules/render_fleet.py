@@ -23,7 +23,7 @@ description:
     uses (the C(launchcard.inference.unit_settings) filter) - C(launchcard_runtime),
     C(launchcard_accelerator_vendor), C(launchcard_runtime_native_venv), C(launchcard_weights_dir),
     C(launchcard_hf_offline), C(launchcard_unit_start_timeout_s), C(launchcard_unit_stop_timeout_s),
-    C(launchcard_amd_render_gid), C(launchcard_ascend_devices), C(launchcard_ascend_device_count),
+    C(launchcard_engine_shutdown_timeout_s), C(launchcard_amd_render_gid), C(launchcard_ascend_devices), C(launchcard_ascend_device_count),
     C(launchcard_extra_container_args), C(launchcard_secrets_env_file), C(launchcard_docker_bin),
     C(launchcard_podman_bin), C(launchcard_podman_cgroups), C(launchcard_podman_quadlet); C(launchcard_hf_token) only
     decides whether units read the secrets file, C(launchcard_registry_credentials) only whether podman units

@@ -9,12 +9,14 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 from ansible_collections.launchcard.inference.plugins.module_utils import _engine_argv
+from ansible_collections.launchcard.inference.plugins.plugin_utils import _units
 
 _LABEL = {"vllm": "vLLM", "sglang": "SGLang"}
 
 
-def argv_checks(plan, image_refs, runtimes, pythons=None, in_place=None):
-    """The distinct argv checks of ``plan``.
+def argv_checks(plan, image_refs, runtimes, pythons=None, in_place=None, options=None):
+    """The distinct argv checks of ``plan``: each instance's argv as its unit runs it (:func:`_units.engine_argv`,
+    e.g. with vLLM's ``--shutdown-timeout``), so the engine's parser sees every flag the collection adds.
 
     :param image_refs: ``{image: NAME@sha256:...}``, this run's resolved digests (container runtimes).
     :param runtimes: ``{host: docker | podman | native}``.
@@ -22,9 +24,10 @@ def argv_checks(plan, image_refs, runtimes, pythons=None, in_place=None):
     :param in_place: ``{host: [images whose digest the host's engine store holds]}`` (preflight's
         ``facts.image_disk.in_place``); a container check runs on the first such host that runs it, and has
         ``host: None`` when no host holds the image yet.
+    :param options: ``{host: unit options}`` (plugin_utils._unit_options.host_options); a host without: the defaults.
     :returns: list of ``{key, host, hosts, engine, tokens, runtime, image, python, recipes}``, sorted by key.
     """
-    pythons, in_place = pythons or {}, in_place or {}
+    pythons, in_place, options = pythons or {}, in_place or {}, options or {}
     checks = {}
     for host in sorted((plan or {}).get("hosts") or {}):
         runtime = runtimes.get(host) or "docker"
@@ -32,7 +35,7 @@ def argv_checks(plan, image_refs, runtimes, pythons=None, in_place=None):
             engine = inst.get("launcher")
             if engine not in _engine_argv.ENGINES:
                 continue  # the router is not an engine: its argv is not checked here
-            tokens = _engine_argv.parser_tokens(engine, inst["argv"])
+            tokens = _engine_argv.parser_tokens(engine, _units.engine_argv(inst, options.get(host)))
             if runtime == "native":
                 where = ("native", pythons.get(host) or "python3")
             else:

@@ -58,7 +58,14 @@ VARIABLES = {
     "start_timeout_s": ("launchcard_unit_start_timeout_s", "int",
                         "Minimum C(TimeoutStartSec); raised to the card's C(VLLM_ENGINE_READY_TIMEOUT_S) + 300."),
     "stop_timeout_s": ("launchcard_unit_stop_timeout_s", "int",
-                       "Seconds a container gets to drain on stop; C(TimeoutStopSec) is 30 s more."),
+                       "Minimum seconds a container gets to stop (C(podman/docker stop -t), C(--stop-timeout)), raised "
+                       "to the engine's drain (C(launchcard_engine_shutdown_timeout_s)) + 15; C(TimeoutStopSec) is 30 s more."),
+    "engine_shutdown_timeout_s": ("launchcard_engine_shutdown_timeout_s", "int",
+                                  "Seconds an engine may finish its in-flight requests after SIGTERM: vLLM's "
+                                  "C(--shutdown-timeout) (added unless the card's argv sets it; vLLM's own default 0 "
+                                  "aborts them), and for SGLang, which drains without a bound of its own, the bound the "
+                                  "stop timeouts set. 0 or more; 0 writes no flag, for vLLM releases before 0.18, "
+                                  "which have no C(--shutdown-timeout) (their stop aborts in-flight requests)."),
     "docker_bin": ("launchcard_docker_bin", "path", "Path of the docker client in units."),
     "podman_bin": ("launchcard_podman_bin", "path", "Path of podman in units."),
     "secrets_env_file": ("launchcard_secrets_env_file", "path",
@@ -262,6 +269,9 @@ def host_options(host_vars):
     if opts["podman_cgroups"] not in PODMAN_CGROUPS:
         raise OptionError("launchcard_podman_cgroups must be one of %s, found %r" % (
             ", ".join(PODMAN_CGROUPS), opts["podman_cgroups"]))
+    for key in ("engine_shutdown_timeout_s", "stop_timeout_s", "start_timeout_s"):
+        if opts[key] < 0:
+            raise OptionError("%s must be 0 or more seconds, found %r" % (VARIABLES[key][0], opts[key]))
     if opts["runtime"] == "podman" and host_vars.get(CREDENTIALS_VARIABLE):
         # the file the runtime role writes (roles/runtime: runtime_registry_auth_file)
         opts["podman_auth_file"] = REGISTRY_AUTH_FILE

@@ -120,7 +120,11 @@ DEFAULTS = {
     # native: a digest of what the virtualenv holds (see _unit_options.native_requirements); None: not written
     "native_requirements": None,
     "start_timeout_s": 1800,
+    # the minimum container stop timeout; raised to the engine's drain plus STOP_MARGIN_S (see stop_timeout)
     "stop_timeout_s": 60,
+    # how long an engine may finish its in-flight requests after SIGTERM: vLLM's --shutdown-timeout (unless the card
+    # sets it); SGLang drains without a bound of its own, so this bounds it through the stop timeouts
+    "engine_shutdown_timeout_s": 30,
     "amd_render_gid": None,
     # /dev/davinciN numbers; None: 0 .. ascend_device_count - 1
     "ascend_devices": None,
@@ -220,15 +224,113 @@ def options_with_defaults(options):
     return opts
 
 
-def _start_timeout(inst, opts):
-    ready = inst["env"].get("VLLM_ENGINE_READY_TIMEOUT_S")
+# vllm/envs.py (0.32.0): VLLM_ENGINE_READY_TIMEOUT_S defaults to 600 s, how long vLLM waits for its engine to load
+VLLM_READY_TIMEOUT_DEFAULT_S = 600
+# what starting the process or the image adds to the engine's own load time
+START_MARGIN_S = 300
+# vllm/engine/arg_utils.py (0.32.0): --shutdown-timeout, "0 = abort, >0 = wait" (seconds; its default is 0)
+VLLM_SHUTDOWN_FLAG = "--shutdown-timeout"
+# what a container stop (podman/docker stop -t) gives beyond the engine's drain, for its own exit after the drain
+STOP_MARGIN_S = 15
+# what TimeoutStopSec gives beyond the container stop timeout (the client's own exit, ExecStopPost=)
+STOP_UNIT_MARGIN_S = 30
+
+
+def _ready_timeout(inst):
+    """The engine's own load budget: the recipe's ``VLLM_ENGINE_READY_TIMEOUT_S``, else vLLM's default (vLLM only)."""
+    ready = (inst.get("env") or {}).get("VLLM_ENGINE_READY_TIMEOUT_S")
     try:
-        ready = int(ready) if ready is not None else 0
-    except ValueError:
-        ready = 0
-    # TimeoutStartSec (systemd.service(5)) must exceed the engine's readiness
-    # timeout plus the time to start the image, or systemd kills a loading engine.
-    return max(int(opts["start_timeout_s"]), ready + 300)
+        return int(ready)
+    except (TypeError, ValueError):
+        return VLLM_READY_TIMEOUT_DEFAULT_S if inst.get("launcher", inst.get("engine")) == "vllm" else 0
+
+
+def start_budget(inst, options=None):
+    """Seconds an instance may take to load and answer: its unit's ``TimeoutStartSec=``, its readiness wait and the
+    health gate's default budget (:func:`gate_timeout`), one number.
+
+    ``start_timeout_s``, raised to the engine's own load budget (the recipe's ``VLLM_ENGINE_READY_TIMEOUT_S``;
+    vLLM's default 600 s when a vLLM recipe does not set it) plus :data:`START_MARGIN_S`: systemd must not kill, and
+    the gate must not give up on, an engine that is still loading within what it allows itself.
+    """
+    opts = options_with_defaults(options)
+    return max(int(opts["start_timeout_s"]), _ready_timeout(inst) + START_MARGIN_S)
+
+
+def gate_timeout(host_plan, options=None, override=None):
+    """The health gate's timeout for one host: ``override`` when the operator sets one, else the largest
+    :func:`start_budget` of the host's instances (``start_timeout_s`` for a host without instances).
+
+    :raises ValueError: ``override`` is not a whole number of seconds above 0.
+    """
+    if override is not None and str(override).strip() != "":
+        try:
+            value = int(str(override).strip())
+        except ValueError:
+            raise ValueError("the gate timeout must be a whole number of seconds, found %r" % (override,))
+        if value <= 0:
+            raise ValueError("the gate timeout must be above 0 seconds, found %r" % (override,))
+        return value
+    opts = options_with_defaults(options)
+    budgets = [start_budget(i, opts) for i in (host_plan or {}).get("instances") or []]
+    return max(budgets) if budgets else int(opts["start_timeout_s"])
+
+
+def _start_timeout(inst, opts):
+    return start_budget(inst, opts)
+
+
+def _card_shutdown_timeout(argv):
+    """The ``--shutdown-timeout`` the card's argv sets (``N`` or ``=N``), or None."""
+    for i, word in enumerate(argv):
+        if word == VLLM_SHUTDOWN_FLAG and i + 1 < len(argv):
+            return argv[i + 1]
+        if word.startswith(VLLM_SHUTDOWN_FLAG + "="):
+            return word.split("=", 1)[1]
+    return None
+
+
+def drain_s(inst, options=None):
+    """Seconds the engine may take to finish its in-flight requests after SIGTERM.
+
+    vLLM: the card's ``--shutdown-timeout`` when it sets one, else ``engine_shutdown_timeout_s`` (which
+    :func:`engine_argv` renders). SGLang drains until no request is left, without a bound of its own
+    (python/sglang/srt/managers/tokenizer_manager.py 0.5.23, ``sigterm_watchdog``): ``engine_shutdown_timeout_s``
+    bounds it through the stop timeouts. Routers: 0.
+    """
+    opts = options_with_defaults(options)
+    if inst.get("launcher") == "router" or inst.get("role") == "router":
+        return 0
+    card = _card_shutdown_timeout(inst.get("argv") or []) if inst.get("launcher") == "vllm" else None
+    if card is not None:
+        try:
+            return max(0, int(card))
+        except ValueError:
+            raise UnsafeValue("argv %s %r is not a whole number of seconds" % (VLLM_SHUTDOWN_FLAG, card))
+    return int(opts["engine_shutdown_timeout_s"])
+
+
+def engine_argv(inst, options=None):
+    """The card's argv with what a graceful stop needs: a vLLM engine gets ``--shutdown-timeout N``
+    (:func:`drain_s`) unless the card sets it, because vLLM's default (0) aborts every in-flight request on SIGTERM
+    (vllm/v1/engine/core.py 0.32.0, ``_handle_shutdown``: mode "abort" when 0, "drain" otherwise).
+
+    With ``engine_shutdown_timeout_s`` 0 no flag is written (vLLM's own default): releases before 0.18 have no
+    such option (vLLM PR 34730, "Available in: vLLM v0.18.0+", llm-d issue 927) and would refuse to start.
+    """
+    argv = list(inst["argv"])
+    if inst.get("launcher") == "vllm" and _card_shutdown_timeout(argv) is None:
+        drain = drain_s(inst, options)
+        if drain > 0:
+            argv += [VLLM_SHUTDOWN_FLAG, str(drain)]
+    return argv
+
+
+def stop_timeout(inst, options=None):
+    """The container stop timeout (``podman/docker stop -t``, ``--stop-timeout``): ``stop_timeout_s``, raised to
+    the engine's drain (:func:`drain_s`) plus :data:`STOP_MARGIN_S`, so the runtime's SIGKILL never cuts the drain."""
+    opts = options_with_defaults(options)
+    return max(int(opts["stop_timeout_s"]), drain_s(inst, opts) + STOP_MARGIN_S)
 
 
 def _container_vendor_args(inst, opts):
@@ -338,7 +440,7 @@ def command(inst, options=None):
     """
     opts = options_with_defaults(options)
     env = _gpu_env(inst, opts)
-    argv = list(inst["argv"])
+    argv = engine_argv(inst, opts)
     if opts["runtime"] == "native":
         exe = argv[0].rsplit("/", 1)[-1]
         if not _PLAIN_EXE.match(exe):
@@ -356,9 +458,14 @@ def command(inst, options=None):
         env.setdefault("HF_HUB_OFFLINE", "1")
     run = [binary, "run", "--rm", "--name", inst["id"], "--network", "host"]
     devices, passing = container_options(inst, opts, env)
-    run += devices + ["-v", "%s:%s" % (opts["weights_dir"], CONTAINER_HF_HOME)] + passing
+    grace = str(stop_timeout(inst, opts))
+    # podman-run(1), docker-run(1) --stop-timeout: what any stop of the container (an operator's `podman stop`, a
+    # host shutdown) gives its main process between SIGTERM and SIGKILL, not the runtime's default 10 s
+    run += devices + ["--stop-timeout", grace, "-v", "%s:%s" % (opts["weights_dir"], CONTAINER_HF_HOME)] + passing
     run += ["--entrypoint", argv[0], image] + argv[1:]
-    stop = [binary, "stop", "-t", str(int(opts["stop_timeout_s"])), inst["id"]]
+    # podman-stop(1), docker-stop(1): SIGTERM to the container's main process (the engine, PID 1 in the container)
+    # only, SIGKILL after -t seconds: what KillMode=mixed does for a native engine
+    stop = [binary, "stop", "-t", grace, inst["id"]]
     return run, stop, env
 
 
@@ -374,7 +481,7 @@ def render(inst, options=None):
     if quadlet(opts):
         return render_quadlet(inst, opts)
     start, stop, env = command(inst, opts)
-    stop_timeout = int(opts["stop_timeout_s"])
+    grace = stop_timeout(inst, opts)
     lines = [
         "# Managed by the launchcard.inference collection; changes are overwritten.",
     ]
@@ -426,8 +533,13 @@ def render(inst, options=None):
         lines += ["CacheDirectory=%s" % ENGINE_CACHE.rsplit("/", 1)[1],
                   "ReadWritePaths=%s" % _spec(opts["weights_dir"], "weights_dir")]
         lines += list(HARDENING)
-    lines += _restart_lines(inst, opts, stop_timeout) + [
+    lines += _restart_lines(inst, opts, grace) + [
         "KillSignal=SIGTERM",
+        # systemd.kill(5) KillMode=mixed: SIGTERM to the main process only (the engine's API server, or the
+        # container client), SIGKILL to the rest of the cgroup after it exits or after TimeoutStopSec; under the
+        # default control-group every process gets SIGTERM at once and vLLM's workers die under a draining
+        # server (measured on vLLM 0.32: the stream ends in an in-band 500)
+        "KillMode=mixed",
         "SyslogIdentifier=%s" % _spec(inst["id"]),
     ] + INSTALL_SECTION
     return "\n".join(lines)
@@ -443,14 +555,15 @@ def _ready_lines(inst, opts):
     return ["After=%s" % " ".join(ready)] if ready else []
 
 
-def _restart_lines(inst, opts, stop_timeout):
+def _restart_lines(inst, opts, grace):
     """Restart and timeout directives of an engine's ``[Service]``, for a ``.service`` and a Quadlet file alike."""
     return [
         "Restart=on-failure",
         "RestartSec=%d" % RESTART_SEC,
         "TimeoutStartSec=%d" % _start_timeout(inst, opts),
-        # TimeoutStopSec > container stop timeout > the engine's drain time.
-        "TimeoutStopSec=%d" % (stop_timeout + 30),
+        # TimeoutStopSec > container stop timeout (grace) > the engine's drain time (drain_s); systemd.service(5):
+        # the whole stop, ExecStop= included, is bounded by it, then SIGKILL
+        "TimeoutStopSec=%d" % (grace + STOP_UNIT_MARGIN_S),
     ]
 
 
@@ -490,16 +603,18 @@ def render_quadlet(inst, options=None):
     """
     opts = options_with_defaults(options)
     env = _gpu_env(inst, opts)
-    argv = list(inst["argv"])
+    argv = engine_argv(inst, opts)
     env["HF_HOME"] = CONTAINER_HF_HOME
     if opts["hf_offline"]:
         env.setdefault("HF_HUB_OFFLINE", "1")
     image = opts["image_refs"].get(inst["image"], inst["image"])
     devices, passing = container_options(inst, opts, env)
-    stop_timeout = int(opts["stop_timeout_s"])
+    grace = stop_timeout(inst, opts)
     # --stop-timeout: what the generated ExecStop= (podman rm -f) gives the engine to drain (StopTimeout= is 5.0's)
     # --entrypoint: the card's argv[0] (Entrypoint= is 5.0's); both are podman run options since 4.x
-    podman_args = devices + ["--stop-timeout", str(stop_timeout)] + passing + ["--entrypoint", argv[0]]
+    # No KillMode= here: Quadlet writes KillMode=mixed itself (podman pkg/systemd/quadlet/quadlet.go, "We default to
+    # mixed instead of control-group, because it lets conmon do its thing"), and its ExecStop= stops the container first
+    podman_args = devices + ["--stop-timeout", str(grace)] + passing + ["--entrypoint", argv[0]]
     lines = ["# Managed by the launchcard.inference collection; changes are overwritten.",
              "# Quadlet (podman-systemd.unit(5)): podman's generator makes %s of this file." % _spec(inst["unit"])]
     lines += _unit_section(inst, opts)
@@ -519,7 +634,7 @@ def render_quadlet(inst, options=None):
     if inst.get("health_url"):
         ready = list(WAIT_READY) + [inst["health_url"], str(_start_timeout(inst, opts))]
         lines.append("ExecStartPost=%s" % exec_line(ready))
-    lines += _restart_lines(inst, opts, stop_timeout) + INSTALL_SECTION
+    lines += _restart_lines(inst, opts, grace) + INSTALL_SECTION
     return "\n".join(lines)
 
 

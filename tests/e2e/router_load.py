@@ -7,6 +7,7 @@
 from __future__ import annotations
 
 import json
+import socket
 import threading
 import time
 import urllib.error
@@ -91,3 +92,67 @@ class Load:
         self.stop.set()
         for t in self.threads:
             t.join(timeout=40)
+
+
+class InFlightStream:
+    """TEST CODE: one long streaming completion sent straight to an engine once ``start_when()`` holds (checked
+    every 0.2 s, at most ``max_wait_s``), read to its end in a thread.
+
+    ``tokens`` (events read), ``done`` (``[DONE]`` came), ``ended`` (done | closed | timeout | never started) are read
+    after ``join()``. The body is read from a raw socket, so a stream that is cut or hangs shows as such.
+    """
+
+    def __init__(self, host, port, model, max_tokens, start_when, max_wait_s=600.0, read_timeout_s=300.0):
+        self.host, self.port, self.model, self.max_tokens = host, port, model, max_tokens
+        self.start_when, self.max_wait_s, self.read_timeout_s = start_when, max_wait_s, read_timeout_s
+        self.tokens, self.done, self.ended, self.started_at, self.first_token_at = 0, False, "never started", None, None
+        self.stop = threading.Event()
+        self.thread = threading.Thread(target=self._run, daemon=True)
+
+    def __enter__(self):
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc):
+        self.stop.set()
+        self.thread.join(timeout=self.read_timeout_s + 10)
+
+    def _run(self):
+        deadline = time.time() + self.max_wait_s
+        while not self.stop.is_set() and time.time() < deadline:
+            try:
+                if self.start_when():
+                    break
+            except (OSError, ValueError, KeyError):
+                pass
+            time.sleep(0.2)
+        else:
+            return
+        body = json.dumps({"model": self.model, "prompt": "a long answer", "max_tokens": self.max_tokens,
+                           "stream": True}).encode()
+        self.started_at = time.time()
+        buf = b""
+        try:
+            sock = socket.create_connection((self.host, self.port), timeout=self.read_timeout_s)
+            sock.sendall(b"POST /v1/completions HTTP/1.1\r\nHost: %s\r\nContent-Type: application/json\r\n"
+                         b"Content-Length: %d\r\n\r\n%s" % (self.host.encode(), len(body), body))
+            while not self.done:
+                piece = sock.recv(65536)
+                if not piece:
+                    self.ended = "closed"
+                    return
+                buf += piece
+                while b"data: " in buf and b"\n\n" in buf[buf.index(b"data: "):]:
+                    buf = buf[buf.index(b"data: ") + len(b"data: "):]
+                    data, buf = buf.split(b"\n\n", 1)
+                    if data == b"[DONE]":
+                        self.done = True
+                    else:
+                        self.tokens += 1
+                        self.first_token_at = self.first_token_at or time.time()
+            self.ended = "done"
+            sock.close()
+        except socket.timeout:
+            self.ended = "timeout"
+        except OSError as exc:
+            self.ended = "closed (%s)" % exc

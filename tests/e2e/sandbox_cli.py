@@ -36,6 +36,20 @@ class Fleet(object):
         return run([os.path.join(BIN, "ansible-playbook"), "playbooks/%s.yml" % name, "-i", self.inventory]
                    + list(extra))
 
+    def playbook_watched(self, name, watch, *extra):
+        """:meth:`playbook`, calling ``watch(line)`` with each line of its output as it comes (a test that acts at
+        a given task); returns the same ``CompletedProcess``."""
+        args = [os.path.join(BIN, "ansible-playbook"), "playbooks/%s.yml" % name, "-i", self.inventory] + list(extra)
+        proc = subprocess.Popen(args, cwd=ROOT, env=dict(ENV, PYTHONUNBUFFERED="1"), stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE, text=True)
+        lines = []
+        for line in proc.stdout:
+            lines.append(line)
+            watch(line)
+        err = proc.stderr.read()
+        proc.wait()
+        return subprocess.CompletedProcess(args, proc.returncode, "".join(lines), err)
+
     def ssh(self, address, command):
         return run(["ssh", "-i", self.key, "-o", "StrictHostKeyChecking=no", "-o", "UserKnownHostsFile=/dev/null",
                     "-o", "LogLevel=ERROR", "-o", "BatchMode=yes", "root@" + address, command])

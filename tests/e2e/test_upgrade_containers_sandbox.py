@@ -34,12 +34,13 @@ import pytest
 from sandbox_cli import ROOT, Fleet
 from playbook_output import recap
 from sandbox_registry import push_variant, registry_digest
-from router_load import Load, healthy_workers, http
+from router_load import InFlightStream, Load, healthy_workers, http
 
 INVENTORY = "inventories/upgrade-containers/gpus.ini"
 STATE = ".sandbox-upgrade-containers"
 FLEET = Fleet(INVENTORY, STATE)
 playbook, ssh, down = FLEET.playbook, FLEET.ssh, FLEET.down
+playbook_watched = FLEET.playbook_watched
 CARDS = os.path.join(ROOT, "tests", "e2e", "cards")
 REGISTRY = "198.18.11.1:5000"
 WORKERS = {"lc-cu-w1": "198.18.11.11", "lc-cu-w2": "198.18.11.12", "lc-cu-w3": "198.18.11.13",
@@ -60,8 +61,14 @@ HUB = "http://198.18.11.1:8470"  # the sandbox hub on the bridge (launchcard_hf_
 SNAPSHOT = "/var/lib/launchcard/models/hub/models--%s" % MODEL.replace("/", "--")
 # the hub's counters around the first deploy, and that deploy's output (filled by the fleet fixture)
 FIRST = {}
-# a 2 s drain (the stand-in answers in milliseconds); a gate that gives up on a container in 2 minutes
-FAST = ["-e", "launchcard_upgrade_drain_s=2", "-e", "launchcard_upgrade_gate_timeout_s=120"]
+# the drain waits at most 150 s for in-flight requests (the stream below needs 80 s); a gate that gives up on a
+# container in 2 minutes
+FAST = ["-e", "launchcard_upgrade_drain_s=150", "-e", "launchcard_upgrade_gate_timeout_s=120"]
+# Bug-report case J: a stream in flight on the first batch's replica when it leaves the router. The cards' replicas
+# make one token every 0.5 s (LAUNCHCARD_STANDIN_TOKEN_S): 160 tokens take 80 s, longer than the 60 s a container
+# stop gives an engine before SIGKILL, so only a drain that waits for it lets it finish.
+STREAM_TOKENS = 160
+STREAM = {}
 V2 = ["-e", "launchcard_card_src=%s/upgrade-containers-v2.json" % CARDS]
 
 pytestmark = pytest.mark.skipif(
@@ -115,10 +122,22 @@ def fleet(tmp_path_factory):
 @pytest.fixture(scope="module")
 def upgraded(fleet):
     router_before = container(ROUTER, ROUTER_CONTAINER)
-    with Load(ROUTER_URL, MODEL, WORKER_URLS) as load:
-        time.sleep(2)
-        res = playbook("upgrade", *(V2 + FAST))
-        time.sleep(2)
+    seen = {}
+
+    def watch(line):
+        # when batch 1 starts (its replica still in the router, serving on the old digest), and when it switches
+        for key, task in (("batch", "TASK [Upgrade | Take this host's instances out of the routers (batch 1)]"),
+                          ("switch", "TASK [Upgrade | Switch the units (batch 1)]")):
+            if line.startswith(task) and key not in seen:
+                seen[key] = time.time()
+
+    # straight to the first batch's replica, on its old process, as its batch starts
+    with InFlightStream(WORKERS["lc-cu-w1"], 30000, MODEL, STREAM_TOKENS, lambda: "batch" in seen) as stream:
+        with Load(ROUTER_URL, MODEL, WORKER_URLS) as load:
+            time.sleep(2)
+            res = playbook_watched("upgrade", watch, *(V2 + FAST))
+            time.sleep(2)
+    STREAM.update(stream=stream, seen=seen)
     return res, load, router_before
 
 
@@ -191,6 +210,19 @@ def test_upgrade_under_load_loses_no_request(fleet, upgraded):
     for host in WORKERS:
         assert "changed: [%s] => (item=%s)" % (host, PINNED + new) in pulls, pulls
     assert res.stdout.find("Pull the pinned images (podman)]") < switched[0]
+
+
+def test_a_stream_in_flight_when_its_replica_is_upgraded_completes(upgraded):
+    """Case J: the batch waited until the replica reported no running request (engine_drain), then switched it."""
+    res, dummy, dummy2 = upgraded
+    stream = STREAM["stream"]
+    seen = STREAM["seen"]
+    assert stream.started_at is not None, "batch 1 never started"
+    # the old process was streaming when the batch switched its unit
+    assert stream.first_token_at is not None and stream.first_token_at < seen["switch"], (stream.first_token_at, seen)
+    assert (stream.ended, stream.tokens, stream.done) == ("done", STREAM_TOKENS, True), res.stdout[-4000:]
+    drained = res.stdout.split("TASK [Upgrade | Let in-flight requests finish (batch 1)]", 1)[1].split("TASK [", 1)[0]
+    assert "ok: [lc-cu-w1]" in drained, drained
 
 
 def test_every_replica_runs_the_new_digest_and_the_router_was_not_restarted(fleet, upgraded):

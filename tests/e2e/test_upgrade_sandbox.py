@@ -42,8 +42,8 @@ MODEL = "launchcard-test/Upgrade-Tiny"
 REV1, REV2, REV3 = "1" * 40, "2" * 40, "3" * 40
 SNAPSHOTS = "/var/lib/launchcard/models/hub/models--launchcard-test--Upgrade-Tiny/snapshots"
 SERIAL = 1
-# Fast gates for the test: a drain of 2 s (the stand-in answers in milliseconds) and a gate that
-# gives up on the bad revision after 20 s.
+# Fast gates for the test: a drain bounded at 2 s (engine_drain: the stand-in answers in milliseconds) and a gate
+# that gives up on the bad revision after 20 s.
 FAST = ["-e", "launchcard_upgrade_drain_s=2", "-e", "launchcard_upgrade_gate_timeout_s=20"]
 
 pytestmark = pytest.mark.skipif(os.geteuid() != 0 or not shutil.which("systemd-nspawn"),

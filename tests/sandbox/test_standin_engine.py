@@ -477,3 +477,158 @@ def test_sglang_sigterm_drains_in_flight_requests(procs):
     status, body = answer["res"]
     assert status == 500 and "KV transfer failed" in body  # the request's own answer, not a dropped connection
     assert proc.wait(timeout=20) == 0
+
+
+# -- SIGTERM and in-flight requests, as vLLM 0.32 and SGLang 0.5.23 do them (bug-report case J) ---------------------
+ROOT = Path(__file__).resolve().parents[2]
+
+
+class Stream:
+    """A streaming completion read from a raw socket, event by event, so that a stream that hangs or is cut is seen
+    as such (each chunk of the stand-in's chunked body is one ``data: ...`` event)."""
+
+    def __init__(self, port, max_tokens, path="/v1/completions"):
+        body = json.dumps({"prompt": "p", "max_tokens": max_tokens, "stream": True}).encode()
+        self.sock = socket.create_connection(("127.0.0.1", port), timeout=30)
+        self.sock.sendall(b"POST %s HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+                          b"Content-Length: %d\r\n\r\n%s" % (path.encode(), len(body), body))
+        self.tokens, self.done, self.buf, self.status = 0, False, b"", None
+
+    def read(self, timeout):
+        """Read events for up to ``timeout`` s; how the read ended: done | timeout | closed."""
+        deadline = time.time() + timeout
+        while not self.done:
+            left = deadline - time.time()
+            if left <= 0:
+                return "timeout"
+            self.sock.settimeout(left)
+            try:
+                piece = self.sock.recv(65536)
+            except socket.timeout:
+                return "timeout"
+            except OSError:
+                return "closed"
+            if not piece:
+                return "closed"
+            self.buf += piece
+            if self.status is None and b"\r\n" in self.buf:
+                self.status = int(self.buf.split(b" ", 2)[1])
+            while b"data: " in self.buf and b"\n\n" in self.buf[self.buf.index(b"data: "):]:
+                self.buf = self.buf[self.buf.index(b"data: ") + len(b"data: "):]
+                data, self.buf = self.buf.split(b"\n\n", 1)
+                if data == b"[DONE]":
+                    self.done = True
+                else:
+                    self.tokens += 1
+        return "done"
+
+    def wait_tokens(self, n, timeout=20.0):
+        deadline = time.time() + timeout
+        while self.tokens < n and time.time() < deadline and self.read(0.2) != "closed":
+            pass
+        assert self.status == 200 and self.tokens >= n, (self.status, self.tokens)
+
+    def close(self):
+        self.sock.close()
+
+
+def running(port, engine):
+    if engine == "vllm":
+        text = http("GET", f"http://127.0.0.1:{port}/metrics")[1]
+        line = [x for x in text.splitlines() if x.startswith("vllm:num_requests_running")][0]
+        return int(float(line.split()[-1]))
+    return json.loads(http("GET", f"http://127.0.0.1:{port}/v1/loads")[1])["loads"][0]["num_running_reqs"]
+
+
+def slow_engine(procs, engine, *args):
+    port = free_port()
+    argv = ["serve", "m", "--port", str(port), "--host", "127.0.0.1"] if engine == "vllm" else \
+        ["serve", "--model-path", "m", "--port", str(port), "--host", "127.0.0.1"]
+    proc = procs.engine(engine, *(argv + list(args)), env={"LAUNCHCARD_STANDIN_TOKEN_S": "0.1"})
+    wait_port(port, proc=proc)
+    return proc, port
+
+
+def test_vllm_default_shutdown_timeout_leaves_a_stream_hanging_until_its_client_leaves(procs):
+    proc, port = slow_engine(procs, "vllm")
+    stream = Stream(port, 200)
+    stream.wait_tokens(3)
+    assert running(port, "vllm") == 1
+    proc.send_signal(signal.SIGTERM)
+    time.sleep(0.5)
+    got = stream.tokens
+    # no more tokens, no error, no [DONE]: the stream just hangs, and the server with it
+    assert stream.read(2.0) == "timeout" and not stream.done and stream.tokens <= got + 1
+    assert proc.poll() is None
+    stream.close()
+    assert proc.wait(timeout=15) == 0
+
+
+def test_vllm_shutdown_timeout_finishes_in_flight_refuses_new_then_exits(procs):
+    proc, port = slow_engine(procs, "vllm", "--shutdown-timeout", "30")
+    stream = Stream(port, 30)
+    stream.wait_tokens(2)
+    proc.send_signal(signal.SIGTERM)
+    time.sleep(0.3)
+    status, body = http("POST", f"http://127.0.0.1:{port}/v1/completions", {"prompt": "new", "max_tokens": 1})
+    assert status == 503 and "shutting down" in body
+    assert http("GET", f"http://127.0.0.1:{port}/health")[0] == 503
+    assert running(port, "vllm") == 1
+    assert stream.read(20) == "done" and stream.tokens == 30
+    assert proc.wait(timeout=15) == 0
+
+
+def test_vllm_shutdown_timeout_cuts_what_outlasts_it(procs):
+    proc, port = slow_engine(procs, "vllm", "--shutdown-timeout=1")
+    stream = Stream(port, 500)
+    stream.wait_tokens(2)
+    proc.send_signal(signal.SIGTERM)
+    assert stream.read(20) == "closed" and not stream.done and stream.tokens < 500
+    assert proc.wait(timeout=15) == 0
+
+
+def test_vllm_refuses_a_negative_shutdown_timeout():
+    env = dict(os.environ, PYTHONPATH=str(SRC))
+    res = subprocess.run([sys.executable, "-m", "launchcard_standin_engine", "vllm", "serve", "m",
+                          "--shutdown-timeout", "-1"], env=env, capture_output=True, text=True, timeout=20, check=False)
+    assert res.returncode == 2 and "shutdown_timeout" in res.stderr
+
+
+def test_sglang_drains_in_flight_without_a_bound_and_still_serves(procs):
+    proc, port = slow_engine(procs, "sglang")
+    assert http("GET", f"http://127.0.0.1:{port}/metrics")[0] == 404  # no --enable-metrics
+    stream = Stream(port, 70)  # 7 s: longer than the watchdog's 5 s
+    stream.wait_tokens(2)
+    proc.send_signal(signal.SIGTERM)
+    time.sleep(0.3)
+    assert http("GET", f"http://127.0.0.1:{port}/health")[0] == 503
+    status, body = http("POST", f"http://127.0.0.1:{port}/v1/completions", {"prompt": "new", "max_tokens": 2})
+    assert status == 200 and json.loads(body)["choices"][0]["finish_reason"] == "length"
+    assert running(port, "sglang") == 1 and proc.poll() is None
+    assert stream.read(30) == "done" and stream.tokens == 70
+    assert proc.wait(timeout=15) == 0
+
+
+def test_the_drain_module_waits_for_a_real_stream(procs):
+    """plugins/module_utils/_drain.py against the stand-in over HTTP: the wait ends when the stream has ended."""
+    sys.path.insert(0, str(ROOT / ".collections"))
+    from ansible_collections.launchcard.inference.plugins.module_utils._drain import run_drain
+    from ansible_collections.launchcard.inference.plugins.module_utils._gate import request
+
+    procs_ports = [slow_engine(procs, "vllm", "--shutdown-timeout", "30"), slow_engine(procs, "sglang")]
+    streams = [Stream(port, 20) for dummy, port in procs_ports]
+    for s in streams:
+        s.wait_tokens(1)
+    eps = [{"name": "v", "url": "http://127.0.0.1:%d/health" % procs_ports[0][1], "engine": "vllm"},
+           {"name": "s", "url": "http://127.0.0.1:%d" % procs_ports[1][1], "engine": "sglang"}]
+    res = run_drain({"endpoints": eps, "timeout": 60, "interval": 0.2}, False, request)
+    assert res["busy"] == [] and res["unreadable"] == [] and res["warnings"] == []
+    assert [r["in_flight"] for r in res["endpoints"]] == [0, 0]
+    for s in streams:  # they finished on their own, before any signal
+        assert s.read(5) == "done" and s.tokens == 20
+    # bounded: a stream that outlasts the wait is reported, not waited for
+    long = Stream(procs_ports[0][1], 400)
+    long.wait_tokens(1)
+    res = run_drain({"endpoints": eps[:1], "timeout": 1, "interval": 0.2}, False, request)
+    assert res["busy"] == ["v"] and "1 request(s) in flight" in res["warnings"][0]
+    long.close()

@@ -53,3 +53,14 @@ def test_a_rejected_flag_names_the_recipe_flag_message_and_near_spelling():
         {"key": checks[1]["key"], "status": "unavailable", "message": "Error: image not known"}])
     assert refusals == ["recipe agg: SGLang 0.5.23 rejects --tp-sise: %s (did you mean --tp-size?)" % msg]
     assert warnings == ["argv of agg not checked on c: Error: image not known"]
+
+
+def test_vllm_is_checked_with_the_flags_its_unit_adds():
+    """The parser sees the argv the unit runs: vLLM's --shutdown-timeout (plugin_utils._units.engine_argv), which a
+    vLLM before 0.18 refuses, and none when the host's drain is 0."""
+    vllm = _inst("v", ["vllm", "serve", "m", "--revision", "r"], launcher="vllm", image="vllm/vllm-openai:v0.11.2")
+    plan = {"hosts": {"a": {"instances": [vllm]}, "b": {"instances": [vllm]}}}
+    checks = ac.argv_checks(plan, {}, {"a": "podman", "b": "podman"},
+                            options={"b": {"engine_shutdown_timeout_s": 0}})
+    assert sorted((c["hosts"], c["tokens"]) for c in checks) == [
+        (["a"], ["m", "--revision", "r", "--shutdown-timeout", "30"]), (["b"], ["m", "--revision", "r"])]

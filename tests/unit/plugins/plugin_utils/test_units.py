@@ -217,9 +217,10 @@ def test_special_card_execstart_parses_back_to_the_card_argv_native(special):
     card, inst = special
     text = render(inst, {"runtime": "native", "native_venv": "/opt/lc venv%"})
     (line,) = directives(text, "ExecStart")
-    # the card's argv, then the revision pin the planner appends
-    pin = ["--revision", card["model"]["revision"]]
-    assert parse_exec(line) == ["/opt/lc venv%/bin/vllm"] + card["recipes"][0]["argv"][1:] + pin
+    # the card's argv, then the revision pin the planner appends, then the graceful stop vLLM needs (vLLM's default
+    # --shutdown-timeout 0 aborts)
+    tail = ["--revision", card["model"]["revision"], "--shutdown-timeout", "30"]
+    assert parse_exec(line) == ["/opt/lc venv%/bin/vllm"] + card["recipes"][0]["argv"][1:] + tail
 
 
 def test_special_card_execstart_parses_back_to_the_card_argv_docker(special):
@@ -230,7 +231,7 @@ def test_special_card_execstart_parses_back_to_the_card_argv_docker(special):
     argv = card["recipes"][0]["argv"]
     k = words.index("--entrypoint")
     assert words[k:k + 3] == ["--entrypoint", "vllm", "vllm/vllm-openai:v0.11.2"]
-    assert words[k + 3:] == argv[1:] + ["--revision", card["model"]["revision"]]
+    assert words[k + 3:] == argv[1:] + ["--revision", card["model"]["revision"], "--shutdown-timeout", "30"]
 
 
 def test_special_card_environment_parses_back(special):
@@ -345,8 +346,9 @@ def test_docker_vllm_unit():
     assert "--env-file" not in start and start[start.index("HF_TOKEN") - 1] == "-e"  # value from EnvironmentFile=
     k = start.index("--entrypoint")
     assert start[k:k + 3] == ["--entrypoint", "vllm", digest]
-    assert start[k + 3:] == inst["argv"][1:]
+    assert start[k + 3:] == inst["argv"][1:] + ["--shutdown-timeout", "30"]
     assert "vllm/vllm-openai:nightly" not in start
+    assert start[start.index("--stop-timeout") + 1] == "60"
     assert stop == ["/usr/bin/docker", "stop", "-t", "60", inst["id"]]
     assert env["HF_HOME"] == "/root/.cache/huggingface" and env["HF_HUB_OFFLINE"] == "1"
     assert "CUDA_VISIBLE_DEVICES" not in env
@@ -431,7 +433,7 @@ def test_container_gpu_selection_per_vendor():
 def test_native_vllm_unit():
     inst = _inst(EX, "vllm-aggregated", [("h", "10.0.0.1", ["sglang-encoder", "vllm-aggregated"])])
     start, stop, env = command(inst, {"runtime": "native", "native_venv": "/opt/lc/venv/"})
-    assert start == ["/opt/lc/venv/bin/vllm"] + inst["argv"][1:]
+    assert start == ["/opt/lc/venv/bin/vllm"] + inst["argv"][1:] + ["--shutdown-timeout", "30"]
     assert stop is None
     assert env["CUDA_VISIBLE_DEVICES"] == "0,1,2,3,4,5,6,7"
     assert env["HF_HOME"] == "/var/lib/launchcard/models" and env["HF_HUB_OFFLINE"] == "1"

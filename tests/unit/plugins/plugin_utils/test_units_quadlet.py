@@ -47,7 +47,7 @@ def test_a_hostile_card_reaches_the_engine_as_written():
     inst = _inst(card, recipe["name"])
     text = render(inst, dict(QUADLET, podman_cgroups="disabled", extra_container_args=["--label", 'a b$x%y"z']))
     (exec_value,) = directives(text, "Exec")
-    assert parse_exec(exec_value) == recipe["argv"][1:] + ["--revision", card["model"]["revision"]]
+    assert parse_exec(exec_value) == recipe["argv"][1:] + ["--revision", card["model"]["revision"], "--shutdown-timeout", "30"]
     (args,) = directives(text, "PodmanArgs")
     words = parse_exec(args)
     assert words[-2:] == ["--entrypoint", recipe["argv"][0]]

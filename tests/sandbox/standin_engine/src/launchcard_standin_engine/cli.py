@@ -25,6 +25,8 @@ VLLM_OPTIONS: Dict[str, str] = {
     "--served-model-name": "multi",
     "--tensor-parallel-size": "value",
     "-tp": "value",
+    # vllm/engine/arg_utils.py (0.32.0): --shutdown-timeout, type=int, default 0 ("0 = abort, >0 = wait")
+    "--shutdown-timeout": "value",
 }
 
 
@@ -49,6 +51,8 @@ class ServerConfig:
     also_resolves: List[tuple] = field(default_factory=list)
     download_dir: Optional[str] = None  # SGLang's --download-dir (the Hub cache dir)
     snapshot: Optional[str] = None  # the directory the model resolved to
+    shutdown_timeout: int = 0  # vLLM: seconds to finish in-flight requests after SIGTERM (0: abort them)
+    enable_metrics: bool = False  # SGLang: serve /metrics
 
 
 def _scan(tokens: List[str], spec: Dict[str, str]):
@@ -134,6 +138,13 @@ def parse_vllm(argv: List[str]) -> ServerConfig:
         raise UsageError("vllm serve: a model is required (vllm serve MODEL)")
     names = found.get("--served-model-name") or [model]
     tp = found.get("--tensor-parallel-size") or found.get("-tp") or 1
+    try:
+        shutdown_timeout = int(found.get("--shutdown-timeout", 0))
+    except (TypeError, ValueError):
+        raise UsageError(f"argument --shutdown-timeout: invalid int value: {found.get('--shutdown-timeout')!r}")
+    if shutdown_timeout < 0:
+        # vllm/config/vllm.py (0.32.0): shutdown_timeout is a Field(ge=0)
+        raise UsageError(f"shutdown_timeout: Input should be greater than or equal to 0 (got {shutdown_timeout})")
     return ServerConfig(
         engine="vllm",
         model=model,
@@ -145,6 +156,7 @@ def parse_vllm(argv: List[str]) -> ServerConfig:
         revision=found.get("--revision"),
         also_resolves=([(found["--tokenizer"], found.get("--tokenizer-revision"))]
                        if found.get("--tokenizer") else []),
+        shutdown_timeout=shutdown_timeout,
     )
 
 
@@ -203,6 +215,7 @@ def parse_sglang(argv: List[str], subcommand: bool = True) -> ServerConfig:
         argv=["sglang"] + list(argv),
         revision=ns.revision,
         download_dir=ns.download_dir,
+        enable_metrics=bool(ns.enable_metrics),
     )
 
 

@@ -31,18 +31,39 @@ What it imitates (and how far):
   green (sglang issue 33719, vllm issue 15313).
 * ``LAUNCHCARD_STANDIN_FAIL_HEALTH=1``: ``/health`` answers 503 for ever (a
   new revision that never turns healthy, for the upgrade rollback test).
+* ``LAUNCHCARD_STANDIN_TOKEN_S``: seconds per generated token (default 0: the
+  whole answer at once). Above 0, a completion or chat answer has
+  ``max_tokens`` tokens (16 when unset), a stream sends one chunk per token,
+  and the request counts as running while it generates (a long generation,
+  for the drain tests).
+* In-flight requests are counted as the engines report them: vLLM's
+  ``/metrics`` gauges ``vllm:num_requests_running`` and
+  ``vllm:num_requests_waiting`` (vllm/v1/metrics/loggers.py, 0.32.0); SGLang's
+  ``GET /v1/loads`` (``loads[].num_running_reqs``, ``num_waiting_reqs``;
+  sglang/srt/entrypoints/v1_loads.py, 0.5.23), its older ``/get_load``, and its
+  ``/metrics`` only with ``--enable-metrics`` (http_server.py).
 
-SIGTERM/SIGINT: drain (health turns 503), close the ports, exit 0. The SGLang stand-in on SIGTERM does as
-SGLang's tokenizer manager (sglang/srt/managers/tokenizer_manager.py: SignalHandler.sigterm_handler sets
-``gracefully_exit``; ``sigterm_watchdog`` notices it within 5 s, then waits, polling every 5 s, until no request is
-in flight, and exits 0; at once when the health check had failed or ``SGL_FORCE_SHUTDOWN`` is set): it keeps
-serving meanwhile, with ``/health`` 503 (sglang/srt/entrypoints/http_server.py health_generate: 503 while
-``gracefully_exit`` and while the server is still ``Starting``).
+SIGTERM/SIGINT, as each engine does it:
+
+* vLLM (``--shutdown-timeout N``, vllm/entrypoints/launchers/launcher.py and
+  vllm/v1/engine/core.py ``_handle_shutdown``, 0.32.0): ``0`` (the default)
+  aborts what is in flight, and, as measured on vLLM 0.32, a stream then hangs:
+  no more tokens, no error, no ``[DONE]``, and the server exits only when the
+  client gives up. ``N > 0``: new requests are refused (503), in-flight ones go
+  on for up to N s (a stream still running then is cut: no ``[DONE]``), then it
+  exits 0.
+* SGLang on SIGTERM does as its tokenizer manager (sglang/srt/managers/tokenizer_manager.py, 0.5.23:
+  SignalHandler.sigterm_handler sets ``gracefully_exit``; ``sigterm_watchdog`` notices it within 5 s, then waits,
+  polling every 5 s, until no request is in flight, without a bound of its own, and exits 0; at once when the
+  health check had failed or ``SGL_FORCE_SHUTDOWN`` is set): it keeps serving meanwhile, new requests included
+  (only ``/health`` reads ``gracefully_exit``), with ``/health`` 503 (sglang/srt/entrypoints/http_server.py
+  health_generate: 503 while ``gracefully_exit`` and while the server is still ``Starting``). SIGINT: it stops.
 """
 
 import hashlib
 import json
 import os
+import select
 import signal
 import socket
 import sys
@@ -106,6 +127,13 @@ class EngineState:
         self.encoders_ready = config.role != "language" or not config.encoder_urls
         self.kv: Dict[str, dict] = {}  # prefill: room -> record
         self.stop = threading.Event()
+        self.abort = threading.Event()  # vLLM --shutdown-timeout 0: in-flight generation stops where it is
+        self.cut = threading.Event()  # vLLM: the shutdown timeout ran out, the streams still open are closed
+        self.token_s = _env_float("LAUNCHCARD_STANDIN_TOKEN_S", 0.0)
+
+    def accepting(self) -> bool:
+        """Whether a new generation request is served: vLLM refuses them once SIGTERM came, SGLang does not."""
+        return not (self.draining and self.config.engine == "vllm")
 
     # --- readiness -------------------------------------------------------
     def health_status(self) -> Tuple[int, str]:
@@ -189,6 +217,13 @@ def fetch_kv(bootstrap_host: str, bootstrap_port, room, timeout_s: float) -> dic
         time.sleep(0.05)
 
 
+def info_of(st: "EngineState", pd: dict) -> dict:
+    cfg = st.config
+    return {"engine": cfg.engine, "role": cfg.role, "hostname": st.hostname, "port": cfg.port,
+            "server": st.me, "prefill": pd["prefill"], "decode": pd["decode"],
+            "bootstrap_room": pd["bootstrap_room"], "snapshot": cfg.snapshot}
+
+
 # --------------------------------------------------------------------------
 # the engine's HTTP API
 
@@ -269,7 +304,10 @@ class EngineHandler(BaseHTTPRequestHandler):
                 "/get_server_info": self._server_info,
                 "/server_info": self._server_info,
                 "/get_load": self._load,
+                "/v1/loads": self._loads,
             })
+            if not cfg.enable_metrics:
+                del routes["/metrics"]
         handler = routes.get(path)
         if handler is None:
             self._json(404, {"detail": "Not Found"})
@@ -302,6 +340,9 @@ class EngineHandler(BaseHTTPRequestHandler):
         if body is not None:
             if os.environ.get("LAUNCHCARD_STANDIN_LOG_BODIES"):
                 _log(f"{cfg.role} POST {path} body={json.dumps(body, sort_keys=True)}")
+            if not self.st.accepting():
+                self._error(503, "server is shutting down (SIGTERM received)", "ServiceUnavailableError")
+                return
             with self.st.lock:
                 self.st.inflight += 1
             try:
@@ -375,7 +416,14 @@ class EngineHandler(BaseHTTPRequestHandler):
         })
 
     def _load(self):
-        self._json(200, [{"dp_rank": 0, "num_reqs": 0, "num_waiting_reqs": 0, "num_tokens": 0}])
+        self._json(200, [{"dp_rank": 0, "num_reqs": self.st.inflight, "num_waiting_reqs": 0, "num_tokens": 0}])
+
+    def _loads(self):
+        cfg = self.st.config
+        self._json(200, {"timestamp": time.strftime("%Y-%m-%dT%H:%M:%S+00:00", time.gmtime()),
+                         "version": STANDIN_VERSION, "accelerator": None, "num_accelerators": cfg.tp_size,
+                         "loads": [{"timestamp": time.time(), "dp_rank": 0, "num_running_reqs": self.st.inflight,
+                                    "num_waiting_reqs": 0, "num_used_tokens": 0, "num_total_tokens": 0}]})
 
     def _metrics(self):
         cfg = self.st.config
@@ -387,7 +435,10 @@ class EngineHandler(BaseHTTPRequestHandler):
             lines = [
                 "# HELP vllm:num_requests_running Number of requests in model execution batches.",
                 "# TYPE vllm:num_requests_running gauge",
-                f'vllm:num_requests_running{{model_name="{model}"}} 0.0',
+                f'vllm:num_requests_running{{model_name="{model}"}} {float(self.st.inflight)}',
+                "# HELP vllm:num_requests_waiting Number of requests waiting to be processed.",
+                "# TYPE vllm:num_requests_waiting gauge",
+                f'vllm:num_requests_waiting{{model_name="{model}"}} 0.0',
                 "# HELP vllm:request_success_total Count of successfully processed requests.",
                 "# TYPE vllm:request_success_total counter",
                 f'vllm:request_success_total{{finished_reason="length",model_name="{model}"}} {float(total)}',
@@ -396,7 +447,7 @@ class EngineHandler(BaseHTTPRequestHandler):
             lines = [
                 "# HELP sglang:num_running_reqs The number of running requests.",
                 "# TYPE sglang:num_running_reqs gauge",
-                f'sglang:num_running_reqs{{model_name="{model}"}} 0.0',
+                f'sglang:num_running_reqs{{model_name="{model}"}} {float(self.st.inflight)}',
                 "# HELP sglang:num_requests_total Number of requests processed.",
                 "# TYPE sglang:num_requests_total counter",
                 f'sglang:num_requests_total{{model_name="{model}"}} {float(total)}',
@@ -412,7 +463,7 @@ class EngineHandler(BaseHTTPRequestHandler):
     def _generate(self, kind: str, body: dict) -> None:
         st, cfg = self.st, self.st.config
         status, reason = st.health_status()
-        if status != 200:
+        if status != 200 and not (st.draining and cfg.engine == "sglang"):
             self._error(503, reason, "ServiceUnavailableError")
             return
         if kind == "encode":
@@ -482,11 +533,12 @@ class EngineHandler(BaseHTTPRequestHandler):
         max_tokens = body.get("max_tokens") or body.get("max_completion_tokens") or (
             (body.get("sampling_params") or {}).get("max_new_tokens")) or 16
         completion_tokens = max(1, min(int(max_tokens), len(text.split())))
+        if st.token_s > 0 and kind in ("completion", "chat"):
+            self._slow(kind, body, text, int(max_tokens), prompt_tokens, info_of(st, pd))
+            return
         usage = {"prompt_tokens": prompt_tokens, "completion_tokens": completion_tokens,
                  "total_tokens": prompt_tokens + completion_tokens}
-        info = {"engine": cfg.engine, "role": cfg.role, "hostname": st.hostname, "port": cfg.port,
-                "server": st.me, "prefill": pd["prefill"], "decode": pd["decode"],
-                "bootstrap_room": pd["bootstrap_room"], "snapshot": cfg.snapshot}
+        info = info_of(st, pd)
         created = int(time.time())
         model = requested or cfg.served_model_names[0]
         if kind == "generate":
@@ -529,6 +581,78 @@ class EngineHandler(BaseHTTPRequestHandler):
             self._sse([chunk])
         else:
             self._json(200, obj)
+
+    def _slow(self, kind: str, body: dict, text: str, n: int, prompt_tokens: int, info: dict) -> None:
+        """One token every ``token_s`` seconds; what SIGTERM does to it is the engine's (see the module doc)."""
+        st = self.st
+        words = text.split()
+        tokens = [(" " if i else "") + words[i % len(words)] for i in range(max(1, n))]
+        rid, created = uuid.uuid4().hex, int(time.time())
+        model = body.get("model") or st.config.served_model_names[0]
+
+        def chunk(piece, finish):
+            if kind == "chat":
+                return {"id": f"chatcmpl-{rid}", "object": "chat.completion.chunk", "created": created, "model": model,
+                        "choices": [{"index": 0, "delta": {"content": piece}, "finish_reason": finish}]}
+            return {"id": f"cmpl-{rid}", "object": "text_completion", "created": created, "model": model,
+                    "choices": [{"index": 0, "text": piece, "logprobs": None, "finish_reason": finish}]}
+
+        stream = bool(body.get("stream"))
+        if stream:
+            self.send_response(200)
+            self.send_header("Content-Type", "text/event-stream")
+            self.send_header("Transfer-Encoding", "chunked")
+            self.end_headers()
+        sent = []
+        for i, piece in enumerate(tokens):
+            if i:
+                time.sleep(st.token_s)
+            if st.abort.is_set():
+                break
+            if st.cut.is_set():
+                self.close_connection = True
+                return  # the stream ends without its last chunk: the client reads an incomplete answer
+            sent.append(piece)
+            if stream:
+                last = i == len(tokens) - 1
+                self._chunk(f"data: {json.dumps(chunk(piece, 'length' if last else None))}\n\n")
+        if st.abort.is_set() and len(sent) < len(tokens):
+            if stream:
+                # vLLM 0.32 with --shutdown-timeout 0 (measured): no more tokens, no error, no [DONE], until the
+                # client gives up
+                self._hang_until_client_leaves()
+                self.close_connection = True
+                return
+            finish = "abort"
+        else:
+            finish = "length"
+        if stream:
+            self._chunk("data: [DONE]\n\n")
+            self._chunk("")
+            return
+        obj = chunk("".join(sent), finish)
+        obj["object"] = "chat.completion" if kind == "chat" else "text_completion"
+        if kind == "chat":
+            obj["choices"] = [{"index": 0, "message": {"role": "assistant", "content": "".join(sent)},
+                               "finish_reason": finish}]
+        obj["usage"] = {"prompt_tokens": prompt_tokens, "completion_tokens": len(sent),
+                        "total_tokens": prompt_tokens + len(sent)}
+        obj["launchcard_standin"] = info
+        self._json(200, obj)
+
+    def _chunk(self, text: str) -> None:
+        data = text.encode("utf-8")
+        self.wfile.write(b"%x\r\n%s\r\n" % (len(data), data))
+        self.wfile.flush()
+
+    def _hang_until_client_leaves(self) -> None:
+        while True:
+            try:
+                readable = select.select([self.connection], [], [], 0.5)[0]
+                if readable and not self.connection.recv(1, socket.MSG_PEEK):
+                    return
+            except (OSError, ValueError):
+                return
 
     def _answer_text(self, pd: dict) -> str:
         st, cfg = self.st, self.st.config
@@ -650,14 +774,37 @@ def serve(config: ServerConfig) -> int:
         for srv in list(servers):
             threading.Thread(target=srv.shutdown, daemon=True).start()
 
+    def wait_idle(deadline=None, step=0.1):
+        while st.inflight > 0 and (deadline is None or time.time() < deadline):
+            time.sleep(step if deadline is None else max(0.0, min(step, deadline - time.time())))
+        return st.inflight == 0
+
+    def vllm_shut_down():
+        if config.shutdown_timeout == 0:
+            _log(f"shutdown mode=abort: {st.inflight} in-flight request(s) aborted")
+            st.abort.set()
+            wait_idle()  # a hanging stream holds the server until its client leaves
+        else:
+            _log(f"shutdown mode=drain timeout={config.shutdown_timeout}s: {st.inflight} in-flight request(s)")
+            if not wait_idle(time.time() + config.shutdown_timeout):
+                _log(f"shutdown timeout: {st.inflight} request(s) still running are cut")
+                st.cut.set()
+                wait_idle(time.time() + 5)
+        stop_all()
+
     def on_signal(signum, _frame):
+        if config.engine == "vllm" and st.draining:
+            return  # vLLM: the shutdown under way goes on
         st.draining = True
         if config.engine == "sglang" and signum == signal.SIGTERM and servers:
             # SignalHandler.sigterm_handler only sets gracefully_exit; the watchdog drains and exits
             _log("SIGTERM received. Draining requests and shutting down...")
             return
         _log(f"received signal {signum}: draining and shutting down")
-        stop_all()
+        if config.engine == "vllm" and servers:
+            threading.Thread(target=vllm_shut_down, daemon=True).start()
+            return
+        stop_all()  # still "loading": the startup wait ends and nothing serves
 
     signal.signal(signal.SIGTERM, on_signal)
     signal.signal(signal.SIGINT, on_signal)
