@@ -9,7 +9,7 @@ DOCUMENTATION = r"""
 ---
 module: engine_drain
 short_description: Wait, bounded, until the engines of a host have no request in flight
-version_added: 1.1.0
+version_added: 1.0.0
 description:
   - Reads every given engine from the managed host until none reports a request running or waiting, or
     O(timeout) seconds pass. Meant for the moment after a host's instances left their routers and before their
