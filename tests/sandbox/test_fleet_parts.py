@@ -289,13 +289,17 @@ def test_the_real_vllm_image_runs_vllms_own_script_and_keeps_its_compiled_files(
     (root / "usr/bin/python3.11").write_bytes(b"py")
     for pkg in registry.RUNTIME_PACKAGES:
         (root / ("var/lib/dpkg/info/%s:amd64.list" % pkg)).write_text("/.\n/usr/bin/python3.11\n")
+    (root / "usr/lib").mkdir(parents=True)
+    (root / "usr/lib/libnuma.so.1").write_bytes(b"numa")
+    (root / "var/lib/dpkg/info/libnuma1:amd64.list").write_text("/.\n/usr/lib/libnuma.so.1\n")
     site = tmp_path / "site"
     (site / "vllm/__pycache__").mkdir(parents=True)
     (site / "vllm/__init__.py").write_text("")
     (site / "vllm/__pycache__/__init__.cpython-311.pyc").write_bytes(b"pyc")
     layout = tmp_path / "layout"
     registry._write_layout(layout, lambda out: registry._layer(  # pylint: disable=protected-access
-        root, site, out, scripts=registry.VLLM_SCRIPTS, label=b"real\n", pycache=True), "test")
+        root, site, out, scripts=registry.VLLM_SCRIPTS, label=b"real\n", pycache=True,
+        packages=registry.VLLM_IMAGE_PACKAGES), "test")
     manifest_digest = json.loads((layout / "index.json").read_text())["manifests"][0]["digest"].split(":")[1]
     manifest = json.loads((layout / "blobs/sha256" / manifest_digest).read_bytes())
     gz = (layout / "blobs/sha256" / manifest["layers"][0]["digest"].split(":")[1]).read_bytes()
@@ -305,9 +309,11 @@ def test_the_real_vllm_image_runs_vllms_own_script_and_keeps_its_compiled_files(
     assert config["rootfs"]["diff_ids"] == ["sha256:" + hashlib.sha256(tar).hexdigest()]
     members = {m.name: m for m in tarfile.open(fileobj=io.BytesIO(tar))}
     assert "usr/local/lib/python3.11/dist-packages/vllm/__pycache__/__init__.cpython-311.pyc" in members
-    assert "usr/local/bin/sglang" not in members
+    assert "usr/local/bin/sglang" not in members and "usr/lib/libnuma.so.1" in members  # vllm._C links libnuma
     script = tarfile.open(fileobj=io.BytesIO(tar)).extractfile("usr/local/bin/vllm").read().decode()
     assert "from vllm.entrypoints.cli.main import main" in script and members["usr/local/bin/vllm"].mode == 0o755
+    # multiprocessing's spawn runs the main script again in vLLM's children: only under __main__ does it serve
+    assert script.rstrip().endswith('if __name__ == "__main__":\n    sys.exit(main())'), script
 
 
 def test_the_real_vllm_registry_and_hub_settings_are_one_per_fleet():

