@@ -276,9 +276,8 @@ def test_the_image_layer_is_the_same_bytes_for_the_same_input(tmp_path):
 
 def test_the_real_vllm_image_runs_vllms_own_script_and_keeps_its_compiled_files(tmp_path):
     """The real vLLM image's layer (registry.ensure_vllm_image): vLLM's console script, the site's __pycache__
-    (compiled with unchecked hashes, valid with the layer's zero times), no stand-in script; the OCI layout names the
-    layer by the digest of its gzip bytes and its diff_id by the digest of the tar."""
-    import gzip  # pylint: disable=import-outside-toplevel
+    (compiled with unchecked hashes, valid with the layer's zero times), no stand-in script, /bin/sh and lscpu; the
+    OCI layout stores the layer as a plain tar, named by its digest, which is also its diff_id."""
     import hashlib  # pylint: disable=import-outside-toplevel
     import io  # pylint: disable=import-outside-toplevel
     import tarfile  # pylint: disable=import-outside-toplevel
@@ -292,6 +291,13 @@ def test_the_real_vllm_image_runs_vllms_own_script_and_keeps_its_compiled_files(
     (root / "usr/lib").mkdir(parents=True)
     (root / "usr/lib/libnuma.so.1").write_bytes(b"numa")
     (root / "var/lib/dpkg/info/libnuma1:amd64.list").write_text("/.\n/usr/lib/libnuma.so.1\n")
+    (root / "usr/bin/dash").write_bytes(b"dash")
+    (root / "usr/bin/lscpu").write_bytes(b"lscpu")
+    os.symlink("usr/bin", root / "bin")  # Debian 12's merged /usr
+    os.symlink("dash", root / "usr/bin/sh")
+    (root / "var/lib/dpkg/info/dash.list").write_text("/.\n/bin/dash\n/bin/sh\n")
+    (root / "var/lib/dpkg/info/util-linux.list").write_text("/.\n/usr/bin/lscpu\n")
+    (root / "var/lib/dpkg/info/libsmartcols1:amd64.list").write_text("/.\n")
     site = tmp_path / "site"
     (site / "vllm/__pycache__").mkdir(parents=True)
     (site / "vllm/__init__.py").write_text("")
@@ -299,17 +305,20 @@ def test_the_real_vllm_image_runs_vllms_own_script_and_keeps_its_compiled_files(
     layout = tmp_path / "layout"
     registry._write_layout(layout, lambda out: registry._layer(  # pylint: disable=protected-access
         root, site, out, scripts=registry.VLLM_SCRIPTS, label=b"real\n", pycache=True,
-        packages=registry.VLLM_IMAGE_PACKAGES), "test")
+        packages=registry.VLLM_IMAGE_PACKAGES), "test", compresslevel=registry.VLLM_LAYER_COMPRESSION)
     manifest_digest = json.loads((layout / "index.json").read_text())["manifests"][0]["digest"].split(":")[1]
     manifest = json.loads((layout / "blobs/sha256" / manifest_digest).read_bytes())
-    gz = (layout / "blobs/sha256" / manifest["layers"][0]["digest"].split(":")[1]).read_bytes()
-    assert hashlib.sha256(gz).hexdigest() == manifest["layers"][0]["digest"].split(":")[1]
+    tar = (layout / "blobs/sha256" / manifest["layers"][0]["digest"].split(":")[1]).read_bytes()
+    assert hashlib.sha256(tar).hexdigest() == manifest["layers"][0]["digest"].split(":")[1]
     config = json.loads((layout / "blobs/sha256" / manifest["config"]["digest"].split(":")[1]).read_bytes())
-    tar = gzip.decompress(gz)
+    # a plain tar layer, of the media type that says so (the guests' podman has no gzip to undo)
+    assert manifest["layers"][0]["mediaType"] == "application/vnd.oci.image.layer.v1.tar"
     assert config["rootfs"]["diff_ids"] == ["sha256:" + hashlib.sha256(tar).hexdigest()]
     members = {m.name: m for m in tarfile.open(fileobj=io.BytesIO(tar))}
     assert "usr/local/lib/python3.11/dist-packages/vllm/__pycache__/__init__.cpython-311.pyc" in members
     assert "usr/local/bin/sglang" not in members and "usr/lib/libnuma.so.1" in members  # vllm._C links libnuma
+    # vLLM's CPU worker runs lscpu through /bin/sh
+    assert members["bin"].issym() and members["usr/bin/sh"].linkname == "dash" and "usr/bin/lscpu" in members
     script = tarfile.open(fileobj=io.BytesIO(tar)).extractfile("usr/local/bin/vllm").read().decode()
     assert "from vllm.entrypoints.cli.main import main" in script and members["usr/local/bin/vllm"].mode == 0o755
     # multiprocessing's spawn runs the main script again in vLLM's children: only under __main__ does it serve
