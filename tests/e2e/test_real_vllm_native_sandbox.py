@@ -106,7 +106,10 @@ def test_the_engine_serves_the_cards_revision_offline_with_real_tokens(deployed)
             answers.append(json.loads(resp.read()))
     choice = answers[0]["choices"][0]
     # twelve tokens of the checkpoint's own vocabulary (config.json vocab_size), the same ones twice (greedy)
-    config = json.loads(ssh("cat /var/lib/launchcard/models/hub/models--zai-org--GLM-5.3-Flash/snapshots/*/config.json").stdout)
+    with open(os.path.join(ROOT, "cards", "glm-5.3-flash.json")) as f:
+        revision = json.load(f)["hf"]["revision"]
+    config = json.loads(ssh("cat /var/lib/launchcard/models/hub/models--zai-org--GLM-5.3-Flash/snapshots/%s/config.json"
+                            % revision).stdout)
     assert len(choice["token_ids"]) == 12 and all(0 <= t < config["vocab_size"] for t in choice["token_ids"]), choice
     assert answers[0]["usage"]["completion_tokens"] == 12
     assert answers[1]["choices"][0]["token_ids"] == choice["token_ids"]
@@ -159,5 +162,10 @@ def test_a_revision_only_upgrade_serves_the_new_revision_offline(deployed, tmp_p
     before = ssh("systemctl show -p InvocationID --value %s" % UNIT).stdout
     restart = ssh("systemctl restart --no-block %s" % UNIT)
     assert restart.returncode == 0, restart.stdout + restart.stderr
-    assert wait_models(url, want) == want
-    assert ssh("systemctl show -p InvocationID --value %s" % UNIT).stdout != before  # a new process answered
+    for _ in range(60):  # the old process stops first: only then is an answer the new one's
+        if ssh("systemctl show -p InvocationID --value %s" % UNIT).stdout not in ("", before):
+            break
+        time.sleep(1)
+    else:
+        pytest.fail("the engine's unit did not restart")
+    assert wait_models(url, want, tries=300) == want
