@@ -116,8 +116,8 @@ def check_command(engine, tokens, runtime, image=None, container_engine="podman"
     # podman-run(1), docker run: --pull never uses only a local image; --network none: the parser needs none
     # podman-run(1) --cgroups: as the host's units pass it (plugin_utils/_units.py container_options)
     mode = ["--cgroups=%s" % cgroups] if container_engine == "podman" and cgroups and cgroups != "enabled" else []
-    return [container_engine, "run"] + mode + ["--rm", "--pull", "never", "--network", "none",
-            "--entrypoint", "python3", image] + program
+    return ([container_engine, "run"] + mode + ["--rm", "--pull", "never", "--network", "none",
+                                                "--entrypoint", "python3", image] + program)
 
 
 def interpret(rc, stdout, stderr):

@@ -100,7 +100,7 @@ def test_the_engine_serves_the_cards_revision_offline_with_real_tokens(deployed)
     body = json.dumps({"model": "zai-org/GLM-5.3-Flash", "prompt": "The sandbox fleet", "max_tokens": 12,
                        "temperature": 0, "ignore_eos": True, "return_token_ids": True}).encode()
     answers = []
-    for _ in range(2):
+    for _attempt in range(2):
         req = urllib.request.Request(url + "/v1/completions", data=body, headers={"Content-Type": "application/json"})
         with urllib.request.urlopen(req, timeout=60) as resp:
             answers.append(json.loads(resp.read()))
@@ -127,7 +127,7 @@ def test_a_second_deploy_changes_nothing(deployed):
 def wait_models(url, want, tries=120):
     """The engine's /v1/models once it answers ``want`` (a restart takes a while on the CPU), or its last answer."""
     last = None
-    for _ in range(tries):
+    for _attempt in range(tries):
         try:
             last = [(m["id"], m["max_model_len"]) for m in get(url + "/v1/models")["data"]]
             if last == want:
@@ -162,7 +162,7 @@ def test_a_revision_only_upgrade_serves_the_new_revision_offline(deployed, tmp_p
     before = ssh("systemctl show -p InvocationID --value %s" % UNIT).stdout
     restart = ssh("systemctl restart --no-block %s" % UNIT)
     assert restart.returncode == 0, restart.stdout + restart.stderr
-    for _ in range(60):  # the old process stops first: only then is an answer the new one's
+    for _attempt in range(60):  # the old process stops first: only then is an answer the new one's
         if ssh("systemctl show -p InvocationID --value %s" % UNIT).stdout not in ("", before):
             break
         time.sleep(1)

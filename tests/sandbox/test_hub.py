@@ -171,7 +171,7 @@ def test_a_revision_can_serve_the_files_of_a_folder(tmp_path):
     (tmp_path / "second").mkdir()
     (tmp_path / "second" / "config.json").write_bytes(b'{"max_position_embeddings": 1024}')
     specs = hubproc.real_model_specs({"card": tmp_path / "card", "second": tmp_path / "second"})
-    assert [s.split("=")[0] for s in specs] == ["%s@%s" % (REPO, REV), "%s@%s" % (REPO, hubproc.SECOND_REVISION)]
+    assert [s.split("=", maxsplit=1)[0] for s in specs] == ["%s@%s" % (REPO, REV), "%s@%s" % (REPO, hubproc.SECOND_REVISION)]
     h = server.Hub(specs)
     srv = server.start(h)
     try:

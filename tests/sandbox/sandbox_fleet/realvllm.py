@@ -130,7 +130,7 @@ def env_dir(lock: Path = LOCK_FILE) -> Path:
 
 def _rewritten(tmp: Path, wheels: Path) -> None:
     for spec, local, new_name, drop in REWRITES:
-        dl = tmp / _dist_name(spec.split("==")[0])
+        dl = tmp / _dist_name(spec.split("==", maxsplit=1)[0])
         res = run(_pip() + ["download", "-q", "--no-deps", "-d", str(dl), spec], check=False, capture=True)
         if res.returncode != 0:
             raise FleetError(f"pip download {spec} failed ({res.returncode}):\n{(res.stdout + res.stderr)[-3000:]}")
@@ -160,7 +160,7 @@ def ensure_vllm_env(lock: Path = LOCK_FILE) -> Path:
         _rewritten(staging / "dl", wheels)
         shutil.rmtree(staging / "dl")
         rest = [p for p in lock_pins(lock) if _dist_name(p.split("==")[0]) not in
-                {_dist_name(s.split("==")[0]) for s, _l, _n, _d in REWRITES} | {"vllm"}]
+                {_dist_name(s.split("==", maxsplit=1)[0]) for s, _l, _n, _d in REWRITES} | {"vllm"}]
         res = run(_pip() + ["download", "-q", "--no-deps", "-d", str(wheels)] + rest, check=False, capture=True)
         if res.returncode != 0:
             raise FleetError(f"pip download of the vLLM lock failed ({res.returncode}):\n{(res.stdout + res.stderr)[-3000:]}")
