@@ -101,9 +101,11 @@ def parser_tokens(launcher, argv):
     return out
 
 
-def check_command(engine, tokens, runtime, image=None, container_engine="podman", python="python3"):
+def check_command(engine, tokens, runtime, image=None, container_engine="podman", python="python3", cgroups=None):
     """The command that runs the parse-only program: in ``image`` (pinned by digest, not pulled: the host must
-    hold it; no network) for the container runtime, else with the native virtualenv's ``python``."""
+    hold it; no network) for the container runtime, else with the native virtualenv's ``python``.
+
+    :param cgroups: the host's podman cgroups mode (``launchcard_podman_cgroups``), which its units run with."""
     if engine not in ENGINES:
         raise ValueError("engine must be one of %s, got %r" % (", ".join(ENGINES), engine))
     program = ["-c", PROGRAM, engine, json.dumps(list(tokens))]
@@ -112,8 +114,10 @@ def check_command(engine, tokens, runtime, image=None, container_engine="podman"
     if not image:
         raise ValueError("a container runtime needs the recipe's image")
     # podman-run(1), docker run: --pull never uses only a local image; --network none: the parser needs none
-    return [container_engine, "run", "--rm", "--pull", "never", "--network", "none",
-            "--entrypoint", "python3", image] + program
+    # podman-run(1) --cgroups: as the host's units pass it (plugin_utils/_units.py container_options)
+    mode = ["--cgroups=%s" % cgroups] if container_engine == "podman" and cgroups and cgroups != "enabled" else []
+    return ([container_engine, "run"] + mode + ["--rm", "--pull", "never", "--network", "none",
+                                                "--entrypoint", "python3", image] + program)
 
 
 def interpret(rc, stdout, stderr):

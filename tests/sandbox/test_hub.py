@@ -161,3 +161,25 @@ def test_the_fleet_serves_every_card_of_the_repository():
     assert "%s@%s" % (card["hf"]["repo"], card["hf"]["revision"]) in specs
     h = server.Hub(specs)  # every spec is a valid repo@commit
     assert set(h.repos) == {s.split("@")[0] for s in specs}
+
+
+def test_a_revision_can_serve_the_files_of_a_folder(tmp_path):
+    """``repo@revision=DIR`` (the tiny real checkpoint on the real-vLLM fleets): that revision serves DIR's files;
+    ``main`` is the last revision added."""
+    (tmp_path / "card").mkdir()
+    (tmp_path / "card" / "config.json").write_bytes(b'{"max_position_embeddings": 512}')
+    (tmp_path / "second").mkdir()
+    (tmp_path / "second" / "config.json").write_bytes(b'{"max_position_embeddings": 1024}')
+    specs = hubproc.real_model_specs({"card": tmp_path / "card", "second": tmp_path / "second"})
+    assert [s.split("=", maxsplit=1)[0] for s in specs] == ["%s@%s" % (REPO, REV), "%s@%s" % (REPO, hubproc.SECOND_REVISION)]
+    h = server.Hub(specs)
+    srv = server.start(h)
+    try:
+        url = "http://127.0.0.1:%d" % srv.server_address[1]
+        for rev, want in ((REV, b"512"), (hubproc.SECOND_REVISION, b"1024"), ("main", b"1024")):
+            with urllib.request.urlopen("%s/%s/resolve/%s/config.json" % (url, REPO, rev), timeout=5) as resp:
+                assert want in resp.read()
+        assert list(h.repos[REPO][REV].files) == ["config.json"]
+    finally:
+        srv.shutdown()
+        srv.server_close()

@@ -30,7 +30,10 @@ generated from ``repo@revision`` specs (:func:`generate_repo`): ``config.json``,
 config, an index and two safetensors-shaped shards (a little-endian u64 header length, a JSON
 header, then the tensor bytes), deterministic for a given repo and revision.
 
-Run: ``python -m hub.server --bind 198.18.0.1 --port 8470 --repo zai-org/GLM-5.3-Flash@<40 hex>``
+A spec may name a directory (``repo@revision=DIR``): that revision serves the files of ``DIR`` instead (the
+sandbox's tiny real checkpoint, ``tinymodel.py``, for the fleets that run the real vLLM).
+
+Run: ``python -m hub.server --bind 198.18.0.1 --port 8470 --repo zai-org/GLM-5.3-Flash@<40 hex>[=DIR]``
 (from tests/sandbox), or :func:`start` in-process (unit tests).
 """
 
@@ -87,6 +90,27 @@ def generate_repo(repo: str, revision: str) -> dict:
     return files
 
 
+def load_dir(path: str) -> dict:
+    """The files (relative path -> bytes) under the directory ``path``, for a repository revision."""
+    files = {}
+    for top, dirs, names in os.walk(path):
+        dirs.sort()
+        for name in sorted(names):
+            full = os.path.join(top, name)
+            with open(full, "rb") as f:
+                files[os.path.relpath(full, path).replace(os.sep, "/")] = f.read()
+    if not files:
+        raise ValueError("repo directory %r holds no files" % path)
+    return files
+
+
+def spec_files(spec: str) -> dict:
+    """The files a spec serves: ``repo@revision=DIR``: DIR's; ``repo@revision``: :func:`generate_repo`'s."""
+    spec, dummy, directory = spec.partition("=")
+    repo_id, dummy, commit = spec.partition("@")
+    return load_dir(directory) if directory else generate_repo(repo_id, commit)
+
+
 class Repo:
     def __init__(self, repo_id: str, commit: str, files: dict):
         self.repo_id = repo_id
@@ -117,10 +141,10 @@ class Hub:
             self.add(spec)
 
     def add(self, spec: str, files: dict | None = None) -> Repo:
-        repo_id, dummy, commit = spec.partition("@")
+        repo_id, commit = spec.partition("=")[0].split("@", 1) if "@" in spec else (spec, "")
         if not _COMMIT.match(commit):
             raise ValueError("repo spec %r: want owner/name@<40 hex commit>" % spec)
-        repo = Repo(repo_id, commit, files if files is not None else generate_repo(repo_id, commit))
+        repo = Repo(repo_id, commit, files if files is not None else spec_files(spec))
         self.repos.setdefault(repo_id, {})[commit] = repo
         return repo
 
@@ -313,7 +337,8 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description="Sandbox Hugging Face Hub endpoint (test code)")
     ap.add_argument("--bind", default="127.0.0.1")
     ap.add_argument("--port", type=int, default=DEFAULT_PORT)
-    ap.add_argument("--repo", action="append", default=[], help="owner/name@<40-hex commit>, repeatable")
+    ap.add_argument("--repo", action="append", default=[],
+                    help="owner/name@<40-hex commit>[=DIR] (DIR: serve its files), repeatable")
     ap.add_argument("--no-xet", action="store_true", help="serve the safetensors as plain (non-Xet) files")
     ap.add_argument("--truncate", action="append", default=[], help="a repository path whose GETs are cut short")
     args = ap.parse_args(argv)

@@ -3,6 +3,10 @@
 TEST INFRASTRUCTURE (tests/sandbox), not part of the collection. The hosts reach it through
 HF_ENDPOINT (the inventories' ``launchcard_hf_endpoint``), as air-gapped fleets reach an internal
 mirror. It serves every card of ``cards/`` and ``tests/e2e/cards/`` under its ``hf.repo`` at its ``hf.revision``.
+
+On a fleet that runs the real vLLM (``sandbox_real_vllm``), the example card's repository is the tiny real checkpoint
+(realvllm.py) instead, at the card's revision and at ``SECOND_REVISION`` (a newer ``main``), which differ in what
+vLLM reports (``max_model_len`` in ``/v1/models``: ``realvllm.TINY_MODELS``).
 """
 
 import json
@@ -19,6 +23,9 @@ HUB_PORT = 8470
 
 
 CARD_DIRS = (REPO_ROOT / "cards", REPO_ROOT / "tests" / "e2e" / "cards")
+EXAMPLE_CARD = REPO_ROOT / "cards" / "glm-5.3-flash.json"
+# the tiny real checkpoint's second revision (the card names the first): sha1 of a fixed sentence
+SECOND_REVISION = "ba5ca7dae8b2bc1f12fffa3ea9622ae98aece875"
 
 
 def card_repos(cards_dirs=CARD_DIRS) -> list:
@@ -33,9 +40,24 @@ def card_repos(cards_dirs=CARD_DIRS) -> list:
     return sorted(specs)
 
 
-def ensure_hub(state: Path, address: str, port: int = HUB_PORT) -> str:
-    """Start the hub on ``address:port`` unless it already runs with the same repositories; returns its URL."""
+def real_model_specs(models: dict, card: Path = EXAMPLE_CARD) -> list:
+    """``repo@revision=folder`` of the example card's repository as the tiny real checkpoints ``models``
+    (``{"card": folder, "second": folder}``, realvllm.ensure_tiny_models): the card's revision, then the second."""
+    hf = read_json(card)["hf"]
+    return [f"{hf['repo']}@{hf['revision']}={models['card']}", f"{hf['repo']}@{SECOND_REVISION}={models['second']}"]
+
+
+def ensure_hub(state: Path, address: str, port: int = HUB_PORT, real_models=None) -> str:
+    """Start the hub on ``address:port`` unless it already runs with the same repositories; returns its URL.
+
+    :param real_models: the tiny real checkpoints (realvllm.ensure_tiny_models) to serve as the example card's
+        repository; None: the generated one, as for every card.
+    """
     specs = card_repos()
+    if real_models:
+        real = real_model_specs(real_models)
+        repo = real[0].split("@", 1)[0]
+        specs = [s for s in specs if s.split("@", 1)[0] != repo] + real
     want = {"address": address, "port": port, "repos": specs}
     pidfile, cfgfile = state / "hub.pid", state / "hub.json"
     pid = read_pidfile(pidfile)

@@ -34,7 +34,8 @@ DEFAULTS = {
     "sandbox_npu_hbm_mib": 65536,
     # the host's root filesystem (rootfs.VARIANTS): "base", "podman" (Debian 12's podman and crun, with
     # /var/lib/containers on the machine's disk, and the fleet's container registry started beside the hub)
-    # or "podman-trixie" (the same on Debian 13, podman 5 with Quadlet)
+    # or "podman-trixie" (the same on Debian 13, podman 5 with Quadlet), or "vllm" (Debian 12 with libnuma1, which the
+    # real vLLM links: a native host that runs it)
     "sandbox_rootfs": "base",
     # a driver version: /etc/cdi/nvidia.yaml as `nvidia-ctk cdi generate` writes it for this host's GPUs and that
     # driver (sandbox_driver_version: a current spec; another: one left by an earlier driver); "": no CDI spec
@@ -42,6 +43,10 @@ DEFAULTS = {
     # true: the fleet's registry asks for basic auth, with the credentials the inventory gives the collection for
     # Docker Hub (launchcard_registry_credentials["docker.io"], literal values); set on every host of the fleet
     "sandbox_registry_auth": False,
+    # true: the fleet runs the real vLLM (realvllm.py): its registry holds the real vLLM image under the cards' vLLM
+    # image names, its wheelhouse the real vLLM's wheels, its hub the tiny real checkpoint as the example card's
+    # repository; set on every host of the fleet
+    "sandbox_real_vllm": False,
 }
 
 
@@ -79,6 +84,7 @@ class Host:
         self.npu_hbm_mib = get("sandbox_npu_hbm_mib", int)
         self.rootfs = get("sandbox_rootfs", str)
         self.cdi_spec = get("sandbox_cdi_spec", str)
+        self.real_vllm = get("sandbox_real_vllm", _bool)
         self.registry_auth = None
         if get("sandbox_registry_auth", _bool):
             creds = hv.get("launchcard_registry_credentials")
@@ -152,4 +158,6 @@ def read_inventory(inventory: str):
     if len({h.registry_auth for h in hosts}) > 1:
         raise FleetError("sandbox_registry_auth and the docker.io credentials must be the same on every host "
                          "(one registry per fleet)")
+    if len({h.real_vllm for h in hosts}) > 1:
+        raise FleetError("sandbox_real_vllm must be the same on every host (one registry, wheelhouse and hub per fleet)")
     return hosts

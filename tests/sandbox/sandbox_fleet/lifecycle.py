@@ -18,7 +18,8 @@ from .base import FleetError, locked, log, port_open, read_json, run, write_file
 from .hostfiles import (ensure_fleet_key, host_keys, prepare_overlay, prepare_weights_disk, write_host_files,
                         write_ssh_client_files)
 from .hubproc import ensure_hub, stop_hub
-from .registry import ensure_image, ensure_registry, stop_registry
+from .realvllm import ensure_tiny_models, ensure_vllm_env
+from .registry import VLLM_IMAGE_REPOSITORY, ensure_image, ensure_registry, ensure_vllm_image, stop_registry
 from .inventory import read_inventory
 from .mounts import is_mounted, umount
 from .network import bridge_name, ensure_bridge, link_alias, link_exists, network_for
@@ -74,8 +75,12 @@ class Fleet:
                     run(["ip", "link", "del", old_br], check=False)
             data["inventory"] = str(Path(inventory).resolve())
             ensure_fleet_key(self.key)
-            rootfs = {v: ensure_rootfs(v) for v in sorted({"base"} | {h.rootfs for h in hosts})}
-            wheelhouse = ensure_wheelhouse(self.state, {python_of(h.rootfs) for h in hosts})
+            # (the real vLLM's image takes its files from the vllm root filesystem: libnuma1)
+            rootfs = {v: ensure_rootfs(v) for v in sorted({"base"} | {h.rootfs for h in hosts}
+                                                          | ({"vllm"} if hosts[0].real_vllm else set()))}
+            # the real vLLM (sandbox_real_vllm): its environment and the tiny real checkpoint, built once per machine
+            vllm_env = ensure_vllm_env() if hosts[0].real_vllm else None
+            wheelhouse = ensure_wheelhouse(self.state, {python_of(h.rootfs) for h in hosts}, vllm_env=vllm_env)
             # stop hosts this state dir runs that are no longer in the inventory
             stale = set(data.get("hosts", {})) - {h.name for h in hosts}
             for name in sorted(stale):
@@ -86,12 +91,15 @@ class Fleet:
             data["bridge"] = {"name": br, "address": f"{gateway}/{net.prefixlen}"}
             self.save(data)
             ensure_bridge(br, gateway, net, self.owner())
-            data["hub"] = ensure_hub(self.state, str(gateway))  # HF_ENDPOINT of the hosts (tests/sandbox/hub)
+            data["hub"] = ensure_hub(self.state, str(gateway),  # HF_ENDPOINT of the hosts (tests/sandbox/hub)
+                                     real_models=ensure_tiny_models(vllm_env) if vllm_env else None)
             if any(is_podman(h.rootfs) for h in hosts):
                 # the card's registry, mirrored on the bridge (launchcard_registry_mirrors of the inventory)
                 # (with basic auth where the inventory sets sandbox_registry_auth: its launchcard_registry_credentials)
+                # (and the real vLLM image under the cards' vLLM image names where the fleet runs it)
+                images = {VLLM_IMAGE_REPOSITORY: ensure_vllm_image(rootfs["vllm"], vllm_env)} if vllm_env else {}
                 data["registry"] = ensure_registry(self.state, str(gateway), ensure_image(rootfs["base"], wheelhouse),
-                                                   auth=hosts[0].registry_auth)
+                                                   auth=hosts[0].registry_auth, images=images)
             else:
                 stop_registry(self.state)
                 data.pop("registry", None)

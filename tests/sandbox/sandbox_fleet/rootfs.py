@@ -25,8 +25,11 @@ PACKAGES = "systemd,systemd-sysv,openssh-server,python3,python3-venv,python3-pac
 # installed here, once, rather than by the runtime role.
 # podman-trixie: Debian 13's podman 5 (Quadlet: the units are .container files, podman-systemd.unit(5)),
 # crun and netavark, run the same way (--cgroups=disabled, no session keyring).
+# vllm: Debian 12 with libnuma1, which the real vLLM's compiled ops link (realvllm.py; the native hosts that run it and
+# the source of its image's files), as vLLM's CPU install guide has it installed.
 VARIANTS = {
     "base": "",
+    "vllm": "libnuma1",
     "podman": "podman,crun,conmon,catatonit,fuse-overlayfs,golang-github-containers-common,containernetworking-plugins",
     "podman-trixie": "podman,crun,conmon,catatonit,golang-github-containers-common,netavark",
 }

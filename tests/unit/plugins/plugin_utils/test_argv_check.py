@@ -64,3 +64,12 @@ def test_vllm_is_checked_with_the_flags_its_unit_adds():
                             options={"b": {"engine_shutdown_timeout_s": 0}})
     assert sorted((c["hosts"], c["tokens"]) for c in checks) == [
         (["a"], ["m", "--revision", "r", "--shutdown-timeout", "30"]), (["b"], ["m", "--revision", "r"])]
+
+
+def test_a_podman_check_runs_with_the_cgroups_mode_of_the_host_that_runs_it():
+    """The units run podman with the host's launchcard_podman_cgroups (--cgroups=disabled where the host cannot
+    create cgroups, as in the sandbox); the check, a podman run too, runs as they do on the host it is given to."""
+    checks = ac.argv_checks(PLAN, {IMG: REF}, {"a": "podman", "b": "podman", "c": "podman"},
+                            in_place={"b": [IMG], "c": [IMG]},
+                            options={"b": {"podman_cgroups": "disabled"}, "c": {"podman_cgroups": "enabled"}})
+    assert [(c["host"], c["podman_cgroups"]) for c in checks] == [("b", "disabled"), ("c", "enabled")]

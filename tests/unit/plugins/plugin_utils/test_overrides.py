@@ -260,3 +260,43 @@ def test_a_bad_group_value_is_one_error_naming_its_hosts():
     errors = _errors([_h("v%d" % i, ["vllm-aggregated"], bad) for i in range(5)])
     assert errors == [("v0, v1, v2 and 2 more host(s)", "launchcard_argv_overrides['vllm-aggregated'].set['--port']: "
                        "--port expects an integer, found 'http'")]
+
+
+def test_env_sets_and_removes_the_recipes_variables():
+    inst = _vllm({"env": {"VLLM_USE_RUST_FRONTEND": None, "VLLM_CPU_KVCACHE_SPACE": 1,
+                          "VLLM_ENGINE_READY_TIMEOUT_S": "600"}})
+    assert inst["env"] == {"VLLM_ENGINE_READY_TIMEOUT_S": "600", "VLLM_CPU_KVCACHE_SPACE": "1"}
+    assert inst["changes"] == ["launchcard_argv_overrides: env remove VLLM_USE_RUST_FRONTEND",
+                               "launchcard_argv_overrides: env set VLLM_CPU_KVCACHE_SPACE=1",
+                               "launchcard_argv_overrides: env set VLLM_ENGINE_READY_TIMEOUT_S=600"]
+    # the argv is the card's; an env override alone is one, so the facts come from the effective recipe
+    assert inst["argv"] == ARGV["vllm-aggregated"] and "recipe_facts" in inst
+    assert _inst(_plan([_h("v", ["vllm-aggregated"])]), "v", "vllm-aggregated")["env"] == EX["recipes"][0]["env"]
+
+
+def test_env_overrides_reach_every_unit_flavour():
+    from ansible_collections.launchcard.inference.plugins.plugin_utils import _units as units
+    env = {"VLLM_USE_RUST_FRONTEND": None, "VLLM_CPU_OMP_THREADS_BIND": "all"}
+    p = _plan([_h("v", ["vllm-aggregated"], {"vllm-aggregated": {"env": env}})])
+    inst = p["hosts"]["v"]["instances"][0]
+    for runtime, quadlet in (("docker", False), ("podman", False), ("podman", True), ("native", False)):
+        opts = dict(units.DEFAULTS, runtime=runtime, podman_quadlet=quadlet, vendor="none")
+        text = units.render(inst, opts)
+        assert "VLLM_CPU_OMP_THREADS_BIND" in text and "VLLM_USE_RUST_FRONTEND" not in text, (runtime, quadlet)
+    assert inst["env"]["VLLM_CPU_OMP_THREADS_BIND"] == "all"
+
+
+@pytest.mark.parametrize("env, where, message", [
+    ({"VLLM_X": "a\nExecStartPre=/bin/sh"}, ".env['VLLM_X']", "expected no control characters"),
+    ({"BAD-NAME": "1"}, ".env['BAD-NAME']", "expected an environment variable name"),
+    ({"1X": "1"}, ".env['1X']", "expected an environment variable name"),
+    ({"A=B": "1"}, ".env['A=B']", "expected an environment variable name"),
+    ({"VLLM_X": True}, ".env['VLLM_X']", "expected a string, a number or null"),
+    ({"VLLM_X": [1]}, ".env['VLLM_X']", "expected a string, a number or null"),
+    ({"HF_TOKEN": "hf_abc"}, ".env['HF_TOKEN']", "launchcard_hf_token"),
+    ({"NOT_IN_CARD": None}, ".env['NOT_IN_CARD']", "the recipe has no variable 'NOT_IN_CARD'"),
+    ([], ".env", "expected a mapping from variable name"),
+    ({"VLLM_X": "x" * 131072}, ".env['VLLM_X']", "MAX_ARG_STRLEN"),
+])
+def test_bad_env_overrides_name_the_variable_the_recipe_and_the_name(env, where, message):
+    test_bad_overrides_name_the_variable_the_recipe_and_the_flag({"env": env}, where, message)
