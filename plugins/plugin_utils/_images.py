@@ -330,6 +330,35 @@ def pull_sources(registry, mirrors=None, runtime="podman", upstream=None):
     return sources
 
 
+def podman_registries_conf(mirrors):
+    """The podman hosts' ``registries.conf`` drop-in for ``mirrors`` (containers-registries.conf(5)): each
+    registry's mirrors, tried in order before the registry itself (``insecure``: plain HTTP). The runtime role writes
+    it to ``registries.conf.d``; preflight's first-deploy argv check pulls with it before that role has run.
+
+    :raises ImageError: a bad mirror entry, naming it.
+    """
+    lines = ["# Managed by launchcard.inference (roles/runtime, launchcard_registry_mirrors); changes are overwritten.",
+             "# containers-registries.conf(5): pulls from each registry try its mirrors first, in this order."]
+    for registry in sorted(mirrors or {}, key=str):
+        lines += ["", "[[registry]]", "prefix = %s" % json.dumps(str(registry)),
+                  "location = %s" % json.dumps(str(registry))]
+        for location, insecure in _mirror_entries(registry, mirrors[registry]):
+            lines += ["", "[[registry.mirror]]", "location = %s" % json.dumps(location),
+                      "insecure = %s" % json.dumps(bool(insecure))]
+    return "\n".join(lines) + "\n"
+
+
+def podman_containers_conf(keyring):
+    """The podman hosts' ``containers.conf.d`` drop-in (containers.conf(5) ``[containers] keyring``): with ``keyring``
+    false, no session keyring per container (hosts whose seccomp filter refuses keyctl); None with it true (podman's
+    default, nothing written). The runtime role writes it; preflight's first-deploy argv check runs podman with it.
+    """
+    if keyring:
+        return None
+    return ("# Managed by launchcard.inference (roles/runtime, launchcard_podman_keyring: false)\n"
+            "[containers]\nkeyring = false\n")
+
+
 def docker_daemon_config(current, mirrors):
     """The Docker daemon's ``daemon.json`` with the mirrors of ``mirrors`` merged in.
 
