@@ -233,6 +233,8 @@ def drift_warning(moved):
 
 _MIRROR_LOCATION = re.compile(r"^[A-Za-z0-9.-]+(:[0-9]{1,5})?(/[a-z0-9._/-]*)?$")
 RUNTIMES = ("docker", "podman")
+# launchcard_runtime's values: the two container engines, and native (pip into a virtualenv; no image to pull)
+LAUNCHCARD_RUNTIMES = RUNTIMES + ("native",)
 # containers/image reads a manifest body of at most 4 MiB (internal/iolimits: MaxManifestBodySize)
 MAX_MANIFEST_BYTES = 4 << 20
 
@@ -276,6 +278,19 @@ def _docker_hub_only(registry):
     return ImageError("launchcard_registry_mirrors.%s: docker mirrors Docker Hub only (daemon.json registry-mirrors); "
                       "pull %s images from the mirror by name in the card, or use launchcard_runtime: podman"
                       % (registry, registry))
+
+
+def registry_client(launchcard_runtime):
+    """The container engine whose way of asking registries resolve_images follows for a fleet of
+    ``launchcard_runtime`` (docker, podman or native): podman's for podman, else docker's (a native fleet pulls no
+    image; resolve_images is given none).
+
+    :raises ImageError: a value outside ``LAUNCHCARD_RUNTIMES``, naming the variable.
+    """
+    runtime = launchcard_runtime or "docker"
+    if runtime not in LAUNCHCARD_RUNTIMES:
+        raise ImageError("launchcard_runtime must be one of %s, found %r" % (", ".join(LAUNCHCARD_RUNTIMES), runtime))
+    return "podman" if runtime == "podman" else "docker"
 
 
 def pull_sources(registry, mirrors=None, runtime="podman", upstream=None):

@@ -399,3 +399,11 @@ def test_podman_registries_conf_names_each_registrys_mirrors_in_order():
     with pytest.raises(img.ImageError, match=r"launchcard_registry_mirrors.docker.io\[0\]"):
         img.podman_registries_conf({"docker.io": [{"location": "bad host"}]})
 
+
+def test_the_registry_client_follows_the_fleets_runtime_in_one_place():
+    from ansible_collections.launchcard.inference.plugins.plugin_utils import _images as img
+
+    assert [img.registry_client(r) for r in ("podman", "docker", "native", None)] == [
+        "podman", "docker", "docker", "docker"]
+    with pytest.raises(img.ImageError, match="launchcard_runtime must be one of docker, podman, native, found 'Podman'"):
+        img.registry_client("Podman")
