@@ -165,7 +165,6 @@ def test_check_mode_pulls_nothing_and_a_failed_pull_is_reported(podman, capsys, 
     assert podman["held"]() == []
 
 
-
 def test_preflight_yml_keeps_nothing_and_a_refusal_elsewhere_removes_a_kept_pull(podman, capsys):
     rc, out = call(capsys, {"checks": [check(["--tp-size", "2"])], "keep": False})
     assert (rc, out["changed"], out["results"][0]["status"], podman["held"]()) == (0, False, "ok", [])

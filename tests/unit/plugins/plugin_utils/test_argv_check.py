@@ -109,8 +109,8 @@ def test_an_argv_and_image_every_host_already_runs_needs_no_check():
     assert ac.argv_checks(PLAN, {IMG: REF}, runtimes, in_place={"a": [IMG], "b": [IMG]}, recorded=recorded) == []
     # a new digest on one host (b), or an argv a host does not run yet: checked again
     moved = dict(recorded, b={"argv": {"agg": SERVE}, "image_refs": {IMG: REF[:-1] + "b"}})
-    assert [(c["hosts"], c["host"]) for c in ac.argv_checks(PLAN, {IMG: REF}, runtimes, in_place={"a": [IMG]},
-                                                             recorded=moved)] == [(["b"], None)]
+    again = ac.argv_checks(PLAN, {IMG: REF}, runtimes, in_place={"a": [IMG]}, recorded=moved)
+    assert [(c["hosts"], c["host"]) for c in again] == [(["b"], None)]
     changed = dict(recorded, c={"argv": {"agg": SERVE}})
     assert [(c["hosts"], c["host"]) for c in ac.argv_checks(PLAN, {IMG: REF}, runtimes, recorded=changed)] == [
         (["c"], "c")]
