@@ -419,7 +419,9 @@ def argv_checks(plan, image_refs, hostvars, hosts, native_python, result_var="pr
             run_args[host] = units.podman_cgroups_args(options[host])
             containers_conf[host] = images.podman_containers_conf(
                 boolean(hv.get("launchcard_podman_keyring", True), strict=False)) if runtimes[host] == "podman" else None
-        pythons = dict((h, native_python) for h in hosts if runtimes[h] == "native")
+        # a native host's virtualenv is there once the runtime role stamped an install in it (preflight's native_stamps)
+        pythons = dict((h, native_python) for h in hosts if runtimes[h] == "native"
+                       and ((hostvars[h] if h in hostvars else {}).get(result_var) or {}).get("native_stamps") != [])
         return argv_check.argv_checks(plan, image_refs or {}, runtimes, pythons, in_place, options, engines, recorded,
                                       bool(pull), run_args, containers_conf)
     except ValueError as exc:

@@ -34,7 +34,7 @@ def argv_checks(plan, image_refs, runtimes, pythons=None, in_place=None, options
 
     :param image_refs: ``{image: NAME@sha256:...}``, this run's resolved digests (container runtimes).
     :param runtimes: ``{host: docker | podman | native}``.
-    :param pythons: ``{host: the native virtualenv's python}`` (native hosts).
+    :param pythons: ``{host: the native virtualenv's python}``: the native hosts whose virtualenv is installed.
     :param in_place: ``{host: [images whose digest the host's engine store holds]}`` (preflight's
         ``facts.image_disk.in_place``); a container check runs on the first such host that runs it.
     :param options: ``{host: unit options}`` (plugin_utils._unit_options.host_options); a host without: the defaults.
@@ -77,10 +77,15 @@ def argv_checks(plan, image_refs, runtimes, pythons=None, in_place=None, options
             check["hosts"].append(host)
             if inst["recipe"] not in check["recipes"]:
                 check["recipes"].append(inst["recipe"])
-            if check["host"] is None and (where[0] == "native" or inst.get("image") in (in_place.get(host) or [])):
+            if check["host"] is None and (host in pythons if where[0] == "native"
+                                          else inst.get("image") in (in_place.get(host) or [])):
                 check["host"], check["runtime"] = host, runtime
     for check in checks.values():
         if check["host"] is not None:
+            continue
+        if check["python"] is not None:
+            # a first native deploy: a temporary virtualenv of the engine for the check would cost a full install
+            check["reason"] = "no host has its virtualenv yet (the runtime role installs the engine after preflight)"
             continue
         pullers = [h for h in check["hosts"] if engines.get(h)]
         if pull and pullers:

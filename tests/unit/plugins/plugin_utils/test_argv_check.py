@@ -112,7 +112,8 @@ def test_an_argv_and_image_every_host_already_runs_needs_no_check():
     again = ac.argv_checks(PLAN, {IMG: REF}, runtimes, in_place={"a": [IMG]}, recorded=moved)
     assert [(c["hosts"], c["host"]) for c in again] == [(["b"], None)]
     changed = dict(recorded, c={"argv": {"agg": SERVE}})
-    assert [(c["hosts"], c["host"]) for c in ac.argv_checks(PLAN, {IMG: REF}, runtimes, recorded=changed)] == [
+    assert [(c["hosts"], c["host"]) for c in ac.argv_checks(PLAN, {IMG: REF}, runtimes, pythons={"c": "/v/bin/python"},
+                                                            recorded=changed)] == [
         (["c"], "c")]
 
 
@@ -149,3 +150,17 @@ def test_a_flag_the_unit_adds_is_checked_until_the_hosts_unit_runs_it():
     before = {"a": {"argv": {"v": unit}, "image_refs": {IMG: REF}}}
     checks = ac.argv_checks(plan, {IMG: REF}, {"a": "podman"}, in_place={"a": [IMG]}, recorded=before)
     assert [(c["host"], c["tokens"][-2:]) for c in checks] == [("a", ["--shutdown-timeout", "30"])]
+
+
+def test_a_first_native_deploy_has_no_virtualenv_to_check_with_yet():
+    from ansible_collections.launchcard.inference.plugins.filter import plan as filters
+
+    plan = {"hosts": {"c": PLAN["hosts"]["c"]}}
+    bare = {"c": {"launchcard_runtime": "native", "preflight_result": {"native_stamps": [], "facts": {}}}}
+    checks = filters.argv_checks(plan, {}, bare, ["c"], "/v/bin/python", pull=True)
+    assert [(c["host"], c["pull"]) for c in checks] == [(None, False)]
+    assert ac.argv_check_report(checks, [])[1] == [
+        "argv of agg not checked against SGLang: no host has its virtualenv yet (the runtime role installs the "
+        "engine after preflight)"]
+    installed = {"c": {"launchcard_runtime": "native", "preflight_result": {"native_stamps": [".launchcard-1"]}}}
+    assert [c["host"] for c in filters.argv_checks(plan, {}, installed, ["c"], "/v/bin/python")] == ["c"]
