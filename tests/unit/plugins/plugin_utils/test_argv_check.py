@@ -6,6 +6,11 @@ one host that holds the image; the report names the recipe, the flag, the engine
 
 from __future__ import annotations
 
+import json
+import os
+
+import pytest
+
 from ansible_collections.launchcard.inference.plugins.plugin_utils import _argv_check as ac
 
 IMG = "lmsysorg/sglang:latest"
@@ -164,3 +169,39 @@ def test_a_first_native_deploy_has_no_virtualenv_to_check_with_yet():
         "engine after preflight)"]
     installed = {"c": {"launchcard_runtime": "native", "preflight_result": {"native_stamps": [".launchcard-1"]}}}
     assert [c["host"] for c in filters.argv_checks(plan, {}, installed, ["c"], "/v/bin/python")] == ["c"]
+
+
+@pytest.mark.parametrize("runtime, quadlet", [("podman", False), ("podman", True), ("docker", False),
+                                              ("native", False)])
+def test_the_units_the_collection_writes_read_back_as_running_their_argv(runtime, quadlet):
+    """A record of the real unit files (service, Quadlet) vouches for the argv they run, vLLM's added flag included:
+    the no-op run after a deploy checks nothing."""
+    from ansible_collections.launchcard.inference.plugins.module_utils import _state as state
+    from ansible_collections.launchcard.inference.plugins.plugin_utils import _units as units
+    from ansible_collections.launchcard.inference.plugins.plugin_utils._card import load_card
+    from ansible_collections.launchcard.inference.plugins.plugin_utils._planner import normalize_placement, plan
+
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))))
+    with open(os.path.join(root, "cards", "glm-5.3-flash.json")) as f:
+        card = load_card(f.read(), "glm-5.3-flash.json")
+    p = plan(card, normalize_placement([("a", {"address": "10.0.0.1", "recipes": ["vllm-aggregated"]}),
+                                        ("b", {"address": "10.0.0.2", "recipes": ["sglang-prefill", "sglang-decode"]})]))
+    opts = {"runtime": runtime, "weights_dir": "/srv/hf", "secrets_env_file": "/etc/launchcard/secrets.env",
+            "podman_quadlet": quadlet, "podman_cgroups": "disabled"}
+    refs = dict((i["image"], i["image"].split(":")[0] + "@sha256:" + "c" * 64)
+                for hp in p["hosts"].values() for i in hp["instances"])
+    recorded = {}
+    for host, hp in p["hosts"].items():
+        rendered = units.host_units(hp, dict(opts, image_refs=refs))
+        record = {"version": 1, "card": {}, "previous": None, "runtime": {"kind": runtime, "image_refs": refs},
+                  "instances": hp["instances"],
+                  "units": dict((u["name"], {"sha256": "0", "text": u["content"]}) for u in rendered)}
+        recorded[host] = {"argv": state.recorded_argv(json.dumps(record)), "image_refs": refs}
+    engines = dict((h, opts) for h in p["hosts"])
+    runtimes = dict((h, runtime) for h in p["hosts"])
+    pythons = dict((h, "/v/bin/python") for h in p["hosts"]) if runtime == "native" else None
+    assert ac.argv_checks(p, refs, runtimes, pythons, options=engines, recorded=recorded) == []
+    # the same units, before the collection added vLLM's --shutdown-timeout: vLLM's argv is checked again
+    longer = dict((h, dict(o, engine_shutdown_timeout_s=45)) for h, o in engines.items())
+    again = ac.argv_checks(p, refs, runtimes, pythons, options=longer, recorded=recorded)
+    assert [(c["engine"], c["tokens"][-2:]) for c in again] == [("vllm", ["--shutdown-timeout", "45"])]
