@@ -12,7 +12,7 @@ from ansible.plugins.action import ActionBase
 
 from ansible_collections.launchcard.inference.plugins.plugin_utils._images import (
     DEFAULT_PLATFORM,
-    RUNTIMES,
+    LAUNCHCARD_RUNTIMES,
     ImageError,
     RegistryClient,
     distinct_images,
@@ -22,6 +22,7 @@ from ansible_collections.launchcard.inference.plugins.plugin_utils._images impor
     measure_all,
     parse_reference,
     pin_plan,
+    registry_client,
     resolve_all,
 )
 
@@ -44,14 +45,14 @@ class ActionModule(ActionBase):
             timeout=dict(type="float", default=30.0),
             qualified=dict(type="bool", default=True),
             hold=dict(type="dict", default={}),
-            runtime=dict(type="str", default="docker", choices=list(RUNTIMES)),
+            runtime=dict(type="str", default="docker", choices=list(LAUNCHCARD_RUNTIMES)),
             verify=dict(type="dict", default={}),
             pullers=dict(type="dict", default={}),
         ), mutually_exclusive=[("images", "plan")], required_one_of=[("images", "plan")])
         images = args["images"] if args["images"] is not None else distinct_images(args["plan"])
         try:
             client = RegistryClient(mirrors=args["mirrors"], credentials=args["credentials"],
-                                    timeout=args["timeout"], runtime=args["runtime"])
+                                    timeout=args["timeout"], runtime=registry_client(args["runtime"]))
             if images or args["verify"]:
                 client.check_mirrors()
             refs = resolve_all(images, client.resolve, qualified=args["qualified"])

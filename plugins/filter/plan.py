@@ -9,6 +9,7 @@ import base64
 
 from ansible.errors import AnsibleFilterError
 from ansible.module_utils.common.text.converters import to_text
+from ansible.module_utils.parsing.convert_bool import boolean
 
 from ansible_collections.launchcard.inference.plugins.module_utils import _drain as drain
 from ansible_collections.launchcard.inference.plugins.module_utils import _preflight as preflight
@@ -173,6 +174,19 @@ def registry_auth(credentials, mirrors=None):
         return images.registry_auth(credentials, mirrors)
     except ValueError as exc:
         raise AnsibleFilterError("launchcard.inference.registry_auth: %s" % to_text(exc))
+
+
+def podman_registries_conf(mirrors):
+    """The podman hosts' registries.conf drop-in (see plugin_utils._images.podman_registries_conf)."""
+    try:
+        return images.podman_registries_conf(mirrors)
+    except ValueError as exc:
+        raise AnsibleFilterError("launchcard.inference.podman_registries_conf: %s" % to_text(exc))
+
+
+def podman_containers_conf(keyring):
+    """The podman hosts' containers.conf drop-in (see plugin_utils._images.podman_containers_conf)."""
+    return images.podman_containers_conf(bool(keyring))
 
 
 def registry_credentials_digest(credentials, mirrors=None, salt=""):
@@ -381,32 +395,49 @@ def preflight_fleet_warnings(plan, cards, hostvars, hosts, result_var="preflight
     return preflight.fleet_gpu_shortfalls(plan, cards, results)
 
 
-def argv_checks(plan, image_refs, hostvars, hosts, native_python, result_var="preflight_result"):
-    """The plan's distinct argv checks, each on one host that holds its image (plugin_utils._argv_check), of the
-    argv each host's units run (its unit options: e.g. vLLM's ``--shutdown-timeout``)."""
-    runtimes, in_place, options = {}, {}, {}
+def argv_checks(plan, image_refs, hostvars, hosts, native_python, result_var="preflight_result", pull=False):
+    """The plan's distinct argv checks this run needs, of the argv each host's units run (its unit options: e.g.
+    vLLM's ``--shutdown-timeout``), each on one host that holds its image or, with ``pull``, that pulls it
+    (plugin_utils._argv_check); an argv and image every host's record names already is not checked."""
+    runtimes, in_place, options, engines, recorded, run_args, containers_conf = {}, {}, {}, {}, {}, {}, {}
     try:
         for host in hosts:
             hv = hostvars[host] if host in hostvars else {}
             runtimes[host] = hv.get("launchcard_runtime") or "docker"
             res = hv.get(result_var) or {}
-            in_place[host] = list(((res.get("facts") or {}).get("image_disk") or {}).get("in_place") or [])
+            facts = res.get("facts") or {}
+            in_place[host] = list((facts.get("image_disk") or {}).get("in_place") or [])
             options[host] = unit_options.host_options(hv)
-        pythons = dict((h, native_python) for h in hosts if runtimes[h] == "native")
-        return argv_check.argv_checks(plan, image_refs or {}, runtimes, pythons, in_place, options)
+            # preflight's facts: the docker client's path, podman's version (null when absent); a host that failed a
+            # check is not changed, so it pulls nothing
+            engines[host] = None if res.get("failed_checks") else (facts.get("engines") or {}).get(
+                "podman_version" if runtimes[host] == "podman" else "docker")
+            recorded[host] = {"argv": res.get("recorded_argv") or {},
+                              "image_refs": res.get("recorded_image_refs") or {}}
+            # the check's container runs as the host's units do (podman --cgroups), under the runtime role's
+            # containers.conf setting (keyring), which a first deploy has not written yet
+            run_args[host] = units.podman_cgroups_args(options[host])
+            containers_conf[host] = images.podman_containers_conf(
+                boolean(hv.get("launchcard_podman_keyring", True), strict=False)) if runtimes[host] == "podman" else None
+        # a native host's virtualenv is there once the runtime role stamped an install in it (preflight's native_stamps)
+        pythons = dict((h, native_python) for h in hosts if runtimes[h] == "native"
+                       and ((hostvars[h] if h in hostvars else {}).get(result_var) or {}).get("native_stamps") != [])
+        return argv_check.argv_checks(plan, image_refs or {}, runtimes, pythons, in_place, options, engines, recorded,
+                                      bool(pull), run_args, containers_conf)
     except ValueError as exc:
         raise AnsibleFilterError("launchcard.inference.argv_checks: %s" % to_text(exc))
 
 
 def argv_check_report(checks, hostvars, hosts, result_var="preflight_argv"):
-    """``{refusals, warnings}`` of the argv checks from the results the hosts registered."""
+    """``{refusals, warnings, kept}`` of the argv checks from the results the hosts registered (``kept``: the images
+    pulled for accepted checks, ``[{host, runtime, image}]``)."""
     results = []
     for host in hosts:
         res = (hostvars[host] if host in hostvars else {}).get(result_var) or {}
         if not res.get("skipped"):
             results.extend(res.get("results") or [])
     refusals, warnings = argv_check.argv_check_report(checks, results)
-    return {"refusals": refusals, "warnings": warnings}
+    return {"refusals": refusals, "warnings": warnings, "kept": argv_check.argv_pulls_kept(checks, results)}
 
 
 class FilterModule(object):
@@ -435,6 +466,8 @@ class FilterModule(object):
             "image_pullers": image_pullers,
             "docker_daemon_config": docker_daemon_config,
             "registry_auth": registry_auth,
+            "podman_registries_conf": podman_registries_conf,
+            "podman_containers_conf": podman_containers_conf,
             "registry_credentials_digest": registry_credentials_digest,
             "deploy_summary": deploy_summary,
             "pending_units": report.pending_units,

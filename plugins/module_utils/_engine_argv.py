@@ -101,11 +101,10 @@ def parser_tokens(launcher, argv):
     return out
 
 
-def check_command(engine, tokens, runtime, image=None, container_engine="podman", python="python3", cgroups=None):
+def check_command(engine, tokens, runtime, image=None, container_engine="podman", python="python3", run_args=()):
     """The command that runs the parse-only program: in ``image`` (pinned by digest, not pulled: the host must
-    hold it; no network) for the container runtime, else with the native virtualenv's ``python``.
-
-    :param cgroups: the host's podman cgroups mode (``launchcard_podman_cgroups``), which its units run with."""
+    hold it; no network; ``run_args``: the run options the host's units carry, such as podman's ``--cgroups``) for
+    the container runtime, else with the native virtualenv's ``python``."""
     if engine not in ENGINES:
         raise ValueError("engine must be one of %s, got %r" % (", ".join(ENGINES), engine))
     program = ["-c", PROGRAM, engine, json.dumps(list(tokens))]
@@ -114,10 +113,8 @@ def check_command(engine, tokens, runtime, image=None, container_engine="podman"
     if not image:
         raise ValueError("a container runtime needs the recipe's image")
     # podman-run(1), docker run: --pull never uses only a local image; --network none: the parser needs none
-    # podman-run(1) --cgroups: as the host's units pass it (plugin_utils/_units.py container_options)
-    mode = ["--cgroups=%s" % cgroups] if container_engine == "podman" and cgroups and cgroups != "enabled" else []
-    return ([container_engine, "run"] + mode + ["--rm", "--pull", "never", "--network", "none",
-                                                "--entrypoint", "python3", image] + program)
+    return ([container_engine, "run", "--rm", "--pull", "never", "--network", "none"] + list(run_args or [])
+            + ["--entrypoint", "python3", image] + program)
 
 
 def interpret(rc, stdout, stderr):
@@ -170,3 +167,37 @@ def refusal(recipe, result):
     if result.get("near"):
         text += " (did you mean %s?)" % " or ".join(result["near"])
     return text
+
+
+# docker keys Docker Hub's credentials by its index address (moby registry/config.go: IndexServer)
+DOCKER_HUB_INDEX = "https://index.docker.io/v1/"
+
+
+def exists_command(container_engine, image):
+    """Whether the engine's store holds ``image``: ``podman image exists`` (rc 0/1), ``docker image inspect``."""
+    if container_engine == "podman":
+        return ["podman", "image", "exists", image]
+    return ["docker", "image", "inspect", "--format", "{{.Id}}", image]
+
+
+def pull_command(container_engine, image, config_dir=None, auth_file=None):
+    """The pull of ``image`` (by digest) for a check: podman with ``--authfile`` (containers-auth.json(5)); docker
+    with ``--config DIR`` (its config.json holds the same ``auths``). Credentials only ever in those files."""
+    if container_engine == "podman":
+        return ["podman", "pull", "--quiet"] + (["--authfile", auth_file] if auth_file else []) + [image]
+    return ["docker"] + (["--config", config_dir] if config_dir else []) + ["pull", "--quiet", image]
+
+
+def remove_command(container_engine, image):
+    """The removal of an image a check pulled and the engine rejected (podman-rmi(1), docker image rm)."""
+    return [container_engine if container_engine in ("podman", "docker") else "docker", "rmi", image]
+
+
+def docker_auths(auths):
+    """The ``auths`` of a containers-auth.json(5) document as docker's CLI looks them up: Docker Hub's entry also
+    under its index address."""
+    auths = dict((auths or {}).get("auths") or {})
+    for hub in ("docker.io", "index.docker.io", "registry-1.docker.io"):
+        if hub in auths and DOCKER_HUB_INDEX not in auths:
+            auths[DOCKER_HUB_INDEX] = auths[hub]
+    return {"auths": auths}

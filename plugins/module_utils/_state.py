@@ -26,6 +26,8 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
+import shlex
 
 from ansible_collections.launchcard.inference.plugins.module_utils._systemd import QUADLET_SUFFIX, read_unit_files
 
@@ -120,6 +122,47 @@ def recorded_image_refs(text):
         return {}
     refs = ((record or {}).get("runtime") or {}).get("image_refs") or {}
     return dict((k, v) for k, v in refs.items() if isinstance(k, str) and isinstance(v, str)) if isinstance(refs, dict) else {}
+
+
+def _command_words(unit_text):
+    """The words of a unit's command line (``ExecStart=``; a Quadlet file's ``Exec=``, the container's command),
+    continuation lines joined (systemd.syntax(7)), quotes and the ``%%``/``$$`` escapes undone
+    (systemd.service(5) "Command lines"); None when there is none."""
+    joined = re.sub(r"\\\n\s*", " ", unit_text or "")
+    for line in joined.splitlines():
+        key, sep, value = line.partition("=")
+        if sep and key.strip() in ("ExecStart", "Exec"):
+            try:
+                return [w.replace("%%", "%").replace("$$", "$") for w in shlex.split(value)]
+            except ValueError:
+                return None
+    return None
+
+
+def recorded_argv(text):
+    """What each recipe a record says the host runs runs: the words of its unit's command line, as the record
+    keeps the unit (``{recipe: [word, ...]}``), so a check can tell an argv (with what the collection adds to it)
+    the host already runs.
+
+    :param text: the record file's text, or None when there is none.
+    :returns: dict; empty when there is no record or it does not parse (nothing is vouched for).
+    """
+    try:
+        record = parse(text)
+    except ValueError:
+        return {}
+    units = (record or {}).get("units") or {}
+    out = {}
+    for inst in (record or {}).get("instances") or []:
+        if not isinstance(inst, dict) or not isinstance(inst.get("recipe"), str) or not isinstance(inst.get("unit"), str):
+            continue
+        base = inst["unit"].rsplit(".", 1)[0]
+        for name in (inst["unit"], base + QUADLET_SUFFIX):
+            words = _command_words(((units.get(name) or {}) if isinstance(units, dict) else {}).get("text"))
+            if words:
+                out[inst["recipe"]] = words
+                break
+    return out
 
 
 def recorded_runtime_setup(text):

@@ -422,6 +422,13 @@ recorded_images_missing:
   type: list
   elements: str
   sample: ["lmsysorg/sglang:latest"]
+recorded_argv:
+  description:
+    - With O(record), the argv of each recipe the record says the host runs (recipe name to its tokens). Preflight's
+      engine argv check skips an argv and image every host already runs (no call on a no-op run).
+  returned: always
+  type: dict
+  sample: {sglang-prefill: [sglang, serve, --model-path, zai-org/GLM-5.3-Flash, --tp-size, "2"]}
 failed_checks:
   description: Names of the checks with severity C(error).
   returned: always
@@ -518,6 +525,7 @@ from ansible_collections.launchcard.inference.plugins.module_utils import _gate 
 from ansible_collections.launchcard.inference.plugins.module_utils import _lock
 from ansible_collections.launchcard.inference.plugins.module_utils._state import (
     parse as parse_record,
+    recorded_argv,
     recorded_image_refs,
     recorded_runtime_setup,
 )
@@ -753,6 +761,7 @@ def main():
                      recorded_image_refs=recorded,
                      recorded_runtime_setup=None if images_missing else recorded_runtime_setup(record_text),
                      recorded_images_missing=images_missing,
+                     recorded_argv=recorded_argv(record_text) if p["record"] else {},
                      units_found=_units_found(module, p["units_reads"], record_text),
                      facts=facts)
 

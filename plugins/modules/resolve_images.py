@@ -70,10 +70,11 @@ options:
     default: {}
   runtime:
     description:
-      - The hosts' container engine, whose way of asking registries is followed (where a mirror's path goes, which
-        credentials a mirror gets). C(docker) mirrors Docker Hub only.
+      - The hosts' runtime (C(launchcard_runtime)), whose container engine's way of asking registries is followed
+        (where a mirror's path goes, which credentials a mirror gets) - podman's for C(podman), docker's otherwise
+        (C(native) pulls no image). C(docker) mirrors Docker Hub only.
     type: str
-    choices: [docker, podman]
+    choices: [docker, podman, native]
     default: docker
   verify:
     description:

@@ -2,7 +2,7 @@
 # Copyright: (c) 2026, launchcard.inference contributors
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 """Which engine parser checks a plan's argv, and where: one check per (image or native Python, engine, argv),
-on one host that has the image (module launchcard.inference.engine_argv runs it; module_utils._engine_argv)."""
+on one host that has the image or pulls it (module launchcard.inference.engine_argv runs it; module_utils._engine_argv)."""
 
 from __future__ import absolute_import, division, print_function
 
@@ -14,21 +14,45 @@ from ansible_collections.launchcard.inference.plugins.plugin_utils import _units
 _LABEL = {"vllm": "vLLM", "sglang": "SGLang"}
 
 
-def argv_checks(plan, image_refs, runtimes, pythons=None, in_place=None, options=None):
-    """The distinct argv checks of ``plan``: each instance's argv as its unit runs it (:func:`_units.engine_argv`,
-    e.g. with vLLM's ``--shutdown-timeout``), so the engine's parser sees every flag the collection adds.
+def _running(recorded, host, recipe, tokens, ref):
+    """Whether ``host``'s record says it runs ``recipe`` with these parser tokens (a contiguous run of the words of
+    its unit's command line, as the record keeps the unit) in this image."""
+    rec = (recorded or {}).get(host) or {}
+    words = (rec.get("argv") or {}).get(recipe)
+    if not words or not tokens:
+        return False
+    if not any(words[i:i + len(tokens)] == tokens for i in range(len(words) - len(tokens) + 1)):
+        return False
+    return ref is None or (rec.get("image_refs") or {}).get(ref[0]) == ref[1]
+
+
+def argv_checks(plan, image_refs, runtimes, pythons=None, in_place=None, options=None, engines=None, recorded=None,
+                pull=False, run_args=None, containers_conf=None):
+    """The distinct argv checks of ``plan`` that this run needs: each instance's argv as its unit runs it
+    (:func:`_units.engine_argv`, e.g. with vLLM's ``--shutdown-timeout``), so the engine's parser sees every flag the
+    collection adds.
 
     :param image_refs: ``{image: NAME@sha256:...}``, this run's resolved digests (container runtimes).
     :param runtimes: ``{host: docker | podman | native}``.
-    :param pythons: ``{host: the native virtualenv's python}`` (native hosts).
+    :param pythons: ``{host: the native virtualenv's python}``: the native hosts whose virtualenv is installed.
     :param in_place: ``{host: [images whose digest the host's engine store holds]}`` (preflight's
-        ``facts.image_disk.in_place``); a container check runs on the first such host that runs it, and has
-        ``host: None`` when no host holds the image yet.
+        ``facts.image_disk.in_place``); a container check runs on the first such host that runs it.
     :param options: ``{host: unit options}`` (plugin_utils._unit_options.host_options); a host without: the defaults.
-    :returns: list of ``{key, host, hosts, engine, tokens, runtime, image, python, podman_cgroups, recipes}``, sorted
-        by key; ``podman_cgroups`` is the unit option of the host that runs the check, which a podman check runs with.
+    :param engines: ``{host: whether its container engine (the runtime's binary) is installed}``.
+    :param recorded: ``{host: {argv: {recipe: words of its unit's command line}, image_refs: {image: ref}}}`` from
+        each host's record: an instance whose host's unit already runs that argv in that image (native: that argv)
+        needs no check, so a run that changes no argv, no added flag and no image checks nothing (no round trip
+        on a no-op run).
+    :param pull: when no host holds the image, give the check to the first of its hosts with the engine
+        installed, which pulls the image for it (``pull: true``); false (check mode, a run that stops anyway):
+        such a check has ``host: None`` and a ``reason``.
+    :param run_args: ``{host: [podman run options its units carry, e.g. --cgroups=disabled]}``.
+    :param containers_conf: ``{host: the runtime role's containers.conf drop-in text, or None}``.
+    :returns: list of ``{key, host, hosts, engine, tokens, runtime, image, python, recipes, pull, reason, run_args,
+        containers_conf}``, sorted by key.
     """
-    pythons, in_place, options = pythons or {}, in_place or {}, options or {}
+    pythons, in_place, engines, options = pythons or {}, in_place or {}, engines or {}, options or {}
+    run_args, containers_conf = run_args or {}, containers_conf or {}
     checks = {}
     for host in sorted((plan or {}).get("hosts") or {}):
         runtime = runtimes.get(host) or "docker"
@@ -38,39 +62,77 @@ def argv_checks(plan, image_refs, runtimes, pythons=None, in_place=None, options
                 continue  # the router is not an engine: its argv is not checked here
             tokens = _engine_argv.parser_tokens(engine, _units.engine_argv(inst, options.get(host)))
             if runtime == "native":
-                where = ("native", pythons.get(host) or "python3")
+                where, ref = ("native", pythons.get(host) or "python3"), None
             else:
                 where = ("image", (image_refs or {}).get(inst.get("image")) or inst.get("image"))
+                ref = (inst.get("image"), where[1])
+            if _running(recorded, host, inst["recipe"], tokens, ref):
+                continue
             key = "%s %s %s %s" % (where[0], where[1], engine, " ".join(tokens))
             check = checks.setdefault(key, {
                 "key": key, "host": None, "hosts": [], "engine": engine, "tokens": tokens,
                 "runtime": runtime, "image": where[1] if where[0] == "image" else None,
-                "python": where[1] if where[0] == "native" else None, "podman_cgroups": None, "recipes": [],
-                "engine_label": _LABEL[engine]})
+                "python": where[1] if where[0] == "native" else None, "recipes": [],
+                "engine_label": _LABEL[engine], "pull": False, "reason": None, "card_image": inst.get("image")})
             check["hosts"].append(host)
             if inst["recipe"] not in check["recipes"]:
                 check["recipes"].append(inst["recipe"])
-            if check["host"] is None and (where[0] == "native" or inst.get("image") in (in_place.get(host) or [])):
+            if check["host"] is None and (host in pythons if where[0] == "native"
+                                          else inst.get("image") in (in_place.get(host) or [])):
                 check["host"], check["runtime"] = host, runtime
-                check["podman_cgroups"] = (options.get(host) or {}).get("podman_cgroups")
+    for check in checks.values():
+        if check["host"] is not None:
+            continue
+        if check["python"] is not None:
+            # a first native deploy: a temporary virtualenv of the engine for the check would cost a full install
+            check["reason"] = "no host has its virtualenv yet (the runtime role installs the engine after preflight)"
+            continue
+        pullers = [h for h in check["hosts"] if engines.get(h)]
+        if pull and pullers:
+            # first deploy: one host pulls the image for the check (kept when accepted: the runtime role's pull)
+            check.update(host=pullers[0], runtime=runtimes.get(pullers[0]) or "docker", pull=True)
+        elif not pullers:
+            check["reason"] = "no host holds %s yet, nor has its container engine installed" % check["image"]
+        else:
+            check["reason"] = "no host holds %s yet, and this run pulls none for the check" % check["image"]
+    for check in checks.values():
+        if check["host"] is not None and check["image"] is not None:
+            check["run_args"] = list(run_args.get(check["host"]) or [])
+            check["containers_conf"] = containers_conf.get(check["host"])
     return [checks[k] for k in sorted(checks)]
 
 
 def argv_check_report(checks, results):
     """``(refusals, warnings)``: one line per rejected argv (each of its recipes: the flag, the engine's message,
-    the near spelling); a warning per check that could not run (no host holds the image yet, or no parser)."""
+    the near spelling, and the image a host pulled for the check and removed); a warning per check that could not
+    run (no host holds the image and none pulled it, or no parser)."""
     refusals, warnings = [], []
     by_key = dict((r.get("key"), r) for r in results or [])
     for check in checks:
         res = by_key.get(check["key"])
+        recipes = ", ".join(check["recipes"])
         if res is None:
-            warnings.append("argv of %s not checked against %s: no host holds %s yet" % (
-                ", ".join(check["recipes"]), check["engine_label"], check["image"] or check["python"]))
+            warnings.append("argv of %s not checked against %s: %s" % (
+                recipes, check["engine_label"], check.get("reason") or "no host ran the check"))
         elif res.get("status") == "rejected":
             label = check["engine_label"] + (" %s" % res["version"] if res.get("version") else "")
             for recipe in check["recipes"]:
-                refusals.append(_engine_argv.refusal(recipe, dict(res, engine_label=label)))
+                line = _engine_argv.refusal(recipe, dict(res, engine_label=label))
+                if res.get("pulled"):
+                    line += " [%s pulled on %s for the check, removed]" % (check["image"], check["host"])
+                refusals.append(line)
         elif res.get("status") != "ok":
-            recipes = ", ".join(check["recipes"])
             warnings.append("argv of %s not checked on %s: %s" % (recipes, check["host"], res.get("message")))
     return refusals, warnings
+
+
+def argv_pulls_kept(checks, results):
+    """The images hosts pulled for checks the engine accepted (kept for the runtime role): ``[{host, runtime,
+    image}]``, to remove again when another check's refusal stops the run."""
+    by_key = dict((r.get("key"), r) for r in results or [])
+    kept = []
+    for check in checks:
+        res = by_key.get(check["key"]) or {}
+        if res.get("pulled") and res.get("status") != "rejected":
+            kept.append({"host": check["host"], "runtime": check["runtime"], "image": check["image"]})
+    return kept

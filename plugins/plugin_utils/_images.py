@@ -233,6 +233,8 @@ def drift_warning(moved):
 
 _MIRROR_LOCATION = re.compile(r"^[A-Za-z0-9.-]+(:[0-9]{1,5})?(/[a-z0-9._/-]*)?$")
 RUNTIMES = ("docker", "podman")
+# launchcard_runtime's values: the two container engines, and native (pip into a virtualenv; no image to pull)
+LAUNCHCARD_RUNTIMES = RUNTIMES + ("native",)
 # containers/image reads a manifest body of at most 4 MiB (internal/iolimits: MaxManifestBodySize)
 MAX_MANIFEST_BYTES = 4 << 20
 
@@ -276,6 +278,19 @@ def _docker_hub_only(registry):
     return ImageError("launchcard_registry_mirrors.%s: docker mirrors Docker Hub only (daemon.json registry-mirrors); "
                       "pull %s images from the mirror by name in the card, or use launchcard_runtime: podman"
                       % (registry, registry))
+
+
+def registry_client(launchcard_runtime):
+    """The container engine whose way of asking registries resolve_images follows for a fleet of
+    ``launchcard_runtime`` (docker, podman or native): podman's for podman, else docker's (a native fleet pulls no
+    image; resolve_images is given none).
+
+    :raises ImageError: a value outside ``LAUNCHCARD_RUNTIMES``, naming the variable.
+    """
+    runtime = launchcard_runtime or "docker"
+    if runtime not in LAUNCHCARD_RUNTIMES:
+        raise ImageError("launchcard_runtime must be one of %s, found %r" % (", ".join(LAUNCHCARD_RUNTIMES), runtime))
+    return "podman" if runtime == "podman" else "docker"
 
 
 def pull_sources(registry, mirrors=None, runtime="podman", upstream=None):
@@ -328,6 +343,35 @@ def pull_sources(registry, mirrors=None, runtime="podman", upstream=None):
         sources.append({"label": "registry %s" % registry, "host": registry, "base": own.rstrip("/"),
                         "namespace": "", "mirror": False})
     return sources
+
+
+def podman_registries_conf(mirrors):
+    """The podman hosts' ``registries.conf`` drop-in for ``mirrors`` (containers-registries.conf(5)): each
+    registry's mirrors, tried in order before the registry itself (``insecure``: plain HTTP). The runtime role writes
+    it to ``registries.conf.d``; preflight's first-deploy argv check pulls with it before that role has run.
+
+    :raises ImageError: a bad mirror entry, naming it.
+    """
+    lines = ["# Managed by launchcard.inference (roles/runtime, launchcard_registry_mirrors); changes are overwritten.",
+             "# containers-registries.conf(5): pulls from each registry try its mirrors first, in this order."]
+    for registry in sorted(mirrors or {}, key=str):
+        lines += ["", "[[registry]]", "prefix = %s" % json.dumps(str(registry)),
+                  "location = %s" % json.dumps(str(registry))]
+        for location, insecure in _mirror_entries(registry, mirrors[registry]):
+            lines += ["", "[[registry.mirror]]", "location = %s" % json.dumps(location),
+                      "insecure = %s" % json.dumps(bool(insecure))]
+    return "\n".join(lines) + "\n"
+
+
+def podman_containers_conf(keyring):
+    """The podman hosts' ``containers.conf.d`` drop-in (containers.conf(5) ``[containers] keyring``): with ``keyring``
+    false, no session keyring per container (hosts whose seccomp filter refuses keyctl); None with it true (podman's
+    default, nothing written). The runtime role writes it; preflight's first-deploy argv check runs podman with it.
+    """
+    if keyring:
+        return None
+    return ("# Managed by launchcard.inference (roles/runtime, launchcard_podman_keyring: false)\n"
+            "[containers]\nkeyring = false\n")
 
 
 def docker_daemon_config(current, mirrors):

@@ -385,6 +385,14 @@ def _gpu_env(inst, opts):
     return env
 
 
+def podman_cgroups_args(opts):
+    """podman's ``--cgroups=MODE`` (podman-run(1)) for the host's ``podman_cgroups``; none for ``enabled`` (podman's
+    default) or another runtime. The units' containers and preflight's argv check run with it alike."""
+    if opts.get("runtime") == "podman" and opts.get("podman_cgroups", "enabled") != "enabled":
+        return ["--cgroups=%s" % opts["podman_cgroups"]]
+    return []
+
+
 def container_options(inst, opts, env):
     """The ``podman run``/``docker run`` options of an instance besides its name, network, weights mount,
     entrypoint and image, in two lists: ``--ipc host``, podman's ``--cgroups=MODE`` and ``--authfile PATH``
@@ -392,9 +400,7 @@ def container_options(inst, opts, env):
     ``podman run``, rather than a ``[Container]`` key that older releases may lack), and the vendor's device
     flags; then ``-e NAME`` for every variable of ``env`` and every secret name, and the operator's extra
     arguments (the ``run`` units put the weights mount between the two)."""
-    words = ["--ipc", "host"]
-    if opts["runtime"] == "podman" and opts["podman_cgroups"] != "enabled":
-        words.append("--cgroups=%s" % opts["podman_cgroups"])
+    words = ["--ipc", "host"] + podman_cgroups_args(opts)
     if opts["runtime"] == "podman" and opts["podman_auth_file"]:
         # podman-run(1) --authfile: the pull a start makes when the image is missing authenticates with it
         words += ["--authfile", _check(opts["podman_auth_file"], "podman_auth_file")]

@@ -19,6 +19,12 @@ with one left by driver 570.86.15 (stale). The cases, in order (each builds on t
   stops at the images' digests, on the controller, naming the mirror and the refusal (and Docker Hub, which a
   podman host tries after its mirrors, unreachable from the sandbox).
 
+* a first deploy of a card whose prefill recipe carries a flag the image's SGLang rejects
+  (tests/e2e/cards/argv-rejected-flag.json): preflight pulls the image by digest on one host per argv (no host holds
+  it yet), the engine's own parser refuses the flag, and the run stops naming the recipe, the flag, SGLang's message
+  and the near spelling; the images pulled for the checks are removed again, so no host keeps an image, a unit or
+  a weights file.
+
 A wrong revision and a truncated weights file are tests/e2e/test_deploy_sandbox.py's.
 """
 
@@ -175,3 +181,23 @@ def test_an_unreachable_registry_stops_the_deploy_before_any_pull_or_unit(fleet)
     assert "preflight failed" not in out and "Preflight | Check this host" not in out
     assert "Runtime | Pull" not in res.stdout
     assert_untouched(fleet)
+
+
+def test_a_first_deploy_whose_engine_rejects_a_flag_stops_in_preflight_leaving_every_host_as_it_was(fleet):
+    card = os.path.join(ROOT, "tests", "e2e", "cards", "argv-rejected-flag.json")
+    res = playbook("deploy", "-e", "launchcard_card_src=%s" % card)
+    assert res.returncode != 0
+    out = " ".join(res.stdout.split())
+    # no host held the image: each argv's check pulled it on a host that runs it, by digest, through the mirror
+    assert ("recipe sglang-prefill: SGLang 0.5.23 rejects --kv-cache-data-type: sglang serve: error: unrecognized "
+            "arguments: --kv-cache-data-type bfloat16 (did you mean --kv-cache-dtype or ") in out, res.stdout[-4000:]
+    assert "pulled on lc-cf-prefill for the check, removed]" in out
+    assert "sglang-decode" not in out.split("Stop the run when an engine rejects", 1)[1]  # decode's argv passed
+    # stopped in preflight: no runtime, weights or units step ran on any host
+    assert not re.search(r"TASK \[launchcard\.inference\.(runtime|weights|units) :", res.stdout)
+    for host in HOSTS:
+        left = ssh(host, "ls /etc/systemd/system | grep '^launchcard-' || true; podman images --quiet; "
+                         "podman ps --all --quiet; "
+                         "find /var/lib/launchcard/models -mindepth 1 -not -path '*/lost+found*' 2>/dev/null || true")
+        assert left.strip() == "", (host, left)  # decode's image, pulled for its accepted check, went too
+    assert host_fetches() > fleet  # the hosts did fetch the image (from the sandbox registry, the mirror)

@@ -205,10 +205,14 @@ def test_upgrade_under_load_loses_no_request(fleet, upgraded):
     switched = [res.stdout.find("TASK [Upgrade | Switch the units (batch %d)]" % n) for n in range(1, len(WORKERS) + 1)]
     assert -1 not in switched and switched == sorted(switched), switched
     assert "unchanged (not touched): lc-cu-router" in res.stdout
-    # pre-staged: every replica pulled the new digest before the first batch stopped anything
+    # pre-staged: every replica pulled the new digest before the first batch stopped anything (the one that checked
+    # the replicas' argv with the new image's parser in preflight pulled it there, for the check, and kept it)
     pulls = res.stdout.split("Pull the pinned images (podman)]", 1)[1].split("TASK [", 1)[0]
+    checked = res.stdout.split("Check the recipes' argv with the engine's own parser]", 1)[1].split("TASK [", 1)[0]
+    assert len(re.findall(r"^changed: \[", checked, re.M)) == 1, checked
     for host in WORKERS:
-        assert "changed: [%s] => (item=%s)" % (host, PINNED + new) in pulls, pulls
+        assert ("changed: [%s] => (item=%s)" % (host, PINNED + new) in pulls
+                or "changed: [%s]" % host in checked), (host, pulls, checked)
     assert res.stdout.find("Pull the pinned images (podman)]") < switched[0]
 
 

@@ -395,14 +395,12 @@ def test_the_example_cards_sglang_recipes_parse():
 
 
 def test_the_flag_table_is_the_pinned_sglang_parser():
-    """The committed table is what the pinned sglang's own ServerArgs.add_cli_args gives (checked where the
-    sandbox cache holds that environment), and the rebuilt parser refuses with the real parser's message."""
+    """The committed table is what the pinned sglang's own ServerArgs.add_cli_args gives (its environment built in
+    the sandbox cache when missing: never skipped), and the rebuilt parser refuses with the real parser's message."""
     sys.path.insert(0, str(SANDBOX))
     from sandbox_fleet import sglang_env
 
-    python = sglang_env.env_python()
-    if python is None:
-        pytest.skip(f"the pinned sglang environment is not built ({sglang_env.env_dir()})")
+    python = sglang_env.ensure_env()
     assert json.loads(sglang_env.generate_table(python)) == sglang_args.load_table()
     argvs = [["--model-path", "m", "--bogus"], ["--model", "m", "--disaggregation-mode", "both"],
              ["--model-path", "m", "--prefill", "1"], ["--port", "1"]]

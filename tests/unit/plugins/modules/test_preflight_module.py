@@ -312,7 +312,19 @@ def test_the_same_call_reads_the_images_the_host_record_says_it_runs(host, capsy
     record.write_text(json.dumps({"version": 1, "card": {}, "instances": [], "units": {}, "previous": None,
                                   "runtime": {"kind": "podman", "image_refs": {"lmsysorg/sglang": ref}}}))
     result = run_module(capsys, host, needs=needs(), record=str(record))
-    assert result["recorded_image_refs"] == {"lmsysorg/sglang": ref}
+    assert result["recorded_image_refs"] == {"lmsysorg/sglang": ref} and result["recorded_argv"] == {}
+    unit = ("[Service]\nExecStart=/usr/bin/podman run --rm %s \\\n    --tp-size 2 \\\n"
+            "    --chat-template \"{%%%% x %%%%}\" \\\n    --api-key $$K\nExecStop=/usr/bin/podman stop x\n" % ref)
+    record.write_text(json.dumps({"version": 1, "card": {}, "previous": None,
+                                  "units": {"launchcard-p-0.service": {"sha256": "0", "text": unit}},
+                                  "instances": [{"recipe": "sglang-prefill", "unit": "launchcard-p-0.service",
+                                                 "argv": ["sglang", "serve", "--tp-size", "2"]},
+                                                {"recipe": "gone", "unit": "launchcard-g-0.service", "argv": []}],
+                                  "runtime": {"kind": "podman", "image_refs": {"lmsysorg/sglang": ref}}}))
+    # what each recipe's unit runs, as systemd reads its command line: the engine argv check skips what runs already
+    assert run_module(capsys, host, needs=needs(), record=str(record))["recorded_argv"] == {
+        "sglang-prefill": ["/usr/bin/podman", "run", "--rm", ref, "--tp-size", "2", "--chat-template", "{% x %}",
+                           "--api-key", "$K"]}
     assert result["recorded_runtime_setup"] is None  # a record from before the runtime recorded its setup
     record.write_text(json.dumps({"version": 1, "card": {}, "instances": [], "units": {}, "previous": None,
                                   "runtime": {"kind": "podman", "image_refs": {}, "setup": "3f78" * 10}}))
@@ -320,6 +332,7 @@ def test_the_same_call_reads_the_images_the_host_record_says_it_runs(host, capsy
     record.write_text("{not json")  # a record the host cannot vouch for holds nothing
     result = run_module(capsys, host, needs=needs(), record=str(record))
     assert result["recorded_image_refs"] == {} and result["recorded_runtime_setup"] is None
+    assert result["recorded_argv"] == {}
     assert run_module(capsys, host, needs=needs())["recorded_runtime_setup"] is None  # no record asked for
 
 

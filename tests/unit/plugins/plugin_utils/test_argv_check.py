@@ -6,6 +6,11 @@ one host that holds the image; the report names the recipe, the flag, the engine
 
 from __future__ import annotations
 
+import json
+import os
+
+import pytest
+
 from ansible_collections.launchcard.inference.plugins.plugin_utils import _argv_check as ac
 
 IMG = "lmsysorg/sglang:latest"
@@ -40,7 +45,8 @@ def test_no_host_holds_the_image_yet_and_native_hosts_check_with_their_virtualen
     assert [(c["host"], c["runtime"], c["python"]) for c in checks] == [
         (None, "docker", None), ("c", "native", "/opt/v/bin/python")]
     refusals, warnings = ac.argv_check_report(checks, [{"key": checks[1]["key"], "status": "ok"}])
-    assert refusals == [] and warnings == ["argv of agg not checked against SGLang: no host holds %s yet" % REF]
+    assert refusals == [] and warnings == [
+        "argv of agg not checked against SGLang: no host holds %s yet, nor has its container engine installed" % REF]
 
 
 def test_a_rejected_flag_names_the_recipe_flag_message_and_near_spelling():
@@ -66,10 +72,136 @@ def test_vllm_is_checked_with_the_flags_its_unit_adds():
         (["a"], ["m", "--revision", "r", "--shutdown-timeout", "30"]), (["b"], ["m", "--revision", "r"])]
 
 
-def test_a_podman_check_runs_with_the_cgroups_mode_of_the_host_that_runs_it():
-    """The units run podman with the host's launchcard_podman_cgroups (--cgroups=disabled where the host cannot
-    create cgroups, as in the sandbox); the check, a podman run too, runs as they do on the host it is given to."""
+def test_first_deploy_one_planned_host_with_the_engine_pulls_the_image_for_the_check():
+    runtimes = {"a": "podman", "b": "podman", "c": "podman"}
+    checks = ac.argv_checks(PLAN, {IMG: REF}, runtimes, engines={"a": None, "b": "/usr/bin/podman", "c": "/usr/bin/podman"},
+                            pull=True)
+    # a runs the first argv but has no podman yet: b, which runs it too, pulls; c pulls for its own argv
+    assert [(c["hosts"], c["host"], c["pull"], c["image"]) for c in checks] == [
+        (["a", "b"], "b", True, REF), (["c"], "c", True, REF)]
+    # a host that holds the image still checks it without a pull
+    held = ac.argv_checks(PLAN, {IMG: REF}, runtimes, in_place={"a": [IMG]}, engines={"b": "/usr/bin/podman"},
+                          pull=True)
+    assert (held[0]["host"], held[0]["pull"]) == ("a", False)
+    msg = "sglang serve: error: unrecognized arguments: --tp-sise"
+    refusals, warnings = ac.argv_check_report(checks, [
+        {"key": checks[0]["key"], "status": "rejected", "flag": "--tp-sise", "message": msg, "near": ["--tp-size"],
+         "pulled": True},
+        {"key": checks[1]["key"], "status": "ok", "pulled": True}])
+    assert refusals == ["recipe agg: SGLang rejects --tp-sise: %s (did you mean --tp-size?) [%s pulled on b for the "
+                        "check, removed]" % (msg, REF)]
+    assert warnings == []
+    # c pulled for an accepted argv: its image goes too, since the refusal stops the run
+    assert ac.argv_pulls_kept(checks, [{"key": checks[0]["key"], "status": "rejected", "pulled": True},
+                                       {"key": checks[1]["key"], "status": "ok", "pulled": True}]) == [
+        {"host": "c", "runtime": "podman", "image": REF}]
+
+
+def test_check_mode_or_a_run_that_stops_pulls_nothing_and_warns():
     checks = ac.argv_checks(PLAN, {IMG: REF}, {"a": "podman", "b": "podman", "c": "podman"},
-                            in_place={"b": [IMG], "c": [IMG]},
-                            options={"b": {"podman_cgroups": "disabled"}, "c": {"podman_cgroups": "enabled"}})
-    assert [(c["host"], c["podman_cgroups"]) for c in checks] == [("b", "disabled"), ("c", "enabled")]
+                            engines={"a": "/usr/bin/podman", "b": "/usr/bin/podman", "c": "/usr/bin/podman"})
+    assert [(c["host"], c["pull"]) for c in checks] == [(None, False), (None, False)]
+    assert ac.argv_check_report(checks, [])[1][0] == (
+        "argv of agg not checked against SGLang: no host holds %s yet, and this run pulls none for the check" % REF)
+
+
+def test_an_argv_and_image_every_host_already_runs_needs_no_check():
+    """A no-op run: each host's record names the argv and the digest it runs; nothing to check, no round trip."""
+    runtimes = {"a": "podman", "b": "podman", "c": "native"}
+    recorded = {"a": {"argv": {"agg": SERVE}, "image_refs": {IMG: REF}},
+                "b": {"argv": {"agg": SERVE, "rtr": ["sglang-router"]}, "image_refs": {IMG: REF}},
+                "c": {"argv": {"agg": SERVE + ["--port", "31000"]}, "image_refs": {}}}
+    assert ac.argv_checks(PLAN, {IMG: REF}, runtimes, in_place={"a": [IMG], "b": [IMG]}, recorded=recorded) == []
+    # a new digest on one host (b), or an argv a host does not run yet: checked again
+    moved = dict(recorded, b={"argv": {"agg": SERVE}, "image_refs": {IMG: REF[:-1] + "b"}})
+    again = ac.argv_checks(PLAN, {IMG: REF}, runtimes, in_place={"a": [IMG]}, recorded=moved)
+    assert [(c["hosts"], c["host"]) for c in again] == [(["b"], None)]
+    changed = dict(recorded, c={"argv": {"agg": SERVE}})
+    assert [(c["hosts"], c["host"]) for c in ac.argv_checks(PLAN, {IMG: REF}, runtimes, pythons={"c": "/v/bin/python"},
+                                                            recorded=changed)] == [
+        (["c"], "c")]
+
+
+def test_the_filter_reads_engines_records_and_failed_checks_from_each_hosts_preflight_result():
+    from ansible_collections.launchcard.inference.plugins.filter import plan as filters
+
+    def hv(runtime="podman", podman="5.4.2", failed=(), argv=None, refs=None):
+        return {"launchcard_runtime": runtime, "preflight_result": {
+            "failed_checks": list(failed), "recorded_argv": argv or {}, "recorded_image_refs": refs or {},
+            "facts": {"engines": {"docker": None, "podman_version": podman}, "image_disk": {"in_place": []}}}}
+
+    hostvars = {"a": hv(podman=None), "b": hv(failed=["image_disk"]),
+                "c": dict(hv(), launchcard_podman_cgroups="disabled", launchcard_podman_keyring="false")}
+    checks = filters.argv_checks(PLAN, {IMG: REF}, hostvars, ["a", "b", "c"], "/v/bin/python", pull=True)
+    # a has no podman yet, b failed a check (it is not changed): nobody pulls the first argv; c pulls its own
+    assert [(c["hosts"], c["host"], c["pull"]) for c in checks] == [(["a", "b"], None, False), (["c"], "c", True)]
+    # c's container runs as its units' do (--cgroups) under the runtime role's keyring setting, not written yet
+    assert checks[1]["run_args"] == ["--cgroups=disabled"] and "keyring = false" in checks[1]["containers_conf"]
+    assert "nor has its container engine installed" in checks[0]["reason"]
+    # a no-op run: every host's record names its argv and digest, nothing to check
+    done = dict((h, hv(argv={"agg": i[0]["argv"]}, refs={IMG: REF})) for h, i in
+                ((h, PLAN["hosts"][h]["instances"]) for h in PLAN["hosts"]))
+    assert filters.argv_checks(PLAN, {IMG: REF}, done, ["a", "b", "c"], "/v/bin/python", pull=True) == []
+
+
+def test_a_flag_the_unit_adds_is_checked_until_the_hosts_unit_runs_it():
+    """The record's words are the unit's command line: a vLLM unit that runs --shutdown-timeout 30 needs no check;
+    one recorded before the collection added it (the same card argv and image) is checked again."""
+    vllm = _inst("v", ["vllm", "serve", "m", "--revision", "r"], launcher="vllm", image=IMG)
+    plan = {"hosts": {"a": {"instances": [vllm]}}}
+    unit = ["/usr/bin/podman", "run", "--rm", "--entrypoint", "vllm", REF, "serve", "m", "--revision", "r"]
+    ran = {"a": {"argv": {"v": unit + ["--shutdown-timeout", "30"]}, "image_refs": {IMG: REF}}}
+    assert ac.argv_checks(plan, {IMG: REF}, {"a": "podman"}, in_place={"a": [IMG]}, recorded=ran) == []
+    before = {"a": {"argv": {"v": unit}, "image_refs": {IMG: REF}}}
+    checks = ac.argv_checks(plan, {IMG: REF}, {"a": "podman"}, in_place={"a": [IMG]}, recorded=before)
+    assert [(c["host"], c["tokens"][-2:]) for c in checks] == [("a", ["--shutdown-timeout", "30"])]
+
+
+def test_a_first_native_deploy_has_no_virtualenv_to_check_with_yet():
+    from ansible_collections.launchcard.inference.plugins.filter import plan as filters
+
+    plan = {"hosts": {"c": PLAN["hosts"]["c"]}}
+    bare = {"c": {"launchcard_runtime": "native", "preflight_result": {"native_stamps": [], "facts": {}}}}
+    checks = filters.argv_checks(plan, {}, bare, ["c"], "/v/bin/python", pull=True)
+    assert [(c["host"], c["pull"]) for c in checks] == [(None, False)]
+    assert ac.argv_check_report(checks, [])[1] == [
+        "argv of agg not checked against SGLang: no host has its virtualenv yet (the runtime role installs the "
+        "engine after preflight)"]
+    installed = {"c": {"launchcard_runtime": "native", "preflight_result": {"native_stamps": [".launchcard-1"]}}}
+    assert [c["host"] for c in filters.argv_checks(plan, {}, installed, ["c"], "/v/bin/python")] == ["c"]
+
+
+@pytest.mark.parametrize("runtime, quadlet", [("podman", False), ("podman", True), ("docker", False),
+                                              ("native", False)])
+def test_the_units_the_collection_writes_read_back_as_running_their_argv(runtime, quadlet):
+    """A record of the real unit files (service, Quadlet) vouches for the argv they run, vLLM's added flag included:
+    the no-op run after a deploy checks nothing."""
+    from ansible_collections.launchcard.inference.plugins.module_utils import _state as state
+    from ansible_collections.launchcard.inference.plugins.plugin_utils import _units as units
+    from ansible_collections.launchcard.inference.plugins.plugin_utils._card import load_card
+    from ansible_collections.launchcard.inference.plugins.plugin_utils._planner import normalize_placement, plan
+
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))))
+    with open(os.path.join(root, "cards", "glm-5.3-flash.json")) as f:
+        card = load_card(f.read(), "glm-5.3-flash.json")
+    p = plan(card, normalize_placement([("a", {"address": "10.0.0.1", "recipes": ["vllm-aggregated"]}),
+                                        ("b", {"address": "10.0.0.2", "recipes": ["sglang-prefill", "sglang-decode"]})]))
+    opts = {"runtime": runtime, "weights_dir": "/srv/hf", "secrets_env_file": "/etc/launchcard/secrets.env",
+            "podman_quadlet": quadlet, "podman_cgroups": "disabled"}
+    refs = dict((i["image"], i["image"].split(":")[0] + "@sha256:" + "c" * 64)
+                for hp in p["hosts"].values() for i in hp["instances"])
+    recorded = {}
+    for host, hp in p["hosts"].items():
+        rendered = units.host_units(hp, dict(opts, image_refs=refs))
+        record = {"version": 1, "card": {}, "previous": None, "runtime": {"kind": runtime, "image_refs": refs},
+                  "instances": hp["instances"],
+                  "units": dict((u["name"], {"sha256": "0", "text": u["content"]}) for u in rendered)}
+        recorded[host] = {"argv": state.recorded_argv(json.dumps(record)), "image_refs": refs}
+    engines = dict((h, opts) for h in p["hosts"])
+    runtimes = dict((h, runtime) for h in p["hosts"])
+    pythons = dict((h, "/v/bin/python") for h in p["hosts"]) if runtime == "native" else None
+    assert ac.argv_checks(p, refs, runtimes, pythons, options=engines, recorded=recorded) == []
+    # the same units, before the collection added vLLM's --shutdown-timeout: vLLM's argv is checked again
+    longer = dict((h, dict(o, engine_shutdown_timeout_s=45)) for h, o in engines.items())
+    again = ac.argv_checks(p, refs, runtimes, pythons, options=longer, recorded=recorded)
+    assert [(c["engine"], c["tokens"][-2:]) for c in again] == [("vllm", ["--shutdown-timeout", "45"])]

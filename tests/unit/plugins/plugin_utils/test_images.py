@@ -383,3 +383,27 @@ def test_the_recorded_image_refs_filter_reads_a_record_or_its_slurp():
     for nothing in ({"failed": True, "msg": "file not found"}, {"skipped": True, "changed": False}, None,
                     {"content": base64.b64encode(b"{not json").decode()}, {"content": "%%%"}):
         assert recorded_image_refs(nothing) == {} and recorded_image_refs(nothing, ["a/x:1"]) == {}
+
+
+def test_podman_registries_conf_names_each_registrys_mirrors_in_order():
+    from ansible_collections.launchcard.inference.plugins.plugin_utils import _images as img
+
+    text = img.podman_registries_conf({"docker.io": [{"location": "198.18.12.1:5000", "insecure": True},
+                                                     "https://m.corp/hub/"], "quay.io": "http://q:5000"})
+    body = [line for line in text.splitlines() if line and not line.startswith("#")]
+    assert body == ['[[registry]]', 'prefix = "docker.io"', 'location = "docker.io"',
+                    '[[registry.mirror]]', 'location = "198.18.12.1:5000"', 'insecure = true',
+                    '[[registry.mirror]]', 'location = "m.corp/hub"', 'insecure = false',
+                    '[[registry]]', 'prefix = "quay.io"', 'location = "quay.io"',
+                    '[[registry.mirror]]', 'location = "q:5000"', 'insecure = true']
+    with pytest.raises(img.ImageError, match=r"launchcard_registry_mirrors.docker.io\[0\]"):
+        img.podman_registries_conf({"docker.io": [{"location": "bad host"}]})
+
+
+def test_the_registry_client_follows_the_fleets_runtime_in_one_place():
+    from ansible_collections.launchcard.inference.plugins.plugin_utils import _images as img
+
+    assert [img.registry_client(r) for r in ("podman", "docker", "native", None)] == [
+        "podman", "docker", "docker", "docker"]
+    with pytest.raises(img.ImageError, match="launchcard_runtime must be one of docker, podman, native, found 'Podman'"):
+        img.registry_client("Podman")
