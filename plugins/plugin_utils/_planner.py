@@ -72,7 +72,7 @@ LOOPBACK = ("127.0.0.1", "localhost", "::1", "[::1]")
 #: What preflight reads of a recipe model beyond the plan (``module_utils/_preflight.py``): an instance whose
 #: host overrides its recipe's argv carries them as ``recipe_facts``, read from its effective argv.
 RECIPE_FACTS = ("tensor_parallel_size", "pipeline_parallel_size", "quantization", "pd_disaggregation",
-                "worker_urls", "encoder_urls")
+                "worker_urls", "encoder_urls", "data_parallel_size", "prefill_context_parallel_size")
 UNIT_PREFIX = "launchcard-"
 
 
