@@ -155,7 +155,9 @@ def host_needs(card, host_plan, plan=None):
         validated on; empty: none listed), ``weights_per_gpu_mib`` (largest
         per-GPU share of the resident checkpoint over the placed instances:
         resident GiB / (TP x PP), halved when the recipe quantizes a non-fp8
-        checkpoint to fp8; None when unknown) and ``ports`` (list of
+        checkpoint to fp8; None when unknown), ``weights_per_gpu_spread_mib``
+        (the same with a vLLM recipe's MoE experts spread over TP x PCP x DP
+        too: the lower bound when DP or PCP > 1, else None) and ``ports`` (list of
         ``{"port", "owner"}``: every port the plan assigns here (server,
         bootstrap, router Prometheus, vLLM NIXL side channel, a multi-node
         rank 0's init ports: the instance's ``ports``), owner = the unit
@@ -173,7 +175,7 @@ def host_needs(card, host_plan, plan=None):
     """
     recipes = {r["name"]: r for r in card["recipes"]}
     validated = set()
-    per_gpu = None
+    per_gpu = spread_per_gpu = None
     ports = []
     for inst in host_plan.get("instances", []):
         # an instance whose host overrides its recipe's argv carries what its effective argv says (the planner)
@@ -189,6 +191,9 @@ def host_needs(card, host_plan, plan=None):
             if resident:
                 mib = resident * GIB / MIB / shards / (2 if halve else 1)
                 per_gpu = max(per_gpu or 0, int(mib))
+                spread = shards * _expert_spread(r)
+                if spread > shards:
+                    spread_per_gpu = max(spread_per_gpu or 0, int(mib * shards / spread))
         if "ports" in inst:
             # every port the planner gave the instance (server, bootstrap, Prometheus,
             # NIXL side channel, multi-node init ports)
@@ -208,10 +213,20 @@ def host_needs(card, host_plan, plan=None):
         "gpus": sum(i["gpus"] for i in host_plan.get("instances", [])),
         "validated_models": sorted(validated),
         "weights_per_gpu_mib": per_gpu,
+        "weights_per_gpu_spread_mib": spread_per_gpu,
         "ports": ports,
         "images": sorted({i["image"] for i in host_plan.get("instances", []) if i.get("image")}),
         "peers": _peers(card, host_plan, plan) if plan else [],
     }
+
+
+def _expert_spread(recipe):
+    """How many more GPUs than TP x PP a vLLM recipe spreads MoE experts over: vllm/config/parallel.py
+    (``data_parallel_size``: "MoE layers will be sharded according to the product of the tensor,
+    prefill-context, and data parallel sizes"); 1 for SGLang, whose experts stay within the TP group."""
+    if recipe.get("launcher") != "vllm":
+        return 1
+    return max(1, (recipe.get("prefill_context_parallel_size") or 1) * (recipe.get("data_parallel_size") or 1))
 
 
 def _validated(model, validated):
@@ -353,6 +368,12 @@ def check_memory_fit(host):
     have = min(sizes)
     ok = have >= want
     found = "%d MiB" % have + (" (stated: the tool does not report it)" if unknown else "")
+    spread = needs.get("weights_per_gpu_spread_mib")
+    if not ok and spread and have >= spread + head:
+        # the dense/expert split of the checkpoint is unknown here: between the two bounds, warn
+        return _result("memory_fit", False, need, found,
+                       "fits only if the weights are mostly MoE experts spread over the data parallel ranks "
+                       "(%d MiB per GPU if all are); the dense share is not known here" % spread, "warning")
     return _result("memory_fit", ok, need, found,
                    "the weights fit" if ok else "the weights do not fit in device memory")
 

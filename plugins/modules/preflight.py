@@ -32,7 +32,8 @@ options:
   needs:
     description:
       - What this host needs, as computed on the controller by the C(launchcard.inference.preflight_needs) filter
-        (C(disk_bytes), C(gpus), C(validated_models), C(weights_per_gpu_mib), C(ports), C(images), C(peers)).
+        (C(disk_bytes), C(gpus), C(validated_models), C(weights_per_gpu_mib), C(weights_per_gpu_spread_mib), C(ports),
+        C(images), C(peers)).
     type: dict
     required: true
   weights_dir:

@@ -30,16 +30,26 @@ tokens change, and each change is listed in the instance's ``changes``:
 - ``--encoder-urls``, router ``--prefill URL PORT`` / ``--decode URL`` /
   ``--worker-urls``: one entry per placed peer instance;
 - ``--host 0.0.0.0`` added when a server bound to loopback by default must be
-  reached from another host;
+  reached from another host (a prefill also when a decode on another host
+  dials its bootstrap server, which binds ``--host``);
+- a PD router's ``--prefill`` URL is the prefill's routable address whenever
+  a decode runs on another host than the prefill (the router hands the URL's
+  host to the decode as ``bootstrap_host``); a vLLM prefill/decode behind the
+  SGLang PD router is refused;
 - multi-node: ``--node-rank``, ``--dist-init-addr HOST:PORT`` (SGLang),
   ``--master-addr``, ``--master-port`` when its port moved, ``--headless``
   added on ranks > 0 and removed on rank 0 (vLLM). Rank 0 holds the init
   port like any other port (SGLang: the block P .. P+6 it opens from it, see
   ``SGLANG_DIST_INIT_PORT_SPAN``), so two groups whose rank 0 shares a host
-  get different ones;
+  get different ones. SGLang ranks > 0 hold ``--port`` (their dummy
+  ``/health``, probed). A vLLM data parallel group over nodes (``-dpl`` <
+  ``-dp``) is placed the same way: ``--data-parallel-address`` the head,
+  ``--data-parallel-rpc-port`` held there, ``--headless`` and
+  ``--data-parallel-start-rank k x dpl`` on node k;
 - environment: ``CUDA_VISIBLE_DEVICES`` is never written into argv; vLLM
   instances select GPUs through the runtime (see :mod:`units`), and vLLM NIXL
-  instances get ``VLLM_NIXL_SIDE_CHANNEL_HOST``/``_PORT``.
+  instances get ``VLLM_NIXL_SIDE_CHANNEL_HOST``/``_PORT`` (a port held per
+  local DP rank: vLLM listens on the base + its DP index).
 """
 
 from __future__ import annotations
@@ -52,15 +62,17 @@ from ansible_collections.launchcard.inference.plugins.plugin_utils import _overr
 from ansible_collections.launchcard.inference.plugins.plugin_utils._recipe import (
     FORMER_ROLES,
     VLLM_DEFAULT_NIXL_SIDE_CHANNEL_PORT,
+    VLLM_DP_GROUP_FLAGS,
     argv_reader,
     current_name,
 )
+from ansible_collections.launchcard.inference.plugins.plugin_utils._units import worker_ready_timeout
 
 LOOPBACK = ("127.0.0.1", "localhost", "::1", "[::1]")
 #: What preflight reads of a recipe model beyond the plan (``module_utils/_preflight.py``): an instance whose
 #: host overrides its recipe's argv carries them as ``recipe_facts``, read from its effective argv.
 RECIPE_FACTS = ("tensor_parallel_size", "pipeline_parallel_size", "quantization", "pd_disaggregation",
-                "worker_urls", "encoder_urls")
+                "worker_urls", "encoder_urls", "data_parallel_size", "prefill_context_parallel_size")
 UNIT_PREFIX = "launchcard-"
 
 
@@ -240,6 +252,7 @@ def plan(card, placement):
     for inst in instances:
         inst.pop("_recipe")
         inst.pop("_group")
+        inst.pop("_opened_for_decodes", None)
         facts = inst.pop("_recipe_facts")
         if facts is not None:
             inst["recipe_facts"] = facts
@@ -370,7 +383,9 @@ def _assign_resources(name, h, errors):
                 a.set("--base-gpu-id", inst["gpu_ids"][0])
                 inst["changes"].append("--base-gpu-id %d (card: %d)" % (inst["gpu_ids"][0], r["base_gpu_id"]))
         headless = inst["node_rank"] > 0
-        if not headless:
+        # SGLang ranks >= 1 serve a dummy /health on --port (sglang/srt/entrypoints/engine.py,
+        # launch_dummy_health_check_server(serving.host, serving.port)): they hold it like rank 0
+        if not headless or r["launcher"] == "sglang":
             inst["port"] = _take_port(used, inst, "port", r["port"], a, "--port")
         if inst["bootstrap_port"] is not None:
             inst["bootstrap_port"] = _take_port(used, inst, "bootstrap port", r["bootstrap_port"], a,
@@ -381,7 +396,8 @@ def _assign_resources(name, h, errors):
         if inst["nnodes"] > 1 and not headless:
             # rank 0 listens here; the other ranks of its group connect to it (see _rewrite_multinode)
             inst["dist_init_port"] = _take_port(
-                used, inst, "--dist-init-addr port" if r["launcher"] == "sglang" else "--master-port",
+                used, inst, "--dist-init-addr port" if r["launcher"] == "sglang" else (
+                    "--data-parallel-rpc-port" if r.get("dp_nodes", 1) > 1 else "--master-port"),
                 r["dist_init_port"], None, None, r["dist_init_port_span"])
         kv = r.get("kv_transfer_config") or {}
         if kv.get("kv_connector") == "NixlConnector":
@@ -391,17 +407,29 @@ def _assign_resources(name, h, errors):
             except ValueError:
                 errors.append((inst["id"], "env VLLM_NIXL_SIDE_CHANNEL_PORT must be a port number, found %r" % raw))
                 want = VLLM_DEFAULT_NIXL_SIDE_CHANNEL_PORT
-            got = _take_port(used, inst, "NIXL side channel port", want, None, None)
+            # one side channel per DP rank: VLLM_NIXL_SIDE_CHANNEL_PORT + data_parallel_index
+            # (vllm/distributed/kv_transfer/kv_connector/v1/nixl/base_scheduler.py, NixlBaseConnectorScheduler)
+            start = _dp_start_rank(inst)
+            got = _take_port(used, inst, "NIXL side channel port", want + start, None, None,
+                             r.get("dp_local_size") or 1) - start
             inst["env"]["VLLM_NIXL_SIDE_CHANNEL_PORT"] = str(got)
             inst["env"]["VLLM_NIXL_SIDE_CHANNEL_HOST"] = inst["address"]
         inst["argv"] = a.tokens
-        if headless:
+        if headless and r["launcher"] != "sglang":
             inst["port"] = None
     h["gpus_needed"] = next_gpu
     if h["gpus"] is not None and next_gpu > h["gpus"]:
         errors.append((name, "the recipes placed here need %d GPUs (%s) but the host has %d" % (
             next_gpu, ", ".join("%s: %d" % (i["id"], i["gpus"]) for i in h["instances"] if i["gpus"]),
             h["gpus"])))
+
+
+def _dp_start_rank(inst):
+    """The first global DP rank ``inst`` runs: a vLLM DP group's node k runs ranks k x -dpl onwards."""
+    r = inst["_recipe"]
+    if r.get("dp_nodes", 1) > 1:
+        return inst["node_rank"] * r["dp_local_size"]
+    return r.get("dp_start_rank") or 0
 
 
 def _take_port(used, inst, what, want, argv, flag, span=1):
@@ -538,16 +566,25 @@ def _rewrite_peers(inst, instances, heads, hosts, errors, memo=None):
             a.replace_groups("--encoder-urls", [urls])
             inst["changes"].append("--encoder-urls %s" % " ".join(urls))
     if inst["role"] == "router":
+        _note_worker_start(inst, [p for role in (("prefill", "decode") if r["pd_disaggregation"] else
+                                                 ("aggregated",)) for p in peers_of(role)])
         if r["pd_disaggregation"]:
             pre, dec = peers_of("prefill"), peers_of("decode")
             if not pre or not dec:
                 errors.append((inst["id"], "a PD router needs at least one prefill and one decode placed "
                                "(found %d prefill, %d decode)" % (len(pre), len(dec))))
+            _refuse_vllm_pd(inst, pre + dec, errors)
             card_urls = [g["url"] for g in r["prefill_urls"]]
             card_bs = {g["url"]: g["bootstrap_port"] for g in r["prefill_urls"]}
             plist = peer_list("prefill", "prefill_urls", card_urls)
             groups = []
             for p, tmpl, url in zip(pre, plist.templates, plist.urls(inst["host"])):
+                # the router hands the prefill URL's host to every decode as bootstrap_host (sglang_router
+                # mini_lb.py: bootstrap_host = urlparse(prefill).hostname): loopback only when no decode is elsewhere
+                remote = [d for d in dec if d["host"] != p["host"]]
+                if remote:
+                    url = _url(tmpl, p, None, p["port"])
+                    _open_for_decodes(p, errors)
                 group = [url]
                 if card_bs.get(tmpl) is not None or p["bootstrap_port"] != p["_recipe"]["bootstrap_port"]:
                     group.append(str(p["bootstrap_port"]))
@@ -585,10 +622,44 @@ def _rewrite_peers(inst, instances, heads, hosts, errors, memo=None):
     if inst["port"] is None:
         inst["url"] = inst["health_url"] = None
         inst["probe"] = "none"
+    elif inst["node_rank"] > 0:
+        # an SGLang rank >= 1: its dummy health server answers /health, no API
+        inst["url"] = None
+        inst["health_url"] = "http://%s:%d/health" % (local, inst["port"])
+        inst["probe"] = "health"
     else:
         inst["url"] = "http://%s:%d" % (_bracket(inst["address"]), inst["port"])
         inst["health_url"] = "http://%s:%d/health" % (local, inst["port"])
         inst["probe"] = "completion" if inst["role"] in ("aggregated", "language", "router") else "health"
+
+
+def _note_worker_start(router, workers):
+    """Record on a router the longest load budget of its workers (vLLM ``VLLM_ENGINE_READY_TIMEOUT_S``, else
+    vLLM's default): the units give the router's --worker-startup-timeout-secs at least the start budget its
+    workers get (:func:`_units.engine_argv`)."""
+    router["workers_ready_timeout_s"] = worker_ready_timeout(workers)
+
+
+def _refuse_vllm_pd(router, peers, errors):
+    """The SGLang PD router sends SGLang's bootstrap fields; a vLLM prefill/decode pair (NixlConnector,
+    kv_producer/kv_consumer) needs a proxy that passes kv_transfer_params from prefill to decode
+    (vLLM docs/features/nixl_connector_usage.md), so behind this router no KV moves: refuse it."""
+    vllm = sorted({p["recipe"] for p in peers if p["launcher"] == "vllm"})
+    if vllm:
+        errors.append((router["id"], "the SGLang PD router (%s) cannot serve vLLM prefill/decode recipes (%s): it "
+                       "sends SGLang's bootstrap fields, not the kv_transfer_params vLLM's NixlConnector needs, so "
+                       "no KV would move; serve them behind a vLLM proxy, or place SGLang prefill/decode recipes" % (
+                           router["recipe"], ", ".join(vllm))))
+
+
+def _open_for_decodes(prefill, errors):
+    """A prefill's bootstrap server binds its --host (sglang/srt/managers/disagg_service.py:
+    bootstrap server at serving.host): open it when a decode on another host must reach it."""
+    if not prefill.get("_opened_for_decodes"):
+        prefill["_opened_for_decodes"] = True
+        if argv_reader(prefill["launcher"], prefill["argv"]).get("--host", prefill["_recipe"]["bind_host"]) \
+                in LOOPBACK:
+            _open_to_network(prefill, errors)
 
 
 def _open_to_network(peer, errors):
@@ -609,6 +680,9 @@ def _rewrite_multinode(inst, a, hosts, instances):
     rank0 = next(i for i in instances if i["recipe"] == inst["recipe"] and i["replica"] == inst["replica"]
                  and i["node_rank"] == 0)
     port = inst["dist_init_port"] = rank0["dist_init_port"]
+    if r.get("dp_nodes", 1) > 1:
+        _rewrite_dp_group(inst, a, head, port)
+        return
     if a.has("--node-rank") or inst["node_rank"]:
         a.set("--node-rank", inst["node_rank"])
     if r["launcher"] == "sglang":
@@ -623,6 +697,29 @@ def _rewrite_multinode(inst, a, hosts, instances):
             # the card's rank>0 recipe placed as a group: its head serves the API
             a.remove("--headless")
     inst["changes"].append("multi-node rank %d of %d, head %s" % (inst["node_rank"], inst["nnodes"], head))
+
+
+def _rewrite_dp_group(inst, a, head, port):
+    """One node of a vLLM data parallel group over nodes (vLLM docs/serving/data_parallel_deployment.md,
+    "Internal Load Balancing"): every node names the head's ``--data-parallel-address`` and
+    ``--data-parallel-rpc-port``; the head serves the API, node k runs ``--headless`` with
+    ``--data-parallel-start-rank k x -dpl``."""
+    r = inst["_recipe"]
+    flags = VLLM_DP_GROUP_FLAGS
+    a.set(flags["address"], head)
+    if port != r["dist_init_port"] or a.has(flags["rpc_port"]):
+        a.set(flags["rpc_port"], port)
+    start = _dp_start_rank(inst)
+    if inst["node_rank"] > 0:
+        a.add_flag("--headless")
+        a.set(flags["start_rank"], start)
+    else:
+        # the card's secondary-node recipe placed as a group: its first host is the head
+        a.remove("--headless")
+        if a.has(flags["start_rank"]):
+            a.set(flags["start_rank"], 0)
+    inst["changes"].append("data parallel node %d of %d (ranks %d-%d), head %s" % (
+        inst["node_rank"], inst["nnodes"], start, start + r["dp_local_size"] - 1, head))
 
 
 def plan_fleet(cards, placements):

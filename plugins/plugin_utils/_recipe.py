@@ -30,6 +30,12 @@ VLLM_DEFAULT_NIXL_SIDE_CHANNEL_PORT = 5600
 #: vLLM multi-node without Ray: rank 0 listens on ``--master-port`` (vLLM
 #: ``vllm/config/parallel.py``, ``master_port``, default 29501).
 VLLM_DEFAULT_MASTER_PORT = 29501
+#: vLLM data parallel over several nodes: the head listens on ``--data-parallel-rpc-port``
+#: (vllm/config/parallel.py ``data_parallel_rpc_port``, default 29550, "shared by all nodes").
+VLLM_DEFAULT_DP_RPC_PORT = 29550
+#: sglang_router/router_args.py:31: ``worker_startup_timeout_secs`` default 1800.
+ROUTER_DEFAULT_WORKER_STARTUP_TIMEOUT_S = 1800
+ROUTER_STARTUP_FLAG = "--worker-startup-timeout-secs"
 #: SGLang multi-node: the port of ``--dist-init-addr HOST:PORT`` has no
 #: default (SGLang needs the option with ``--nnodes`` > 1); the planner writes
 #: 5000 when the card gives none.
@@ -55,6 +61,14 @@ _V_PP = ("--pipeline-parallel-size", "-pp")
 _V_DP = ("--data-parallel-size", "-dp")
 _V_DPL = ("--data-parallel-size-local", "-dpl")
 _V_DCP = ("--decode-context-parallel-size", "-dcp")
+# vllm/engine/arg_utils.py add_cli_args: -pcp, -dpr, -dpa, -dpp, -dpn are the short names of these options
+_V_PCP = ("--prefill-context-parallel-size", "-pcp")
+_V_DPR = ("--data-parallel-start-rank", "-dpr")
+_V_DPA = ("--data-parallel-address", "-dpa")
+_V_DPP = ("--data-parallel-rpc-port", "-dpp")
+_V_DPN = ("--data-parallel-rank", "-dpn")
+#: The spellings of the options the planner writes on a vLLM data parallel group over nodes.
+VLLM_DP_GROUP_FLAGS = {"address": _V_DPA, "rpc_port": _V_DPP, "start_rank": _V_DPR}
 _S_TP = ("--tp-size", "--tp", "--tensor-parallel-size")
 _S_PP = ("--pp-size", "--pp", "--pipeline-parallel-size")
 _S_DP = ("--dp-size", "--dp", "--data-parallel-size")
@@ -66,9 +80,9 @@ _S_MODEL = ("--model-path", "--model")
 #: written as an abbreviation of one of these is refused (see
 #: :func:`_refuse_unread_forms`).
 KNOWN_OPTIONS = {
-    "vllm": frozenset(_V_TP + _V_PP + _V_DP + _V_DPL + _V_DCP + (
+    "vllm": frozenset(_V_TP + _V_PP + _V_DP + _V_DPL + _V_DCP + _V_PCP + _V_DPR + _V_DPA + _V_DPP + _V_DPN + (
         "--nnodes", "--node-rank", "--port", "--host", "--kv-transfer-config", "--enable-expert-parallel",
-        "--master-addr", "--master-port", "--headless", "--data-parallel-address", "--served-model-name",
+        "--master-addr", "--master-port", "--headless", "--served-model-name",
         "--model", "--quantization", "-q", "--revision", "--tokenizer", "--tokenizer-revision")),
     "sglang": frozenset(_S_TP + _S_PP + _S_DP + _S_EP + _S_CP + _S_MODEL + (
         "--nnodes", "--node-rank", "--port", "--host", "--disaggregation-mode", "--encoder-only",
@@ -78,12 +92,12 @@ KNOWN_OPTIONS = {
         "--speculative-draft-model-revision")),
     "router": frozenset((
         "--prefill", "--decode", "--port", "--host", "--pd-disaggregation", "--worker-urls",
-        "--prometheus-port", "--model-path")),
+        "--prometheus-port", "--model-path", ROUTER_STARTUP_FLAG)),
 }
 #: Spellings of one option, per dialect: ``-tp 8`` and ``--tensor-parallel-size 8`` set the same thing.
 #: Site argv overrides (:mod:`_overrides`) match a flag through these, as the dialects read them.
 ALIASES = {
-    "vllm": (_V_TP, _V_PP, _V_DP, _V_DPL, _V_DCP, ("--quantization", "-q")),
+    "vllm": (_V_TP, _V_PP, _V_DP, _V_DPL, _V_DCP, _V_PCP, _V_DPR, _V_DPA, _V_DPP, _V_DPN, ("--quantization", "-q")),
     "sglang": (_S_TP, _S_PP, _S_DP, _S_EP, _S_CP, _S_MODEL),
     "router": (),
 }
@@ -335,6 +349,8 @@ def _vllm(a, path):
     tp = _size(a, _V_TP, path, "tensor parallel size")
     pp = _size(a, _V_PP, path, "pipeline parallel size")
     dp = _size(a, _V_DP, path, "data parallel size")
+    # vllm/config/parallel.py: "PCP expands the process world size" (world_size = PP x TP x PCP)
+    pcp = _size(a, _V_PCP, path, "prefill context parallel size")
     m = _base(a, path, tp, pp, dp, a.get_port("--port", VLLM_DEFAULT_PORT, path), a.get("--host", "0.0.0.0"))
     kv_raw = a.get("--kv-transfer-config")
     kv = None
@@ -347,25 +363,43 @@ def _vllm(a, path):
         if not isinstance(kv, dict):
             raise RecipeError(where, "%s must be a JSON object" % written)
     role = {"kv_producer": "prefill", "kv_consumer": "decode"}.get((kv or {}).get("kv_role"), "aggregated")
-    dpl = _size(a, _V_DPL, path, "local data parallel size") if a.has(_V_DPL) else None
-    total = tp * pp * dp
-    per_node = tp * pp * dpl if dpl else _per_node(a, total, m["nnodes"], path)
+    dpl = a.get_int(_V_DPL, None, path)
+    if dpl is not None and not 0 <= dpl <= dp:
+        where, written = a.where(_V_DPL, path)
+        raise RecipeError(where, "%s must be from 0 to the data parallel size %d, found %d" % (written, dp, dpl))
+    world = tp * pp * pcp
+    total = world * dp
+    dp_nodes = _dp_nodes(a, path, dp, dpl, m["nnodes"])
+    per_node = world * dpl if dpl is not None else _per_node(a, total, m["nnodes"], path)
+    dp_rank = a.get_int(_V_DPN, None, path)
+    start = dp_rank if dp_rank is not None else a.get_int(_V_DPR, 0, path)
+    if not 0 <= start < dp:
+        where, written = a.where(_V_DPN if dp_rank is not None else _V_DPR, path)
+        raise RecipeError(where, "%s must be from 0 to the data parallel size - 1 (%d), found %d" % (
+            written, dp - 1, start))
     serve = a.tokens.index("serve") if "serve" in a.tokens else None
     model_arg = a.get("--model") or (a.positionals_after(serve) if serve is not None else None)
     m.update({
         "role": role,
         "gpus": per_node,
         "gpus_total": total,
+        "prefill_context_parallel_size": pcp,
+        # DP ranks this command runs on its node (external LB, --data-parallel-rank: one), from dp_start_rank
+        "dp_local_size": 1 if dp_rank is not None else (dpl if dpl is not None else dp),
+        "dp_start_rank": start,
+        # > 1: one data parallel group over this many nodes (-dpl < -dp), planned like --nnodes
+        "dp_nodes": dp_nodes,
         "expert_parallel": a.has("--enable-expert-parallel"),
         "context_parallel_size": a.get_int(_V_DCP, 1, path),
         "bootstrap_port": None,
         "transfer_backend": (kv or {}).get("kv_connector"),
         "kv_transfer_config": kv,
         "master_addr": a.get("--master-addr"),
-        "dist_init_port": a.get_port("--master-port", VLLM_DEFAULT_MASTER_PORT, path),
+        "dist_init_port": (a.get_port(_V_DPP, VLLM_DEFAULT_DP_RPC_PORT, path) if dp_nodes > 1 else
+                           a.get_port("--master-port", VLLM_DEFAULT_MASTER_PORT, path)),
         "dist_init_port_span": 1,
         "headless": a.has("--headless"),
-        "data_parallel_address": a.get("--data-parallel-address"),
+        "data_parallel_address": a.get(_V_DPA),
         "served_model_name": a.get("--served-model-name"),
         "model_arg": model_arg,
         "quantization": a.get(("--quantization", "-q")),
@@ -374,7 +408,32 @@ def _vllm(a, path):
         "decode_urls": [],
         "base_gpu_id": None,
     })
+    if dp_nodes > 1:
+        # the planner places the group like --nnodes: one host per dp_nodes, rank 0 the head
+        m["nnodes"] = dp_nodes
+        m["node_rank"] = start // dpl
     return m
+
+
+def _dp_nodes(a, path, dp, dpl, nnodes):
+    """How many nodes one vLLM data parallel group spans: ``-dp N -dpl M`` with M < N runs M ranks per node
+    on N / M nodes, the head with the API server and the others ``--headless --data-parallel-start-rank``
+    (vLLM docs/serving/data_parallel_deployment.md, "Internal Load Balancing"); 1 otherwise."""
+    if dpl is None or dpl >= dp or a.has(_V_DPN) or a.has("--data-parallel-hybrid-lb") or \
+            a.has("--data-parallel-external-lb"):
+        return 1
+    where, written = a.where(_V_DPL, path)
+    if dpl == 0:
+        raise RecipeError(where, "%s 0 (an API server without engines) is not planned: give every node of the "
+                          "data parallel group its share of the ranks" % written)
+    if dp % dpl:
+        raise RecipeError(where, "the data parallel size %d does not split evenly into %s %d per node" % (
+            dp, written, dpl))
+    if nnodes > 1:
+        where, written = a.where("--nnodes", path)
+        raise RecipeError(where, "%s with a data parallel group over nodes (-dpl < -dp) is not planned: "
+                          "use one or the other" % written)
+    return dp // dpl
 
 
 def _sglang(a, path):
@@ -460,6 +519,7 @@ def _router(a, path):
         "decode_urls": [v[0] for v in a.groups("--decode") if v],
         "worker_urls": a.values("--worker-urls"),
         "prometheus_port": a.get_port("--prometheus-port", 29000, path),
+        "worker_startup_timeout_s": a.get_int(ROUTER_STARTUP_FLAG, None, path),
         "served_model_name": None,
         "model_arg": a.get("--model-path"),
         "quantization": None,

@@ -22,6 +22,12 @@ from __future__ import annotations
 
 import re
 
+from ansible_collections.launchcard.inference.plugins.plugin_utils._argv import Argv
+from ansible_collections.launchcard.inference.plugins.plugin_utils._recipe import (
+    ROUTER_DEFAULT_WORKER_STARTUP_TIMEOUT_S,
+    ROUTER_STARTUP_FLAG,
+)
+
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 _NEEDS_QUOTES = re.compile(r"[\s\"'\\;]")
 _ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
@@ -323,7 +329,30 @@ def engine_argv(inst, options=None):
         drain = drain_s(inst, options)
         if drain > 0:
             argv += [VLLM_SHUTDOWN_FLAG, str(drain)]
+    if inst.get("role") == "router" and inst.get("workers_ready_timeout_s") is not None:
+        argv = _router_startup(argv, inst["workers_ready_timeout_s"], options)
     return argv
+
+
+def worker_ready_timeout(workers):
+    """The longest engine load budget among a router's workers (:func:`_ready_timeout`), 0 without workers."""
+    return max([_ready_timeout(w) for w in workers] or [0])
+
+
+def _router_startup(argv, ready, options):
+    """A router gives up on a worker not ready within ``--worker-startup-timeout-secs``
+    (sglang_router/router_args.py:31, default 1800); its workers may take their start budget
+    (``start_timeout_s``, or their load budget plus :data:`START_MARGIN_S`), so it waits at least that long."""
+    opts = options_with_defaults(options)
+    budget = max(int(opts["start_timeout_s"]), ready + START_MARGIN_S)
+    a = Argv(argv)
+    try:
+        have = int(a.get(ROUTER_STARTUP_FLAG, ROUTER_DEFAULT_WORKER_STARTUP_TIMEOUT_S))
+    except ValueError:
+        return argv
+    if have < budget:
+        a.set(ROUTER_STARTUP_FLAG, budget)
+    return a.tokens
 
 
 def stop_timeout(inst, options=None):

@@ -78,7 +78,8 @@ FLEETS = (("sandbox", ("test_deploy_sandbox.py", "test_operations_sandbox.py")),
           ("containers", ("test_containers_sandbox.py",)),
           ("bare-host", ("test_bare_host_sandbox.py",)),
           ("preflight", ("test_preflight_sandbox.py",)),
-          ("container-faults", ("test_container_faults_sandbox.py",)))
+          ("container-faults", ("test_container_faults_sandbox.py",)),
+          ("pd-split", ("test_pd_split_sandbox.py",)))
 
 
 def _fleet_of(path):

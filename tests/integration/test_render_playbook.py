@@ -73,6 +73,8 @@ def verify(unit_paths):
     "tests/integration/render/card-own.ini",
     "inventories/sandbox/gpus.ini",
     "tests/integration/render/two-by-two.ini",
+    "tests/integration/render/pd-split.ini",
+    "tests/integration/render/vllm-dp-two-nodes.ini",
 ])
 def test_render_writes_verified_units(inventory, venv, tmp_path):
     out = str(tmp_path / "out")
@@ -322,3 +324,45 @@ def test_a_bad_argv_override_fails_before_anything_is_written(venv, tmp_path):
     assert "launchcard_argv_overrides['vllm-aggregated'].set['--port']: --port expects an integer, found 'http'" \
         in text, text[-3000:]
     assert not os.path.exists(out) or not os.listdir(out)
+
+
+# issue #25 item 2: the units of every flavour carry the PD and multi-node wiring the engines need
+FLAVOURS = {"native": [], "docker": ["-e", "launchcard_runtime=docker"],
+            "podman": ["-e", "launchcard_runtime=podman"],
+            "quadlet": ["-e", "launchcard_runtime=podman", "-e", "launchcard_podman_quadlet=true"]}
+
+
+def _unit_text(out, host, inst):
+    found = glob.glob(os.path.join(out, host, inst["id"].join(["launchcard-", ".*"])))
+    assert len(found) == 1, (host, inst["id"], os.listdir(os.path.join(out, host)))
+    with open(found[0]) as f:
+        return " ".join(f.read().replace("\\\n", " ").split())
+
+
+@pytest.mark.parametrize("flavour", sorted(FLAVOURS))
+def test_pd_split_units_name_the_prefill_by_its_routable_address(flavour, venv, tmp_path):
+    out = str(tmp_path / "out")
+    res = render("tests/integration/render/pd-split.ini", out, venv, *FLAVOURS[flavour])
+    assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-2000:]
+    hosts = rendered(out)
+    pre, rtr = hosts["r-pr"]["instances"]
+    # the decode on r-dec dials the bootstrap host the router names: never 127.0.0.1 here
+    assert "--prefill http://10.20.2.10:31000 8998 --decode http://10.20.2.20:32000" in _unit_text(out, "r-pr", rtr)
+    assert "127.0.0.1:31000" not in _unit_text(out, "r-pr", rtr)
+    assert "--host 0.0.0.0" in _unit_text(out, "r-pr", pre)
+
+
+@pytest.mark.parametrize("flavour", sorted(FLAVOURS))
+def test_vllm_data_parallel_over_two_nodes_units(flavour, venv, tmp_path):
+    out = str(tmp_path / "out")
+    res = render("tests/integration/render/vllm-dp-two-nodes.ini", out, venv, *FLAVOURS[flavour])
+    assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-2000:]
+    hosts = rendered(out)
+    (head,), (other,) = hosts["r-dp1"]["instances"], hosts["r-dp2"]["instances"]
+    h, o = _unit_text(out, "r-dp1", head), _unit_text(out, "r-dp2", other)
+    for text in (h, o):
+        assert "--data-parallel-address 10.20.3.11 --data-parallel-rpc-port 13345" in text
+    assert "--headless" not in h and "--data-parallel-start-rank" not in h
+    assert "--headless --data-parallel-start-rank 8" in o
+    # the head serves the API and is gated; the headless node has no endpoint
+    assert "8000/health" in h and "/health" not in o

@@ -118,6 +118,7 @@ def test_needs_of_the_minimal_card():
     p = _plan(card, [("a", "10.0.0.1", ["vllm-aggregated"])])
     needs = host_needs(card, p["hosts"]["a"])
     assert needs == {"disk_bytes": None, "gpus": 1, "validated_models": [], "weights_per_gpu_mib": None,
+                     "weights_per_gpu_spread_mib": None,
                      "ports": [{"port": 8000, "owner": "launchcard-smollm2-1.7b-instruct-vllm-aggregated-0.service",
                                 "former_owners": ["launchcard-smollm2-1.7b-instruct-vllm-monolithic-0.service"]}],
                      "images": [p["hosts"]["a"]["instances"][0]["image"]], "peers": []}
@@ -125,7 +126,7 @@ def test_needs_of_the_minimal_card():
 
 def test_needs_of_an_empty_host():
     assert host_needs(EX, {}) == {"disk_bytes": None, "gpus": 0, "validated_models": [],
-                                  "weights_per_gpu_mib": None, "ports": [], "images": [], "peers": []}
+                                  "weights_per_gpu_mib": None, "weights_per_gpu_spread_mib": None, "ports": [], "images": [], "peers": []}
 
 
 # -- evaluate --------------------------------------------------------------------------------------
@@ -368,3 +369,36 @@ def test_bare_host_passes_on_its_pci_count_only_when_the_stack_is_installed_next
     good = _facts()
     good["accelerators"] = dict(good["accelerators"], pci=dict(pci, count=2))
     assert _by_check(evaluate(good, NEEDS, {"install_driver": True}))["gpu_count"]["found"] == "8 nvidia GPU(s)"
+
+
+def _dp_ep_card():
+    with open(EXAMPLE) as f:
+        doc = json.load(f)
+    # vLLM docs/serving/data_parallel_deployment.md: DP 16 over two 8-GPU nodes, experts spread with EP
+    doc["envs"][0]["argv"] = ["vllm", "serve", "zai-org/GLM-5.3-Flash", "-tp", "1", "-dp", "16", "-dpl", "8",
+                              "--enable-expert-parallel"]
+    return load_card(json.dumps(doc), "dp-ep")
+
+
+def test_memory_fit_spreads_moe_experts_over_the_data_parallel_ranks():
+    card = _dp_ep_card()
+    p = _plan(card, [("d1", "10.0.1.1", ["vllm-aggregated"]), ("d2", "10.0.1.2", ["vllm-aggregated"])])
+    needs = host_needs(card, p["hosts"]["d2"], p)
+    # TP 1: the dense bound is the whole checkpoint; with every weight an expert, 1/16 of it per GPU
+    assert needs["weights_per_gpu_mib"] == int(305.8 * 1024) == 313139
+    assert needs["weights_per_gpu_spread_mib"] == int(305.8 * 1024 / 16) == 19571
+    b200 = _facts()
+    b200["accelerators"] = dict(b200["accelerators"], devices=[_dev("b200", 183359)] * 8)
+    r = _by_check(evaluate(b200, needs))["memory_fit"]
+    # a warning, not the false error "313139 MiB per GPU" (it fails only where even the spread share cannot fit)
+    assert (r["ok"], r["severity"]) == (False, "warning")
+    assert "19571 MiB per GPU" in r["message"]
+    assert "memory_fit" not in [x["check"] for x in failed(evaluate(b200, needs))]
+    small = _facts()
+    small["accelerators"] = dict(small["accelerators"], devices=[_dev("b200", 16384)] * 8)
+    r = _by_check(evaluate(small, needs))["memory_fit"]
+    assert (r["ok"], r["severity"]) == (False, "error")
+
+
+def test_memory_fit_without_data_parallel_has_no_spread_bound(fleet):
+    assert host_needs(EX, fleet["hosts"]["v"])["weights_per_gpu_spread_mib"] is None

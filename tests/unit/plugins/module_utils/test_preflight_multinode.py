@@ -51,8 +51,8 @@ def test_the_other_ranks_must_reach_their_head_init_port():
         {"address": "10.9.0.1", "port": 5007, "why": "sglang-aggregated-1 -> sglang-aggregated-1 init port"}]
     # a rank-0 host reaches no init port of its own group
     assert host_needs(SGL, p["hosts"]["a"], p)["peers"] == []
-    # the rank > 0 hosts hold no port at all
-    assert host_needs(SGL, p["hosts"]["b"], p)["ports"] == []
+    # a rank > 0 holds only --port, where SGLang serves its dummy /health (engine.py launch_dummy_health_check_server)
+    assert [x["port"] for x in host_needs(SGL, p["hosts"]["b"], p)["ports"]] == [30000]
 
 
 def test_a_port_held_by_the_same_instance_under_its_former_role_name_is_ours():

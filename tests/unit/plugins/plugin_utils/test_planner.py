@@ -503,7 +503,10 @@ def test_sglang_multinode_ranks_and_init_address():
         assert inst["id"] == "deepseek-r1-0528-sglang-aggregated-0-0-rank%d" % rank
         assert "multi-node rank %d of 2, head 10.7.0.1" % rank in _moved(inst)
     assert (r0["port"], r0["probe"], r0["health_url"]) == (30000, "completion", "http://127.0.0.1:30000/health")
-    assert (r1["port"], r1["probe"], r1["health_url"], r1["url"]) == (None, "none", None, None)
+    # rank 1 serves SGLang's dummy /health on --port (engine.py launch_dummy_health_check_server): held and probed
+    assert (r1["port"], r1["probe"], r1["health_url"], r1["url"]) == (
+        30000, "health", "http://127.0.0.1:30000/health", None)
+    assert {"port": 30000, "what": "port"} in r1["ports"]
     # only the init address changed on rank 0
     k = c["recipes"][0]["argv"].index("--dist-init-addr")
     assert _diff(r0["argv"], _pinned(c["recipes"][0], c["model"]["revision"])) == [k + 1]
@@ -555,7 +558,8 @@ def test_sglang_groups_whose_rank0_share_a_host_get_their_own_init_ports():
     assert "--dist-init-addr port 5007 (card: 5000, taken by deepseek-r1-0528-sglang-aggregated-0-0-rank0)" \
         in _moved(g1[0])
     held = {h: sorted(x["port"] for i in p["hosts"][h]["instances"] for x in i["ports"]) for h in p["hosts"]}
-    assert held == {"a": list(range(5000, 5014)) + [30000, 30001], "b": [], "c": []}
+    # ranks 1 hold their dummy health port too
+    assert held == {"a": list(range(5000, 5014)) + [30000, 30001], "b": [30000], "c": [30000]}
     assert [x for x in g1[0]["ports"] if x["port"] in (5007, 5013)] == [
         {"port": 5007, "what": "--dist-init-addr port + 0"}, {"port": 5013, "what": "--dist-init-addr port + 6"}]
 
@@ -845,11 +849,14 @@ def check_plan(card, p):
                 assert a.get("--master-addr") == head_addr
                 assert a.get("--master-port", "29501") == str(i["dist_init_port"])
                 assert a.has("--headless") == (i["node_rank"] > 0)
-            if i["node_rank"] > 0:
+            if i["node_rank"] > 0 and i["launcher"] == "sglang":
+                assert i["url"] is None and i["probe"] == "health" and i["port"] == a.get_int("--port", r["port"])
+            elif i["node_rank"] > 0:
                 assert i["health_url"] is None and i["port"] is None
         if i["health_url"] is not None:
             assert urlsplit(i["health_url"]).port == i["port"]
             assert urlsplit(i["health_url"]).path == "/health"
+        if i["url"] is not None:
             u = urlsplit(i["url"])
             assert (u.scheme, u.hostname, u.port) == ("http", i["address"], i["port"])
     ranks = {}

@@ -296,7 +296,7 @@ def test_bad_kv_transfer_config():
     (["sglang", "serve", "--tp=0"], "[2]", "--tp (tensor parallel size) must be >= 1, found 0"),
     (["vllm", "serve", "m", "-pp", "-1"], "[4]", "-pp (pipeline parallel size) must be >= 1, found -1"),
     (["vllm", "serve", "m", "--data-parallel-size-local", "0"], "[4]",
-     "--data-parallel-size-local (local data parallel size) must be >= 1"),
+     "--data-parallel-size-local 0 (an API server without engines) is not planned"),
     (["sglang", "serve", "--nnodes", "0"], "[3]", "--nnodes (number of nodes) must be >= 1, found 0"),
     (["sglang", "serve", "--nnodes", "x"], "[3]", "--nnodes expects an integer, found 'x'"),
     (["sglang", "serve", "--nnodes", "2", "--node-rank", "2"], "[5]", "--node-rank must be from 0 to --nnodes - 1 (1)"),
