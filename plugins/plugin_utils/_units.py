@@ -23,6 +23,8 @@ from __future__ import annotations
 import hashlib
 import re
 
+from ansible_collections.launchcard.inference.plugins.module_utils._preflight import needs_rdma
+
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 _NEEDS_QUOTES = re.compile(r"[\s\"'\\;]")
 _ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
@@ -101,13 +103,12 @@ ACCELERATOR_READY_UNITS = {
                CDI_REFRESH_UNIT),
     "amd": (), "ascend": (), "none": (),
 }
-# RDMA (#25 item 3) for an instance that moves data between hosts: a PD prefill or decode (KV transfer: NIXL,
-# Mooncake) or a rank of a multi-node group (NCCL). Without it NCCL uses sockets and NIXL/Mooncake use TCP or fail.
+# RDMA (#25 item 3) for an instance that moves data between hosts (module_utils/_preflight.py needs_rdma: a PD
+# prefill or decode, a multi-node rank). Without it NCCL uses sockets and NIXL/Mooncake use TCP or fail.
 # vllm docs/serving/parallelism_scaling.md (GPUDirect RDMA in containers: IPC_LOCK, the InfiniBand devices);
 # sglang docker/compose.yaml (memlock ulimit -1, the /dev/infiniband device, "required by RDMA").
 RDMA_DEVICES_DIR = "/dev/infiniband"
 RDMA_CONTAINER_ARGS = ("--device", RDMA_DEVICES_DIR, "--ulimit", "memlock=-1:-1", "--cap-add", "IPC_LOCK")
-RDMA_ROLES = ("prefill", "decode")
 # Per engine and image compile/JIT caches (#25 item 7), so a restart does not rebuild torch.compile, Triton,
 # FlashInfer or DeepGEMM kernels. The host directory (CacheDirectory=, created by systemd before the start) is
 # keyed by the image reference, pinned by digest, so a new image never reads an old image's kernels.
@@ -421,11 +422,6 @@ def _gpu_env(inst, opts):
     if var and inst["gpu_selection"] == "visible_devices" and inst["gpu_ids"] and not runtime_selects:
         env[var] = ",".join(str(g) for g in inst["gpu_ids"])
     return env
-
-
-def needs_rdma(inst):
-    """Whether the plan makes an instance move data between hosts: a PD prefill or decode, or a multi-node rank."""
-    return bool(inst.get("gpus")) and (inst.get("role") in RDMA_ROLES or int(inst.get("nnodes") or 1) > 1)
 
 
 def rdma(inst, opts):
