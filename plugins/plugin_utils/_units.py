@@ -114,10 +114,13 @@ RDMA_CONTAINER_ARGS = ("--device", RDMA_DEVICES_DIR, "--ulimit", "memlock=-1:-1"
 # keyed by the image reference, pinned by digest, so a new image never reads an old image's kernels.
 # vllm/envs.py: VLLM_CACHE_ROOT defaults to $XDG_CACHE_HOME/vllm (torch.compile cache under it);
 # torch/_inductor/runtime/cache_dir_utils.py: TORCHINDUCTOR_CACHE_DIR (default under /tmp, lost with --rm);
-# triton/runtime/cache.py: TRITON_CACHE_DIR (default ~/.triton/cache).
+# triton/runtime/cache.py: TRITON_CACHE_DIR (default ~/.triton/cache); flashinfer/jit/env.py:
+# FLASHINFER_WORKSPACE_BASE (default ~, cache under .cache/flashinfer); deep_gemm/jit/compiler.py: DG_CACHE_DIR
+# (default ~/.deep_gemm).
 CONTAINER_JIT_CACHE = "/var/cache/launchcard-jit"
 JIT_CACHE_SUBDIR = "jit"
-JIT_CACHE_ENV = (("XDG_CACHE_HOME", ""), ("TRITON_CACHE_DIR", "/triton"), ("TORCHINDUCTOR_CACHE_DIR", "/inductor"))
+JIT_CACHE_ENV = (("XDG_CACHE_HOME", ""), ("TRITON_CACHE_DIR", "/triton"), ("TORCHINDUCTOR_CACHE_DIR", "/inductor"),
+                 ("FLASHINFER_WORKSPACE_BASE", "/flashinfer"), ("DG_CACHE_DIR", "/deep_gemm"))
 # Native NVIDIA engines run unprivileged (HARDENING), so the setuid nvidia-modprobe the CUDA driver forks cannot
 # make /dev/nvidia-uvm on a fresh boot; a privileged ("+") ExecStartPre makes it and /dev/nvidiactl first. CUDA
 # installation guide, "Device Node Verification": `nvidia-modprobe -u -c=0`. "-": a host whose packaging has no

@@ -341,8 +341,9 @@ def test_docker_vllm_unit():
     assert start[start.index("-v") + 1] == "/var/lib/launchcard/models:/root/.cache/huggingface"
     names = [start[j + 1] for j, w in enumerate(start) if w == "-e"]
     assert names == sorted(env) + ["HF_TOKEN"]
-    assert sorted(env) == ["HF_HOME", "HF_HUB_OFFLINE", "TORCHINDUCTOR_CACHE_DIR", "TRITON_CACHE_DIR",
-                           "VLLM_ENGINE_READY_TIMEOUT_S", "VLLM_USE_RUST_FRONTEND", "XDG_CACHE_HOME"]
+    assert sorted(env) == ["DG_CACHE_DIR", "FLASHINFER_WORKSPACE_BASE", "HF_HOME", "HF_HUB_OFFLINE",
+                           "TORCHINDUCTOR_CACHE_DIR", "TRITON_CACHE_DIR", "VLLM_ENGINE_READY_TIMEOUT_S",
+                           "VLLM_USE_RUST_FRONTEND", "XDG_CACHE_HOME"]
     assert not [w for w in start if "=" in w and w.split("=")[0] in env]  # names only, no values
     assert "--env-file" not in start and start[start.index("HF_TOKEN") - 1] == "-e"  # value from EnvironmentFile=
     k = start.index("--entrypoint")

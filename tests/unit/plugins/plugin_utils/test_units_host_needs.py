@@ -203,7 +203,8 @@ def test_container_engines_keep_a_jit_cache_per_engine_and_image(flavour):
     # systemd creates the directory before the start (podman run -v refuses a missing source)
     assert _values(text_a, "Service", "CacheDirectory") == [cache_a[len("/var/cache/"):]]
     env = " ".join(_values(text_a, "Service", "Environment"))
-    for name in ("XDG_CACHE_HOME", "TRITON_CACHE_DIR", "TORCHINDUCTOR_CACHE_DIR"):
+    for name in ("XDG_CACHE_HOME", "TRITON_CACHE_DIR", "TORCHINDUCTOR_CACHE_DIR", "FLASHINFER_WORKSPACE_BASE",
+                 "DG_CACHE_DIR"):
         assert '"%s=%s' % (name, units.CONTAINER_JIT_CACHE) in env, name
     assert units.CONTAINER_JIT_CACHE not in _render("sglang-router", flavour)
     assert units.CONTAINER_JIT_CACHE not in _render("vllm-aggregated", flavour, jit_cache=False)
