@@ -145,6 +145,19 @@ def _peers(card, host_plan, plan):
     return out
 
 
+# Instances that move data between hosts and want RDMA (#25 item 3): a PD prefill or decode (KV transfer over NIXL
+# or Mooncake) and every rank of a multi-node group (NCCL). The units (plugin_utils/_units.py) and the rdma check
+# both read this rule.
+RDMA_ROLES = ("prefill", "decode")
+RDMA_FALLBACK = ("NCCL falls back to TCP sockets and the KV transfer (NIXL, Mooncake) to TCP or fails: "
+                 "slow multi-node and PD serving")
+
+
+def needs_rdma(inst):
+    """Whether the plan makes an instance move data between hosts: a PD prefill or decode, or a multi-node rank."""
+    return bool(inst.get("gpus")) and (inst.get("role") in RDMA_ROLES or int(inst.get("nnodes") or 1) > 1)
+
+
 def host_needs(card, host_plan, plan=None):
     """Compute what one host needs, from the card model and its plan entry.
 
@@ -169,7 +182,7 @@ def host_needs(card, host_plan, plan=None):
         decode's port, or every aggregated worker with ``--worker-urls``; a
         decode every prefill's bootstrap port; a language-only server every
         encoder; a multi-node rank > 0 its rank 0's init port; empty without
-        ``plan``).
+        ``plan``), ``rdma`` (sorted units that move data between hosts: :func:`needs_rdma`).
     :param plan: the whole plan (``launchcard_plan``), to find the peers;
         optional for backward compatibility.
     """
@@ -217,6 +230,7 @@ def host_needs(card, host_plan, plan=None):
         "ports": ports,
         "images": sorted({i["image"] for i in host_plan.get("instances", []) if i.get("image")}),
         "peers": _peers(card, host_plan, plan) if plan else [],
+        "rdma": sorted(i["unit"] for i in host_plan.get("instances", []) if needs_rdma(i)),
     }
 
 
@@ -559,6 +573,21 @@ def check_shm(host):
                    "/dev/shm too small for NCCL with TP>1: run with --ipc host or a larger --shm-size")
 
 
+def check_rdma(host):
+    """``rdma``: a host whose PD or multi-node instances move data between hosts has RDMA devices.
+
+    A warning, never an error: the engines still serve over TCP (:data:`RDMA_FALLBACK`). Not reported where the
+    plan needs no RDMA here, nor by a module too old to read the devices (no ``runtime_devices.rdma``).
+    """
+    units = host.needs.get("rdma")
+    found = (host.facts.get("runtime_devices") or {}).get("rdma")
+    if not units or found is None:
+        return None
+    return _result("rdma", bool(found), "RDMA devices for %s" % ", ".join(units),
+                   ", ".join(found) if found else "no RDMA device (/sys/class/infiniband, /dev/infiniband)",
+                   "RDMA devices present" if found else "no RDMA here: %s" % RDMA_FALLBACK, "warning")
+
+
 def check_container_engine(host):
     """``container_engine``: docker where the OS repositories have none (the RHEL 9 family) is installed already.
 
@@ -801,6 +830,7 @@ REGISTRY = (
     ("ports", check_ports),
     ("peers", check_peers),
     ("shm", check_shm),
+    ("rdma", check_rdma),
     ("container_engine", check_container_engine),
     ("image_disk", check_image_disk),
     ("container_nvidia_runtime", check_container_nvidia_runtime),
@@ -1208,6 +1238,33 @@ def runtime_devices(dev=None, getgrnam=None, listdir=None):
         names = []
     davinci = sorted(int(match.group(1)) for match in (re.match(r"^davinci(\d+)$", n) for n in names) if match)
     return {"render_gid": render_gid, "davinci": davinci}
+
+
+SYS_ROOT = "/sys"
+"""Where sysfs is mounted; tests pass a fake tree."""
+
+
+def rdma_and_selinux(sys_root=None, dev=None, listdir=None, read=None):
+    """What the units' RDMA and SELinux options need from the host, read in the preflight call.
+
+    - ``rdma``: the RDMA devices (``/sys/class/infiniband/<device>``, kernel Documentation/ABI/stable/
+      sysfs-class-infiniband) when the verbs device directory ``/dev/infiniband`` exists too (what the containers
+      are given), else an empty list;
+    - ``selinux``: ``enforcing`` or ``permissive`` (the selinuxfs ``enforce`` file, ``1``/``0``: the kernel's
+      security/selinux/selinuxfs.c; libselinux's is_selinux_enabled() tests that mount), else ``disabled``.
+    """
+    sys_root = SYS_ROOT if sys_root is None else sys_root
+    dev = DEV_ROOT if dev is None else dev
+    listdir = listdir or os.listdir
+    read = read or _read_text
+    try:
+        names = sorted(listdir(os.path.join(sys_root, "class", "infiniband")))
+        listdir(os.path.join(dev, "infiniband"))
+    except OSError:
+        names = []
+    enforce = read(os.path.join(sys_root, "fs", "selinux", "enforce"))
+    selinux = {"1": "enforcing", "0": "permissive"}.get((enforce or "").strip(), "disabled")
+    return {"rdma": names, "selinux": selinux}
 
 
 def parse_cdi_spec(path, text):

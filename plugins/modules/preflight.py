@@ -50,8 +50,10 @@ options:
     description:
       - Checks to run; any left out stays on. Keys C(os), C(disk), C(gpu_count), C(gpu_model),
         C(memory_fit), C(driver), C(driver_branch), C(rocm_release), C(cann_driver), C(fabric), C(ports), C(peers),
-        C(shm), C(container_engine), C(image_disk), C(container_nvidia_runtime), C(container_cdi_spec),
+        C(shm), C(rdma), C(container_engine), C(image_disk), C(container_nvidia_runtime), C(container_cdi_spec),
         C(container_amd_devices), C(container_ascend_devices).
+      - C(rdma) - a warning where the host's PD prefills or decodes or multi-node ranks find no RDMA device
+        (C(/sys/class/infiniband) and C(/dev/infiniband)), naming the TCP fallback.
       - C(container_nvidia_runtime) - docker with NVIDIA GPUs - the daemon has the C(nvidia) runtime
         (C(nvidia-ctk runtime configure --runtime=docker)) or CDI on (C(features.cdi)); the running daemon's
         C(docker info) wins over C(/etc/docker/daemon.json).
@@ -499,6 +501,15 @@ facts:
           type: list
           elements: int
           sample: [0, 1, 2, 3, 4, 5, 6, 7]
+        rdma:
+          description: The RDMA devices of C(/sys/class/infiniband), sorted; empty without them or without C(/dev/infiniband).
+          type: list
+          elements: str
+          sample: [mlx5_0, mlx5_1]
+        selinux:
+          description: C(enforcing), C(permissive) or C(disabled) (C(/sys/fs/selinux/enforce)).
+          type: str
+          sample: enforcing
     container_access:
       description:
         - "What the C(container_*) checks read, only what applies to O(runtime) and the vendor - C(docker)
@@ -545,6 +556,7 @@ from ansible_collections.launchcard.inference.plugins.module_utils._preflight im
     images_in_place,
     podman_version,
     runtime_devices,
+    rdma_and_selinux,
     stack_vendor,
     stored_image_digests,
     user_exists,
@@ -716,7 +728,7 @@ def main():
         "peers": probe_all(p["needs"].get("peers") or [], p["connect_timeout"]) if on["peers"] else [],
         "shm": _shm(),
         "image_disk": _image_disk(root, in_place) if on["image_disk"] else None,
-        "runtime_devices": runtime_devices(),
+        "runtime_devices": dict(runtime_devices(), **rdma_and_selinux()),
         "engines": {"docker": module.get_bin_path("docker")},
     }
     facts["container_access"] = container_access(

@@ -25,7 +25,8 @@ description:
     C(launchcard_hf_offline), C(launchcard_unit_start_timeout_s), C(launchcard_unit_stop_timeout_s),
     C(launchcard_engine_shutdown_timeout_s), C(launchcard_amd_render_gid), C(launchcard_ascend_devices), C(launchcard_ascend_device_count),
     C(launchcard_extra_container_args), C(launchcard_secrets_env_file), C(launchcard_docker_bin),
-    C(launchcard_podman_bin), C(launchcard_podman_cgroups), C(launchcard_podman_quadlet); C(launchcard_hf_token) only
+    C(launchcard_podman_bin), C(launchcard_podman_cgroups), C(launchcard_podman_quadlet), C(launchcard_rdma),
+    C(launchcard_selinux_labels), C(launchcard_jit_cache); C(launchcard_hf_token) only
     decides whether units read the secrets file, C(launchcard_registry_credentials) only whether podman units
     name the registry auth file (C(--authfile)).
   - What only the hosts know is not seen here; the deploy takes it from preflight when the variable is

@@ -95,6 +95,19 @@ VARIABLES = {
                        "host facts, so set it there to render what deploy writes on such hosts."),
     "podman_auth_file": (None, "path", "podman: the registry auth file the units pass with C(--authfile) (a path, "
                                        "never a secret), set when C(launchcard_registry_credentials) is not empty."),
+    "rdma": ("launchcard_rdma", "bool",
+             "RDMA for the engines: C(/dev/infiniband), C(--ulimit memlock=-1:-1) and C(--cap-add IPC_LOCK) for "
+             "containers, C(LimitMEMLOCK=infinity) and C(CAP_IPC_LOCK) for native units. Unset: on the PD prefills and "
+             "decodes and the multi-node ranks of hosts where preflight found RDMA devices (C(/sys/class/infiniband)); "
+             "C(true)/C(false): every GPU instance / none (set it for C(playbooks/render.yml), which reads no host)."),
+    "rdma_devices": (None, "bool", "Whether the host has RDMA devices (preflight's C(runtime_devices.rdma))."),
+    "selinux": ("launchcard_selinux_labels", "bool",
+                "Containers on SELinux hosts: C(:z) on the weights and cache volumes, and C(--security-opt "
+                "label=disable) for podman's CDI GPUs. Unset: where preflight found SELinux enabled on the host "
+                "(set it for C(playbooks/render.yml), which reads no host)."),
+    "jit_cache": ("launchcard_jit_cache", "bool",
+                  "Containers: keep each engine's compile/JIT caches (torch.compile, Triton, vLLM) in a host "
+                  "directory per engine and image digest under C(/var/cache/launchcard/jit/)."),
     "image_refs": (None, "dict", "Image to C(image@sha256:...), from the runtime role's C(runtime_image_refs) fact."),
     "native_requirements": (None, "str", "Native runtime: digest of C(launchcard_runtime_native_packages) and "
                                          "C(launchcard_runtime_native_pip_extra_args), a comment in each unit, so "
@@ -202,12 +215,17 @@ def detected(host_vars):
         # no podman on the host yet: the runtime role installs the OS's own
         podman = os_podman_version(_get(facts, "os", "id"), _get(facts, "os", "version_id"))
     gid = devices.get("render_gid") if hasattr(devices, "get") else None
+    rdma_names = devices.get("rdma") if hasattr(devices, "get") else None
+    selinux = devices.get("selinux") if hasattr(devices, "get") else None
     davinci = devices.get("davinci") if hasattr(devices, "get") else None
     return {
         "vendor": vendor if vendor in VENDORS else None,
         "amd_render_gid": gid if isinstance(gid, int) and not isinstance(gid, bool) else None,
         "ascend_devices": sorted(int(d) for d in davinci) if davinci else None,
         "podman_quadlet": quadlet_podman(podman) if podman else None,
+        # older preflight results have no such key: unknown, not "none"
+        "rdma_devices": bool(rdma_names) if isinstance(rdma_names, list) else None,
+        "selinux": selinux in ("enforcing", "permissive") if selinux else None,
     }
 
 

@@ -20,8 +20,10 @@ can never add a directive or run a shell.
 
 from __future__ import annotations
 
+import hashlib
 import re
 
+from ansible_collections.launchcard.inference.plugins.module_utils._preflight import needs_rdma
 from ansible_collections.launchcard.inference.plugins.plugin_utils._argv import Argv
 from ansible_collections.launchcard.inference.plugins.plugin_utils._recipe import (
     ROUTER_DEFAULT_WORKER_STARTUP_TIMEOUT_S,
@@ -106,6 +108,35 @@ ACCELERATOR_READY_UNITS = {
                CDI_REFRESH_UNIT),
     "amd": (), "ascend": (), "none": (),
 }
+# RDMA (#25 item 3) for an instance that moves data between hosts (module_utils/_preflight.py needs_rdma: a PD
+# prefill or decode, a multi-node rank). Without it NCCL uses sockets and NIXL/Mooncake use TCP or fail.
+# vllm docs/serving/parallelism_scaling.md (GPUDirect RDMA in containers: IPC_LOCK, the InfiniBand devices);
+# sglang docker/compose.yaml (memlock ulimit -1, the /dev/infiniband device, "required by RDMA").
+RDMA_DEVICES_DIR = "/dev/infiniband"
+RDMA_CONTAINER_ARGS = ("--device", RDMA_DEVICES_DIR, "--ulimit", "memlock=-1:-1", "--cap-add", "IPC_LOCK")
+# Per engine and image compile/JIT caches (#25 item 7), so a restart does not rebuild torch.compile, Triton,
+# FlashInfer or DeepGEMM kernels. The host directory (CacheDirectory=, created by systemd before the start) is
+# keyed by the image reference, pinned by digest, so a new image never reads an old image's kernels.
+# vllm/envs.py: VLLM_CACHE_ROOT defaults to $XDG_CACHE_HOME/vllm (torch.compile cache under it);
+# torch/_inductor/runtime/cache_dir_utils.py: TORCHINDUCTOR_CACHE_DIR (default under /tmp, lost with --rm);
+# triton/runtime/cache.py: TRITON_CACHE_DIR (default ~/.triton/cache); flashinfer/jit/env.py:
+# FLASHINFER_WORKSPACE_BASE (default ~, cache under .cache/flashinfer); deep_gemm/jit/compiler.py: DG_CACHE_DIR
+# (default ~/.deep_gemm).
+CONTAINER_JIT_CACHE = "/var/cache/launchcard-jit"
+JIT_CACHE_SUBDIR = "jit"
+JIT_CACHE_ENV = (("XDG_CACHE_HOME", ""), ("TRITON_CACHE_DIR", "/triton"), ("TORCHINDUCTOR_CACHE_DIR", "/inductor"),
+                 ("FLASHINFER_WORKSPACE_BASE", "/flashinfer"), ("DG_CACHE_DIR", "/deep_gemm"))
+# Native NVIDIA engines run unprivileged (HARDENING), so the setuid nvidia-modprobe the CUDA driver forks cannot
+# make /dev/nvidia-uvm on a fresh boot; a privileged ("+") ExecStartPre makes it and /dev/nvidiactl first. CUDA
+# installation guide, "Device Node Verification": `nvidia-modprobe -u -c=0`. "-": a host whose packaging has no
+# nvidia-modprobe (its udev rules make the nodes) still starts.
+NVIDIA_MODPROBE = ("/usr/bin/nvidia-modprobe", "-u", "-c=0")
+# Engines wait for usable accelerators before they start (#25 item 5): an ExecStartPre= (the readiness helper's
+# --accelerators mode) polls the vendor tool until every GPU answers and, where it reports one, the NVLink fabric
+# is up (nvidia-smi fabric.state "Completed"; "[N/A]" on parts without NVSwitch). It waits inside
+# TimeoutStartSec= instead of failing fast, so a slow fabric manager (nvtrust#128: ~47 s, CUDA error 802 before)
+# uses no start of the unit's start limit.
+WAIT_ACCELERATORS_VENDORS = ("nvidia",)
 # Variables the secrets file (secrets_env_file) may hold, passed into containers by name.
 SECRET_ENV_NAMES = ("HF_TOKEN",)
 START_LIMIT_BURST = 10
@@ -146,6 +177,16 @@ DEFAULTS = {
     # podman: the registry auth file (containers-auth.json(5)) the units pass with --authfile, so that a start that
     # finds the image missing pulls it with the credentials; None: no flag. A path, never a secret.
     "podman_auth_file": None,
+    # RDMA flags on the instances that move data between hosts: None: where the plan needs it (PD, multi-node)
+    # and the host has RDMA devices (rdma_devices); True/False: on every GPU instance / never.
+    "rdma": None,
+    # whether the host has RDMA devices (/sys/class/infiniband, read by preflight); None: not known
+    "rdma_devices": None,
+    # SELinux labels for containers: ":z" on the weights and cache volumes, "label=disable" for podman CDI GPUs;
+    # None: where preflight found SELinux enabled on the host.
+    "selinux": None,
+    # compile/JIT cache per engine and image (containers); native engines keep theirs under ENGINE_CACHE
+    "jit_cache": True,
 }
 # Quadlet, the podman systemd generator, ships with podman 4.4 (podman-systemd.unit(5)); every [Container] key
 # render_quadlet writes (Image, ContainerName, Network, Volume, AddDevice, PodmanArgs, Exec) is in that release.
@@ -422,6 +463,74 @@ def podman_cgroups_args(opts):
     return []
 
 
+def rdma(inst, opts):
+    """Whether an instance's unit gets the RDMA devices, memlock limit and IPC_LOCK (see :data:`DEFAULTS` ``rdma``)."""
+    if not inst.get("gpus") or opts["vendor"] == "none":
+        return False
+    if opts.get("rdma") is not None:
+        return bool(opts["rdma"])
+    return needs_rdma(inst) and opts.get("rdma_devices") is True
+
+
+def _volume(host, container, opts):
+    # podman-run(1) --volume "z": relabel the content shared (container_file_t) so an SELinux-confined container
+    # may read it; docker run takes the same option (ignored where SELinux is off)
+    return "%s:%s%s" % (host, container, ":z" if opts.get("selinux") else "")
+
+
+def jit_cache_dir(inst, opts):
+    """The host directory (under :data:`ENGINE_CACHE`) of a container engine's compile/JIT caches, or None.
+
+    One per engine and image reference (pinned by digest where ``image_refs`` maps it): a new image starts
+    with an empty cache instead of loading kernels built by another torch/Triton.
+    """
+    if opts["runtime"] == "native" or not inst.get("gpus") or not opts.get("jit_cache"):
+        return None
+    image = opts["image_refs"].get(inst["image"], inst["image"])
+    engine = re.sub(r"[^A-Za-z0-9_.-]", "_", str(inst.get("engine") or "engine"))
+    key = hashlib.sha256(str(image).encode("utf-8")).hexdigest()[:16]
+    return "%s/%s/%s-%s" % (ENGINE_CACHE, JIT_CACHE_SUBDIR, engine, key)
+
+
+def _jit_env(env, inst, opts):
+    if jit_cache_dir(inst, opts):
+        for name, sub in JIT_CACHE_ENV:
+            env.setdefault(name, CONTAINER_JIT_CACHE + sub)
+    return env
+
+
+def _volumes(inst, opts):
+    """The ``-v`` words of a container: the weights as the HF cache, and the instance's JIT cache."""
+    words = ["-v", _volume(opts["weights_dir"], CONTAINER_HF_HOME, opts)]
+    cache = jit_cache_dir(inst, opts)
+    if cache:
+        words += ["-v", _volume(cache, CONTAINER_JIT_CACHE, opts)]
+    return words
+
+
+def _service_pre_lines(inst, opts):
+    """``[Service]`` lines every flavour shares: the JIT cache directory, and the waits before the engine starts."""
+    lines = []
+    cache = jit_cache_dir(inst, opts)
+    if cache:
+        # systemd creates it (root, 0755) before ExecStartPre=; podman run -v refuses a missing source
+        lines.append("CacheDirectory=%s" % _spec(cache[len("/var/cache/"):], "jit cache"))
+    if inst.get("gpus") and opts["vendor"] == "nvidia" and opts["runtime"] == "native":
+        lines.append("ExecStartPre=-+%s" % exec_line(list(NVIDIA_MODPROBE)))
+    if inst.get("gpus") and opts["vendor"] in WAIT_ACCELERATORS_VENDORS:
+        wait = list(WAIT_READY) + ["--accelerators", opts["vendor"], str(_start_timeout(inst, opts))]
+        lines.append("ExecStartPre=%s" % exec_line(wait))
+    return lines
+
+
+def _native_rdma_lines(inst, opts):
+    """Native RDMA: unlimited locked memory and CAP_IPC_LOCK (the hardening drops every capability)."""
+    if opts["runtime"] != "native" or not rdma(inst, opts):
+        return []
+    # systemd.exec(5): LimitMEMLOCK= (RLIMIT_MEMLOCK), AmbientCapabilities= for the unprivileged User=
+    return ["LimitMEMLOCK=infinity", "AmbientCapabilities=CAP_IPC_LOCK"]
+
+
 def container_options(inst, opts, env):
     """The ``podman run``/``docker run`` options of an instance besides its name, network, weights mount,
     entrypoint and image, in two lists: ``--ipc host``, podman's ``--cgroups=MODE`` and ``--authfile PATH``
@@ -438,8 +547,14 @@ def container_options(inst, opts, env):
         names = [str(g) for g in inst["gpu_ids"]] if inst["gpu_selection"] == "visible_devices" else ["all"]
         for name in names:
             words += ["--device", "nvidia.com/gpu=%s" % name]
+        if opts.get("selinux"):
+            # NVIDIA container toolkit CDI guide (podman): --security-opt=label=disable, SELinux would deny the
+            # container the device nodes and driver files the spec injects
+            words += ["--security-opt", "label=disable"]
     else:
         words += _container_vendor_args(inst, opts)
+    if rdma(inst, opts):
+        words += list(RDMA_CONTAINER_ARGS)
     passing = []
     for name in sorted(env):
         passing += ["-e", name]
@@ -491,12 +606,13 @@ def command(inst, options=None):
     env["HF_HOME"] = CONTAINER_HF_HOME
     if opts["hf_offline"]:
         env.setdefault("HF_HUB_OFFLINE", "1")
+    _jit_env(env, inst, opts)
     run = [binary, "run", "--rm", "--name", inst["id"], "--network", "host"]
     devices, passing = container_options(inst, opts, env)
     grace = str(stop_timeout(inst, opts))
     # podman-run(1), docker-run(1) --stop-timeout: what any stop of the container (an operator's `podman stop`, a
     # host shutdown) gives its main process between SIGTERM and SIGKILL, not the runtime's default 10 s
-    run += devices + ["--stop-timeout", grace, "-v", "%s:%s" % (opts["weights_dir"], CONTAINER_HF_HOME)] + passing
+    run += devices + ["--stop-timeout", grace] + _volumes(inst, opts) + passing
     run += ["--entrypoint", argv[0], image] + argv[1:]
     # podman-stop(1), docker-stop(1): SIGTERM to the container's main process (the engine, PID 1 in the container)
     # only, SIGKILL after -t seconds: what KillMode=mixed does for a native engine
@@ -549,6 +665,7 @@ def render(inst, options=None):
         # unit); "-": a missing file is no error. EnvironmentFile= takes a literal path
         # (specifiers only, no quotes).
         lines.append("EnvironmentFile=-%s" % _spec(opts["secrets_env_file"], "secrets_env_file"))
+    lines += _service_pre_lines(inst, opts)
     if stop is not None:
         lines.append("ExecStartPre=-%s" % exec_line([start[0], "rm", "-f", inst["id"]]))
     lines.append("ExecStart=%s" % exec_line(start, wrap=True))
@@ -567,7 +684,10 @@ def render(inst, options=None):
             lines.append("SupplementaryGroups=%s" % " ".join(groups))
         lines += ["CacheDirectory=%s" % ENGINE_CACHE.rsplit("/", 1)[1],
                   "ReadWritePaths=%s" % _spec(opts["weights_dir"], "weights_dir")]
-        lines += list(HARDENING)
+        hardening = list(HARDENING)
+        if rdma(inst, opts):
+            hardening[hardening.index("CapabilityBoundingSet=")] = "CapabilityBoundingSet=CAP_IPC_LOCK"
+        lines += hardening + _native_rdma_lines(inst, opts)
     lines += _restart_lines(inst, opts, grace) + [
         "KillSignal=SIGTERM",
         # systemd.kill(5) KillMode=mixed: SIGTERM to the main process only (the engine's API server, or the
@@ -642,6 +762,7 @@ def render_quadlet(inst, options=None):
     env["HF_HOME"] = CONTAINER_HF_HOME
     if opts["hf_offline"]:
         env.setdefault("HF_HUB_OFFLINE", "1")
+    _jit_env(env, inst, opts)
     image = opts["image_refs"].get(inst["image"], inst["image"])
     devices, passing = container_options(inst, opts, env)
     grace = stop_timeout(inst, opts)
@@ -657,8 +778,11 @@ def render_quadlet(inst, options=None):
               "Image=%s" % _quadlet_value(image, "image"),
               "ContainerName=%s" % _quadlet_value(inst["id"], "instance id"),
               "Network=host",
-              "Volume=%s:%s" % (_spec(opts["weights_dir"], "weights_dir"), CONTAINER_HF_HOME),
-              "PodmanArgs=%s" % exec_line(podman_args, "podman_args")]
+              "Volume=%s" % _spec(_volume(opts["weights_dir"], CONTAINER_HF_HOME, opts), "weights_dir")]
+    cache = jit_cache_dir(inst, opts)
+    if cache:
+        lines.append("Volume=%s" % _spec(_volume(cache, CONTAINER_JIT_CACHE, opts), "jit cache"))
+    lines += ["PodmanArgs=%s" % exec_line(podman_args, "podman_args")]
     if len(argv) > 1:
         lines.append("Exec=%s" % exec_line(argv[1:], wrap=True))
     lines += ["", "[Service]"]
@@ -666,6 +790,7 @@ def render_quadlet(inst, options=None):
         lines.append("Environment=%s" % env_assignment(name, env[name]))
     if opts["secrets_env_file"]:
         lines.append("EnvironmentFile=-%s" % _spec(opts["secrets_env_file"], "secrets_env_file"))
+    lines += _service_pre_lines(inst, opts)
     if inst.get("health_url"):
         ready = list(WAIT_READY) + [inst["health_url"], str(_start_timeout(inst, opts))]
         lines.append("ExecStartPost=%s" % exec_line(ready))

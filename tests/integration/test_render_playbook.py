@@ -366,3 +366,41 @@ def test_vllm_data_parallel_over_two_nodes_units(flavour, venv, tmp_path):
     assert "--headless --data-parallel-start-rank 8" in o
     # the head serves the API and is gated; the headless node has no endpoint
     assert "8000/health" in h and "/health" not in o
+
+
+def _render_as_is(inventory, out):
+    """render.yml with the inventory's own runtime (render() forces native)."""
+    return subprocess.run(
+        [os.path.join(BIN, "ansible-playbook"), "playbooks/render.yml", "-i", inventory,
+         "-e", "launchcard_render_dir=%s" % out], cwd=ROOT, env=ENV, capture_output=True, text=True, check=False)
+
+
+def test_rhel9_podman_variant_labels_volumes_and_cdi_devices(tmp_path):
+    """#25 item 4: RHEL 9, podman (Quadlet), SELinux enforcing: every volume ":z", CDI GPUs "label=disable"."""
+    out = str(tmp_path / "out")
+    res = _render_as_is("tests/integration/render/rhel9-podman.ini", out)
+    assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-2000:]
+    files = glob.glob(os.path.join(out, "*", "launchcard-*.container"))
+    assert len(files) == 4
+    for path in files:
+        with open(path) as f:
+            text = f.read()
+        volumes = [line for line in text.splitlines() if line.startswith("Volume=")]
+        assert volumes and all(v.endswith(":z") for v in volumes), (path, volumes)
+        gpus = "nvidia.com/gpu=" in text
+        assert ("--security-opt label=disable" in text) == gpus, path
+        assert gpus == ("router" not in os.path.basename(path))
+
+
+def test_multinode_infiniband_variant_gives_every_rank_rdma(tmp_path):
+    """#25 item 3: TP16 over two InfiniBand nodes: both ranks get the verbs devices, memlock and IPC_LOCK."""
+    out = str(tmp_path / "out")
+    res = _render_as_is("tests/integration/render/multinode-ib.ini", out)
+    assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-2000:]
+    units = sorted(glob.glob(os.path.join(out, "*", "launchcard-*.service")))
+    assert len(units) == 2
+    for path in units:
+        with open(path) as f:
+            words = " ".join(f.read().replace("\\\n", " ").split())
+        for flag in ("--device /dev/infiniband", "--ulimit memlock=-1:-1", "--cap-add IPC_LOCK"):
+            assert flag in words, (path, flag)

@@ -71,6 +71,11 @@ APP_FIELDS = ["timestamp", "gpu_name", "gpu_bus_id", "gpu_serial", "gpu_uuid", "
 # "loaded kernel module" (under /run, so a reboot clears it) and of the installed NVML library.
 LOADED_VERSION = "/run/launchcard-sandbox/nvidia/loaded_version"
 LIBRARY_VERSION = "/usr/lib/launchcard-sandbox/nvidia/library_version"
+# A slow fabric manager (the stand-in nv-fabricmanager of tests/sandbox/pkgrepo, when FABRIC_DELAY names its
+# start-up time): until it writes FABRIC_UP (under /run, so every boot waits again), the GPUs whose fabric is
+# "Completed" read "In Progress", as NVSwitch GPUs do before the real fabric manager has trained the NVLinks.
+FABRIC_DELAY = "/etc/launchcard-sandbox/fabricmanager-delay"
+FABRIC_UP = "/run/launchcard-sandbox/nvidia/fabric_up"
 
 
 def _read_version(path):
@@ -98,6 +103,10 @@ def load():
         sys.exit(18)
     if loaded:
         data["driver_version"] = loaded
+    if os.path.exists(FABRIC_DELAY) and not os.path.exists(FABRIC_UP):
+        for gpu in data.get("gpus", []):
+            if gpu.get("fabric.state") == "Completed":
+                gpu["fabric.state"], gpu["fabric.status"] = "In Progress", None
     return data
 
 

@@ -82,6 +82,8 @@ KEY_NAME = "launchcard-sandbox-repo.asc"
 KEY_UID = "launchcard sandbox test repository (TEST ONLY, throwaway) <sandbox@launchcard.invalid>"
 LIB = "/usr/lib/launchcard-sandbox/nvidia"
 RUN = "/run/launchcard-sandbox/nvidia"
+# optional start-up time of the stand-in fabric manager, in seconds (read by nvidia_smi_standin.py too)
+FABRIC_DELAY = "/etc/launchcard-sandbox/fabricmanager-delay"
 # AMD stand-ins (roles/rocm): ROCm releases and the amdgpu driver version their repositories carry.
 ROCM_VERSIONS = ["7.0.1", "7.0.2"]
 AMDGPU_DKMS_VERSION = "1:6.14.14.30100100-2212064.22.04"
@@ -116,9 +118,19 @@ def daemon_script(name, version, check_loaded):
                  f"if loaded != '{version}':\n"
                  f"    print('{name}: driver version mismatch: loaded %s, {name} {version}' % loaded, flush=True)\n"
                  "    sys.exit(1)\n")
+    fabric = ""
+    if name == "nv-fabricmanager":
+        # the NVLink fabric is up FABRIC_DELAY s after the daemon started (0 without the file); the stand-in
+        # nvidia-smi reads the fabric "In Progress" until then
+        fabric = (f"delay = float(open('{FABRIC_DELAY}').read().strip() or 0) if os.path.exists('{FABRIC_DELAY}') "
+                  "else 0\n"
+                  "time.sleep(delay)\n"
+                  f"os.makedirs('{RUN}', exist_ok=True)\n"
+                  f"open('{RUN}/fabric_up', 'w').close()\n"
+                  "print('fabric up after %s s' % delay, flush=True)\n")
     return (f"#!/usr/bin/python3\n# {TEST_NOTE}\n\"\"\"Stand-in {name} {version}: stays up, does nothing.\"\"\"\n"
             "import os, signal, sys, time\n" + check +
-            f"print('{name} {version} (launchcard sandbox stand-in) running', flush=True)\n"
+            f"print('{name} {version} (launchcard sandbox stand-in) running', flush=True)\n" + fabric +
             "signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))\n"
             "while True:\n    time.sleep(3600)\n")
 

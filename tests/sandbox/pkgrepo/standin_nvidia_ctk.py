@@ -13,6 +13,9 @@
 #       writes a CDI spec (cdiVersion, kind nvidia.com/gpu, one device per GPU plus "all")
 #       for the simulated GPUs (/etc/launchcard-sandbox/gpus.json) and the loaded driver;
 #       fails like the real tool when NVML cannot be initialised (driver/library mismatch)
+#   nvidia-ctk system create-dev-char-symlinks --create-all
+#       links /dev/char/MAJOR:MINOR to every NVIDIA character device present (none in a sandbox host) and
+#       records the call in /run/launchcard-sandbox/nvidia/dev_char_symlinks (one line per run)
 #   nvidia-ctk --version
 # -----------------------------------------------------------------------------
 """TEST CODE: stand-in nvidia-ctk for the launchcard sandbox (not NVIDIA software)."""
@@ -87,6 +90,26 @@ def cdi_generate(args):
     return 0
 
 
+def dev_char_symlinks(args):
+    if "--create-all" not in args:
+        print("launchcard sandbox stand-in nvidia-ctk: only create-dev-char-symlinks --create-all", file=sys.stderr)
+        return 2
+    made = []
+    for name in sorted(os.listdir("/dev")):
+        path = os.path.join("/dev", name)
+        if name.startswith("nvidia") and os.path.exists(path) and os.stat(path).st_mode & 0o170000 == 0o020000:
+            rdev = os.stat(path).st_rdev
+            link = "/dev/char/%d:%d" % (os.major(rdev), os.minor(rdev))
+            if not os.path.lexists(link):
+                os.symlink(path, link)
+                made.append(link)
+    os.makedirs("/run/launchcard-sandbox/nvidia", exist_ok=True)
+    with open("/run/launchcard-sandbox/nvidia/dev_char_symlinks", "a") as fh:
+        fh.write("create-all %d\n" % len(made))
+    print('level=info msg="Created %d /dev/char symlinks"' % len(made))
+    return 0
+
+
 def spec_text(rows, driver):
     """The CDI spec for GPUs ``rows`` (``[index, uuid]`` each) and driver version ``driver``: device names
     (index, UUID, ``all``), then the common edits mounting the driver's libraries by their version, as the
@@ -116,6 +139,8 @@ def main(argv):
         return runtime_configure(argv[2:])
     if argv[:2] == ["cdi", "generate"]:
         return cdi_generate(argv[2:])
+    if argv[:2] == ["system", "create-dev-char-symlinks"]:
+        return dev_char_symlinks(argv[2:])
     print(f"launchcard sandbox stand-in nvidia-ctk: not simulated: {' '.join(argv)}", file=sys.stderr)
     return 2
 

@@ -121,12 +121,13 @@ def test_needs_of_the_minimal_card():
                      "weights_per_gpu_spread_mib": None,
                      "ports": [{"port": 8000, "owner": "launchcard-smollm2-1.7b-instruct-vllm-aggregated-0.service",
                                 "former_owners": ["launchcard-smollm2-1.7b-instruct-vllm-monolithic-0.service"]}],
-                     "images": [p["hosts"]["a"]["instances"][0]["image"]], "peers": []}
+                     "images": [p["hosts"]["a"]["instances"][0]["image"]], "peers": [], "rdma": []}
 
 
 def test_needs_of_an_empty_host():
     assert host_needs(EX, {}) == {"disk_bytes": None, "gpus": 0, "validated_models": [],
-                                  "weights_per_gpu_mib": None, "weights_per_gpu_spread_mib": None, "ports": [], "images": [], "peers": []}
+                                  "weights_per_gpu_mib": None, "weights_per_gpu_spread_mib": None, "ports": [],
+                                  "images": [], "peers": [], "rdma": []}
 
 
 # -- evaluate --------------------------------------------------------------------------------------
@@ -163,7 +164,7 @@ def test_every_check_passes_on_a_good_host():
     # peers, shm and image_disk need facts/options this host does not have (test_preflight_more.py);
     # rocm_release and cann_driver are for AMD and Ascend hosts (test_preflight_compat.py)
     # the container_* checks need a container runtime (test_preflight_containers.py)
-    assert sorted(res) == sorted(set(CHECKS) - {"peers", "shm", "container_engine", "image_disk", "rocm_release", "cann_driver",
+    assert sorted(res) == sorted(set(CHECKS) - {"peers", "shm", "rdma", "container_engine", "image_disk", "rocm_release", "cann_driver",
                                                 "container_nvidia_runtime", "container_cdi_spec",
                                                 "container_amd_devices", "container_ascend_devices"})
     for r in res.values():

@@ -341,7 +341,9 @@ def test_docker_vllm_unit():
     assert start[start.index("-v") + 1] == "/var/lib/launchcard/models:/root/.cache/huggingface"
     names = [start[j + 1] for j, w in enumerate(start) if w == "-e"]
     assert names == sorted(env) + ["HF_TOKEN"]
-    assert sorted(env) == ["HF_HOME", "HF_HUB_OFFLINE", "VLLM_ENGINE_READY_TIMEOUT_S", "VLLM_USE_RUST_FRONTEND"]
+    assert sorted(env) == ["DG_CACHE_DIR", "FLASHINFER_WORKSPACE_BASE", "HF_HOME", "HF_HUB_OFFLINE",
+                           "TORCHINDUCTOR_CACHE_DIR", "TRITON_CACHE_DIR", "VLLM_ENGINE_READY_TIMEOUT_S",
+                           "VLLM_USE_RUST_FRONTEND", "XDG_CACHE_HOME"]
     assert not [w for w in start if "=" in w and w.split("=")[0] in env]  # names only, no values
     assert "--env-file" not in start and start[start.index("HF_TOKEN") - 1] == "-e"  # value from EnvironmentFile=
     k = start.index("--entrypoint")
@@ -371,7 +373,7 @@ def test_docker_unit_text():
     inst = _inst(EX, "vllm-aggregated")
     text = render(inst, {"runtime": "docker", "stop_timeout_s": 45})
     assert "Requires=docker.service" in text.splitlines()
-    assert directives(text, "ExecStartPre") == ["-/usr/bin/docker rm -f %s" % inst["id"]]
+    assert directives(text, "ExecStartPre")[-1] == "-/usr/bin/docker rm -f %s" % inst["id"]
     assert directives(text, "ExecStop") == ["/usr/bin/docker stop -t 45 %s" % inst["id"]]
     assert directives(text, "ExecStopPost") == ["-/usr/bin/docker rm -f %s" % inst["id"]]
     assert directives(text, "TimeoutStopSec") == ["75"]
@@ -440,7 +442,7 @@ def test_native_vllm_unit():
     text = render(inst, {"runtime": "native", "native_venv": "/opt/lc/venv"})
     assert 'Environment="CUDA_VISIBLE_DEVICES=0,1,2,3,4,5,6,7"' in text.splitlines()
     assert "docker" not in text
-    assert directives(text, "ExecStop") == [] and directives(text, "ExecStartPre") == []
+    assert directives(text, "ExecStop") == [] and "rm" not in " ".join(directives(text, "ExecStartPre"))
 
 
 def test_native_sglang_selects_gpus_in_argv_only():

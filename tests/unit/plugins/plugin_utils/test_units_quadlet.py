@@ -63,7 +63,7 @@ def test_a_hostile_card_reaches_the_engine_as_written():
     # the sections Quadlet knows and no other: no value opened a section or a key of its own
     assert set(sections(text)) == {"Unit", "Container", "Service", "Install"}
     assert [line.split("=", 1)[0] for line in sections(text)["Container"]] == [
-        "Image", "ContainerName", "Network", "Volume", "PodmanArgs", "Exec"]
+        "Image", "ContainerName", "Network", "Volume", "Volume", "PodmanArgs", "Exec"]
 
 
 @pytest.mark.parametrize("image", ["registry/x:1 --privileged", "x:%h", "x:$HOME", '"x:1"', "x:1;y"])
