@@ -28,8 +28,8 @@ description:
     values, append it); the plan is made from the effective argv, and every instance's C(changes) lists them.
   - Never contacts a managed host. Run it once (C(run_once=true)); the facts reach every host of the play.
   - Hosts without a card variable and without recipes are left out of the plan.
-  - Each GPU instance runs an image built for its host's accelerator vendor (C(launchcard_accelerator_vendor), unset
-    V(nvidia)) - the card's where its name says it serves that vendor (a word starting C(rocm) - AMD; C(ascend),
+  - Each GPU instance runs an image built for its host's accelerator vendor (C(launchcard_accelerator_vendor); unset - the card's image
+    stays, preflight holds it to the vendor the host shows) - the card's where its name says it serves that vendor (a word starting C(rocm) - AMD; C(ascend),
     C(npu) or starting C(cann) - Ascend; else NVIDIA) or O(image_vendors_var) declares it, else the host's
     O(vendor_images_var) image for the engine and vendor; the instance's C(changes) names the swap. Routers keep
     the card's image.

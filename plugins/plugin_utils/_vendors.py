@@ -20,8 +20,8 @@ NVIDIA. An image whose name does not say it (a site's own build) is declared in 
 The image a host runs
 ---------------------
 Each GPU instance runs the card's image where that image serves the host's vendor
-(``launchcard_accelerator_vendor``; the plan has no host facts, so unset means ``nvidia``, the units'
-default). Otherwise it runs ``launchcard_vendor_images[engine][vendor]``, whose defaults
+(``launchcard_accelerator_vendor``; the plan has no host facts, so where it is unset the card's image stays
+and preflight holds it to the vendor the host shows). Otherwise it runs ``launchcard_vendor_images[engine][vendor]``, whose defaults
 (:data:`DEFAULT_IMAGES`) are the images the upstream projects document; the plan names the swap in the
 instance's ``changes``. Routers use no accelerator and keep the card's image. The chosen image is then
 resolved and pinned by digest like any card image (``_images.py``). Preflight refuses a host whose vendor
@@ -143,9 +143,10 @@ def vendor_image(engine, vendor, mapping=None):
 
 
 def host_vendor(value, host):
-    """The vendor the plan picks images for: ``launchcard_accelerator_vendor``, else ``nvidia``."""
+    """The vendor the plan picks images for: ``launchcard_accelerator_vendor``; None where unset (the plan
+    has no host facts: the card's image stays, and preflight checks it against the vendor the host shows)."""
     if value in (None, ""):
-        return "nvidia"
+        return None
     if value not in VENDORS + ("none",):
         raise VendorError("%s: launchcard_accelerator_vendor must be one of %s, found %r" % (
             host, ", ".join(VENDORS + ("none",)), value))
@@ -168,7 +169,7 @@ def apply_vendor_images(plan, settings):
             mapping = _mapping(s.get("vendor_images"), host)
             declared = s.get("image_vendors") or {}
             for inst in hp.get("instances", []):
-                if not inst.get("gpus") or vendor == "none" or not inst.get("image"):
+                if not inst.get("gpus") or vendor in (None, "none") or not inst.get("image"):
                     continue
                 if vendor in image_vendors(inst["image"], declared):
                     continue

@@ -86,7 +86,10 @@ def test_the_inventory_mapping_wins_and_routers_keep_the_cards_image(card):
 def test_a_card_image_for_amd_on_an_nvidia_host_takes_the_cuda_image(card):
     plan = _plan(card, [("nv", ["vllm-aggregated"])])
     plan["hosts"]["nv"]["instances"][0]["image"] = "vllm/vllm-openai-rocm:nightly"
+    # the vendor unset: the plan knows no host facts, the card's image stays (preflight holds it to the host)
     vendors.apply_vendor_images(plan, {})
+    assert plan["hosts"]["nv"]["instances"][0]["image"] == "vllm/vllm-openai-rocm:nightly"
+    vendors.apply_vendor_images(plan, {"nv": {"vendor": "nvidia"}})
     assert plan["hosts"]["nv"]["instances"][0]["image"] == "vllm/vllm-openai:latest"
 
 
