@@ -344,16 +344,19 @@ def deploy_summary(plan, hostvars, check_mode=False):
     return report.deploy_table(report.deploy_rows(plan, results))
 
 
-def preflight_needs(card, host_plan, plan=None, image_vendors=None):
+def preflight_needs(card, host_plan, plan=None, image_vendors=None, native_packages=None):
     """What one host needs for its share of the plan (see module_utils._preflight.host_needs).
 
     With the whole ``plan`` the needs also list the peer ports on other hosts to reach. ``image_vendors``
     (the vendors each GPU instance's image serves, for the ``image_vendor`` check) reads the host's
     ``launchcard_image_vendors`` (this argument) over the image's name (plugin_utils._vendors).
+    ``native_gaps`` (for the ``native_install`` check): vendor -> engines here with no published pip install,
+    empty where ``native_packages`` (the host's ``launchcard_runtime_native_packages``) is set.
     """
     needs = preflight.host_needs(card, host_plan or {}, plan)
     try:
         needs["image_vendors"] = vendors.image_vendor_needs(host_plan or {}, image_vendors or {})
+        needs["native_gaps"] = vendors.native_gaps(host_plan) if native_packages is None else {}
     except vendors.VendorError as exc:
         raise AnsibleFilterError(to_text(exc))
     return needs

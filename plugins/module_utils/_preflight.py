@@ -651,6 +651,26 @@ def check_image_vendor(host):
                        vendor, vendor))
 
 
+def check_native_install(host):
+    """``native_install``: the native runtime has a pinned pip install of each engine placed here for the host's
+    vendor (``needs.native_gaps``, empty where the inventory names the packages): SGLang publishes none for AMD
+    or Ascend (built from source), so such a host is refused before the weights are staged."""
+    gaps = host.needs.get("native_gaps") or {}
+    if host.options.get("runtime") != "native" or not gaps:
+        return None
+    vendor = host.options.get("container_vendor") or stack_vendor(host.acc)
+    if vendor not in ("nvidia", "amd", "ascend"):
+        return None
+    missing = gaps.get(vendor) or []
+    need = "a pip install of each engine for %s" % vendor
+    if not missing:
+        return _result("native_install", True, need, "published", "the engines install from pinned wheels")
+    return _result("native_install", False, need, "none for %s" % ", ".join(missing),
+                   "no pip install of %s is published for %s accelerators (upstream builds it from source or ships "
+                   "images): set launchcard_runtime_native_packages and launchcard_runtime_native_pip_extra_args, or "
+                   "run it in a container" % (", ".join(missing), vendor))
+
+
 def _stack_fixes(host, what):
     """Severity and a note when the accelerator stack role installed next fixes ``what`` (nvidia only: its
     ``container-toolkit.yml``), else ``("error", "")``."""
@@ -812,6 +832,7 @@ REGISTRY = (
     ("container_engine", check_container_engine),
     ("image_disk", check_image_disk),
     ("image_vendor", check_image_vendor),
+    ("native_install", check_native_install),
     ("container_nvidia_runtime", check_container_nvidia_runtime),
     ("container_cdi_spec", check_container_cdi_spec),
     ("container_amd_devices", check_container_amd_devices),

@@ -199,6 +199,14 @@ def image_vendor_needs(host_plan, declared=None):
     return out
 
 
+def native_gaps(host_plan):
+    """Vendor -> the engines of ``host_plan`` (routers aside) that have no published pip install for it, for
+    preflight's ``native_install`` check (the vendor the host shows is known only there)."""
+    engines = sorted({i["engine"] for i in (host_plan or {}).get("instances", []) if i.get("role") != "router"})
+    gaps = dict((v, [e for e in engines if DEFAULT_NATIVE[v].get(e, {}) is None]) for v in VENDORS)
+    return dict((v, e) for v, e in gaps.items() if e)
+
+
 def native_requirements(vendor, engines, router=False):
     """The native runtime's ``{"packages", "pip_args"}`` for a host of ``vendor`` running ``engines``
     (the engines of its GPU instances) and, with ``router``, the SGLang router.

@@ -162,3 +162,20 @@ def test_the_native_runtime_installs_what_the_hosts_plan_runs(card):
     # the units carry the digest of what the host installs: another vendor, another digest
     assert uo.native_requirements({}, hosts["mi"]) != uo.native_requirements(
         {"launchcard_accelerator_vendor": "amd"}, hosts["mi"])
+
+
+def test_preflight_refuses_a_native_sglang_host_on_amd_before_the_weights_are_staged(card):
+    plan = _plan(card, [("pd", ["sglang-prefill", "sglang-decode", "sglang-router"]), ("v", ["vllm-aggregated"])])
+    gaps = vendors.native_gaps(plan["hosts"]["pd"])
+    assert gaps == {"amd": ["sglang"], "ascend": ["sglang"]} and vendors.native_gaps(plan["hosts"]["v"]) == {}
+
+    def row(vendor, needs):
+        facts = {"accelerators": {"vendor": vendor, "devices": [{"index": i} for i in range(8)]}}
+        return [r for r in evaluate(facts, dict(needs, gpus=4), {"runtime": "native", "checks": {}})
+                if r["check"] == "native_install"]
+    (bad,) = row("amd", {"native_gaps": gaps})
+    assert bad["severity"] == "error" and bad["found"] == "none for sglang"
+    assert bad["message"].startswith("no pip install of sglang is published for amd accelerators")
+    assert row("nvidia", {"native_gaps": gaps})[0]["ok"]
+    # packages set in the inventory (no gaps), a vendor-less host: nothing to check
+    assert row("amd", {"native_gaps": {}}) == [] and row("none", {"native_gaps": gaps}) == []
