@@ -26,6 +26,8 @@ from ansible_collections.launchcard.inference.plugins.plugin_utils._planner impo
     plan_fleet,
 )
 from ansible_collections.launchcard.inference.plugins.plugin_utils._rollout import card_sha256
+from ansible_collections.launchcard.inference.plugins.plugin_utils._unit_options import VARIABLES
+from ansible_collections.launchcard.inference.plugins.plugin_utils._vendors import VendorError, apply_vendor_images
 
 
 display = Display()
@@ -110,6 +112,8 @@ class ActionModule(ActionBase):
             hosts=dict(type="list", elements="str"),
             recipes_var=dict(type="str", default="launchcard_recipes"),
             argv_overrides_var=dict(type="str", default="launchcard_argv_overrides"),
+            vendor_images_var=dict(type="str", default="launchcard_vendor_images"),
+            image_vendors_var=dict(type="str", default="launchcard_image_vendors"),
             validate_certs=dict(type="bool", default=True),
             facts=dict(type="bool", default=True),
         ))
@@ -143,6 +147,16 @@ class ActionModule(ActionBase):
         try:
             the_plan = plan_fleet(cards, {src: normalize_placement(e) for src, e in by_card.items()})
         except PlanError as exc:
+            raise AnsibleActionFail(to_text(exc))
+        # each GPU instance runs an image built for its host's vendor (the card's, else launchcard_vendor_images)
+        vendor_var = VARIABLES["vendor"][0]
+        try:
+            apply_vendor_images(the_plan, dict((name, {
+                "vendor": hostvars.get(name, {}).get(vendor_var),
+                "vendor_images": hostvars.get(name, {}).get(args["vendor_images_var"]),
+                "image_vendors": hostvars.get(name, {}).get(args["image_vendors_var"]),
+            }) for name in the_plan["hosts"]))
+        except VendorError as exc:
             raise AnsibleActionFail(to_text(exc))
         for msg in the_plan.get("deprecations", ()):
             display.deprecated(msg, version="2.0.0", collection_name="launchcard.inference")

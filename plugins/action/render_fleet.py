@@ -98,7 +98,7 @@ class ActionModule(ActionBase):
                 raise AnsibleActionFail("hosts: %r cannot name a folder" % host)
             host_plan = the_plan["hosts"].get(host) or {"instances": []}
             try:
-                opts = unit_options.host_options(hostvars[host] if host in hostvars else {})
+                opts = unit_options.host_options(hostvars[host] if host in hostvars else {}, host_plan)
                 rendered = units.host_units(host_plan, opts)
             except ValueError as exc:
                 raise AnsibleActionFail("%s: %s" % (host, to_text(exc)))

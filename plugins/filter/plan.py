@@ -20,6 +20,7 @@ from ansible_collections.launchcard.inference.plugins.plugin_utils import _image
 from ansible_collections.launchcard.inference.plugins.plugin_utils import _report as report
 from ansible_collections.launchcard.inference.plugins.plugin_utils import _unit_options as unit_options
 from ansible_collections.launchcard.inference.plugins.plugin_utils import _units as units
+from ansible_collections.launchcard.inference.plugins.plugin_utils import _vendors as vendors
 from ansible_collections.launchcard.inference.plugins.plugin_utils import _weights as weights
 from ansible_collections.launchcard.inference.plugins.module_utils import _versions as versions
 
@@ -54,6 +55,14 @@ def unit_settings(host_vars):
         return unit_options.host_settings(host_vars if host_vars is not None else {})
     except ValueError as exc:
         raise AnsibleFilterError("launchcard.inference.unit_settings: %s" % to_text(exc))
+
+
+def native_install(host_vars):
+    """What the runtime role installs into a host's native virtualenv (see plugin_utils._unit_options.native_install)."""
+    try:
+        return unit_options.native_install(host_vars if host_vars is not None else {})
+    except ValueError as exc:
+        raise AnsibleFilterError("launchcard.inference.native_install: %s" % to_text(exc))
 
 
 def failure_budget(percent=None):
@@ -366,12 +375,22 @@ def deploy_summary(plan, hostvars, check_mode=False):
     return report.deploy_table(report.deploy_rows(plan, results))
 
 
-def preflight_needs(card, host_plan, plan=None):
+def preflight_needs(card, host_plan, plan=None, image_vendors=None, native_packages=None):
     """What one host needs for its share of the plan (see module_utils._preflight.host_needs).
 
-    With the whole ``plan`` the needs also list the peer ports on other hosts to reach.
+    With the whole ``plan`` the needs also list the peer ports on other hosts to reach. ``image_vendors``
+    (the vendors each GPU instance's image serves, for the ``image_vendor`` check) reads the host's
+    ``launchcard_image_vendors`` (this argument) over the image's name (plugin_utils._vendors).
+    ``native_gaps`` (for the ``native_install`` check): vendor -> engines here with no published pip install,
+    empty where ``native_packages`` (the host's ``launchcard_runtime_native_packages``) is set.
     """
-    return preflight.host_needs(card, host_plan or {}, plan)
+    needs = preflight.host_needs(card, host_plan or {}, plan)
+    try:
+        needs["image_vendors"] = vendors.image_vendor_needs(host_plan or {}, image_vendors or {})
+        needs["native_gaps"] = vendors.native_gaps(host_plan) if native_packages is None else {}
+    except vendors.VendorError as exc:
+        raise AnsibleFilterError(to_text(exc))
+    return needs
 
 
 def preflight_report(hostvars, hosts, result_var="preflight_result"):
@@ -449,6 +468,7 @@ class FilterModule(object):
             "gate_timeout": gate_timeout,
             "drain_endpoints": drain_endpoints,
             "unit_settings": unit_settings,
+            "native_install": native_install,
             "units_setup_reads": units_setup_reads,
             "role_vars_by_host": role_vars_by_host,
             "failure_budget": failure_budget,

@@ -672,6 +672,55 @@ def container_vendor(host):
     return vendor if vendor in ("nvidia", "amd", "ascend") else None
 
 
+def check_image_vendor(host):
+    """``image_vendor``: every placed GPU instance's image serves this host's accelerator vendor.
+
+    The host's vendor is the units' (``container_vendor`` option, ``launchcard_accelerator_vendor``), else the one
+    its tools or PCI bus show (a bare host too: its stack does not change the vendor). The vendors an image serves
+    come from the plan (``needs.image_vendors``, plugin_utils/_vendors.py). A CUDA image on an AMD or Ascend host
+    starts no engine: refused before any host changes. Containers only (a native host installs per vendor).
+    """
+    options = host.options
+    entries = host.needs.get("image_vendors") or []
+    if options.get("runtime") not in IMAGE_DATA_ROOTS or not host.needs.get("gpus") or not entries:
+        return None
+    vendor = options.get("container_vendor") or stack_vendor(host.acc)
+    if vendor not in ("nvidia", "amd", "ascend"):
+        return None
+    wrong = [e for e in entries if vendor not in (e.get("vendors") or ())]
+    need = "images that serve %s" % vendor
+    found = "; ".join("%s: %s (%s)" % (e["recipe"], e["image"], "/".join(e.get("vendors") or ()) or "?")
+                      for e in (wrong or entries))
+    if not wrong:
+        return _result("image_vendor", True, need, found, "each image serves the host's %s accelerators" % vendor)
+    first = wrong[0]
+    return _result("image_vendor", False, need, found,
+                   "%s accelerators, but recipe %s runs image %s, built for %s: set launchcard_accelerator_vendor: %s "
+                   "on this host so the plan takes the %s image (launchcard_vendor_images), or name one in the card" % (
+                       vendor, first["recipe"], first["image"], "/".join(first.get("vendors") or ()) or "?",
+                       vendor, vendor))
+
+
+def check_native_install(host):
+    """``native_install``: the native runtime has a pinned pip install of each engine placed here for the host's
+    vendor (``needs.native_gaps``, empty where the inventory names the packages): SGLang publishes none for AMD
+    or Ascend (built from source), so such a host is refused before the weights are staged."""
+    gaps = host.needs.get("native_gaps") or {}
+    if host.options.get("runtime") != "native" or not gaps:
+        return None
+    vendor = host.options.get("container_vendor") or stack_vendor(host.acc)
+    if vendor not in ("nvidia", "amd", "ascend"):
+        return None
+    missing = gaps.get(vendor) or []
+    need = "a pip install of each engine for %s" % vendor
+    if not missing:
+        return _result("native_install", True, need, "published", "the engines install from pinned wheels")
+    return _result("native_install", False, need, "none for %s" % ", ".join(missing),
+                   "no pip install of %s is published for %s accelerators (upstream builds it from source or ships "
+                   "images): set launchcard_runtime_native_packages and launchcard_runtime_native_pip_extra_args, or "
+                   "run it in a container" % (", ".join(missing), vendor))
+
+
 def _stack_fixes(host, what):
     """Severity and a note when the accelerator stack role installed next fixes ``what`` (nvidia only: its
     ``container-toolkit.yml``), else ``("error", "")``."""
@@ -833,6 +882,8 @@ REGISTRY = (
     ("rdma", check_rdma),
     ("container_engine", check_container_engine),
     ("image_disk", check_image_disk),
+    ("image_vendor", check_image_vendor),
+    ("native_install", check_native_install),
     ("container_nvidia_runtime", check_container_nvidia_runtime),
     ("container_cdi_spec", check_container_cdi_spec),
     ("container_amd_devices", check_container_amd_devices),

@@ -28,7 +28,27 @@ description:
     values, append it) and their environment (set or remove a variable); the plan is made from the effective argv, and every instance's C(changes) lists them.
   - Never contacts a managed host. Run it once (C(run_once=true)); the facts reach every host of the play.
   - Hosts without a card variable and without recipes are left out of the plan.
+  - Each GPU instance runs an image built for its host's accelerator vendor (C(launchcard_accelerator_vendor); unset - the card's image
+    stays, preflight holds it to the vendor the host shows) - the card's where its name says it serves that vendor (a word starting C(rocm) - AMD; C(ascend),
+    C(npu) or starting C(cann) - Ascend; else NVIDIA) or O(image_vendors_var) declares it, else the host's
+    O(vendor_images_var) image for the engine and vendor; the instance's C(changes) names the swap. Routers keep
+    the card's image.
 options:
+  vendor_images_var:
+    description:
+      - Host variable mapping an engine to C({vendor - image}) (C(nvidia), C(amd), C(ascend)), over the defaults,
+        the images upstream documents - vLLM C(vllm/vllm-openai:latest), C(vllm/vllm-openai-rocm:latest),
+        C(quay.io/ascend/vllm-ascend:v0.23.0); SGLang C(lmsysorg/sglang:latest),
+        C(lmsysorg/sglang:v0.5.8-rocm700-mi35x), C(quay.io/ascend/sglang:v0.5.14-cann9.0.0-a3)
+        (C(plugins/plugin_utils/_vendors.py)). Pinned by digest like the card's images.
+    type: str
+    default: launchcard_vendor_images
+  image_vendors_var:
+    description:
+      - Host variable mapping an image (as the card or O(vendor_images_var) names it) to the vendor or list of
+        vendors it serves, for images whose name does not say it; it wins over the name.
+    type: str
+    default: launchcard_image_vendors
   hosts:
     description:
       - Hosts to plan for. Defaults to every host of the inventory (C(groups.all)), so a run with

@@ -33,7 +33,7 @@ options:
     description:
       - What this host needs, as computed on the controller by the C(launchcard.inference.preflight_needs) filter
         (C(disk_bytes), C(gpus), C(validated_models), C(weights_per_gpu_mib), C(weights_per_gpu_spread_mib), C(ports),
-        C(images), C(peers)).
+        C(images), C(peers), C(rdma), C(image_vendors), C(native_gaps)).
     type: dict
     required: true
   weights_dir:
@@ -50,10 +50,15 @@ options:
     description:
       - Checks to run; any left out stays on. Keys C(os), C(disk), C(gpu_count), C(gpu_model),
         C(memory_fit), C(driver), C(driver_branch), C(rocm_release), C(cann_driver), C(fabric), C(ports), C(peers),
-        C(shm), C(rdma), C(container_engine), C(image_disk), C(container_nvidia_runtime), C(container_cdi_spec),
-        C(container_amd_devices), C(container_ascend_devices).
+        C(shm), C(rdma), C(container_engine), C(image_disk), C(image_vendor), C(native_install),
+        C(container_nvidia_runtime), C(container_cdi_spec), C(container_amd_devices), C(container_ascend_devices).
       - C(rdma) - a warning where the host's PD prefills or decodes or multi-node ranks find no RDMA device
         (C(/sys/class/infiniband) and C(/dev/infiniband)), naming the TCP fallback.
+      - C(image_vendor) - docker/podman with accelerators placed - every GPU instance's image serves the host's vendor
+        (O(container_vendor), else the one its tools or PCI bus show), as C(needs.image_vendors) lists them; a CUDA
+        image on an AMD or Ascend host fails, naming the vendor, the recipe and the image.
+      - C(native_install) - native runtime without C(launchcard_runtime_native_packages) - each engine placed here has
+        a published pip install for the host's vendor (C(needs.native_gaps)); SGLang on AMD or Ascend fails.
       - C(container_nvidia_runtime) - docker with NVIDIA GPUs - the daemon has the C(nvidia) runtime
         (C(nvidia-ctk runtime configure --runtime=docker)) or CDI on (C(features.cdi)); the running daemon's
         C(docker info) wins over C(/etc/docker/daemon.json).

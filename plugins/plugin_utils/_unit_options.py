@@ -33,6 +33,7 @@ import re
 
 from ansible_collections.launchcard.inference.plugins.module_utils._platforms import os_podman_version
 from ansible_collections.launchcard.inference.plugins.plugin_utils._images import REGISTRY_AUTH_FILE
+from ansible_collections.launchcard.inference.plugins.plugin_utils import _vendors
 from ansible_collections.launchcard.inference.plugins.plugin_utils._units import (
     DEFAULTS,
     ENGINE_USER,
@@ -114,9 +115,11 @@ VARIABLES = {
                                          "that a new requirement set restarts the units (see native_requirements)."),
 }
 # What the runtime role installs into the native virtualenv (roles/runtime/defaults/main.yml,
-# runtime_native_packages and runtime_native_pip_extra_args, with these defaults).
-NATIVE_PACKAGES = ("launchcard_runtime_native_packages", ["vllm"])
-NATIVE_PIP_ARGS = ("launchcard_runtime_native_pip_extra_args", "")
+# runtime_native_packages and runtime_native_pip_extra_args): these variables where set, else the
+# pinned packages of the host's vendor and engines (native_install, _vendors.native_requirements).
+NATIVE_PACKAGES = ("launchcard_runtime_native_packages", None)
+NATIVE_PIP_ARGS = ("launchcard_runtime_native_pip_extra_args", None)
+PLAN_VARIABLE = "launchcard_plan"
 SECRETS_VARIABLE = "launchcard_hf_token"
 # Registry credentials: only whether they are set is read here (the units name the runtime role's auth file).
 CREDENTIALS_VARIABLE = "launchcard_registry_credentials"
@@ -235,29 +238,51 @@ def quadlet_podman(version):
     return bool(match) and (int(match.group(1)), int(match.group(2))) >= QUADLET_MIN_PODMAN
 
 
-def native_requirements(host_vars):
-    """A digest of what the runtime role installs into the native virtualenv.
+def native_install(host_vars, host_plan=None):
+    """What the runtime role installs into the native virtualenv: ``{"packages": [...], "pip_args": str}``.
+
+    ``launchcard_runtime_native_packages`` and ``launchcard_runtime_native_pip_extra_args`` where set; else the
+    pinned packages of the host's vendor (``launchcard_accelerator_vendor``, else the one preflight found, else
+    ``nvidia``) for the engines its plan runs, and the SGLang router for a router
+    (:func:`_vendors.native_requirements`).
+
+    :param host_plan: the host's plan entry; default: ``launchcard_plan.hosts[inventory_hostname]`` of ``host_vars``.
+    :raises OptionError: a malformed package list, or no published pip install for an engine on the vendor.
+    """
+    packages = host_vars.get(NATIVE_PACKAGES[0])
+    extra = host_vars.get(NATIVE_PIP_ARGS[0])
+    if packages is not None:
+        packages = _coerce("list_str", packages, NATIVE_PACKAGES[0])
+        return {"packages": packages, "pip_args": "" if extra is None else str(extra)}
+    if host_plan is None:
+        host_plan = (_get(host_vars, PLAN_VARIABLE, "hosts") or {}).get(host_vars.get("inventory_hostname")) or {}
+    vendor = host_vars.get(VARIABLES["vendor"][0]) or detected(host_vars)["vendor"] or DEFAULTS["vendor"]
+    instances = host_plan.get("instances") or []
+    engines = [i["engine"] for i in instances if i.get("role") != "router"]
+    try:
+        req = _vendors.native_requirements(vendor, engines, router=any(i.get("role") == "router" for i in instances))
+    except _vendors.VendorError as exc:
+        raise OptionError("%s: %s" % (NATIVE_PACKAGES[0], exc))
+    return {"packages": req["packages"], "pip_args": req["pip_args"] if extra is None else str(extra)}
+
+
+def native_requirements(host_vars, host_plan=None):
+    """A digest of what the runtime role installs into the native virtualenv (:func:`native_install`).
 
     The runtime role reinstalls the virtualenv when its requirements (the
     package list and pip's extra arguments) change; processes started before
     keep running on replaced files. The units carry this digest (a comment
     line), so that change rewrites them and the converge restarts them.
 
-    :param host_vars: the host's variables (``launchcard_runtime_native_packages``,
-        default ``["vllm"]``; ``launchcard_runtime_native_pip_extra_args``,
-        default ``""``).
     :returns: 64 hex digits (SHA-256 of the JSON of both, keys sorted).
-    :raises OptionError: the package list is not a list of strings.
+    :raises OptionError: see :func:`native_install`.
     """
-    packages = host_vars.get(NATIVE_PACKAGES[0])
-    packages = list(NATIVE_PACKAGES[1]) if packages is None else _coerce("list_str", packages, NATIVE_PACKAGES[0])
-    extra = host_vars.get(NATIVE_PIP_ARGS[0])
-    extra = NATIVE_PIP_ARGS[1] if extra is None else str(extra)
-    text = json.dumps({"packages": packages, "pip_extra_args": extra}, sort_keys=True)
+    req = native_install(host_vars, host_plan)
+    text = json.dumps({"packages": req["packages"], "pip_extra_args": req["pip_args"]}, sort_keys=True)
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
-def host_options(host_vars):
+def host_options(host_vars, host_plan=None):
     """The unit options of one host: variable, else preflight's facts, else the default.
 
     :param host_vars: mapping of the host's variables (Ansible's
@@ -296,7 +321,7 @@ def host_options(host_vars):
     refs = host_vars.get(IMAGE_REFS_FACT)
     opts["image_refs"] = dict(refs) if hasattr(refs, "items") else {}
     if opts["runtime"] == "native":
-        opts["native_requirements"] = native_requirements(host_vars)
+        opts["native_requirements"] = native_requirements(host_vars, host_plan)
     # Every unit names the secrets file (EnvironmentFile=-, optional) whether or not a token is
     # given, so a run without the vault loaded rewrites no unit.
     secrets_file = host_vars.get(VARIABLES["secrets_env_file"][0]) or SECRETS_ENV_FILE

@@ -404,3 +404,52 @@ def test_multinode_infiniband_variant_gives_every_rank_rdma(tmp_path):
             words = " ".join(f.read().replace("\\\n", " ").split())
         for flag in ("--device /dev/infiniband", "--ulimit memlock=-1:-1", "--cap-add IPC_LOCK"):
             assert flag in words, (path, flag)
+
+
+VENDOR_IMAGES = {"v-nv": "vllm/vllm-openai:nightly", "v-mi": "vllm/vllm-openai-rocm:latest",
+                 "v-npu": "quay.io/ascend/vllm-ascend:v0.23.0"}
+VENDOR_DEVICES = {"v-nv": None, "v-mi": "/dev/kfd", "v-npu": "/dev/davinci_manager"}
+
+
+@pytest.mark.parametrize("flavour", [
+    ("-e", "launchcard_runtime=docker"),
+    ("-e", "launchcard_runtime=podman", "-e", "launchcard_podman_quadlet=false"),
+    ("-e", "launchcard_runtime=podman", "-e", "launchcard_podman_quadlet=true"),
+], ids=["docker", "podman-run", "quadlet"])
+def test_amd_and_ascend_hosts_run_images_built_for_them(flavour, venv, tmp_path):
+    out = str(tmp_path / "out")
+    res = render("tests/integration/render/vendors.ini", out, venv, *flavour)
+    assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-2000:]
+    hosts = rendered(out)
+    for host, image in VENDOR_IMAGES.items():
+        (inst,) = hosts[host]["instances"]
+        assert inst["image"] == image, (host, inst["image"])
+        (unit,) = [p for p in glob.glob(os.path.join(out, host, "launchcard-*")) if "vllm-aggregated" in p]
+        with open(unit) as f:
+            text = f.read()
+        assert image in text and "vllm/vllm-openai:nightly" not in text.replace(image, ""), (host, text)
+        if VENDOR_DEVICES[host]:
+            assert VENDOR_DEVICES[host] in text, (host, text)
+    pd = dict((i["role"], i["image"]) for i in hosts["v-pd"]["instances"])
+    assert pd == {"prefill": "lmsysorg/sglang:v0.5.8-rocm700-mi35x", "decode": "lmsysorg/sglang:v0.5.8-rocm700-mi35x",
+                  "router": "lmsysorg/sglang:latest"}
+
+
+def test_native_hosts_install_their_vendors_engine(venv, tmp_path):
+    out = str(tmp_path / "out")
+    # SGLang publishes no pip install for AMD: the native render of the AMD PD host is refused, naming both
+    res = render("tests/integration/render/vendors.ini", out, venv)
+    assert res.returncode != 0
+    assert "v-pd: launchcard_runtime_native_packages: no pip install of sglang is published for amd" in \
+        " ".join(res.stdout.split()), res.stdout[-2000:]
+    assert not os.path.exists(out) or not os.listdir(out)
+    res = render("tests/integration/render/vendors.ini", out, venv, "--limit", "v-nv,v-mi,v-npu",
+                 "-e", "launchcard_target=v-nv,v-mi,v-npu")
+    assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-2000:]
+    digests = {}
+    for host in VENDOR_IMAGES:
+        (unit,) = glob.glob(os.path.join(out, host, "launchcard-*vllm-aggregated*"))
+        with open(unit) as f:
+            digests[host] = re.search(r"^# Native virtualenv requirements: sha256 (\w+)$", f.read(), re.M).group(1)
+    # three vendors, three requirement sets (the CUDA wheel, vLLM's ROCm wheel, vllm-ascend)
+    assert len(set(digests.values())) == 3, digests

@@ -164,7 +164,8 @@ def test_every_check_passes_on_a_good_host():
     # peers, shm and image_disk need facts/options this host does not have (test_preflight_more.py);
     # rocm_release and cann_driver are for AMD and Ascend hosts (test_preflight_compat.py)
     # the container_* checks need a container runtime (test_preflight_containers.py)
-    assert sorted(res) == sorted(set(CHECKS) - {"peers", "shm", "rdma", "container_engine", "image_disk", "rocm_release", "cann_driver",
+    assert sorted(res) == sorted(set(CHECKS) - {"peers", "shm", "rdma", "container_engine", "image_disk", "rocm_release",
+                                                "cann_driver", "image_vendor", "native_install",
                                                 "container_nvidia_runtime", "container_cdi_spec",
                                                 "container_amd_devices", "container_ascend_devices"})
     for r in res.values():
