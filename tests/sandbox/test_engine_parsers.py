@@ -18,7 +18,6 @@ sys.path.insert(0, str(ROOT / ".collections"))
 from sandbox_fleet import realvllm, sglang_env  # noqa: E402
 from ansible_collections.launchcard.inference.plugins.module_utils import _engine_argv as ea  # noqa: E402
 
-import pytest  # noqa: E402
 
 CARD = json.loads((ROOT / "cards" / "glm-5.3-flash.json").read_text())
 VLLM_RECIPE = next(e["argv"] for e in CARD["envs"] if e["engine"] == "vllm")
