@@ -87,8 +87,8 @@ class Host(object):
 
 def test_each_engine_is_asked_through_its_own_cli_for_every_image_and_its_digests():
     host = Host(["podman", "timeout"], (0, fixture("podman-4.3.1-image-ls.json"), ""))
-    assert stored_image_digests("podman", host.get_bin_path, host.run_command) == ({SGLANG, VLLM_INDEX, VLLM_AMD64},
-                                                                                  None)
+    stored = stored_image_digests("podman", host.get_bin_path, host.run_command)
+    assert stored == ({SGLANG, VLLM_INDEX, VLLM_AMD64}, None)
     assert host.calls == [["/usr/bin/timeout", "60", "/usr/bin/podman", "image", "ls", "--all", "--format", "json"]]
     host = Host(["docker"], (0, fixture("docker-29-containerd-image-ls.jsonl"), ""))
     assert stored_image_digests("docker", host.get_bin_path, host.run_command) == ({SGLANG, VLLM_INDEX, STANDIN}, None)
