@@ -424,8 +424,8 @@ units_found:
 recorded_images_missing:
   description:
     - The images of RV(recorded_image_refs) whose digest the engine's store does not hold (removed by hand, or a store
-      that cannot be read). When any is missing, RV(recorded_runtime_setup) is null, so a deploy runs the runtime
-      role's container steps again and pulls them.
+      its engine's CLI could not list, which a warning names). When any is missing, RV(recorded_runtime_setup) is
+      null, so a deploy runs the runtime role's container steps again and pulls them.
   returned: always
   type: list
   elements: str
@@ -487,9 +487,10 @@ facts:
     image_disk:
       description:
         - C({path, data_root, free_bytes, in_place}) of the container engine's data root (bytes), or null. C(in_place)
-          lists the card images whose digest the host's record names (O(record)) and the engine's store holds
-          (podman C(overlay-images/images.json), docker C(image/overlay2/repositories.json)); the C(image_disk)
-          check asks room only for the others.
+          lists the card images whose digest the host's record names (O(record)) and the engine's store holds, as
+          the engine's own CLI lists it in the same call (C(podman image ls --all --format json), C(docker image ls
+          --all --digests --format '{{json .}}'), either store of docker 29); the C(image_disk) check asks room only
+          for the others. An engine that cannot list its store (no CLI, a daemon down) holds none, with a warning.
       type: dict
     runtime_devices:
       description: What container device flags need from the host.
@@ -601,10 +602,20 @@ def _shm():
     return {"path": "/dev/shm", "size_bytes": st.f_blocks * st.f_frsize}
 
 
-def _image_store(runtime, recorded):
-    """The engine's data root and the images of the host's record its store holds: ``(root, in_place)``."""
+def _image_store(module, runtime, recorded):
+    """The engine's data root and the images of the host's record its store holds: ``(root, in_place)``.
+
+    The store is listed by the engine's own CLI (``podman image ls``, ``docker image ls``), only where the record
+    names images; one it cannot list holds nothing known, with a warning saying why.
+    """
     root = image_data_root(runtime, _read("/etc/docker/daemon.json"), _read("/etc/containers/storage.conf"))
-    return root, (images_in_place(recorded, stored_image_digests(runtime, root)) if root and recorded else [])
+    if not root or not recorded:
+        return root, []
+    stored, problem = stored_image_digests(runtime, module.get_bin_path, module.run_command)
+    if problem:
+        module.warn("image store not read: %s; no image of the host's record counts as in place (image_disk asks "
+                    "room for each, the runtime role's pull steps run again)" % problem)
+    return root, images_in_place(recorded, stored)
 
 
 def _image_disk(root, in_place):
@@ -721,7 +732,7 @@ def main():
     record_text = _read(p["record"]) if p["record"] else None
     recorded = recorded_image_refs(record_text) if p["record"] else {}
     on = dict((c, (p["checks"] or {}).get(c, True)) for c in ("peers", "image_disk"))
-    root, in_place = _image_store(p["runtime"], recorded)
+    root, in_place = _image_store(module, p["runtime"], recorded)
     # an image of the record the engine's store lost (removed by hand): the runtime role's pull steps run again
     images_missing = sorted(set(recorded) - set(in_place))
     facts = {

@@ -18,7 +18,6 @@ from ansible_collections.launchcard.inference.plugins.plugin_utils._planner impo
 from ansible_collections.launchcard.inference.plugins.module_utils._preflight import (
     CHECKS,
     images_in_place,
-    stored_image_digests,
     DEFAULT_IMAGE_ALLOWANCE_BYTES,
     DEFAULT_IMAGE_UNPACK_FACTOR,
     DEFAULT_SHM_MIN_BYTES,
@@ -372,22 +371,6 @@ def test_image_disk_asks_no_room_for_the_images_the_engine_holds_at_the_recorded
     assert r["ok"] and r["message"] == "the images are in place (the digests the host runs)"
     r = _one(evaluate(_facts(image_disk=dict(full, in_place=[])), needs, {"runtime": "podman"}), "image_disk")
     assert not r["ok"] and "(2 image(s) of unknown size to pull" in r["need"]
-
-
-def test_stored_image_digests_from_the_engines_own_files():
-    files = {
-        # containers-storage under podman's default /var/lib/containers (graph root storage/)
-        "/var/lib/containers/storage/overlay-images/images.json": json.dumps([
-            {"id": "4ea1", "digest": D1, "names": ["docker.io/lmsysorg/sglang@" + D1]},
-            {"id": "77aa", "digest": D2, "digests": [D2]}]),
-        "/var/lib/docker/image/overlay2/repositories.json": json.dumps({"Repositories": {"lmsysorg/sglang": {
-            "lmsysorg/sglang:latest": "sha256:aaaa", "lmsysorg/sglang@" + D2: "sha256:aaaa"}}}),
-    }
-    assert stored_image_digests("podman", "/var/lib/containers", files.get) == {D1, D2}
-    assert stored_image_digests("docker", "/var/lib/docker", files.get) == {D2}
-    assert stored_image_digests("podman", "/srv/empty", files.get) == set()
-    assert stored_image_digests("podman", "/x", lambda path: "{not json") == set()
-    assert stored_image_digests("native", None, files.get) == set()
 
 
 def test_images_in_place_need_the_recorded_digest_in_the_store():

@@ -28,6 +28,7 @@ import sys
 
 import pytest
 
+from ansible.module_utils.basic import AnsibleModule
 from ansible.module_utils.testing import patch_module_args
 from ansible_collections.launchcard.inference.plugins.module_utils import _preflight as preflight_utils
 from ansible_collections.launchcard.inference.plugins.modules import preflight
@@ -380,44 +381,115 @@ def test_podman_with_nvidia_gpus_needs_a_cdi_spec_naming_the_loaded_driver(host,
     assert "container_cdi_spec" not in by_check(result)
 
 
-def test_image_disk_needs_no_room_for_an_image_the_store_holds_at_the_recorded_digest(host, capsys, monkeypatch):
-    nvidia_smi(host["bin"])
-    store = host["tmp"] / "containers"
-    (store / "storage" / "overlay-images").mkdir(parents=True)
-    monkeypatch.setattr(preflight, "image_data_root", lambda runtime, daemon_json, storage_conf: str(store))
-    digest = "sha256:" + "b" * 64
+STORES = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", "fixtures", "image_store"))
+SGLANG = "sha256:a71af71d3de851a5c62c8dd059f9ba8f30501dc0fdc908d57b60f1032a86f7de"
+VLLM = "sha256:0a46e3ca24b4e815e4fdbfefcef9d478dd680668460daf70cf435eb124e9ec0d"
+
+
+def engine(host, name, listing, rc=0, stderr=""):
+    """A fake ``podman``/``docker`` on the host's PATH: ``image ls`` prints the file ``listing`` (the recorded or
+    source-built listings of tests/unit/fixtures/image_store, or a copy) and exits ``rc``; anything else exits 2.
+    Each call's arguments go to ``calls``, one line each. Returns ``(listing path, calls path)``."""
+    calls = host["tmp"] / (name + "-calls")
+    path = os.path.join(host["bin"], name)
+    with open(path, "w") as f:
+        f.write('#!/bin/sh\necho "$*" >> "%s"\nif [ "$1 $2" = "image ls" ]; then\n  printf %%s "%s" >&2\n'
+                '  %s "%s"\n  exit %d\nfi\nexit 2\n' % (calls, stderr, CAT, listing, rc))
+    os.chmod(path, 0o755)
+    return listing, calls
+
+
+def warnings_of(host):
+    """The module's warnings, as it gives them: in-process, ansible-core 2.19 sends them to the controller's display
+    instead of the result once any controller code was imported (ansible.module_utils.common.warnings)."""
+    warned = []
+    host["monkeypatch"].setattr(AnsibleModule, "warn", lambda self, warning, **kw: warned.append(warning))
+    return warned
+
+
+def record_of(host, kind, refs, setup=None):
     record = host["tmp"] / "state.json"
-    record.write_text(json.dumps({"version": 1, "card": {}, "instances": [], "units": {}, "previous": None, "runtime": {
-        "kind": "podman", "image_refs": {"lmsysorg/sglang:latest": "docker.io/lmsysorg/sglang@" + digest}}}))
-    args = dict(needs=needs(images=["lmsysorg/sglang:latest"]), runtime="podman", record=str(record),
+    runtime = {"kind": kind, "image_refs": refs}
+    if setup:
+        runtime["setup"] = setup
+    record.write_text(json.dumps({"version": 1, "card": {}, "instances": [], "units": {}, "previous": None,
+                                  "runtime": runtime}))
+    return str(record)
+
+
+def test_image_disk_needs_no_room_for_an_image_podman_lists_at_the_recorded_digest(host, capsys):
+    nvidia_smi(host["bin"])
+    warned = warnings_of(host)
+    listing = host["tmp"] / "podman-image-ls.json"
+    listing.write_text("[]\n")  # podman's answer for an empty store
+    dummy, calls = engine(host, "podman", listing)
+    record = record_of(host, "podman", {"lmsysorg/sglang:latest": "docker.io/lmsysorg/sglang@" + SGLANG})
+    args = dict(needs=needs(images=["lmsysorg/sglang:latest"]), runtime="podman", record=record,
                 checks={"container_cdi_spec": False}, image_allowance_gib=1.0e9)  # more than any disk
     result = run_module(capsys, host, **args)
     assert result["facts"]["image_disk"]["in_place"] == [] and result["failed_checks"] == ["image_disk"]
-    (store / "storage" / "overlay-images" / "images.json").write_text(json.dumps([{"id": "4ea1", "digest": digest}]))
+    assert not [w for w in warned if "image store" in w]  # an empty store is an answer
+    with open(os.path.join(STORES, "podman-4.3.1-image-ls.json")) as f:
+        listing.write_text(f.read())  # recorded after `podman pull` by digest
     result = run_module(capsys, host, **args)
     assert result["facts"]["image_disk"]["in_place"] == ["lmsysorg/sglang:latest"]
     assert result["failed_checks"] == [] and by_check(result)["image_disk"]["ok"] is True
+    assert [c for c in calls.read_text().splitlines() if c.startswith("image")] == [
+        "image ls --all --format json"] * 2
+    assert not os.path.exists(os.path.join(str(host["tmp"]), "containers"))  # no private file read or written
 
 
-def test_an_image_of_the_record_missing_from_the_store_clears_the_recorded_runtime_setup(host, capsys, monkeypatch):
+@pytest.mark.parametrize("listing", ["docker-29-containerd-image-ls.jsonl", "docker-29-classic-image-ls.jsonl"])
+def test_docker_29_lists_the_recorded_digests_in_either_image_store(host, capsys, listing):
+    nvidia_smi(host["bin"])
+    dummy, calls = engine(host, "docker", os.path.join(STORES, listing))
+    record = record_of(host, "docker", {"lmsysorg/sglang:v0.5.23": "docker.io/lmsysorg/sglang@" + SGLANG,
+                                        "vllm/vllm-openai:v0.11": "docker.io/vllm/vllm-openai@" + VLLM}, "3f78" * 10)
+    result = run_module(capsys, host, needs=needs(images=["lmsysorg/sglang:v0.5.23", "vllm/vllm-openai:v0.11"]),
+                        runtime="docker", record=record, checks={"container_nvidia_runtime": False},
+                        image_allowance_gib=1.0e9)
+    assert result["facts"]["image_disk"]["in_place"] == ["lmsysorg/sglang:v0.5.23", "vllm/vllm-openai:v0.11"]
+    assert result["recorded_images_missing"] == [] and result["recorded_runtime_setup"] == "3f78" * 10
+    assert result["failed_checks"] == []
+    assert "image ls --all --digests --format {{json .}}" in calls.read_text().splitlines()
+
+
+def test_an_image_of_the_record_missing_from_the_store_clears_the_recorded_runtime_setup(host, capsys):
     """An image removed from the host by hand: the deploy's runtime role runs its pull steps again for this host."""
     nvidia_smi(host["bin"])
-    store = host["tmp"] / "containers"
-    (store / "storage" / "overlay-images").mkdir(parents=True)
-    monkeypatch.setattr(preflight, "image_data_root", lambda runtime, daemon_json, storage_conf: str(store))
-    d1, d2 = "sha256:" + "1" * 64, "sha256:" + "2" * 64
-    record = host["tmp"] / "state.json"
-    record.write_text(json.dumps({"version": 1, "card": {}, "instances": [], "units": {}, "previous": None, "runtime": {
-        "kind": "podman", "setup": "3f78" * 10, "image_refs": {"a/x:1": "docker.io/a/x@" + d1, "b/y:1": "docker.io/b/y@" + d2}}}))
-    images = store / "storage" / "overlay-images" / "images.json"
-    images.write_text(json.dumps([{"id": "1", "digest": d1}, {"id": "2", "digests": [d2]}]))
+    with open(os.path.join(STORES, "podman-4.3.1-image-ls.json")) as f:
+        both = json.load(f)
+    listing = host["tmp"] / "podman-image-ls.json"
+    engine(host, "podman", listing)
+    record = record_of(host, "podman", {"a/x:1": "docker.io/a/x@" + SGLANG, "b/y:1": "docker.io/b/y@" + VLLM},
+                       "3f78" * 10)
     # with the image_disk check off too: the store is read for the record all the same
     for checks in ({"container_cdi_spec": False}, {"container_cdi_spec": False, "image_disk": False}):
-        args = dict(needs=needs(images=["a/x:1", "b/y:1"]), runtime="podman", record=str(record), checks=checks)
+        args = dict(needs=needs(images=["a/x:1", "b/y:1"]), runtime="podman", record=record, checks=checks)
+        listing.write_text(json.dumps(both))
         result = run_module(capsys, host, **args)
         assert result["recorded_runtime_setup"] == "3f78" * 10 and result["recorded_images_missing"] == []
-        images.write_text(json.dumps([{"id": "1", "digest": d1}]))  # `podman rmi` of b/y
+        listing.write_text(json.dumps(both[:1]))  # `podman rmi` of b/y
         result = run_module(capsys, host, **args)
         assert result["recorded_runtime_setup"] is None and result["recorded_images_missing"] == ["b/y:1"]
-        assert result["recorded_image_refs"]["b/y:1"] == "docker.io/b/y@" + d2  # still held at its digest
-        images.write_text(json.dumps([{"id": "1", "digest": d1}, {"id": "2", "digests": [d2]}]))
+        assert result["recorded_image_refs"]["b/y:1"] == "docker.io/b/y@" + VLLM  # still held at its digest
+
+
+@pytest.mark.parametrize("setup, why", [
+    (None, "docker is not installed (no docker on PATH)"),
+    ((1, "Cannot connect to the Docker daemon at unix:///var/run/docker.sock. Is the docker daemon running?\n"),
+     "`docker image ls --all --digests --format {{json .}}` failed (rc 1): Cannot connect to the Docker daemon at "
+     "unix:///var/run/docker.sock. Is the docker daemon running?"),
+])
+def test_a_store_the_engine_cannot_list_holds_nothing_known_and_a_warning_says_why(host, capsys, setup, why):
+    nvidia_smi(host["bin"])
+    warned = warnings_of(host)
+    if setup:
+        engine(host, "docker", os.path.join(STORES, "docker-29-classic-image-ls.jsonl"), rc=setup[0], stderr=setup[1])
+    record = record_of(host, "docker", {"lmsysorg/sglang:v0.5.23": "docker.io/lmsysorg/sglang@" + SGLANG}, "3f78" * 10)
+    result = run_module(capsys, host, needs=needs(images=["lmsysorg/sglang:v0.5.23"]), runtime="docker",
+                        record=record, checks={"container_nvidia_runtime": False, "container_engine": False})
+    assert result["facts"]["image_disk"]["in_place"] == []
+    assert result["recorded_images_missing"] == ["lmsysorg/sglang:v0.5.23"] and result["recorded_runtime_setup"] is None
+    assert warned == ["image store not read: %s; no image of the host's record counts as in place (image_disk asks "
+                      "room for each, the runtime role's pull steps run again)" % why]
