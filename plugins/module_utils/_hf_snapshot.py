@@ -73,7 +73,7 @@ PUBLIC_HUB_HOSTS = ("huggingface.co", "hf.co")
 _NET_ERRNOS = {getattr(errno, n) for n in ("ECONNREFUSED", "ECONNRESET", "ECONNABORTED", "EHOSTUNREACH", "EHOSTDOWN",
                                            "ENETUNREACH", "ENETDOWN", "ETIMEDOUT", "EPIPE") if hasattr(errno, n)}
 _FULL_ERRNOS = {getattr(errno, n) for n in ("ENOSPC", "EDQUOT") if hasattr(errno, n)}
-# huggingface_hub 2.4.0 file_download.py http_get: "Consistency check failed: file should be of size X but has size Y"
+# huggingface_hub 2.4.0 file_download.py:491 (http_get): "Consistency check failed: file should be of size X but has size Y"
 _CONSISTENCY = re.compile(r"should be of size (\d+) but has size (\d+)")
 # h11 _readers.py read_eof (httpx's RemoteProtocolError): "(received X bytes, expected Y)" of the last response
 _PEER_CLOSED = re.compile(r"received (\d+) bytes, expected (\d+)")
@@ -169,8 +169,9 @@ def remove_broken(hf_home, repo, revision, paths):
 
 
 def remove_partials(hf_home, repo):
-    """Remove ``blobs/*.incomplete``: what a killed download left (huggingface_hub 2.x writes a
-    per-process temporary file, so a later run never resumes it). Returns the bytes freed."""
+    """Remove ``blobs/*.incomplete``: what a killed download left (huggingface_hub 2.4.0 writes
+    ``<etag>.<8 hex>.incomplete``, unique per transfer, file_download.py:2004, and unlinks it itself unless
+    killed, :2046, so a later run never resumes it). Returns the bytes freed."""
     blobs = os.path.join(repo_dir(hf_home, repo), "blobs")
     freed = 0
     if os.path.isdir(blobs):
@@ -249,8 +250,9 @@ def _truncated(exc, path, size):
     """``(received, expected)`` bytes of ``path`` when ``exc`` is a transfer that ended short, else None.
 
     huggingface_hub 2.4.0 raises ``OSError("Consistency check failed: ...")`` when a response ends cleanly
-    short of the size the Hub announced, and lets httpx's ``RemoteProtocolError`` through when the peer
-    closes before the ``Content-Length`` it sent, after five retries 1 s apart (file_download.py http_get).
+    short of the size the Hub announced (file_download.py:490-495), and lets httpx's ``RemoteProtocolError``
+    through when the peer closes before the ``Content-Length`` it sent, after five retries 1 s apart, each
+    asking for the rest with a ``Range`` header (file_download.py:468-486, :378).
     A retry asks for the rest only when some bytes reached the file, so that message counts the last
     response, which began where the file stood: received = size - expected + received.
     """
@@ -453,7 +455,7 @@ def ensure_snapshot(client, hf_home, repo, revision, check_mode=False, verify_on
     remove_partials(hf_home, repo)
     remove_stamp(hf_home, repo, revision)
     needed = sum(sizes[p] for p in todo)
-    if needed > free_bytes(hf_home):  # huggingface_hub only warns (file_download.py _check_disk_space), then fails mid-file
+    if needed > free_bytes(hf_home):  # huggingface_hub only warns (file_download.py:758-773), then fails mid-file
         raise disk_full(hf_home, needed, "%s at %s (%d missing file(s))" % (repo, revision, len(todo)))
     sampler = _Sampler(progress, hf_home, repo, revision, listing, progress_interval) if progress else None
     if sampler:
