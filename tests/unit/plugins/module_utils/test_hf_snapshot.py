@@ -491,7 +491,7 @@ def test_files_download_in_parallel_with_max_workers_and_one_at_a_time_with_one(
     server, url = hub
     files = server.generate_repo(REPO, REV)
     server_hub = hub_of(url)
-    server_hub.delay = 0.4
+    server_hub.delay = 1.0  # long enough for every worker to reach its GET while the first is held
     try:
         server_hub.stats["max_file_gets_at_once"] = 0
         res = hs.ensure_snapshot(hs.HubClient(url, "", str(tmp_path / "eight")), str(tmp_path / "eight"), REPO, REV)
