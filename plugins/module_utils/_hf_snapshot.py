@@ -23,9 +23,20 @@ would (``copy_from`` names the seed), the weights role then copies the
 repository's folder from the seed (rsync), and :func:`ensure_snapshot` with
 ``copied=True`` verifies the copy exactly as a download is verified.
 
+The download is huggingface_hub's ``snapshot_download`` with ``max_workers``
+threads, one file each (huggingface_hub 2.4.0 _snapshot_download.py:541-547
+``hf_thread_map``); a file the snapshot already holds is returned without a
+request (file_download.py:1099-1113: a commit-hash revision and an existing
+snapshot entry), so only what is missing is fetched.
+
 Resuming is per file: a run keeps every file already complete. Within one
 file, huggingface_hub retries an interrupted transfer with a range request;
 the partial file of a killed run is discarded (:func:`remove_partials`).
+
+Progress (:class:`ProgressFile`, :func:`read_progress`): the bytes of the
+revision on disk (complete files plus huggingface_hub's ``.incomplete`` files)
+are sampled while the download runs and written, atomically and readable by
+the owner only, to a file another module call reads between polls.
 
 Xet: huggingface_hub downloads a file the endpoint marks Xet-backed from Xet
 storage (a token from the endpoint's ``xet-read-token`` route, then the CAS
@@ -37,25 +48,32 @@ way; any other endpoint serves every byte over plain HTTP (:func:`xet_allowed`).
 from __future__ import annotations
 
 import errno
+import fcntl
 import importlib.util
+import json
 import os
 import re
 import shutil
 import socket
 import stat
+import tempfile
+import threading
+import time
 from contextlib import contextmanager
 from urllib.parse import urlsplit
 
 CAUSES = ("wrong revision", "repository not found", "hub unreachable", "incomplete", "truncated download",
           "incomplete copy", "disk full", "cache error", "xet unavailable", "hub error")
 XET_CHOICES = ("auto", "always", "never")
+# huggingface_hub 2.4.0 _snapshot_download.py:139: snapshot_download(..., max_workers: int = 8)
+DEFAULT_MAX_WORKERS = 8
 # huggingface_hub constants.py: _HF_DEFAULT_ENDPOINT is https://huggingface.co, HF_URL_HOSTS adds hf.co
 PUBLIC_HUB_HOSTS = ("huggingface.co", "hf.co")
 # errnos of a connection that failed (refused, reset, no route, timed out): the endpoint, not this host's disk
 _NET_ERRNOS = {getattr(errno, n) for n in ("ECONNREFUSED", "ECONNRESET", "ECONNABORTED", "EHOSTUNREACH", "EHOSTDOWN",
                                            "ENETUNREACH", "ENETDOWN", "ETIMEDOUT", "EPIPE") if hasattr(errno, n)}
 _FULL_ERRNOS = {getattr(errno, n) for n in ("ENOSPC", "EDQUOT") if hasattr(errno, n)}
-# huggingface_hub 2.4.0 file_download.py http_get: "Consistency check failed: file should be of size X but has size Y"
+# huggingface_hub 2.4.0 file_download.py:491 (http_get): "Consistency check failed: file should be of size X but has size Y"
 _CONSISTENCY = re.compile(r"should be of size (\d+) but has size (\d+)")
 # h11 _readers.py read_eof (httpx's RemoteProtocolError): "(received X bytes, expected Y)" of the last response
 _PEER_CLOSED = re.compile(r"received (\d+) bytes, expected (\d+)")
@@ -151,8 +169,9 @@ def remove_broken(hf_home, repo, revision, paths):
 
 
 def remove_partials(hf_home, repo):
-    """Remove ``blobs/*.incomplete``: what a killed download left (huggingface_hub 2.x writes a
-    per-process temporary file, so a later run never resumes it). Returns the bytes freed."""
+    """Remove ``blobs/*.incomplete``: what a killed download left (huggingface_hub 2.4.0 writes
+    ``<etag>.<8 hex>.incomplete``, unique per transfer, file_download.py:2004, and unlinks it itself unless
+    killed, :2046, so a later run never resumes it). Returns the bytes freed."""
     blobs = os.path.join(repo_dir(hf_home, repo), "blobs")
     freed = 0
     if os.path.isdir(blobs):
@@ -231,8 +250,9 @@ def _truncated(exc, path, size):
     """``(received, expected)`` bytes of ``path`` when ``exc`` is a transfer that ended short, else None.
 
     huggingface_hub 2.4.0 raises ``OSError("Consistency check failed: ...")`` when a response ends cleanly
-    short of the size the Hub announced, and lets httpx's ``RemoteProtocolError`` through when the peer
-    closes before the ``Content-Length`` it sent, after five retries 1 s apart (file_download.py http_get).
+    short of the size the Hub announced (file_download.py:490-495), and lets httpx's ``RemoteProtocolError``
+    through when the peer closes before the ``Content-Length`` it sent, after five retries 1 s apart, each
+    asking for the rest with a ``Range`` header (file_download.py:468-486, :378).
     A retry asks for the rest only when some bytes reached the file, so that message counts the last
     response, which began where the file stood: received = size - expected + received.
     """
@@ -304,16 +324,94 @@ def describe_missing(status, limit=5):
         ", and %d more" % more if more > 0 else "")
 
 
+def failed_path(exc):
+    """The repository path whose download raised ``exc`` inside ``snapshot_download``, or None.
+
+    A worker's exception reaches the caller with the worker's frames (concurrent.futures re-raises the
+    exception object, huggingface_hub utils/tqdm.py:441 ``future.result()``); the frame of
+    ``hf_hub_download`` holds the file it was called for (``filename``, _snapshot_download.py:521-523).
+    """
+    tb = getattr(exc, "__traceback__", None)
+    found = None
+    while tb is not None:
+        frame = tb.tb_frame
+        if frame.f_code.co_name == "hf_hub_download" and isinstance(frame.f_locals.get("filename"), str):
+            found = frame.f_locals["filename"]
+        tb = tb.tb_next
+    if found is None and exc.__context__ is not None and exc.__context__ is not exc:
+        return failed_path(exc.__context__)
+    return found
+
+
+def disk_bytes(hf_home, repo, revision, listing):
+    """``(bytes, files)`` of ``listing`` on disk now: complete snapshot entries, plus the bytes of the
+    ``blobs/*.incomplete`` files huggingface_hub is writing (file_download.py:2004, one per transfer)."""
+    snap = snapshot_dir(hf_home, repo, revision)
+    done, files = 0, 0
+    for f in listing:
+        try:
+            size = os.stat(os.path.join(snap, f["path"])).st_size
+        except OSError:
+            continue
+        if size == f["size"]:
+            done += size
+            files += 1
+    blobs = os.path.join(repo_dir(hf_home, repo), "blobs")
+    try:
+        names = os.listdir(blobs)
+    except OSError:
+        names = []
+    for name in names:
+        if name.endswith(".incomplete"):
+            try:
+                done += os.stat(os.path.join(blobs, name)).st_size
+            except OSError:
+                pass  # renamed into place between the listing and the stat
+    return min(done, sum(f["size"] for f in listing)), files
+
+
+class _Sampler(threading.Thread):
+    """Calls ``report(doc)`` every ``interval`` seconds with the bytes of the revision on disk, until stopped."""
+
+    def __init__(self, report, hf_home, repo, revision, listing, interval):
+        super().__init__(name="launchcard-weights-progress", daemon=True)
+        self.report, self.interval = report, interval
+        self.args = (hf_home, repo, revision, listing)
+        self.stop = threading.Event()
+        self.started_at = time.time()
+        self.first = None
+
+    def sample(self):
+        done, files = disk_bytes(*self.args)
+        if self.first is None:
+            self.first = done
+        elapsed = time.time() - self.started_at
+        listing = self.args[3]
+        return {"state": "downloading", "bytes_done": done, "bytes_total": sum(f["size"] for f in listing),
+                "files_done": files, "files_total": len(listing),
+                "bytes_per_s": int((done - self.first) / elapsed) if elapsed > 0 else 0}
+
+    def run(self):
+        while not self.stop.wait(self.interval):
+            try:
+                self.report(self.sample())
+            except OSError:
+                pass  # a progress file that cannot be written never stops the download
+
+
 def ensure_snapshot(client, hf_home, repo, revision, check_mode=False, verify_only=False, progress=None,
-                    copy_from=None, copied=False):
+                    copy_from=None, copied=False, max_workers=DEFAULT_MAX_WORKERS, progress_interval=1.0):
     """Make ``repo`` at ``revision`` complete under ``hf_home``.
 
     :param client: has ``list_files(repo, revision)`` (the Hub's listing, as
-        accepted by :func:`normalize_listing`) and ``download(repo, revision,
-        path)``; see :class:`HubClient`.
+        accepted by :func:`normalize_listing`) and ``download_snapshot(repo, revision, paths, max_workers)``
+        (``paths``: what is missing); see :class:`HubClient`.
     :param verify_only: never download (the ``path`` source: a shared
         filesystem already holds the weights); an incomplete snapshot fails.
-    :param progress: called as ``progress(bytes_done, bytes_total)`` after each file.
+    :param progress: called as ``progress(doc)`` every ``progress_interval`` seconds while files download, ``doc``
+        holding ``bytes_done`` and ``bytes_total`` (the revision's bytes on disk, and all of them), ``files_done``,
+        ``files_total``, ``bytes_per_s`` (:func:`disk_bytes`).
+    :param max_workers: files downloaded at once (``snapshot_download``'s threads).
     :param copy_from: the ``peer`` source: the host (the seed) this one copies the revision from; nothing is
         downloaded. Before the copy (``copied`` false) an incomplete snapshot is reported, not an error: its
         files are listed in ``would_copy`` (``changed`` only in check mode: the copy itself is the change).
@@ -357,28 +455,167 @@ def ensure_snapshot(client, hf_home, repo, revision, check_mode=False, verify_on
     remove_partials(hf_home, repo)
     remove_stamp(hf_home, repo, revision)
     needed = sum(sizes[p] for p in todo)
-    if needed > free_bytes(hf_home):  # huggingface_hub only warns (file_download.py _check_disk_space), then fails mid-file
+    if needed > free_bytes(hf_home):  # huggingface_hub only warns (file_download.py:758-773), then fails mid-file
         raise disk_full(hf_home, needed, "%s at %s (%d missing file(s))" % (repo, revision, len(todo)))
-    done = 0
-    for path in todo:
-        try:
-            client.download(repo, revision, path)
-        except Exception as exc:  # pylint: disable=broad-except
-            remove_partials(hf_home, repo)
-            raise describe_error(exc, getattr(client, "endpoint", "the hub"), repo, revision, path=path,
-                                 size=sizes[path], hf_home=hf_home, needed=needed - done) from exc
-        done += sizes[path]
-        result["downloaded"].append(path)
-        if progress:
-            progress(done, sum(m["size"] for m in before["missing"]))
+    sampler = _Sampler(progress, hf_home, repo, revision, listing, progress_interval) if progress else None
+    if sampler:
+        progress(sampler.sample())
+        sampler.start()
+    try:
+        client.download_snapshot(repo, revision, todo, max_workers)
+    except Exception as exc:  # pylint: disable=broad-except
+        remove_partials(hf_home, repo)
+        path = failed_path(exc)
+        still = sum(m["size"] for m in local_status(hf_home, repo, revision, listing)["missing"])
+        raise describe_error(exc, getattr(client, "endpoint", "the hub"), repo, revision, path=path,
+                             size=sizes.get(path), hf_home=hf_home, needed=still) from exc
+    finally:
+        if sampler:
+            sampler.stop.set()
+            sampler.join()
     after = local_status(hf_home, repo, revision, listing)
     make_readable(hf_home, repo)
-    result["bytes_done"] = done
+    result["downloaded"] = [p for p in todo if p not in {m["path"] for m in after["missing"]}]
+    result["bytes_done"] = sum(sizes[p] for p in result["downloaded"])
     result["complete"] = after["complete"]
+    if progress:
+        progress(dict(sampler.sample(), state="verified" if after["complete"] else "incomplete"))
     if not after["complete"]:
         raise WeightsError("truncated download", "after downloading %s at %s: %s"
                            % (repo, revision, describe_missing(after)))
     return result
+
+
+# --- progress, between a download running async and the module calls that poll it -------------------------
+
+PROGRESS_FINAL = ("done", "failed")
+
+
+def _lock_path(path):
+    return path + ".lock"
+
+
+class ProgressFile:
+    """The progress of one run of the module, in the JSON file ``path`` (owner-only, ``0600``).
+
+    Every write replaces the file whole (a temporary file in the same folder, then ``os.replace``), so a
+    reader sees one complete document or the previous one. While the run lasts it holds an exclusive
+    ``flock`` on ``path.lock`` (removed at the end); the kernel drops it when the process ends, however it ends, so a reader
+    tells a running download from one that was killed (:func:`read_progress`). The document holds
+    counts, the repository and the revision: never the token or the endpoint (a URL may carry credentials).
+    """
+
+    def __init__(self, path, repo, revision):
+        self.path, self.repo, self.revision = path, repo, revision
+        self.lock_fd = None
+        self.last = {}
+
+    def __enter__(self):
+        self.lock_fd = os.open(_lock_path(self.path), os.O_RDWR | os.O_CREAT, 0o600)
+        fcntl.flock(self.lock_fd, fcntl.LOCK_EX)
+        self.write({"state": "listing"})
+        return self
+
+    def __call__(self, doc):
+        self.write(doc)
+
+    def write(self, doc):
+        self.last = dict(self.last, **doc)
+        out = dict(self.last, repo=self.repo, revision=self.revision, pid=os.getpid(), updated=time.time())
+        fd, tmp = tempfile.mkstemp(prefix=".progress-", dir=os.path.dirname(self.path) or ".")
+        try:
+            os.fchmod(fd, 0o600)
+            with os.fdopen(fd, "w") as f:
+                json.dump(out, f)
+            os.replace(tmp, self.path)
+        except BaseException:
+            if os.path.exists(tmp):
+                os.unlink(tmp)
+            raise
+
+    def finish(self, state, **extra):
+        self.write(dict(extra, state=state))
+
+    def __exit__(self, exc_type, exc, tb):
+        try:
+            if self.last.get("state") not in PROGRESS_FINAL:
+                self.write({"state": "failed" if exc_type else "done"})
+        finally:
+            try:
+                os.unlink(_lock_path(self.path))  # a reader without the file reads "not running", as with a free lock
+            except OSError:
+                pass
+            os.close(self.lock_fd)  # releases the flock
+        return False
+
+
+def _running(path):
+    """Whether a process holds the lock of the progress file ``path``."""
+    try:
+        fd = os.open(_lock_path(path), os.O_RDONLY)
+    except OSError:
+        return False
+    try:
+        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+    except OSError:
+        return True
+    finally:
+        os.close(fd)
+    return False
+
+
+def _load(path):
+    try:
+        with open(path) as f:
+            doc = json.load(f)
+    except (OSError, ValueError):
+        return None
+    return doc if isinstance(doc, dict) else None
+
+
+def _size(n):
+    for unit, scale in (("GiB", 2 ** 30), ("MiB", 2 ** 20), ("KiB", 2 ** 10)):
+        if n >= scale:
+            return "%.2f %s" % (n / float(scale), unit)
+    return "%d bytes" % n
+
+
+def describe_progress(doc):
+    """One line for the run's output: ``1.20 GiB of 3.40 GiB (35%), 4 of 9 files, 52.30 MiB/s``."""
+    state = doc.get("state")
+    if doc.get("bytes_total") is None:
+        return {"listing": "listing the revision on the hub", None: "not started"}.get(state, state or "not started")
+    total, done = doc["bytes_total"], doc.get("bytes_done", 0)
+    line = "%s of %s (%d%%), %d of %d files" % (_size(done), _size(total), 100 * done // total if total else 100,
+                                                doc.get("files_done", 0), doc.get("files_total", 0))
+    if doc.get("bytes_per_s"):
+        line += ", %s/s" % _size(doc["bytes_per_s"])
+    return line if state in (None, "downloading") else "%s: %s" % (state, line)
+
+
+def read_progress(path, wait=0.0, poll=0.25):
+    """The progress of the run writing ``path``, waiting up to ``wait`` seconds for it to end.
+
+    Returns the document (:class:`ProgressFile`) with ``running`` (a process holds its lock and it is not
+    final) and ``msg`` (:func:`describe_progress`). It returns at once when the run ends, and waits for a
+    file that does not exist yet (the async run may not have started). A run whose process is gone without a
+    final state (killed) is reported with ``state`` ``killed``.
+    """
+    deadline = time.time() + wait
+    while True:
+        doc = _load(path)
+        alive = _running(path)
+        if doc is not None and doc.get("state") not in PROGRESS_FINAL and not alive:
+            doc = dict(_load(path) or doc)  # it may have ended between the two reads
+            if doc.get("state") not in PROGRESS_FINAL:
+                doc["state"] = "killed"
+        done = doc is not None and (doc.get("state") in PROGRESS_FINAL or doc.get("state") == "killed")
+        if done or time.time() >= deadline:
+            doc = dict(doc or {"state": None})
+            doc["running"] = not done and doc["state"] is not None
+            doc["msg"] = describe_progress(doc)
+            return doc
+        time.sleep(min(poll, max(0.0, deadline - time.time())))
 
 
 def xet_allowed(endpoint, xet="auto"):
@@ -454,13 +691,22 @@ class HubClient:
         self.reachable()
         return list(self.api.list_repo_tree(repo, revision=revision, recursive=True))
 
-    def download(self, repo, revision, path):
+    def download_snapshot(self, repo, revision, paths, max_workers=DEFAULT_MAX_WORKERS):
+        """Download what the cache lacks of ``repo`` at ``revision`` with ``snapshot_download``.
+
+        ``paths`` (what is missing) is not passed on: snapshot_download walks every file of the revision and
+        a file the snapshot holds costs no request (see the module's docstring); no pattern filters the
+        revision, as before. huggingface_hub lists the revision again unless its tree cache
+        (``trees/<commit>.json``) holds it (_snapshot_download.py:282-298).
+        """
         with self._xet_setting():
             try:
-                return self._hf.hf_hub_download(repo, path, revision=revision, cache_dir=self.cache_dir,
-                                                endpoint=self.endpoint, token=self.token, etag_timeout=self.timeout)
+                return self._hf.snapshot_download(repo, revision=revision, cache_dir=self.cache_dir,
+                                                  endpoint=self.endpoint, token=self.token,
+                                                  etag_timeout=self.timeout, max_workers=max_workers)
             except Exception as exc:  # pylint: disable=broad-except  # re-raised, named when the Xet path failed
-                failed = self.xet_failure(exc, repo, revision, path)
+                path = failed_path(exc)
+                failed = self.xet_failure(exc, repo, revision, path) if path else None
                 if failed is None:
                     raise
                 raise failed from exc

@@ -16,7 +16,9 @@ description:
     A file counts as present when the snapshot holds it with exactly the size in bytes that the Hub lists.
   - When every file is present nothing is downloaded and the result is C(changed=false).
   - Otherwise only the missing files, and those whose size is wrong (their blob is removed first), are downloaded
-    with C(huggingface_hub) (C(hf_hub_download)), and the snapshot is checked again.
+    with C(huggingface_hub)'s C(snapshot_download), O(max_workers) files at once, and the snapshot is checked again.
+  - With O(progress_file), the bytes of the revision on disk are written there about every second while files
+    download, for M(launchcard.inference.hf_snapshot_progress) to read while this module runs async.
   - Resuming is per file - a run keeps every file already complete; within a file C(huggingface_hub) retries an
     interrupted transfer with a range request; the partial file left by a killed run is removed.
   - Files and folders of the repository are made readable by every user (C(a+r), folders C(a+rx)), so an engine
@@ -98,6 +100,22 @@ options:
     description: Seconds to wait for the Hub to answer one request (not for a whole download).
     type: float
     default: 30
+  max_workers:
+    description:
+      - Files downloaded at once (the threads of C(huggingface_hub)'s C(snapshot_download), one file each).
+      - The default is C(snapshot_download)'s own (C(huggingface_hub) 2.4.0).
+    type: int
+    default: 8
+  progress_file:
+    description:
+      - A file the module replaces, atomically and readable by its owner only (C(0600)),
+        with the progress of the run - C(bytes_done), C(bytes_total), C(files_done), C(files_total),
+        C(bytes_per_s), a C(state) (V(listing), V(downloading), V(verified), V(done), V(failed)), the
+        repository and the revision; never the token nor the endpoint. The module holds a lock on
+        C(PROGRESS_FILE.lock) while it runs and removes it at the end. A missing folder is made (C(0700)).
+      - Read it with M(launchcard.inference.hf_snapshot_progress), for example while this module runs with C(async).
+      - Not written in check mode.
+    type: path
   venv:
     description:
       - A virtualenv, made with the same Python that runs this module, holding C(huggingface_hub); its
@@ -125,6 +143,36 @@ EXAMPLES = r"""
     endpoint: http://hub-mirror.internal:8080
     token: "{{ hf_token }}"
     venv: /opt/launchcard/hf
+
+- name: Download async, eight files at once, and print the progress every 10 seconds
+  launchcard.inference.hf_snapshot:
+    repo: zai-org/GLM-5.3-Flash
+    revision: 46a050bec13002ad29ee795c16e61cf4fa3c4a9c
+    hf_home: /var/lib/launchcard/models
+    max_workers: 8
+    progress_file: /var/lib/launchcard/models/.launchcard-progress.json
+    venv: /opt/launchcard/hf
+  async: 86400
+  poll: 0
+  register: download
+
+- name: Progress
+  launchcard.inference.hf_snapshot_progress:
+    path: /var/lib/launchcard/models/.launchcard-progress.json
+    wait: 10
+  register: progress
+  loop: "{{ range(8641) | list }}"
+  loop_control:
+    label: "{{ progress.msg }}"
+    break_when: not progress.running
+
+- name: The download's result
+  ansible.builtin.async_status:
+    jid: "{{ download.ansible_job_id }}"
+  register: downloaded
+  until: downloaded.finished
+  retries: 30
+  delay: 2
 
 - name: After copying the repository's folder from gpu-01, verify the copy against the Hub's listing
   launchcard.inference.hf_snapshot:
@@ -193,11 +241,12 @@ cause:
 import os
 import re
 import sys
+from contextlib import nullcontext
 
 from ansible.module_utils.basic import AnsibleModule, missing_required_lib
 
 from ansible_collections.launchcard.inference.plugins.module_utils._hf_snapshot import (
-    HubClient, WeightsError, describe_error, ensure_snapshot)
+    DEFAULT_MAX_WORKERS, HubClient, ProgressFile, WeightsError, describe_error, ensure_snapshot)
 
 _COMMIT = re.compile(r"^[0-9a-f]{40}$")
 
@@ -225,6 +274,8 @@ def main():
             copies=dict(type="list", elements="str", default=[]),
             xet=dict(type="str", default="auto", choices=["auto", "always", "never"]),
             timeout=dict(type="float", default=30.0),
+            max_workers=dict(type="int", default=DEFAULT_MAX_WORKERS),
+            progress_file=dict(type="path"),
             venv=dict(type="path"),
         ),
         required_if=[("source", "peer", ["seed"])],
@@ -240,20 +291,41 @@ def main():
             module.fail_json(msg="%s has no %s: it was not made with this Python (%s)" % (p["venv"], site, sys.executable),
                              cause="hub error")
         sys.path.insert(0, site)
+    if p["max_workers"] < 1:
+        module.fail_json(msg="max_workers must be 1 or more, found %d" % p["max_workers"], cause="hub error")
+    progress = p["progress_file"] if p["progress_file"] and not module.check_mode else None  # check mode writes nothing
+    if progress:
+        try:
+            os.makedirs(os.path.dirname(progress), mode=0o700, exist_ok=True)
+        except OSError as exc:
+            module.fail_json(msg="cannot make the folder of progress_file %s: %s" % (progress, exc), cause="cache error")
+    with ProgressFile(progress, p["repo"], p["revision"]) if progress else nullcontext() as report:
+        result, failure = _stage(module, p, report)
+    if failure:
+        module.fail_json(**failure)
+    module.exit_json(**result)
+
+
+def _stage(module, p, report):
+    """``(result, None)``, or ``(None, fail_json's arguments)``; the progress file's final state is written here."""
     try:
         client = HubClient(p["endpoint"], p["token"], p["hf_home"], timeout=p["timeout"], xet=p["xet"])
     except ImportError as exc:
-        module.fail_json(msg=missing_required_lib("huggingface_hub"), exception=str(exc), cause="hub error")
-    try:
-        result = ensure_snapshot(client, p["hf_home"], p["repo"], p["revision"], check_mode=module.check_mode,
-                                 verify_only=p["source"] == "path",
-                                 copy_from=p["seed"] if p["source"] == "peer" else None, copied=p["copied"])
-    except WeightsError as exc:
-        module.fail_json(msg="%s: %s%s" % (exc.cause, exc.message, _role_note(p)), cause=exc.cause)
-    except OSError as exc:
-        err = describe_error(exc, p["endpoint"], p["repo"], p["revision"], hf_home=p["hf_home"])
-        module.fail_json(msg="%s: %s%s" % (err.cause, err.message, _role_note(p)), cause=err.cause)
-    module.exit_json(**result)
+        failure = dict(msg=missing_required_lib("huggingface_hub"), exception=str(exc), cause="hub error")
+    else:
+        try:
+            return ensure_snapshot(client, p["hf_home"], p["repo"], p["revision"], check_mode=module.check_mode,
+                                   verify_only=p["source"] == "path",
+                                   copy_from=p["seed"] if p["source"] == "peer" else None, copied=p["copied"],
+                                   max_workers=p["max_workers"], progress=report), None
+        except WeightsError as exc:
+            failure = dict(msg="%s: %s%s" % (exc.cause, exc.message, _role_note(p)), cause=exc.cause)
+        except OSError as exc:
+            err = describe_error(exc, p["endpoint"], p["repo"], p["revision"], hf_home=p["hf_home"])
+            failure = dict(msg="%s: %s%s" % (err.cause, err.message, _role_note(p)), cause=err.cause)
+    if report:
+        report.finish("failed", cause=failure["cause"])
+    return None, failure
 
 
 if __name__ == "__main__":

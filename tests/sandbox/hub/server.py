@@ -13,7 +13,10 @@ requirements.txt) calls for ``snapshot_download``, ``hf_hub_download``, ``list_r
 - Errors as the Hub sends them (``X-Error-Code: RepoNotFound | RevisionNotFound | EntryNotFound``),
   which huggingface_hub turns into its typed errors.
 - ``GET /_sandbox/stats``: ``{"bytes_served", "file_requests", "api_requests", "xet_token_requests",
-  "files": {path: n}}``, read by the tests (a no-op deploy must leave ``bytes_served`` unchanged).
+  "files": {path: n}, "max_file_gets_at_once"}``, read by the tests (a no-op deploy must leave ``bytes_served``
+  unchanged; ``max_file_gets_at_once`` is the most file ``GET``s this hub answered at the same time).
+- In-process switches for the tests: ``Hub.delay`` (seconds each file ``GET`` waits before its body, so
+  parallel downloads overlap) and ``Hub.before_body`` (called with the path before each file ``GET``'s body).
   ``bytes_served`` counts the file bytes sent over plain HTTP (the only way this hub can send them).
 - Xet, as huggingface.co marks its Xet-backed files (on by default, ``Hub(xet=False)`` /
   ``--no-xet`` turns it off): ``*.safetensors`` carry ``xetHash`` in the tree listing and, on
@@ -47,6 +50,7 @@ import re
 import struct
 import sys
 import threading
+import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from urllib.parse import unquote, urlsplit
 
@@ -134,7 +138,11 @@ class Hub:
     def __init__(self, specs=(), xet=True):
         self.repos = {}
         self.lock = threading.Lock()
-        self.stats = {"bytes_served": 0, "file_requests": 0, "api_requests": 0, "xet_token_requests": 0, "files": {}}
+        self.stats = {"bytes_served": 0, "file_requests": 0, "api_requests": 0, "xet_token_requests": 0, "files": {},
+                      "max_file_gets_at_once": 0}
+        self.gets_now = 0  # file GETs being answered now
+        self.delay = 0.0  # seconds each file GET waits before its body
+        self.before_body = None  # called with the path before each file GET's body
         self.xet = xet  # mark the safetensors Xet-backed, as huggingface.co does (xet_headers)
         self.truncate = set()  # repository paths whose GET is cut short (cut_body)
         for spec in specs:
@@ -153,6 +161,15 @@ class Hub:
             self.stats[key] += n
             if path is not None:
                 self.stats["files"][path] = self.stats["files"].get(path, 0) + 1
+
+    def get_started(self) -> None:
+        with self.lock:
+            self.gets_now += 1
+            self.stats["max_file_gets_at_once"] = max(self.stats["max_file_gets_at_once"], self.gets_now)
+
+    def get_ended(self) -> None:
+        with self.lock:
+            self.gets_now -= 1
 
     def snapshot(self) -> dict:
         with self.lock:
@@ -304,10 +321,18 @@ class _Handler(BaseHTTPRequestHandler):
             headers["Content-Range"] = "bytes %d-%d/%d" % (start, end, len(data))
         if self.command == "GET":
             self.hub.count("file_requests", path=fname)
-            cut = cut_body(self.hub, fname, len(data), start, body)
-            if cut is not None:
-                return self._send_cut(status, body, cut, headers)
-            self.hub.count("bytes_served", len(body))
+            self.hub.get_started()
+            try:
+                if self.hub.before_body:
+                    self.hub.before_body(fname)
+                time.sleep(self.hub.delay)
+                cut = cut_body(self.hub, fname, len(data), start, body)
+                if cut is not None:
+                    return self._send_cut(status, body, cut, headers)
+                self.hub.count("bytes_served", len(body))
+                return self._send(status, body, headers, "application/octet-stream")
+            finally:
+                self.hub.get_ended()
         return self._send(status, body, headers, "application/octet-stream")
 
     def _send_cut(self, status, body, cut, headers):

@@ -11,9 +11,12 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import socket
 import subprocess
 import sys
+import threading
+import time
 import urllib.request
 
 import pytest
@@ -38,6 +41,10 @@ class FakeClient:
         self.listed += 1
         return [{"type": "file", "path": p, "size": len(b)} for p, b in self.files.items()] + [
             {"type": "directory", "path": "sub"}]
+
+    def download_snapshot(self, repo, revision, paths, max_workers):
+        for path in paths:
+            self.download(repo, revision, path)
 
     def download(self, repo, revision, path):
         self.downloads.append(path)
@@ -302,7 +309,9 @@ def test_case_b_xet_forced_on_a_mirror_fails_naming_the_file_the_step_and_the_re
         hs.ensure_snapshot(hs.HubClient(url, "", str(tmp_path), xet="always"), str(tmp_path), REPO, REV)
     e = err.value
     assert e.cause == "xet unavailable", e.message
-    assert e.message.startswith("model-00001-of-00002.safetensors of %s at %s is Xet-backed on %s" % (REPO, REV, url))
+    # both shards are Xet-backed and download at once: the message names the one whose failure came first
+    assert re.match(r"model-0000[12]-of-00002\.safetensors of %s at %s is Xet-backed on %s" % (REPO, REV, re.escape(url)),
+                    e.message), e.message
     assert "GET %s/api/models/%s/xet-read-token/%s answered HTTP 404" % (url, REPO, REV) in e.message
     assert "launchcard_hf_xet: never" in e.message
     assert stats(url)["xet_token_requests"] > before["xet_token_requests"]
@@ -347,7 +356,7 @@ def test_case_c_a_shard_cut_short_by_the_mirror_is_a_truncated_download_and_a_re
         shard, REPO, REV, url, len(files[shard]) // 2, len(files[shard])) in err.value.message
     _no_partial_blob_nor_stamp(hf_home)
     first = stats(url)["files"]
-    kept = {"config.json", "model-00001-of-00002.safetensors"}  # complete before the shard, in listing order
+    kept = set(files) - {shard}  # the other workers finished their files while the shard's retries ran
     res = hs.ensure_snapshot(client, hf_home, REPO, REV)
     assert res["complete"] and sorted(res["downloaded"]) == sorted(set(files) - kept)
     assert res["bytes_present"] == sum(len(files[p]) for p in kept)
@@ -398,16 +407,22 @@ def test_case_c_a_disk_that_fills_during_the_download_is_disk_full_and_a_rerun_f
         hub, small_disk):
     """Case C (bug-reports.md; huggingface/huggingface_hub#2742): another writer fills the weights disk after the
     first file (ENOSPC mid-shard). It was labelled `hub unreachable`; the cause is the disk, with the mount, the
-    bytes needed and free; nothing partial is left, and once space is freed only the missing files are fetched."""
+    bytes needed and free; nothing partial is left, and once space is freed only the missing files are fetched.
+    One worker, so the files come in listing order and the disk fills as the first shard's body starts."""
     server, url = hub
     files = server.generate_repo(REPO, REV)
     hf_home = os.path.join(small_disk, "models")
     _plant_stamp(hf_home)
     filler = os.path.join(small_disk, "other-writer")
     client = hs.HubClient(url, "", hf_home)
-    with pytest.raises(hs.WeightsError) as err:
-        hs.ensure_snapshot(client, hf_home, REPO, REV,
-                           progress=lambda done, total: os.path.exists(filler) or _fill(filler, 16 * 1024))
+    server_hub = hub_of(url)
+    server_hub.before_body = lambda path: path == "model-00001-of-00002.safetensors" and (
+        os.path.exists(filler) or _fill(filler, 16 * 1024))
+    try:
+        with pytest.raises(hs.WeightsError) as err:
+            hs.ensure_snapshot(client, hf_home, REPO, REV, max_workers=1)
+    finally:
+        server_hub.before_body = None
     e = err.value
     missing = sum(len(b) for p, b in files.items() if p != "config.json")
     assert e.cause == "disk full", e.message
@@ -466,3 +481,96 @@ def test_a_copy_of_a_revision_the_hub_does_not_have_fails_like_a_download(tmp_pa
     with pytest.raises(hs.WeightsError) as err:
         hs.ensure_snapshot(Missing(str(tmp_path), FILES), str(tmp_path), REPO, REV, copy_from="w1")
     assert err.value.cause == "wrong revision"
+
+
+# --- snapshot_download: parallel workers, and the progress another module call reads -------------------------
+
+def test_files_download_in_parallel_with_max_workers_and_one_at_a_time_with_one(hub, tmp_path):
+    """Issue #29 item 6: snapshot_download's workers. The hub holds each file GET open a while, so downloads that
+    run at once overlap there; the old client fetched one file after another (never two GETs at once)."""
+    server, url = hub
+    files = server.generate_repo(REPO, REV)
+    server_hub = hub_of(url)
+    server_hub.delay = 1.0  # long enough for every worker to reach its GET while the first is held
+    try:
+        server_hub.stats["max_file_gets_at_once"] = 0
+        res = hs.ensure_snapshot(hs.HubClient(url, "", str(tmp_path / "eight")), str(tmp_path / "eight"), REPO, REV)
+        parallel = stats(url)["max_file_gets_at_once"]
+        assert parallel == len(files)  # 5 files, 8 workers (huggingface_hub's default): all at once
+        server_hub.stats["max_file_gets_at_once"] = 0
+        one = hs.ensure_snapshot(hs.HubClient(url, "", str(tmp_path / "one")), str(tmp_path / "one"), REPO, REV,
+                                 max_workers=1)
+        serial = stats(url)["max_file_gets_at_once"]
+    finally:
+        server_hub.delay = 0.0
+    assert res["complete"] and one["complete"] and sorted(res["downloaded"]) == sorted(files)
+    assert serial == 1
+    assert hs.DEFAULT_MAX_WORKERS == 8
+
+
+def test_the_progress_file_counts_the_bytes_on_disk_while_the_download_runs(hub, tmp_path):
+    """Issue #29 item 6: while snapshot_download runs, the progress file says how many bytes of the revision are
+    on disk and how many there are; another process reads it (read_progress) while the lock says it runs."""
+    server, url = hub
+    files = server.generate_repo(REPO, REV)
+    total = sum(len(b) for b in files.values())
+    server_hub = hub_of(url)
+    server_hub.delay = 0.3
+    path = str(tmp_path / "progress.json")
+    seen = []
+
+    def watch():
+        while True:
+            doc = hs.read_progress(path, wait=0.1, poll=0.02)
+            seen.append(doc)
+            if doc["state"] in ("done", "failed", "killed"):
+                return
+
+    reader = threading.Thread(target=watch)
+    try:
+        with hs.ProgressFile(path, REPO, REV) as report:
+            reader.start()
+            res = hs.ensure_snapshot(hs.HubClient(url, "hf_secretTOKEN", str(tmp_path)), str(tmp_path), REPO, REV,
+                                     max_workers=1, progress=report, progress_interval=0.05)
+    finally:
+        server_hub.delay = 0.0
+    reader.join(30)
+    assert res["complete"]
+    running = [d for d in seen if d["running"] and d["state"] == "downloading"]
+    assert running and all(d["bytes_total"] == total and d["files_total"] == len(files) for d in running)
+    assert any(0 < d["bytes_done"] < total for d in running)
+    assert [d["bytes_done"] for d in running] == sorted(d["bytes_done"] for d in running)
+    assert "of %s" % hs._size(total) in running[-1]["msg"] and "files" in running[-1]["msg"]
+    final = seen[-1]
+    assert final["state"] == "done" and not final["running"] and final["bytes_done"] == total
+    assert final["files_done"] == len(files) and final["msg"].startswith("done: %s of %s (100%%), 5 of 5 files" % (
+        hs._size(total), hs._size(total)))
+    assert os.stat(path).st_mode & 0o777 == 0o600
+    with open(path) as f:
+        text = f.read()
+    assert "hf_secretTOKEN" not in text and url not in text
+    assert not [n for n in os.listdir(str(tmp_path)) if n.startswith(".progress-")]  # no temporary file left
+
+
+def test_a_killed_download_reads_as_killed_and_a_missing_file_is_waited_for(tmp_path):
+    """A download whose process died without a final state (the async time limit kills it) is not running,
+    whatever its file last said; a file not written yet is waited for, then reported as not started."""
+    path = str(tmp_path / "progress.json")
+    child = subprocess.Popen([sys.executable, "-c", (
+        "import sys, time; sys.path[:0] = %r\n"
+        "from ansible_collections.launchcard.inference.plugins.module_utils import _hf_snapshot as hs\n"
+        "p = hs.ProgressFile(%r, 'o/n', 'r').__enter__()\n"
+        "p({'state': 'downloading', 'bytes_done': 5, 'bytes_total': 10, 'files_done': 0, 'files_total': 2})\n"
+        "print('ready', flush=True); time.sleep(60)\n") % (sys.path, path)], stdout=subprocess.PIPE, text=True)
+    try:
+        assert child.stdout.readline().strip() == "ready"
+        doc = hs.read_progress(path, wait=0.2)
+        assert doc["running"] and doc["state"] == "downloading" and doc["msg"] == "5 bytes of 10 bytes (50%), 0 of 2 files"
+    finally:
+        child.kill()
+        child.wait()
+    doc = hs.read_progress(path, wait=5)
+    assert not doc["running"] and doc["state"] == "killed" and doc["msg"].startswith("killed: 5 bytes of 10 bytes")
+    start = time.time()
+    doc = hs.read_progress(str(tmp_path / "absent.json"), wait=0.3)
+    assert time.time() - start >= 0.3 and not doc["running"] and doc["state"] is None and doc["msg"] == "not started"

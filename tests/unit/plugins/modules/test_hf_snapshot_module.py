@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import sys
 
 import pytest
@@ -97,5 +98,52 @@ def test_case_b_xet_option_plain_http_from_a_mirror_by_default_and_a_named_failu
     assert rc == 0 and out["complete"] and out["bytes_done"] == sum(len(b) for b in files.values())
     rc, out = run(capsys, repo=REPO, revision=REV, hf_home=str(tmp_path / "always"), endpoint=url, xet="always")
     assert rc == 1 and out["cause"] == "xet unavailable"
-    assert out["msg"].startswith("xet unavailable: model-00001-of-00002.safetensors of %s at %s is Xet-backed" % (REPO, REV))
+    # both shards are Xet-backed and download at once: the message names the one whose failure came first
+    assert re.match(r"xet unavailable: model-0000[12]-of-00002\.safetensors of %s at %s is Xet-backed" % (REPO, REV),
+                    out["msg"]), out["msg"]
     assert "xet-read-token/%s answered HTTP 404" % REV in out["msg"] and "launchcard_hf_xet: never" in out["msg"]
+
+
+def test_progress_file_is_owner_only_holds_no_secret_and_the_progress_module_reads_it(hub, tmp_path, capsys):
+    """Issue #29 item 6: the module writes its progress where hf_snapshot_progress reads it; the token and the
+    endpoint never reach that file; check mode writes none."""
+    from ansible_collections.launchcard.inference.plugins.modules import hf_snapshot_progress
+    url, files = hub
+    progress = tmp_path / "progress.json"
+    args = dict(repo=REPO, revision=REV, hf_home=str(tmp_path / "models"), endpoint=url, token=TOKEN,
+                progress_file=str(progress), max_workers=2)
+    rc, out = run(capsys, _ansible_check_mode=True, **args)
+    assert rc == 0 and out["changed"] and not progress.exists()
+    rc, out = run(capsys, **args)
+    assert rc == 0 and out["complete"]
+    assert progress.stat().st_mode & 0o777 == 0o600
+    text = progress.read_text()
+    assert TOKEN not in text and url not in text
+    doc = json.loads(text)
+    total = sum(len(b) for b in files.values())
+    assert doc["state"] == "done" and doc["bytes_done"] == doc["bytes_total"] == total
+    assert doc["files_done"] == doc["files_total"] == len(files) and doc["repo"] == REPO and doc["revision"] == REV
+    with patch_module_args(dict(path=str(progress), wait=0)):
+        with pytest.raises(SystemExit):
+            hf_snapshot_progress.main()
+    read = json.loads(capsys.readouterr().out)
+    assert not read["changed"] and not read["running"] and read["state"] == "done"
+    assert read["msg"].startswith("done: ") and "(100%%), %d of %d files" % (len(files), len(files)) in read["msg"]
+    # a failure leaves the final state failed, with the cause
+    wrong = dict(args)
+    wrong["revision"] = "0" * 40
+    rc, out = run(capsys, **wrong)
+    assert rc == 1 and out["cause"] == "wrong revision"
+    doc = json.loads(progress.read_text())
+    assert doc["state"] == "failed" and doc["cause"] == "wrong revision" and doc["revision"] == "0" * 40
+
+
+def test_max_workers_below_one_is_refused_and_a_missing_progress_folder_is_made_owner_only(hub, tmp_path, capsys):
+    url, dummy = hub
+    args = dict(repo=REPO, revision=REV, hf_home=str(tmp_path / "models"), endpoint=url)
+    rc, out = run(capsys, max_workers=0, **args)
+    assert rc == 1 and "max_workers must be 1 or more" in out["msg"]
+    rc, out = run(capsys, progress_file=str(tmp_path / "run" / "p.json"), **args)
+    assert rc == 0 and out["complete"] and (tmp_path / "run").stat().st_mode & 0o777 == 0o700
+    assert json.loads((tmp_path / "run" / "p.json").read_text())["state"] == "done"
+    assert not (tmp_path / "run" / "p.json.lock").exists()
