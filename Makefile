@@ -110,9 +110,10 @@ build: ## Build the collection tarball into build/
 	$(BIN)/ansible-galaxy collection build --force --output-path build
 
 # keep_fragments (changelogs/config.yaml): a fragment is folded into a release once, by name; until the release
-# is tagged, running this again adds the fragments that landed since (and --refresh-fragments their edits) to it.
-changelog: setup ## Fold every changelog fragment into the release galaxy.yml names (changelog.yaml, CHANGELOG.rst)
-	ANSIBLE_COLLECTIONS_PATH=$(ROOT)/.collections $(BIN)/antsibull-changelog release --refresh-fragments
+# is tagged, running this again adds the fragments that landed since (and --refresh-fragments their edits) to it;
+# --refresh-plugins with --reload-plugins adds the modules and plugins that landed since to the release too.
+changelog: setup ## Fold every changelog fragment and new plugin into the release galaxy.yml names (changelog.yaml, CHANGELOG.rst)
+	ANSIBLE_COLLECTIONS_PATH=$(ROOT)/.collections $(BIN)/antsibull-changelog release --refresh-fragments --refresh-plugins --reload-plugins
 
 clean: sandbox-down ## Stop the sandbox hosts, delete build outputs
 	rm -rf build tests/output
