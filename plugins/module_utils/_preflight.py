@@ -1147,6 +1147,14 @@ def stored_image_digests(runtime, get_bin_path, run_command, timeout=IMAGE_LIST_
         return set(), "`%s` printed what is not its JSON listing (%s)" % (shown, exc)
 
 
+def images_missing(recorded, in_place, needed):
+    """The images this host runs (``needed``, ``needs.images``) whose recorded digest its store lacks; sorted.
+
+    The record names every image of the fleet's run (one resolution for all hosts); an image that only other hosts
+    run is never in this host's store and must not make its runtime steps run again on every deploy."""
+    return sorted((set(recorded or {}) & set(needed or [])) - set(in_place or []))
+
+
 def images_in_place(recorded, stored):
     """The card images whose recorded digest (``{image: NAME@sha256:...}``, the host's record) the engine's
     store holds (``stored``, the digests of :func:`stored_image_digests`); sorted."""

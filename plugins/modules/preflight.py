@@ -423,8 +423,9 @@ units_found:
     record_sha256: 9c2e41...
 recorded_images_missing:
   description:
-    - The images of RV(recorded_image_refs) whose digest the engine's store does not hold (removed by hand, or a store
-      its engine's CLI could not list, which a warning names). When any is missing, RV(recorded_runtime_setup) is
+    - The images of RV(recorded_image_refs) that this host runs (C(needs.images)) whose digest the engine's store does
+      not hold (removed by hand, or a store its engine's CLI could not list, which a warning names); an image only
+      other hosts run is never missing here. When any is missing, RV(recorded_runtime_setup) is
       null, so a deploy runs the runtime role's container steps again and pulls them.
   returned: always
   type: list
@@ -560,6 +561,7 @@ from ansible_collections.launchcard.inference.plugins.module_utils._preflight im
     parse_os_release,
     probe_all,
     images_in_place,
+    images_missing,
     podman_version,
     runtime_devices,
     rdma_and_selinux,
@@ -733,8 +735,8 @@ def main():
     recorded = recorded_image_refs(record_text) if p["record"] else {}
     on = dict((c, (p["checks"] or {}).get(c, True)) for c in ("peers", "image_disk"))
     root, in_place = _image_store(module, p["runtime"], recorded)
-    # an image of the record the engine's store lost (removed by hand): the runtime role's pull steps run again
-    images_missing = sorted(set(recorded) - set(in_place))
+    # an image this host runs that the engine's store lost (removed by hand): the runtime role's pull steps run again
+    missing = images_missing(recorded, in_place, p["needs"].get("images"))
     facts = {
         "os": parse_os_release(_read("/etc/os-release") or ""),
         "disk": _disk(p["weights_dir"], p["repo"], p["revision"]),
@@ -788,8 +790,8 @@ def main():
                      weights_staged=staged,
                      container_package=engine_package(facts["os"].get("id"), p["runtime"]),
                      recorded_image_refs=recorded,
-                     recorded_runtime_setup=None if images_missing else recorded_runtime_setup(record_text),
-                     recorded_images_missing=images_missing,
+                     recorded_runtime_setup=None if missing else recorded_runtime_setup(record_text),
+                     recorded_images_missing=missing,
                      recorded_argv=recorded_argv(record_text) if p["record"] else {},
                      units_found=_units_found(module, p["units_reads"], record_text),
                      facts=facts)

@@ -18,6 +18,7 @@ from ansible_collections.launchcard.inference.plugins.plugin_utils._planner impo
 from ansible_collections.launchcard.inference.plugins.module_utils._preflight import (
     CHECKS,
     images_in_place,
+    images_missing,
     DEFAULT_IMAGE_ALLOWANCE_BYTES,
     DEFAULT_IMAGE_UNPACK_FACTOR,
     DEFAULT_SHM_MIN_BYTES,
@@ -379,3 +380,16 @@ def test_images_in_place_need_the_recorded_digest_in_the_store():
     assert images_in_place(recorded, {D1}) == ["lmsysorg/sglang:latest"]
     assert images_in_place(recorded, set()) == []
     assert images_in_place({}, {D1}) == []
+
+
+def test_only_an_image_this_host_runs_can_be_missing_from_its_store():
+    """The record names every image of the fleet: an SGLang host lacks the vLLM image by design, and counting it
+    would clear recorded_runtime_setup, so every no-op deploy ran the runtime role there again."""
+    recorded = {"lmsysorg/sglang:latest": "docker.io/lmsysorg/sglang@" + D1,
+                "vllm/vllm-openai:nightly": "docker.io/vllm/vllm-openai@" + D2}
+    in_place = images_in_place(recorded, {D1})
+    assert images_missing(recorded, in_place, ["lmsysorg/sglang:latest"]) == []
+    assert images_missing(recorded, in_place, ["lmsysorg/sglang:latest", "vllm/vllm-openai:nightly"]) == [
+        "vllm/vllm-openai:nightly"]
+    assert images_missing(recorded, [], ["lmsysorg/sglang:latest"]) == ["lmsysorg/sglang:latest"]
+    assert images_missing({}, [], ["lmsysorg/sglang:latest"]) == []
