@@ -58,9 +58,9 @@ DEFAULT_IMAGES = {
 # vLLM 0.23.0 is the release the vllm-ascend default above pins (its validated stack: vLLM 0.23.0 +
 # vllm-ascend 0.23.0); the native defaults install the same release on every vendor.
 VLLM_VERSION = "0.23.0"
-# sglang-router: the release this collection's router handling was read against (field notes, _router.py)
+# sglang-router: the release whose worker API module_utils/_router.py was read from (the installed 0.3.2)
 SGLANG_ROUTER_VERSION = "0.3.2"
-# SGLang: the release whose parser the argv check was held to (docs/real-engines.md)
+# SGLang: the release whose parser the argv check was held to (tests/sandbox/sglang-lock.txt)
 SGLANG_VERSION = "0.5.23"
 
 DEFAULT_NATIVE = {
