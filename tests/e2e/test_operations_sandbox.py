@@ -141,11 +141,11 @@ def test_crash_loop_fails_fast_with_exit_status_and_journal(fleet, plan, deploye
     out = res.stdout + res.stderr
     assert res.returncode != 0, out[-4000:]
     m = re.search(r"%s \((engine exited, systemd restarts it|engine exited while starting|engine restarted by systemd|unit failed) "
-                  r"\(Result=\S+, exit status (\d+), NRestarts=\d+\); journal: ([^\n]*?), after ([\d.]+)s of 600s\)"
+                  r"\(Result=\S+, exit status (\d+), NRestarts=\d+\); journal: ([^\n]*?), after ([\d.]+)s of \d+s\)"
                   % re.escape(decode["unit"]), " ".join(out.split()))
     assert m, out[-4000:]
     assert m.group(2) != "0" and "encodings" in m.group(3), m.group(0)  # Python without its stdlib
-    assert float(m.group(4)) < 120 and took < 400, (m.group(4), took)  # not the 600 s health timeout
+    assert float(m.group(4)) < 120 and took < 400, (m.group(4), took)  # far below the gate's budget (the units' start budget, 1,800 s here)
     assert recap(res.stdout)[decode["host"]]["failed"] == 1
     # bounded restarts: 10 starts in 600 s, 30 s apart (_units.py START_LIMIT_*, RESTART_SEC), then failed
     deadline = time.monotonic() + 420
