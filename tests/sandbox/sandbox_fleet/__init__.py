@@ -19,6 +19,7 @@ Modules, along the seams of the work:
 - ``hostfiles``: what each guest gets: overlay, weights disk image, hostname, /etc/hosts,
   networkd, ssh keys, machine-id, stand-in nvidia-smi and gpus.json, simulated PCI bus
 - ``supervisor``: the detached per-host process running systemd-nspawn (reboots included)
+- ``warm``: ``fleet.py cache``, every cached part built at once
 - ``lifecycle``: ``Fleet``: up, down, status of one state dir
 - ``cli``: the command line
 

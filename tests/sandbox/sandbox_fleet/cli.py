@@ -6,6 +6,7 @@ TEST INFRASTRUCTURE (tests/sandbox), not part of the collection. The command lin
     fleet.py up -i INVENTORY [--state-dir DIR]
     fleet.py down [--state-dir DIR] [--purge]
     fleet.py status [--state-dir DIR]
+    fleet.py cache                    (build every cached part now: root filesystems, engines, wheels, images)
     fleet.py _supervise --state-dir DIR --host NAME   (internal: started by `up`, one per host)
 """
 
@@ -15,6 +16,7 @@ from pathlib import Path
 from .base import DEFAULT_STATE_DIR, FleetError, log
 from .lifecycle import Fleet
 from .supervisor import supervise
+from .warm import warm
 
 
 def main(argv=None) -> int:
@@ -29,11 +31,14 @@ def main(argv=None) -> int:
                         help="also delete the hosts' overlays and disk images (next `up` starts fresh hosts)")
     p_status = sub.add_parser("status", help="show the fleet's hosts")
     p_status.add_argument("--state-dir", default=str(DEFAULT_STATE_DIR))
+    sub.add_parser("cache", help="build every cached part of the sandbox (once per machine; parts side by side)")
     p_sup = sub.add_parser("_supervise")  # internal: the detached per-host supervisor
     p_sup.add_argument("--state-dir", required=True)
     p_sup.add_argument("--host", required=True)
     args = parser.parse_args(argv)
     try:
+        if args.cmd == "cache":
+            return warm()
         if args.cmd == "_supervise":
             return supervise(Path(args.state_dir), args.host)
         fleet = Fleet(args.state_dir)

@@ -129,7 +129,8 @@ def ensure_rootfs(variant: str = "base") -> Path:
     packages = ",".join(p for p in (PACKAGES, VARIANTS[variant]) if p)
     if (rootfs / "etc/launchcard-sandbox-rootfs").exists():
         return rootfs
-    with locked(CACHE_DIR / ".lock"):
+    # one lock per variant: a cold cache (fleet.py cache) debootstraps the variants side by side
+    with locked(CACHE_DIR / f".{rootfs.name}.lock"):
         if (rootfs / "etc/launchcard-sandbox-rootfs").exists():
             return rootfs
         for stale in CACHE_DIR.glob(f".{rootfs.name}.tmp*"):

@@ -20,7 +20,7 @@ GUEST_WHEELHOUSE = "/srv/launchcard-wheels"
 WHEELHOUSE_PACKAGES = ["sglang-router", "huggingface_hub==2.4.0"]
 
 
-def _third_party_wheels(python: str) -> list:
+def third_party_wheels(python: str) -> list:
     """Download (once per machine, into the cache dir) the wheels of WHEELHOUSE_PACKAGES for ``python``."""
     target = []
     if sys.version_info[:2] != tuple(int(x) for x in python.split(".")):
@@ -70,7 +70,7 @@ def ensure_wheelhouse(state: Path, pythons=("3.11",), vllm_env: Path = None) -> 
                     os.replace(wh / f".{dest.name}.part", dest)
     pip = None
     for python in sorted(set(pythons) | {"3.11"}):
-        files = _third_party_wheels(python)
+        files = third_party_wheels(python)
         for name in files:
             if not (wh / name).exists():
                 shutil.copy2(CACHE_DIR / f"wheels-py{python}" / name, wh / f".{name}.part")
