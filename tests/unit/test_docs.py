@@ -42,7 +42,7 @@ def test_every_link_between_the_pages_resolves(page):
     for target in LINK.findall(_read(page)):
         if re.match(r"[a-z]+:", target):
             continue  # a URL outside the repository
-        path, _, anchor = target.partition("#")
+        path, dummy, anchor = target.partition("#")
         full = os.path.normpath(os.path.join(os.path.dirname(page), path)) if path else page
         if not os.path.exists(full):
             broken.append(target)
