@@ -17,7 +17,7 @@ export PYTHONDONTWRITEBYTECODE := 1
 
 demo: setup sandbox-up deploy ## Boot the sandbox fleet and deploy the example card (twice is fine)
 	@$(BIN)/python tests/sandbox/demo_request.py -i $(INVENTORY)
-	@echo "next: ssh -F .sandbox/ssh/config lc-router | make sandbox-down | README, 'Using the sandbox'"
+	@echo "next: ssh -F .sandbox/ssh/config lc-router | make sandbox-down | README, 'The sandbox in one screen'"
 
 # A fresh machine builds the sandbox cache (fleet.py cache: mirror- and disk-bound, minutes) while the controller-only
 # stages use the CPUs (units last: its engine parser tests use the cache); the stages on sandbox hosts start once it is built.
@@ -80,15 +80,17 @@ integration: ## render.yml for three placements and malformed cards, collection 
 e2e: ## Every end-to-end file on its sandbox fleet: deploy, operations, preflight, bare host, containers, upgrade (native and containers)
 	$(BIN)/python -m pytest -q -x -n 2 tests/e2e
 
-bench: setup ## No-op re-run of deploy against `ansible all -m ping`, at 8 and 24 hosts; prints the README's table
+bench: setup ## No-op re-run of deploy against `ansible all -m ping`, at 8 and 24 hosts; writes docs/speed.md's table
 	bash bench/noop_vs_ping.sh
-	$(BIN)/python bench/readme_table.py
+	$(BIN)/python bench/docs_tables.py --write
+	$(BIN)/python bench/docs_tables.py
 
 bench-render: setup ## render.yml at 8/64/256 hosts and the planner at 1,000/10,000 hosts (no host contacted)
 	$(BIN)/python bench/render_and_plan.py
 
-bench-upgrade: setup ## upgrade.yml time per host against fleet size (2 and 4 replicas)
+bench-upgrade: setup ## upgrade.yml time per host against fleet size (2 and 4 replicas); writes docs/speed.md's table
 	bash bench/upgrade_per_host.sh
+	$(BIN)/python bench/docs_tables.py --write
 
 # molecule finds a collection's scenarios in extensions/molecule/<scenario> when run from the collection root
 # (molecule/util.py get_effective_molecule_glob, molecule 26.10)

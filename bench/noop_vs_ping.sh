@@ -9,7 +9,7 @@
 # RUNS no-op deploys alternately, prints the median of each and the ratio, and stops the hosts.
 # Each result is appended to bench/results/noop_vs_ping.tsv with what the machine was doing (its
 # cores, the 1-minute load average before and after, other sandbox guests running beside it);
-# bench/readme_table.py prints the README's speed table from that file. PROFILE=1 adds one more
+# bench/docs_tables.py --write makes docs/speed.md's table from that file. PROFILE=1 adds one more
 # no-op deploy with ansible.posix.profile_tasks, its output in bench/results/profile-<hosts>.txt.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)

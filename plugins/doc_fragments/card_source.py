@@ -46,7 +46,7 @@ options:
       - >-
         Name of the host variable holding the host's site overrides of its card's argv, a mapping from recipe
         name to C({remove: [FLAG, ...], set: {FLAG: VALUE | [VALUE, ...] | true}, env: {NAME: VALUE | null}})
-        (README, "Inventory"); C(env) sets a variable of the recipe's environment, C(null) removes the card's.
+        (docs/inventory.md, "Site overrides of a card's argv"); C(env) sets a variable of the recipe's environment, C(null) removes the card's.
       - Each instance runs its recipe with the overrides of the host it lands on; the plan (GPUs, ports, peer
         URLs) is made from that effective argv, and a bad override fails the task naming the variable, the
         recipe and the flag, before any host is touched.

@@ -1,7 +1,7 @@
 # -*- coding: utf-8 -*-
 # Copyright: (c) 2026, launchcard.inference contributors
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""Filters of the run lock (README "Run lock"); the lock itself is plugins/module_utils/_lock.py."""
+"""Filters of the run lock (docs/operations.md, "Run lock"); the lock itself is plugins/module_utils/_lock.py."""
 
 from __future__ import annotations
 

@@ -20,7 +20,7 @@ description:
   - Each host serves the card its O(card_var) variable names (or O(src) for all), so several cards
     (several models) can share one fleet on different host groups.
   - The plan says which recipe instances run on which host, with which GPU ids, ports and peer URLs;
-    see the README, "The plan".
+    see docs/deploy.md, "The plan".
   - Placement comes from each host's O(recipes_var) variable (a list of recipe names, indexes or
     C({name, replicas}) dicts), its address from C(launchcard_address), C(ansible_host) or its name,
     and, when set, its GPU count from C(launchcard_gpus).

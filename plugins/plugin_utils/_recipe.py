@@ -214,7 +214,7 @@ def describe(env, index):
     :param env: one validated card recipe (dict with ``engine``, ``image``,
         ``argv``, ``env``, optional ``checkpoint``, ``validated_hardware``).
     :param index: its position in ``envs`` (used in names and error paths).
-    :returns: a JSON-serialisable dict; see the README's "Recipe model".
+    :returns: a JSON-serialisable dict; see docs/card-schema.md, "Recipes: how argv is read".
     :raises RecipeError: the argv names no known launcher, a numeric flag is
         not a number, or a JSON flag (``--kv-transfer-config``) is not JSON.
     """

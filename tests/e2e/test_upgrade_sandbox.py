@@ -295,7 +295,7 @@ def test_a_revision_that_fails_its_gate_is_rolled_back_and_the_upgrade_stops(upg
     assert {w["url"] for w in json.loads(body)["workers"] if w["is_healthy"]} == WORKER_URLS
 
 
-# --- Run lock (README "Run lock"): concurrent runs are refused, a failed run releases, a stale lock is broken on request.
+# --- Run lock (docs/operations.md "Run lock"): concurrent runs are refused, a failed run releases, a stale lock is broken on request.
 
 ANCHOR = ROUTER  # the fleet lock's host: the first host of the plan in sorted order (lc-up-router)
 LOCK_FILES = "/var/lib/launchcard/lock.json /var/lib/launchcard/fleet-lock.json"

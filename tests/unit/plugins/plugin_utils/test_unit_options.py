@@ -47,14 +47,14 @@ def test_every_option_has_exactly_one_prefixed_variable_and_every_variable_is_do
     names = [var for var, dummy, dummy2 in uo.VARIABLES.values() if var]
     assert len(names) == len(set(names))
     assert all(n.startswith("launchcard_") for n in names)
-    with open(os.path.join(ROOT, "README.md")) as f:
-        readme = f.read()
+    with open(os.path.join(ROOT, "docs", "inventory.md")) as f:
+        variables_page = f.read()
     with open(os.path.join(ROOT, "plugins", "modules", "render_fleet.py")) as f:
         module_doc = f.read()
     with open(os.path.join(ROOT, "roles", "units", "meta", "argument_specs.yml")) as f:
         units_doc = f.read()
     for name in names:
-        assert "`%s`" % name in readme, name
+        assert "`%s`" % name in variables_page, name
         assert "C(%s)" % name in module_doc, name
         assert "C(%s)" % name in units_doc, name
 

@@ -1,0 +1,116 @@
+#!/usr/bin/env python
+# Copyright: (c) 2026, launchcard.inference contributors
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The benchmark tables of docs/speed.md, made from bench/results (the only home of the figures).
+
+    python bench/docs_tables.py [--all]     print the tables
+    python bench/docs_tables.py --write     rewrite them in docs/speed.md (make bench, make bench-upgrade)
+    python bench/docs_tables.py --check     exit 1 when docs/speed.md does not hold them as they are now
+
+noop_vs_ping: from bench/results/noop_vs_ping.tsv (written by bench/noop_vs_ping.sh), one row per fleet size,
+its latest result (every result with --all): the date, the ping and no-op deploy medians, the ratio, the forks,
+and what the machine was doing (its cores, the 1-minute load average before and after the timed runs, other
+sandbox guests running beside it).
+upgrade_per_host: from bench/results/upgrade_per_host.tsv (written by bench/upgrade_per_host.sh, no header), one
+row per fleet size and target card, its latest result (every result with --all).
+"""
+
+from __future__ import annotations
+
+import csv
+import os
+import re
+import sys
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+RESULTS = os.path.join(ROOT, "bench", "results")
+PAGE = os.path.join(ROOT, "docs", "speed.md")
+UPGRADE_COLUMNS = ["date", "replicas", "card", "upgrade_s", "per_host_s", "ok", "failed", "load_before"]
+
+
+def rows(path, fieldnames=None):
+    with open(path, newline="") as f:
+        return list(csv.DictReader(f, fieldnames=fieldnames, delimiter="\t"))
+
+
+def latest(results, key):
+    last = {}
+    for row in results:
+        last[key(row)] = row  # the files are in time order
+    return [last[k] for k in sorted(last)]
+
+
+def machine(row):
+    others = int(row["other_guests"])
+    busy = "idle otherwise" if others == 0 and float(row["load_before"]) < float(row["cores"]) else (
+        "beside %d other sandbox guest%s" % (others, "" if others == 1 else "s") if others else "beside other work")
+    return "%s cores, load %s -> %s, %s" % (row["cores"], row["load_before"], row["load_after"], busy)
+
+
+def noop_table(results, everything=False):
+    if not everything:
+        results = latest(results, lambda r: int(r["hosts"]))
+    out = ["| date (UTC) | hosts | ping | no-op deploy | ratio | forks | the machine |",
+           "|---|---|---|---|---|---|---|"]
+    for r in results:
+        out.append("| %s | %s | %.2f s | %.2f s | %.2fx | %s | %s |" % (
+            r["date"][:16].replace("T", " "), r["hosts"], float(r["ping_s"]), float(r["noop_deploy_s"]),
+            float(r["ratio"]), r["forks"], machine(r)))
+    return "\n".join(out)
+
+
+def upgrade_table(results, everything=False):
+    if not everything:
+        results = sorted(latest(results, lambda r: (int(r["replicas"]), r["card"])), key=lambda r: r["date"])
+    out = ["| date (UTC) | replicas | to | upgrade | per host | requests ok | failed | load before |",
+           "|---|---|---|---|---|---|---|---|"]
+    for r in results:
+        out.append("| %s | %s | %s | %.1f s | %.1f s | %s | %s | %s |" % (
+            r["date"][:16].replace("T", " "), r["replicas"], r["card"].replace("upgrade-", ""), float(r["upgrade_s"]),
+            float(r["per_host_s"]), r["ok"], r["failed"], r["load_before"]))
+    return "\n".join(out)
+
+
+def tables(everything=False):
+    return {
+        "noop_vs_ping": noop_table(rows(os.path.join(RESULTS, "noop_vs_ping.tsv")), everything),
+        "upgrade_per_host": upgrade_table(rows(os.path.join(RESULTS, "upgrade_per_host.tsv"), UPGRADE_COLUMNS),
+                                          everything),
+    }
+
+
+def marked(name):
+    """The page's generated block for one table: its markers and what lies between them."""
+    return re.compile(r"(<!-- generated: bench/docs_tables\.py %s -->\n).*?(\n<!-- end %s -->)" % (name, name), re.S)
+
+
+def page_with(text, made):
+    for name, table in made.items():
+        text, found = marked(name).subn(lambda m, t=table: m.group(1) + t + m.group(2), text)
+        if found != 1:
+            raise ValueError("docs/speed.md: %d blocks marked for %s, expected 1" % (found, name))
+    return text
+
+
+def main(argv):
+    everything = "--all" in argv
+    if "--write" in argv or "--check" in argv:
+        with open(PAGE) as f:
+            text = f.read()
+        new = page_with(text, tables())
+        if "--check" in argv:
+            if new != text:
+                print("docs/speed.md: its benchmark tables differ from bench/results; run python bench/docs_tables.py --write")
+                return 1
+            return 0
+        if new != text:
+            with open(PAGE, "w") as f:
+                f.write(new)
+        return 0
+    for table in tables(everything).values():
+        print(table + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
