@@ -65,7 +65,7 @@ undeploy: ## Stop and remove the card's units on $(INVENTORY) (weights and image
 	$(BIN)/ansible-playbook playbooks/undeploy.yml -i $(INVENTORY)
 
 units: ## Unit tests of the pure-Python core and the modules
-	$(BIN)/python -m pytest -q tests/unit tests/sandbox
+	$(BIN)/python -m pytest -q -n 2 tests/unit tests/sandbox
 
 lint: ## ansible-lint (production profile) and the changelog fragments
 	$(BIN)/ansible-lint --offline --profile production

@@ -144,7 +144,7 @@ def fleet_cli(*args):
 def test_cli_keeps_the_callers_command_line():
     """fleet.py is the thin entry the Makefile, molecule, e2e and bench call: same subcommands and options."""
     top = fleet_cli("--help")
-    assert top.returncode == 0 and "{up,down,status,_supervise}" in top.stdout
+    assert top.returncode == 0 and "{up,down,status,cache,_supervise}" in top.stdout
     assert "real Debian 12 hosts on this machine" in top.stdout
     up = fleet_cli("up", "--help").stdout
     assert "-i INVENTORY, --inventory INVENTORY" in up and "--state-dir STATE_DIR" in up
@@ -358,3 +358,20 @@ def test_a_rewritten_wheel_is_renamed_without_the_dropped_requirements(tmp_path)
                 data = z.read(name)
                 want = base64.urlsafe_b64encode(hashlib.sha256(data).digest()).rstrip(b"=").decode()
                 assert digest == "sha256=" + want and int(size) == len(data)
+
+
+def test_cache_builds_every_part_and_names_the_one_that_failed(monkeypatch, capsys):
+    """fleet.py cache: a failed part fails the command by name; the others are still built."""
+    from sandbox_fleet import warm
+    built = []
+
+    def broken():
+        raise FleetError("mirror unreachable")
+    monkeypatch.setattr(warm, "parts", lambda: {"a": lambda: built.append("a"), "b": broken,
+                                                "c": lambda: built.append("c")})
+    assert warm.warm(workers=2) == 1
+    err = capsys.readouterr().err
+    assert sorted(built) == ["a", "c"]
+    assert "cache: b failed: mirror unreachable" in err and "2 of 3 parts ready" in err
+    monkeypatch.setattr(warm, "parts", lambda: {"a": lambda: built.append("a2")})
+    assert warm.warm() == 0
