@@ -13,20 +13,25 @@ export PYTHONDONTWRITEBYTECODE := 1
 # A bare `make` lists the targets: nothing is installed or booted unless asked for by name.
 .DEFAULT_GOAL := help
 
-.PHONY: help demo test setup venv host-deps sandbox-up sandbox-down deploy undeploy units lint sanity integration e2e bench bench-render bench-upgrade build changelog clean molecule molecule-rocm molecule-ascend ee
+.PHONY: help demo test molecules setup venv host-deps sandbox-up sandbox-down deploy undeploy units lint sanity integration e2e bench bench-render bench-upgrade build changelog clean molecule molecule-rocm molecule-ascend ee
 
 demo: setup sandbox-up deploy ## Boot the sandbox fleet and deploy the example card (twice is fine)
 	@$(BIN)/python tests/sandbox/demo_request.py -i $(INVENTORY)
 	@echo "next: ssh -F .sandbox/ssh/config lc-router | make sandbox-down | README, 'The sandbox in one screen'"
 
 # A fresh machine builds the sandbox cache (fleet.py cache: mirror- and disk-bound, minutes) while the controller-only
-# stages use the CPUs (units last: its engine parser tests use the cache); the stages on sandbox hosts start once it is built.
+# stages use the CPUs (units last: its engine parser tests use the cache); the stages on sandbox hosts start once it
+# is built.
 test: setup ## Every test: unit, lint, sanity, integration, molecule (3 scenarios), end to end
 	@mkdir -p tests/output && echo "building the sandbox cache meanwhile: tests/output/sandbox-cache.log"
 	@$(BIN)/python tests/sandbox/fleet.py cache > tests/output/sandbox-cache.log 2>&1 & warm=$$!; \
 	  rc=0; $(MAKE) lint sanity integration units || rc=$$?; \
 	  wait $$warm || rc=$$?; cat tests/output/sandbox-cache.log; [ $$rc -eq 0 ]
-	$(MAKE) molecule molecule-rocm molecule-ascend e2e
+	$(MAKE) -j2 --output-sync=target molecules e2e
+
+# the three scenarios one after another, beside the e2e files (each its own state dir and subnet)
+molecules: setup
+	$(MAKE) -j1 molecule molecule-rocm molecule-ascend
 
 setup: host-deps venv ## Debian packages and the pinned virtualenv
 
@@ -75,7 +80,7 @@ sanity: ## ansible-test sanity on a copy of the tracked tree
 	bash tests/sanity/run.sh
 
 integration: ## render.yml for three placements and malformed cards, collection build, EE build context (controller only)
-	$(BIN)/python -m pytest -q tests/integration
+	$(BIN)/python -m pytest -q -n 2 tests/integration
 
 e2e: ## Every end-to-end file on its sandbox fleet: deploy, operations, preflight, bare host, containers, upgrade (native and containers)
 	$(BIN)/python -m pytest -q -x -n 2 tests/e2e
