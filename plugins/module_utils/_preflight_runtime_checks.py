@@ -23,7 +23,7 @@ from ansible_collections.launchcard.inference.plugins.module_utils._preflight_re
 # Disk allowance per distinct container image on a host whose size the registry did not give: an estimate
 # (vLLM / SGLang CUDA images are 10-25 GB compressed+unpacked), not a measurement.
 DEFAULT_IMAGE_ALLOWANCE_BYTES = 30 << 30
-# Room an image takes per compressed byte its manifest lists (plugins/plugin_utils/_images.py manifest_size):
+# Room an image takes per compressed byte its manifest lists (plugins/plugin_utils/_registry_api.py manifest_size):
 # its layers unpacked, plus the compressed blob of the layer being unpacked, which the engine holds meanwhile.
 # Measured on the sandbox's stand-in image (Python 3.11 and shared libraries, one gzip layer): 49.8 MiB
 # compressed, 153.2 MiB in podman's store (`podman image inspect` Size), 3.1x; with its blob, 4.1x at the peak
