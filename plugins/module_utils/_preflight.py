@@ -102,6 +102,7 @@ def _peers(card, host_plan, plan):
                     add(inst, p, "dist_init_port", "init port")
     return out
 
+
 # Instances that move data between hosts and want RDMA (#25 item 3): a PD prefill or decode (KV transfer over NIXL
 # or Mooncake) and every rank of a multi-node group (NCCL). The units (plugin_utils/_units.py) and the rdma check
 # (through ``needs.rdma``) both read this rule.
@@ -283,6 +284,7 @@ def evaluate(facts, needs, options=None):
                 out.append(result)
     return out
 
+
 def failed(results):
     """Return the results whose severity is ``error``."""
     return [r for r in results if r["severity"] == "error"]
@@ -304,6 +306,7 @@ def report_rows(results_by_host):
             rows.append([host, r["check"], {"ok": "ok", "warning": "WARN", "error": "FAIL"}[r["severity"]],
                          r["need"], r["found"], r["message"]])
     return rows
+
 
 def accelerator_count(result):
     """Accelerators one host's preflight result found: the devices its vendor tool lists, or on a

@@ -89,6 +89,7 @@ def bare_host(accelerators, install_driver):
     acc = accelerators or {}
     return bool(install_driver) and not acc.get("devices") and bool((acc.get("pci") or {}).get("count"))
 
+
 def stack_vendor(accelerators):
     """Whose driver stack the host needs: the vendor whose tools answered, else the vendor
     whose accelerators the PCI bus shows, else ``"none"``.

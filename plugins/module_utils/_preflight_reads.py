@@ -94,6 +94,7 @@ def probe_all(peers, timeout=DEFAULT_CONNECT_TIMEOUT, connect=None, workers=32):
     with ThreadPoolExecutor(max_workers=max(1, min(workers, len(peers)))) as pool:
         return list(pool.map(lambda p: probe(p["address"], int(p["port"]), timeout, connect), peers))
 
+
 def parse_proc_net_tcp(text):
     """Listening TCP sockets from ``/proc/net/tcp`` or ``/proc/net/tcp6``.
 
@@ -151,6 +152,7 @@ def parse_os_release(text):
         if sep and key in ("ID", "VERSION_ID"):
             out[key.lower()] = value.strip().strip('"').strip("'")
     return out
+
 
 # --------------------------------------------------------------------------
 # host facts read from /proc, /dev and the group database (roots injectable for tests)
@@ -440,6 +442,7 @@ def podman_version(get_bin_path, run_command):
     rc, out, dummy = run_command([binary, "--version"])
     match = re.search(r"(\d+\.\d+(?:\.\d+)?)", out or "") if rc == 0 else None
     return match.group(1) if match else None
+
 
 def inspect_path(path, stat_path=None, getpwuid=None, getgrgid=None, opener=open):
     """What a setup step needs to know of ``path`` to tell that it has nothing to do, read only.
