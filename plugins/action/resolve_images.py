@@ -11,10 +11,8 @@ from ansible.module_utils.common.text.converters import to_text
 from ansible.plugins.action import ActionBase
 
 from ansible_collections.launchcard.inference.plugins.plugin_utils._images import (
-    DEFAULT_PLATFORM,
     LAUNCHCARD_RUNTIMES,
     ImageError,
-    RegistryClient,
     distinct_images,
     drift_warning,
     gone_error,
@@ -25,6 +23,7 @@ from ansible_collections.launchcard.inference.plugins.plugin_utils._images impor
     registry_client,
     resolve_all,
 )
+from ansible_collections.launchcard.inference.plugins.plugin_utils._registry_api import DEFAULT_PLATFORM, RegistryClient
 
 
 class ActionModule(ActionBase):

@@ -101,7 +101,7 @@ def stamp_path(hf_home, repo, revision):
     """``<repo_dir>/.launchcard-complete-<revision>``: the weights role's completion stamp of one revision.
 
     It holds the revision's size in bytes (decimal); the ``preflight`` module
-    compares it with what the snapshot holds (``_preflight.weights_staged``).
+    compares it with what the snapshot holds (``_preflight_reads.weights_staged``).
     """
     return os.path.join(repo_dir(hf_home, repo), ".launchcard-complete-" + revision)
 

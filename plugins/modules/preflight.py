@@ -532,7 +532,6 @@ facts:
       sample: {docker: null, podman_version: 5.4.2}
 """
 
-import os
 import re
 
 from ansible.module_utils.basic import AnsibleModule
@@ -548,26 +547,29 @@ from ansible_collections.launchcard.inference.plugins.module_utils._state import
     recorded_image_refs,
     recorded_runtime_setup,
 )
-from ansible_collections.launchcard.inference.plugins.module_utils._preflight import (
-    DEFAULT_IMAGE_UNPACK_FACTOR,
-    GIB,
-    bare_host,
-    container_access,
-    evaluate,
-    failed,
+from ansible_collections.launchcard.inference.plugins.module_utils._image_store import (
     image_data_root,
-    inspect_path,
-    listening_sockets,
-    parse_os_release,
-    probe_all,
     images_in_place,
     images_missing,
-    podman_version,
-    runtime_devices,
-    rdma_and_selinux,
-    stack_vendor,
     stored_image_digests,
+)
+from ansible_collections.launchcard.inference.plugins.module_utils._preflight import evaluate, failed
+from ansible_collections.launchcard.inference.plugins.module_utils._preflight_checks import GIB, bare_host, stack_vendor
+from ansible_collections.launchcard.inference.plugins.module_utils._preflight_runtime_checks import DEFAULT_IMAGE_UNPACK_FACTOR
+from ansible_collections.launchcard.inference.plugins.module_utils._preflight_reads import (
+    container_access,
+    image_disk,
+    inspect_path,
+    listening_sockets,
+    native_stamps,
+    parse_os_release,
+    probe_all,
+    podman_version,
+    rdma_and_selinux,
+    runtime_devices,
+    shm_size,
     user_exists,
+    weights_disk,
     weights_staged,
 )
 
@@ -580,28 +582,6 @@ def _read(path):
             return f.read()
     except (IOError, OSError):
         return None
-
-
-def _existing(path):
-    while not os.path.exists(path) and path not in ("/", ""):
-        path = os.path.dirname(path)
-    return path or "/"
-
-
-def _native_stamps(venv):
-    """Names of the requirement stamps (``.launchcard-*``) in the virtualenv ``venv``; [] when it is absent."""
-    try:
-        return sorted(n for n in os.listdir(venv) if n.startswith(".launchcard-"))
-    except OSError:
-        return []
-
-
-def _shm():
-    try:
-        st = os.statvfs("/dev/shm")
-    except OSError:
-        return None
-    return {"path": "/dev/shm", "size_bytes": st.f_blocks * st.f_frsize}
 
 
 def _image_store(module, runtime, recorded):
@@ -618,30 +598,6 @@ def _image_store(module, runtime, recorded):
         module.warn("image store not read: %s; no image of the host's record counts as in place (image_disk asks "
                     "room for each, the runtime role's pull steps run again)" % problem)
     return root, images_in_place(recorded, stored)
-
-
-def _image_disk(root, in_place):
-    if not root:
-        return None
-    path = _existing(root)
-    st = os.statvfs(path)
-    return {"path": path, "data_root": root, "free_bytes": st.f_bavail * st.f_frsize, "in_place": in_place}
-
-
-def _disk(weights_dir, repo, revision):
-    path = _existing(weights_dir)
-    st = os.statvfs(path or "/")
-    present = 0
-    if repo and revision:
-        snap = os.path.join(weights_dir, "hub", "models--" + repo.replace("/", "--"), "snapshots", revision)
-        for root, _dirs, files in os.walk(snap):
-            for name in files:
-                try:
-                    present += os.stat(os.path.join(root, name)).st_size
-                except OSError:
-                    pass
-    return {"path": path, "free_bytes": st.f_bavail * st.f_frsize, "total_bytes": st.f_blocks * st.f_frsize,
-            "present_bytes": present}
 
 
 def _docker_info(module, docker):
@@ -739,13 +695,13 @@ def main():
     missing = images_missing(recorded, in_place, p["needs"].get("images"))
     facts = {
         "os": parse_os_release(_read("/etc/os-release") or ""),
-        "disk": _disk(p["weights_dir"], p["repo"], p["revision"]),
+        "disk": weights_disk(p["weights_dir"], p["repo"], p["revision"]),
         "accelerators": accelerators.collect(
             p["vendor"], module.get_bin_path, module.run_command, _read, pci_dir=p["pci_devices_dir"]),
         "listening": listening_sockets(),
         "peers": probe_all(p["needs"].get("peers") or [], p["connect_timeout"]) if on["peers"] else [],
-        "shm": _shm(),
-        "image_disk": _image_disk(root, in_place) if on["image_disk"] else None,
+        "shm": shm_size(),
+        "image_disk": image_disk(root, in_place) if on["image_disk"] else None,
         "runtime_devices": dict(runtime_devices(), **rdma_and_selinux()),
         "engines": {"docker": module.get_bin_path("docker")},
     }
@@ -784,7 +740,7 @@ def main():
                      lock=_take_lock(module, p["lock"], failed_checks),
                      bare_host=bare_host(facts["accelerators"], p["install_driver"]),
                      stack_vendor=stack_vendor(facts["accelerators"]),
-                     native_stamps=_native_stamps(p["native_venv"]) if p["native_venv"] else None,
+                     native_stamps=native_stamps(p["native_venv"]) if p["native_venv"] else None,
                      inspected=dict((path, inspect_path(path)) for path in p["inspect"]),
                      users=dict((name, user_exists(name)) for name in p["users"]),
                      weights_staged=staged,

@@ -6,12 +6,12 @@
 Pure Python, no Ansible import. :func:`load_card` is the one door: text in,
 either a model out or a :class:`CardError` listing every problem with its JSON
 path (``envs[4].argv[7]``). Validation rules live in
-:mod:`card_schema`; what each recipe means lives in :mod:`recipe`.
+:mod:`card_schema` and :mod:`card_validate`; what each recipe means lives in :mod:`recipe`.
 """
 
 from __future__ import annotations
 
-from ansible_collections.launchcard.inference.plugins.plugin_utils import _card_schema as card_schema
+from ansible_collections.launchcard.inference.plugins.plugin_utils import _card_validate as card_validate
 from ansible_collections.launchcard.inference.plugins.plugin_utils._recipe import (
     RecipeError,
     describe,
@@ -69,7 +69,7 @@ def load_card(text, source="card"):
             text = text.decode("utf-8")
         except UnicodeDecodeError as exc:
             raise CardError([("$", "not UTF-8 text (%s)" % exc)], source)
-    doc, report = card_schema.parse_card_text(text)
+    doc, report = card_validate.parse_card_text(text)
     if report.errors:
         # Unknown keys are only warnings, but next to an error they are often
         # the typo behind it (hf.revison beside "hf.revision is missing").

@@ -40,7 +40,9 @@ import json
 import math
 import re
 
+from ansible_collections.launchcard.inference.plugins.plugin_utils import _card_issues as card_issues
 from ansible_collections.launchcard.inference.plugins.plugin_utils import _card_schema as card_schema
+from ansible_collections.launchcard.inference.plugins.plugin_utils import _card_validate as card_validate
 from ansible_collections.launchcard.inference.plugins.plugin_utils._argv import is_option
 from ansible_collections.launchcard.inference.plugins.plugin_utils._units import SECRET_ENV_NAMES
 from ansible_collections.launchcard.inference.plugins.plugin_utils._recipe import (
@@ -71,18 +73,18 @@ class OverrideError(ValueError):
 
 def _path(variable, name, part=None, key=None):
     """``launchcard_argv_overrides['vllm-aggregated'].set['--port']``."""
-    out = "%s[%s]" % (variable, card_schema.show(name))
+    out = "%s[%s]" % (variable, card_issues.show(name))
     if part is not None:
         out += ".%s" % part
     if key is not None:
-        out += "[%s]" % (card_schema.show(key) if isinstance(key, str) else key)
+        out += "[%s]" % (card_issues.show(key) if isinstance(key, str) else key)
     return out
 
 
 def _value(raw, where, errors):
     """One value as an argv token, or None (an error is recorded)."""
     if isinstance(raw, bool) or raw is None:
-        errors.append((where, "expected a string or a number, found %s" % card_schema.show(raw)))
+        errors.append((where, "expected a string or a number, found %s" % card_issues.show(raw)))
         return None
     if isinstance(raw, int):
         return str(raw)
@@ -92,14 +94,14 @@ def _value(raw, where, errors):
             return None
         return repr(raw)
     if not isinstance(raw, str):
-        errors.append((where, "expected a string or a number, found %s" % card_schema.show(raw)))
+        errors.append((where, "expected a string or a number, found %s" % card_issues.show(raw)))
         return None
     if card_schema._CONTROL_RE.search(raw):
-        errors.append((where, card_schema._control_message(raw)))
+        errors.append((where, card_issues._control_message(raw)))
         return None
     if is_option(raw):
         errors.append((where, "%s would be read as an option by the engine's parser, not as a value" %
-                       card_schema.show(raw)))
+                       card_issues.show(raw)))
         return None
     return str(raw)
 
@@ -107,7 +109,7 @@ def _value(raw, where, errors):
 def _flag(raw, where, errors):
     if not isinstance(raw, str) or not _FLAG.match(raw) or not is_option(raw):
         errors.append((where, "expected an option name such as '--max-model-len' or '-tp' (no '=', no value), "
-                       "found %s" % card_schema.show(raw)))
+                       "found %s" % card_issues.show(raw)))
         return None
     return str(raw)
 
@@ -126,7 +128,7 @@ def parse(raw, recipe_names, variable=VARIABLE):
         return {}, []
     if not isinstance(raw, dict):
         raise OverrideError([(variable, "expected a mapping from recipe name to {remove: [FLAG, ...], set: "
-                              "{FLAG: VALUE}}, found %s" % card_schema.show(raw))])
+                              "{FLAG: VALUE}}, found %s" % card_issues.show(raw))])
     errors, deprecations, specs = [], [], {}
     names = set(recipe_names)
     for name, body in raw.items():
@@ -138,14 +140,14 @@ def parse(raw, recipe_names, variable=VARIABLE):
                 variable, name, target))
         if not isinstance(name, str) or target not in names:
             errors.append((where, "no recipe %s in the card; it has %s" % (
-                card_schema.show(name), ", ".join(sorted(names)))))
+                card_issues.show(name), ", ".join(sorted(names)))))
             continue
         if target in specs:
             errors.append((where, "names recipe %r twice (once under its former name)" % target))
             continue
         if not isinstance(body, dict):
             errors.append((where, "expected {remove: [FLAG, ...], set: {FLAG: VALUE}}, found %s" %
-                           card_schema.show(body)))
+                           card_issues.show(body)))
             continue
         for key in body:
             if key not in _KEYS:
@@ -154,7 +156,7 @@ def parse(raw, recipe_names, variable=VARIABLE):
         remove = body.get("remove")
         if remove is not None and not isinstance(remove, list):
             errors.append((_path(variable, name, "remove"), "expected a list of flags, found %s" %
-                           card_schema.show(remove)))
+                           card_issues.show(remove)))
             remove = []
         for i, flag in enumerate(remove or []):
             flag = _flag(flag, _path(variable, name, "remove", i), errors)
@@ -163,7 +165,7 @@ def parse(raw, recipe_names, variable=VARIABLE):
         sets = body.get("set")
         if sets is not None and not isinstance(sets, dict):
             errors.append((_path(variable, name, "set"), "expected a mapping from flag to value, found %s" %
-                           card_schema.show(sets)))
+                           card_issues.show(sets)))
             sets = {}
         for flag, raw_value in (sets or {}).items():
             fwhere = _path(variable, name, "set", flag)
@@ -177,7 +179,7 @@ def parse(raw, recipe_names, variable=VARIABLE):
                 continue
             if raw_value is False or raw_value is None:
                 errors.append((fwhere, "expected a value, a list of values or true (a flag without value), found "
-                               "%s; to drop the flag, list it in remove" % card_schema.show(raw_value)))
+                               "%s; to drop the flag, list it in remove" % card_issues.show(raw_value)))
                 continue
             raws = raw_value if isinstance(raw_value, list) else [raw_value]
             if not raws:
@@ -200,14 +202,14 @@ def _env(raw, variable, name, errors):
         return []
     if not isinstance(raw, dict):
         errors.append((_path(variable, name, "env"), "expected a mapping from variable name to a value (null: "
-                       "remove the card's variable), found %s" % card_schema.show(raw)))
+                       "remove the card's variable), found %s" % card_issues.show(raw)))
         return []
     out = []
     for var, value in raw.items():
         where = _path(variable, name, "env", var)
         if not isinstance(var, str) or not _ENV_NAME.match(var) or var.endswith("\n"):
             errors.append((where, "expected an environment variable name (letters, digits and '_', not starting "
-                           "with a digit), found %s" % card_schema.show(var)))
+                           "with a digit), found %s" % card_issues.show(var)))
             continue
         if var in SECRET_ENV_NAMES:
             errors.append((where, "%s is a secret: set launchcard_hf_token (in a vault), which the units read from "
@@ -218,10 +220,10 @@ def _env(raw, variable, name, errors):
             continue
         if isinstance(value, (bool, list, dict)):
             errors.append((where, "expected a string, a number or null (remove the card's variable), found %s" %
-                           card_schema.show(value)))
+                           card_issues.show(value)))
             continue
         if isinstance(value, str) and card_schema._CONTROL_RE.search(value):
-            errors.append((where, card_schema._control_message(value)))
+            errors.append((where, card_issues._control_message(value)))
             continue
         # an env value is never parsed as an option: only _value's number and string checks apply
         checked = _value(value, where, errors) if not isinstance(value, str) else value
@@ -351,7 +353,7 @@ def _effective_env(recipe, spec, variable):
         if value is None:
             if var not in env:
                 errors.append((_path(variable, recipe["name"], "env", var), "the recipe has no variable %s to "
-                               "remove; the card sets %s" % (card_schema.show(var), ", ".join(sorted(env)) or
+                               "remove; the card sets %s" % (card_issues.show(var), ", ".join(sorted(env)) or
                                                              "none")))
                 continue
             del env[var]
@@ -391,12 +393,12 @@ def effective_recipe(recipe, spec, variable=VARIABLE, hub=None):
                 return _path(variable, recipe["name"], "set", at), ""
             return base, "with the overrides applied, the card's envs[%d].argv[%d]: " % (index, at)
         for var in env_origin:
-            if path == card_schema.format_path(["envs", index, "env", var]):
+            if path == card_issues.format_path(["envs", index, "env", var]):
                 return _path(variable, recipe["name"], "env", var), ""
         return base, "with the overrides applied, %s: " % path if path != "envs[%d].argv" % index else \
             "with the overrides applied: "
 
-    sizes = card_schema.command_size_issues([None] * index + [env])
+    sizes = card_validate.command_size_issues([None] * index + [env])
     if sizes:
         raise OverrideError([(w, lead + m) for (w, lead), m in ((where_of(p), m) for p, m in sizes)])
     try:

@@ -10,7 +10,7 @@ import os
 
 import pytest
 
-from ansible_collections.launchcard.inference.plugins.module_utils._preflight import (
+from ansible_collections.launchcard.inference.plugins.module_utils._image_store import (
     IMAGE_LIST_ARGV,
     images_in_place,
     parse_docker_image_list,

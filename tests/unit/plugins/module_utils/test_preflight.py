@@ -14,13 +14,15 @@ from ansible_collections.launchcard.inference.plugins.plugin_utils._card import 
 from ansible_collections.launchcard.inference.plugins.plugin_utils._planner import normalize_placement, plan
 from ansible_collections.launchcard.inference.plugins.module_utils._preflight import (
     CHECKS,
-    bare_host,
     evaluate,
     failed,
     host_needs,
+    report_rows,
+)
+from ansible_collections.launchcard.inference.plugins.module_utils._preflight_checks import bare_host
+from ansible_collections.launchcard.inference.plugins.module_utils._preflight_reads import (
     parse_os_release,
     parse_proc_net_tcp,
-    report_rows,
     unit_from_cgroup,
 )
 

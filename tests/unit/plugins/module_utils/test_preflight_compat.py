@@ -8,11 +8,7 @@ from __future__ import annotations
 
 import pytest
 
-from ansible_collections.launchcard.inference.plugins.module_utils._preflight import (
-    CHECKS,
-    REGISTRY,
-    evaluate,
-)
+from ansible_collections.launchcard.inference.plugins.module_utils._preflight import CHECKS, REGISTRY, evaluate
 
 NEEDS = {"gpus": 8, "disk_bytes": None}
 

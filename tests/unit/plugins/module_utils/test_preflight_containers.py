@@ -10,9 +10,9 @@ import os
 
 import pytest
 
-from ansible_collections.launchcard.inference.plugins.module_utils._preflight import (
+from ansible_collections.launchcard.inference.plugins.module_utils._preflight import evaluate
+from ansible_collections.launchcard.inference.plugins.module_utils._preflight_reads import (
     container_access,
-    evaluate,
     parse_cdi_spec,
     parse_docker_daemon_json,
     parse_docker_info,

@@ -15,19 +15,22 @@ import pytest
 from ansible_collections.launchcard.inference.plugins.plugin_utils._argv import Argv
 from ansible_collections.launchcard.inference.plugins.plugin_utils._card import load_card
 from ansible_collections.launchcard.inference.plugins.plugin_utils._planner import normalize_placement, plan
-from ansible_collections.launchcard.inference.plugins.module_utils._preflight import (
-    CHECKS,
+from ansible_collections.launchcard.inference.plugins.module_utils._image_store import (
     images_in_place,
     images_missing,
-    DEFAULT_IMAGE_ALLOWANCE_BYTES,
-    DEFAULT_IMAGE_UNPACK_FACTOR,
-    DEFAULT_SHM_MIN_BYTES,
+    image_data_root,
+)
+from ansible_collections.launchcard.inference.plugins.module_utils._preflight import (
+    CHECKS,
     evaluate,
     failed,
     host_needs,
-    image_data_root,
-    probe,
-    probe_all,
+)
+from ansible_collections.launchcard.inference.plugins.module_utils._preflight_checks import DEFAULT_SHM_MIN_BYTES
+from ansible_collections.launchcard.inference.plugins.module_utils._preflight_reads import probe, probe_all
+from ansible_collections.launchcard.inference.plugins.module_utils._preflight_runtime_checks import (
+    DEFAULT_IMAGE_ALLOWANCE_BYTES,
+    DEFAULT_IMAGE_UNPACK_FACTOR,
 )
 
 HERE = os.path.dirname(os.path.abspath(__file__))

@@ -8,11 +8,9 @@ from __future__ import annotations
 import pytest
 
 from ansible_collections.launchcard.inference.plugins.plugin_utils import _planner as planner
-from ansible_collections.launchcard.inference.plugins.module_utils._preflight import (
-    UNIT_PREFIX,
-    container_from_cgroup,
-    evaluate,
-)
+from ansible_collections.launchcard.inference.plugins.module_utils._preflight import evaluate
+from ansible_collections.launchcard.inference.plugins.module_utils._preflight_checks import UNIT_PREFIX
+from ansible_collections.launchcard.inference.plugins.module_utils._preflight_reads import container_from_cgroup
 
 CID = "4f1c3a9e" * 8
 OWNER = "launchcard-glm-5.3-flash-vllm-aggregated-0.service"

@@ -9,11 +9,11 @@ import collections
 import json
 import os
 
-from ansible_collections.launchcard.inference.plugins.module_utils._preflight import (
-    evaluate,
+from ansible_collections.launchcard.inference.plugins.module_utils._preflight import evaluate
+from ansible_collections.launchcard.inference.plugins.module_utils._preflight_checks import stack_vendor
+from ansible_collections.launchcard.inference.plugins.module_utils._preflight_reads import (
     listening_sockets,
     runtime_devices,
-    stack_vendor,
 )
 
 TCP_HEADER = "  sl  local_address rem_address   st tx_queue rx_queue tr tm->when retrnsmt   uid  timeout inode\n"

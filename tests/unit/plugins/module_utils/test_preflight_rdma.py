@@ -8,12 +8,8 @@ from __future__ import annotations
 
 import os
 
-from ansible_collections.launchcard.inference.plugins.module_utils._preflight import (
-    CHECKS,
-    evaluate,
-    host_needs,
-    rdma_and_selinux,
-)
+from ansible_collections.launchcard.inference.plugins.module_utils._preflight import CHECKS, evaluate, host_needs
+from ansible_collections.launchcard.inference.plugins.module_utils._preflight_reads import rdma_and_selinux
 from ansible_collections.launchcard.inference.plugins.plugin_utils._planner import normalize_placement, plan
 
 from ansible_collections.launchcard.inference.tests.unit.plugins.plugin_utils.test_units_hardening import EX

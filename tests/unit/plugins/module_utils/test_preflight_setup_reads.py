@@ -8,7 +8,7 @@ from __future__ import annotations
 import hashlib
 import os
 
-from ansible_collections.launchcard.inference.plugins.module_utils._preflight import (
+from ansible_collections.launchcard.inference.plugins.module_utils._preflight_reads import (
     inspect_path,
     user_exists,
     weights_staged,

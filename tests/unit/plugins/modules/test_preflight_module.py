@@ -30,7 +30,7 @@ import pytest
 
 from ansible.module_utils.basic import AnsibleModule
 from ansible.module_utils.testing import patch_module_args
-from ansible_collections.launchcard.inference.plugins.module_utils import _preflight as preflight_utils
+from ansible_collections.launchcard.inference.plugins.module_utils import _preflight_reads as preflight_reads
 from ansible_collections.launchcard.inference.plugins.modules import preflight
 
 FIXTURES = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", "fixtures", "accelerators"))
@@ -359,7 +359,7 @@ def test_docker_on_rhel_needs_docker_installed_and_names_no_package_to_install(h
 def test_podman_with_nvidia_gpus_needs_a_cdi_spec_naming_the_loaded_driver(host, capsys, monkeypatch, tmp_path):
     cdi = tmp_path / "cdi"
     cdi.mkdir()
-    monkeypatch.setattr(preflight_utils, "CDI_SPEC_DIRS", (str(cdi),))
+    monkeypatch.setattr(preflight_reads, "CDI_SPEC_DIRS", (str(cdi),))
     nvidia_smi(host["bin"])
     result = run_module(capsys, host, needs=needs(), runtime="podman", checks={"image_disk": False})
     assert result["failed_checks"] == ["container_cdi_spec"]

@@ -1,7 +1,8 @@
 # -*- coding: utf-8 -*-
 # Copyright: (c) 2026, launchcard.inference contributors
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""Unit tests for plugins/plugin_utils/_card_schema.py (schema, corpus, paths, messages)."""
+"""Unit tests for plugins/plugin_utils/_card_schema.py, _card_validate.py and _card_issues.py (schema, corpus,
+paths, messages)."""
 
 from __future__ import annotations
 
@@ -15,14 +16,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from ansible_collections.launchcard.inference.plugins.plugin_utils import _card_schema as card_schema
-from ansible_collections.launchcard.inference.plugins.plugin_utils._card_schema import (
-    CARD_SCHEMA,
-    Issue,
-    ValidationReport,
-    format_path,
-    parse_card_text,
-    validate_card,
-)
+from ansible_collections.launchcard.inference.plugins.plugin_utils import _card_validate as card_validate
+from ansible_collections.launchcard.inference.plugins.plugin_utils._card_issues import Issue, ValidationReport, format_path
+from ansible_collections.launchcard.inference.plugins.plugin_utils._card_schema import CARD_SCHEMA
+from ansible_collections.launchcard.inference.plugins.plugin_utils._card_validate import parse_card_text, validate_card
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.abspath(os.path.join(HERE, "..", "..", "..", ".."))
@@ -76,8 +73,8 @@ def test_required_keys_are_what_the_deploy_needs():
 
 
 def test_missing_library_raises_clear_runtime_error(monkeypatch):
-    monkeypatch.setattr(card_schema, "jsonschema", None)
-    monkeypatch.setattr(card_schema, "_VALIDATOR", [])
+    monkeypatch.setattr(card_validate, "jsonschema", None)
+    monkeypatch.setattr(card_validate, "_VALIDATOR", [])
     with pytest.raises(RuntimeError, match="jsonschema"):
         validate_card(EXAMPLE_DOC)
 

@@ -19,6 +19,7 @@ from urllib.parse import parse_qs, urlsplit
 import pytest
 
 from ansible_collections.launchcard.inference.plugins.plugin_utils import _images as im
+from ansible_collections.launchcard.inference.plugins.plugin_utils import _registry_api as rc
 
 D1 = "sha256:" + "a" * 64
 
@@ -150,7 +151,7 @@ def registry():
 
 def test_the_registry_digest_through_a_bearer_token(registry):
     creds = {"docker.io": {"username": "user", "password": "secret"}}
-    client = im.RegistryClient(upstream=OFFLINE, mirrors={"docker.io": registry}, credentials=creds)
+    client = rc.RegistryClient(upstream=OFFLINE, mirrors={"docker.io": registry}, credentials=creds)
     refs = im.resolve_all(["ubuntu:24.04", "vllm/vllm-openai:nightly"], client.resolve)
     assert refs["ubuntu:24.04"] == "ubuntu@sha256:" + hashlib.sha256(UBUNTU).hexdigest()
     # no Docker-Content-Digest header: the manifest's own sha256
@@ -162,16 +163,16 @@ def test_the_registry_digest_through_a_bearer_token(registry):
 def test_errors_name_the_image_and_the_cause(registry):
     good = {"docker.io": {"username": "user", "password": "secret"}}
     with pytest.raises(im.ImageError, match=r"ubuntu:99\.99: no such image or tag in mirror 127\.0\.0\.1:\d+ \(HTTP 404"):
-        im.resolve_all(["ubuntu:99.99"], im.RegistryClient(upstream=OFFLINE, mirrors={"docker.io": registry}, credentials=good).resolve)
+        im.resolve_all(["ubuntu:99.99"], rc.RegistryClient(upstream=OFFLINE, mirrors={"docker.io": registry}, credentials=good).resolve)
     with pytest.raises(im.ImageError, match=r"ubuntu:24\.04: the token service of mirror 127\.0\.0\.1:\d+ refused"):
-        im.resolve_all(["ubuntu:24.04"], im.RegistryClient(upstream=OFFLINE, mirrors={"docker.io": registry}, credentials={
+        im.resolve_all(["ubuntu:24.04"], rc.RegistryClient(upstream=OFFLINE, mirrors={"docker.io": registry}, credentials={
             "docker.io": {"username": "user", "password": "x"}}).resolve)
     sock = socket.socket()
     sock.bind(("127.0.0.1", 0))
     port = sock.getsockname()[1]
     sock.close()
     with pytest.raises(im.ImageError, match=r"ubuntu:24\.04: cannot reach the mirror 127\.0\.0\.1:%d at http://127\.0\.0\.1:%d/v2/" % (port, port)):
-        im.resolve_all(["ubuntu:24.04"], im.RegistryClient(upstream=OFFLINE, mirrors={"docker.io": "http://127.0.0.1:%d" % port}).resolve)
+        im.resolve_all(["ubuntu:24.04"], rc.RegistryClient(upstream=OFFLINE, mirrors={"docker.io": "http://127.0.0.1:%d" % port}).resolve)
 
 
 D2 = "sha256:" + "b" * 64
@@ -316,7 +317,7 @@ def test_an_images_size_is_its_config_and_layers_as_its_manifest_lists_them(regi
     _put("vllm/vllm-openai", dict(_image_manifest(50, 60), mediaType="application/vnd.docker.distribution.manifest.v2+json"),
          tag="v1")
     creds = {"docker.io": {"username": "user", "password": "secret"}}
-    client = im.RegistryClient(upstream=OFFLINE, mirrors={"docker.io": registry}, credentials=creds)
+    client = rc.RegistryClient(upstream=OFFLINE, mirrors={"docker.io": registry}, credentials=creds)
     refs = im.resolve_all(["lmsysorg/sglang", "vllm/vllm-openai:v1"], client.resolve, qualified=True)
     sizes, warnings = im.measure_all(refs, client.image_size)
     # the index is followed to its linux/amd64 manifest: config 300 + layers 1000 + 2000
@@ -333,7 +334,7 @@ def test_an_images_size_is_its_config_and_layers_as_its_manifest_lists_them(regi
 
 
 def test_an_image_whose_size_the_registry_does_not_give_is_left_out_with_a_warning(registry):
-    client = im.RegistryClient(upstream=OFFLINE, mirrors={"docker.io": registry}, credentials={"docker.io": {"username": "user", "password": "secret"}})
+    client = rc.RegistryClient(upstream=OFFLINE, mirrors={"docker.io": registry}, credentials={"docker.io": {"username": "user", "password": "secret"}})
     schema1 = _put("library/ubuntu", {"schemaVersion": 1, "fsLayers": [{"blobSum": D1}]})
     sizes, warnings = im.measure_all({"ubuntu:24.04": "docker.io/library/ubuntu@" + schema1,
                                       "ubuntu:gone": "docker.io/library/ubuntu@" + D2}, client.image_size)
@@ -342,7 +343,7 @@ def test_an_image_whose_size_the_registry_does_not_give_is_left_out_with_a_warni
         "image ubuntu@%s: %s/v2/library/ubuntu/manifests/%s answered 200 with Content-Type "
         "'application/vnd.docker.distribution.manifest.v1+prettyjws', not a manifest media type (%s): is this the "
         "registry API? A mirror with a path must be one the runtime reaches at that URL; preflight counts the flat "
-        "allowance per image for it" % (schema1, registry, schema1, ", ".join(im.MANIFEST_TYPES)),
+        "allowance per image for it" % (schema1, registry, schema1, ", ".join(rc.MANIFEST_TYPES)),
         "image ubuntu@%s: no such image or tag in mirror %s (HTTP 404 at %s/v2/library/ubuntu/manifests/%s); preflight "
         "counts the flat allowance per image for it" % (D2, registry[len("http://"):], registry, D2)]
 
@@ -354,7 +355,7 @@ def test_an_image_whose_size_the_registry_does_not_give_is_left_out_with_a_warni
 ])
 def test_manifest_size_refuses_what_is_not_a_size(doc, message):
     with pytest.raises(im.ImageError, match=message):
-        im.manifest_size(doc, "x")
+        rc.manifest_size(doc, "x")
 
 
 def test_the_hold_images_filter_pins_and_reports_a_moved_tag():

@@ -28,6 +28,7 @@ import pytest
 
 from ansible_collections.launchcard.inference.plugins.filter.plan import hold_images, image_pullers
 from ansible_collections.launchcard.inference.plugins.plugin_utils import _images as im
+from ansible_collections.launchcard.inference.plugins.plugin_utils import _registry_api as rc
 
 REGISTRY_BIN = "/usr/bin/docker-registry"
 needs_registry = pytest.mark.skipif(not os.path.exists(REGISTRY_BIN),
@@ -175,7 +176,7 @@ def harbor(registries):
 
 
 def client(mirrors, runtime="podman", credentials=None):
-    return im.RegistryClient(mirrors=mirrors, credentials=credentials, runtime=runtime, upstream=OFFLINE, timeout=5)
+    return rc.RegistryClient(mirrors=mirrors, credentials=credentials, runtime=runtime, upstream=OFFLINE, timeout=5)
 
 
 @needs_registry
@@ -244,7 +245,7 @@ GOOD = json.dumps({"schemaVersion": 2, "mediaType": OCI_MANIFEST,
      "without its config and layers"),
     (GOOD, [("Content-Type", OCI_MANIFEST), ("Docker-Content-Digest", "sha256:" + "f" * 64)],
      "sha256 is sha256:%s, not sha256:%s" % (hashlib.sha256(GOOD).hexdigest(), "f" * 64)),
-    (GOOD, [("Content-Type", im.MANIFEST_TYPES[0])], "mediaType is"),
+    (GOOD, [("Content-Type", rc.MANIFEST_TYPES[0])], "mediaType is"),
 ], ids=["html", "not-json", "no-layers", "digest-mismatch", "type-mismatch"])
 def test_d_a_200_that_is_not_the_manifest_is_refused(body, headers, message):
     """Case D: any ``200`` body was hashed as the digest. Content-Type, the JSON schema and Docker-Content-Digest

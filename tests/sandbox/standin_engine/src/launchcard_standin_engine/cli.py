@@ -265,7 +265,7 @@ def _run(engine: str, argv: List[str], subcommand: bool = True) -> int:
         except weights.ModelNotFound as exc:
             print(f"{engine} (launchcard stand-in): error: {exc}", file=sys.stderr)
             return 1
-    from launchcard_standin_engine.server import serve
+    from launchcard_standin_engine.lifecycle import serve
 
     return serve(config)
 
