@@ -83,7 +83,7 @@ integration: ## render.yml for three placements and malformed cards, collection 
 	$(BIN)/python -m pytest -q -n 2 tests/integration
 
 e2e: ## Every end-to-end file on its sandbox fleet: deploy, operations, preflight, bare host, containers, upgrade (native and containers)
-	$(BIN)/python -m pytest -q -x -n 2 tests/e2e
+	$(BIN)/python -m pytest -q -x -n 2 --durations=30 tests/e2e
 
 bench: setup ## No-op re-run of deploy against `ansible all -m ping`, at 8 and 24 hosts; writes docs/speed.md's table
 	bash bench/noop_vs_ping.sh
