@@ -10,10 +10,6 @@ import subprocess
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 MAX_LINES = 800
-# Files still to be split, each with who splits it; an entry that no longer needs its exemption fails the test.
-PENDING = {
-    "plugins/plugin_utils/_units.py": "the lead splits it (issue 27 item 5)",
-}
 
 
 def _tracked_python():
@@ -29,7 +25,5 @@ def _lines(path):
 def test_no_tracked_python_file_exceeds_800_lines():
     sizes = dict((p, _lines(p)) for p in _tracked_python() if os.path.exists(os.path.join(ROOT, p)))
     assert len(sizes) > 100, "git ls-files found only %d Python files in %s" % (len(sizes), ROOT)
-    too_long = ["%s: %d lines" % (p, n) for p, n in sorted(sizes.items()) if n > MAX_LINES and p not in PENDING]
+    too_long = ["%s: %d lines" % (p, n) for p, n in sorted(sizes.items()) if n > MAX_LINES]
     assert not too_long, "split by concern, at most %d lines each: %s" % (MAX_LINES, "; ".join(too_long))
-    stale = [p for p in sorted(PENDING) if sizes.get(p, 0) <= MAX_LINES]
-    assert not stale, "no longer over %d lines (or gone): remove from PENDING: %s" % (MAX_LINES, ", ".join(stale))
