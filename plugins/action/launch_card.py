@@ -20,6 +20,7 @@ from ansible.plugins.action import ActionBase
 from ansible.utils.display import Display
 
 from ansible_collections.launchcard.inference.plugins.plugin_utils._card import CardError, load_card
+from ansible_collections.launchcard.inference.plugins.plugin_utils._outages import mini_lb_notes
 from ansible_collections.launchcard.inference.plugins.plugin_utils._planner import (
     PlanError,
     normalize_placement,
@@ -161,6 +162,8 @@ class ActionModule(ActionBase):
         for msg in the_plan.get("deprecations", ()):
             display.deprecated(msg, version="2.0.0", collection_name="launchcard.inference")
         warnings = ["%s: %s" % (src, w) for src, card in cards.items() for w in card["warnings"]]
+        # what a --mini-lb router costs at each upgrade, and how to run the regular one instead
+        warnings += mini_lb_notes(the_plan)
         if warnings:
             result["warnings"] = warnings
         result["changed"] = False

@@ -26,6 +26,19 @@ def upgrade_card(cards, key):
     return {"sha256": rollout.card_sha256(card), "repo": card["model"]["repo"], "revision": card["model"]["revision"]}
 
 
+def upgrade_gpus(hostvars, hosts):
+    """``{host: GPUs or None}``: ``launchcard_gpus``, else the accelerators this run's preflight counted."""
+    out = {}
+    for host in hosts or []:
+        hv = hostvars[host] if host in hostvars else {}
+        count = hv.get("launchcard_gpus")
+        if count is None:
+            facts = ((hv.get("preflight_result") or {}).get("facts") or {}).get("accelerators") or {}
+            count = facts.get("count")
+        out[host] = None if isinstance(count, bool) or not str(count).isdigit() else int(count)
+    return out
+
+
 def upgrade_rollout(plan, hostvars, hosts, cards, options=None, serial=1, state_var="upgrade_current"):
     """The rollout from each host's registered ``host_state`` read to ``plan``.
 
@@ -50,7 +63,7 @@ def upgrade_rollout(plan, hostvars, hosts, cards, options=None, serial=1, state_
     try:
         target_units = {h: units.host_units(hp, host_options(h)) for h, hp in (plan or {}).get("hosts", {}).items()}
         summary = {k: upgrade_card(cards, k) for k in (plan or {}).get("cards", {})}
-        return rollout.rollout(current, plan, target_units, summary, serial)
+        return rollout.rollout(current, plan, target_units, summary, serial, upgrade_gpus(hostvars, hosts))
     except (ValueError, KeyError) as exc:
         raise AnsibleFilterError("launchcard.inference.upgrade_rollout: %s" % to_text(exc))
 

@@ -147,7 +147,10 @@ ansible_facts:
         the plan in sorted order, which holds the fleet lock).
       type: dict
 warnings:
-  description: Unknown card keys, reported and ignored.
+  description:
+    - Unknown card keys, reported and ignored.
+    - One per router the plan runs with C(--mini-lb) (SGLang's debug balancer, no worker API) - every upgrade of
+      its workers is an outage - naming the C(launchcard_argv_overrides) that runs the regular PD router instead.
   returned: when present
   type: list
   elements: str

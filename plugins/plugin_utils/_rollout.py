@@ -28,7 +28,8 @@ Output of :func:`rollout` (all JSON-serialisable):
 - ``routers``: every router instance of the target: ``{"host", "unit",
   "mode", "api", "workers", "touched"}``.
 - ``unchanged``: hosts with nothing to do (never touched).
-- ``warnings``: capacity and router gaps, in words.
+- ``warnings``: what the upgrade leaves as it is, in words (an engine whose model is a local path).
+- ``outages``: every instance whose switch drops requests, and why (:func:`_outages.outages`).
 
 Ordering rules (issue 12, item 2):
 
@@ -55,6 +56,7 @@ import json
 import re
 import shlex
 
+from ansible_collections.launchcard.inference.plugins.plugin_utils import _outages as outages
 from ansible_collections.launchcard.inference.plugins.plugin_utils._argv import Argv
 
 TIERS = ("encoder", "server", "prefill-decode", "router", "retire")
@@ -195,13 +197,14 @@ def host_change(host, record, target_host, target_units, cards):
     :param target_host: ``target["hosts"][host]`` (or None: no longer planned).
     :param target_units: list of ``{"name", "content"}`` for the host (or []).
     :param cards: target cards, ``{key: {"sha256", "repo", "revision"}}``.
-    :returns: ``{"host", "action", "write", "remove", "restart", "diff",
+    :returns: ``{"host", "action", "write", "remove", "restart", "replaced", "diff",
         "flags", "revision", "card", "recipes", "roles", "reasons"}``;
         ``action`` is ``none``, ``new`` (nothing runs there yet),
         ``update`` (unit files change; a new model revision changes every engine's
         ``--revision``, so its unit file) or ``retire`` (units no longer planned); the
         rollout makes an unchanged prefill/decode partner ``partner-restart``.
         ``restart`` lists the units restarted although their file is the same (partners only);
+        ``replaced`` the running units whose file changes (their process stops and a new one starts);
         ``unpinned`` the engines a new revision leaves as they are (their model is a local path). ``diff`` is one unified diff (list of lines) per
         changed unit, ``flags`` one ``{"unit", "removed", "added"}`` per unit
         whose argv changed.
@@ -213,6 +216,8 @@ def host_change(host, record, target_host, target_units, cards):
     new_inst = {i["unit"]: i for i in (target_host or {}).get("instances", [])}
     write = sorted(n for n in want if have.get(n) != want[n])
     remove = sorted(n for n in have if n not in want)
+    # running units whose process the batch stops and starts again (a new file of a unit the host runs)
+    replaced = sorted(_unit_of(n) for n in write if n in have)
     diff, flags, runs_changes = [], [], []
     for name in write + remove:
         before, after = have.get(name, ""), want.get(name, "")
@@ -259,6 +264,7 @@ def host_change(host, record, target_host, target_units, cards):
         "write": write,
         "remove": remove,
         "restart": [],
+        "replaced": replaced,
         "diff": diff,
         "flags": flags,
         "revision": revision,
@@ -309,6 +315,8 @@ def routers_of(target):
     ``GET/POST /workers``, ``DELETE /workers/{id}`` takes them out and puts
     them back), ``mini-lb`` (``--mini-lb``: no worker API), ``pd``
     (``--pd-disaggregation``: the prefill/decode group moves as one batch).
+    ``mini_lb``: the router runs ``--mini-lb`` (also in PD mode, the example
+    card's router): no worker API (see :mod:`_outages`).
     ``api`` is the router's base URL as seen from its own host.
     """
     out = []
@@ -325,11 +333,11 @@ def routers_of(target):
             api = (inst.get("health_url") or "").rsplit("/health", 1)[0]
             out.append({"host": host, "unit": inst["unit"], "card": hp.get("card"), "mode": mode, "api": api,
                         "url": inst.get("url"), "model": inst.get("served_model"), "workers": workers,
-                        "touched": False, "drains": []})
+                        "mini_lb": a.has("--mini-lb"), "touched": False, "drains": []})
     return out
 
 
-def rollout(current, target, target_units, cards, serial=1):
+def rollout(current, target, target_units, cards, serial=1, gpus=None):
     """Plan the upgrade of a fleet.
 
     :param current: ``{host: record or None}`` (see module docstring).
@@ -337,6 +345,8 @@ def rollout(current, target, target_units, cards, serial=1):
     :param target_units: ``{host: [{"name", "content"}]}``.
     :param cards: ``{card key: {"sha256", "repo", "revision"}}``.
     :param serial: hosts per recipe per batch (see :func:`parse_serial`).
+    :param gpus: ``{host: GPUs or None}`` of the play's hosts, for the outages' room to start a new instance
+        beside the old (:func:`_outages.outages`); None: unknown.
     :returns: the rollout (see module docstring).
     :raises RolloutError: a bad ``serial``.
     """
@@ -360,13 +370,11 @@ def rollout(current, target, target_units, cards, serial=1):
             for unit, inst in sorted(insts.items()):
                 if inst.get("url") not in r["workers"]:
                     continue
+                # the other modes have no drain here: their workers' restarts are outages (_outages)
                 if r["mode"] == "regular":
                     ch["router_ops"].append({"router": r["host"], "api": r["api"], "unit": unit,
                                              "remove": (old.get(unit) or inst).get("url"), "add": inst["url"]})
                     r["drains"].append(host)
-                elif r["mode"] == "mini-lb":
-                    warnings.append("%s: router %s runs --mini-lb, which has no worker API: requests it sends to "
-                                    "%s while %s restarts fail" % (r["host"], r["unit"], inst["url"], host))
 
     for host in names:
         if changes[host]["unpinned"]:
@@ -403,20 +411,7 @@ def rollout(current, target, target_units, cards, serial=1):
         for group in _pack(hosts, changes, serial):
             batches.append((tier, group))
 
-    # Capacity: recipes whose replicas all switch in one batch.
-    replicas = {}
-    for h, hp in thosts.items():
-        for i in hp.get("instances", []):
-            if i.get("node_rank", 0) == 0:
-                replicas.setdefault(i["recipe"], set()).add(h)
-    for recipe, hosts in sorted(replicas.items()):
-        for tier, group in batches:
-            down = [h for h in group if h in hosts and changes[h]["action"] not in ("new", "none")]
-            if down and len(down) >= len(hosts):
-                warnings.append("%s: all %d replica(s) switch together (%s): it does not serve while they "
-                                "restart" % (recipe, len(hosts), ", ".join(sorted(down))))
-                break
-    return {
+    result = {
         "serial": serial,
         "hosts": changes,
         "batches": [{"index": n, "tier": tier, "hosts": group} for n, (tier, group) in enumerate(batches)],
@@ -424,6 +419,8 @@ def rollout(current, target, target_units, cards, serial=1):
         "unchanged": [h for h in names if changes[h]["action"] == "none"],
         "warnings": warnings,
     }
+    result["outages"] = outages.outages(target, result, gpus)
+    return result
 
 
 def report(plan):
@@ -462,4 +459,4 @@ def report(plan):
     lines.append("unchanged (not touched): %s" % (", ".join(plan["unchanged"]) or "none"))
     for w in plan["warnings"]:
         lines.append("warning: " + w)
-    return lines
+    return lines + outages.report(plan.get("outages") or [])

@@ -292,19 +292,71 @@ def test_undeploy_removes_the_units_and_a_redeploy_restores_them(fleet, plan, de
     assert {r["state"] for r in table} == {"healthy"} and len(table) == 7, table
 
 
-def test_upgrade_moves_the_prefill_decode_pair_as_one_batch_and_the_router_answers(fleet, plan, deployed, tmp_path):
-    """Issue 12 item 8: the example card's prefill/decode pair, upgraded (a new env on both sides),
-    moves as one batch, both sides run a new process, and a request routed through prefill and decode
-    answers afterwards. The fleet goes back to the example card at the end."""
-    prefill, decode, router = instance(plan, "prefill"), instance(plan, "decode"), instance(plan, "router")
+def pd_generation_2(plan, tmp_path):
+    """The example card with a new env on its prefill and decode recipes: an upgrade of the PD pair."""
+    prefill, decode = instance(plan, "prefill"), instance(plan, "decode")
 
     def mark(card):
         for idx in (prefill["recipe_index"], decode["recipe_index"]):
             card["envs"][idx].setdefault("env", {})["LAUNCHCARD_E2E_GENERATION"] = "2"
-    new = card_with(tmp_path, "pd-generation-2.json", mark)
+    return card_with(tmp_path, "pd-generation-2.json", mark)
+
+
+LOCKS = "cat /var/lib/launchcard/lock.json /var/lib/launchcard/fleet-lock.json 2>/dev/null; true"
+
+
+def test_an_upgrade_that_drops_requests_is_listed_by_check_mode_and_refused_without_the_variable(
+        fleet, plan, deployed, tmp_path):
+    """Issue 26 item 4: the example card's PD router runs --mini-lb (no worker API), so an upgrade of its pair
+    drops requests. Check mode lists both sides, each with its host and why; the real run refuses before it
+    installs, stages or restarts anything, naming both instances and launchcard_upgrade_allow_outage, and leaves
+    every unit, process and lock as it was."""
+    prefill, decode, router = instance(plan, "prefill"), instance(plan, "decode"), instance(plan, "router")
+    new = pd_generation_2(plan, tmp_path)
+    units = "md5sum /etc/systemd/system/launchcard-*.service"
+    files = {a: ssh(a, units).stdout for a in fleet.values()}
     before = invocations(fleet, plan)
     upgrade = [os.path.join(BIN, "ansible-playbook"), "playbooks/upgrade.yml", "-i", INVENTORY,
                "-e", "launchcard_card_src=%s" % new]
+
+    check = run(upgrade + ["--check"])
+    assert check.returncode == 0, check.stdout[-6000:] + check.stderr[-2000:]
+    said = " ".join(check.stdout.split())
+    mini_lb = ("its router %s (%s) runs --mini-lb, the debug balancer of SGLang: no worker API, so it cannot be "
+               "drained" % (router["host"], router["unit"]))
+    for inst in (decode, prefill):
+        line = re.search(r"outage: %s: %s \(batch \d+\): ([^']*)" % (re.escape(inst["host"]), re.escape(inst["unit"])),
+                         said)
+        assert line, said[-6000:]
+        assert mini_lb in line.group(1), line.group(1)
+        assert "no other %s instance behind router %s" % (inst["role"], router["host"]) in line.group(1), line.group(1)
+    assert "outages: 2 instance(s) would drop requests" in said, said[-6000:]
+    assert invocations(fleet, plan) == before
+
+    res = run(upgrade)
+    assert res.returncode != 0, res.stdout[-6000:]
+    said = " ".join((res.stdout + res.stderr).split())
+    assert "upgrade refused: it would drop requests on 2 instance(s), so nothing was installed, staged or " \
+           "restarted:" in said, said[-6000:]
+    assert "%s: %s (batch" % (decode["host"], decode["unit"]) in said
+    assert "%s: %s (batch" % (prefill["host"], prefill["unit"]) in said
+    assert "Set launchcard_upgrade_allow_outage: true in the inventory" in said
+    assert "Upgrade | Switch the units" not in res.stdout and "Upgrade | Batches" not in res.stdout
+    assert invocations(fleet, plan) == before
+    assert {a: ssh(a, units).stdout for a in fleet.values()} == files
+    assert {a: ssh(a, LOCKS).stdout for a in fleet.values()} == {a: "" for a in fleet.values()}
+
+
+def test_upgrade_moves_the_prefill_decode_pair_as_one_batch_and_the_router_answers(fleet, plan, deployed, tmp_path):
+    """Issue 12 item 8: the example card's prefill/decode pair, upgraded (a new env on both sides),
+    moves as one batch, both sides run a new process, and a request routed through prefill and decode
+    answers afterwards. Its --mini-lb router cannot drain them (the outage the test above is refused), so
+    this run allows it (launchcard_upgrade_allow_outage). The fleet goes back to the example card at the end."""
+    prefill, decode, router = instance(plan, "prefill"), instance(plan, "decode"), instance(plan, "router")
+    new = pd_generation_2(plan, tmp_path)
+    before = invocations(fleet, plan)
+    upgrade = [os.path.join(BIN, "ansible-playbook"), "playbooks/upgrade.yml", "-i", INVENTORY,
+               "-e", "launchcard_card_src=%s" % new, "-e", "launchcard_upgrade_allow_outage=true"]
     res = run(upgrade)
     assert res.returncode == 0, res.stdout[-6000:] + res.stderr[-2000:]
     batches = re.findall(r"batch \d+ \([^)]*\): ([^\n\\]+)", res.stdout)

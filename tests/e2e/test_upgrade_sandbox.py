@@ -249,6 +249,43 @@ def test_check_mode_prints_the_rollout_and_touches_nothing(upgraded):
     assert {a: ssh(a, snap).stdout for a in before} == before
 
 
+def test_every_replica_in_one_batch_is_listed_by_check_mode_and_refused_with_every_engine_untouched(upgraded):
+    """Issue 26 item 4: with launchcard_upgrade_serial=4 the four replicas leave the router in one batch, so none
+    serves meanwhile, and each host's one GPU leaves no room for a new one beside it. Check mode lists each
+    (host, instance, why); the real run refuses before it installs or stages anything, naming them and
+    launchcard_upgrade_allow_outage, and leaves every unit, process, record and lock as it was."""
+    snap = "md5sum /etc/systemd/system/launchcard-*.service /var/lib/launchcard/state.json; systemctl show -p MainPID 'launchcard-*'"
+    before = {a: ssh(a, snap).stdout for a in list(WORKERS.values()) + [ROUTER]}
+    args = ["-e", "launchcard_card_src=%s/upgrade-v1.json" % CARDS, "-e", "launchcard_upgrade_serial=4"]
+    check = playbook("upgrade", "--check", *args)
+    assert check.returncode == 0, check.stdout[-6000:] + check.stderr[-2000:]
+    said = " ".join(check.stdout.split())
+    assert "batch 1 (server): lc-up-w1, lc-up-w2, lc-up-w3, lc-up-w4" in said, said[-6000:]
+    for host in WORKERS:
+        assert re.search(
+            r"outage: %s: launchcard-upgrade-tiny-sglang-aggregated-\d\.service \(batch 1\): no other aggregated "
+            r"instance behind router lc-up-router \(launchcard-upgrade-tiny-sglang-router-0\.service\) serves "
+            r"meanwhile \(4 of 4 switch in batch 1\); no free GPUs to start a new one beside it: %s has 1, the plan "
+            r"uses 1, it needs 1" % (host, host), said), (host, said[-6000:])
+    assert "outages: 4 instance(s) would drop requests" in said
+    assert {a: ssh(a, snap).stdout for a in before} == before
+
+    res = playbook("upgrade", *(args + FAST))
+    assert res.returncode != 0, res.stdout[-6000:]
+    said = " ".join((res.stdout + res.stderr).split())
+    assert "upgrade refused: it would drop requests on 4 instance(s), so nothing was installed, staged or " \
+           "restarted:" in said, said[-6000:]
+    assert all("%s: launchcard-upgrade-tiny-sglang-aggregated-" % host in said for host in WORKERS)
+    assert "Set launchcard_upgrade_allow_outage: true in the inventory" in said
+    # refused before the runtime and weights roles and the batches: none of their tasks ran
+    for task in ("Runtime | ", "Weights | ", "Upgrade | Take this host's instances out", "Upgrade | Switch the units"):
+        assert task not in res.stdout, task
+    assert {a: ssh(a, snap).stdout for a in before} == before
+    assert all_locks() == dict((a, {}) for a in list(WORKERS.values()) + [ROUTER])
+    status, body = http("GET", ROUTER_URL + "/workers")
+    assert {w["url"] for w in json.loads(body)["workers"] if w["is_healthy"]} == WORKER_URLS
+
+
 def test_a_revision_that_cannot_be_staged_stops_the_upgrade_with_every_engine_untouched(upgraded, tmp_path):
     # the hub serves the cards of tests/e2e/cards; this one names a revision it does not have
     with open(os.path.join(CARDS, "upgrade-v2.json")) as f:

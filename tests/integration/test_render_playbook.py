@@ -104,6 +104,28 @@ def test_card_own_placement_keeps_the_card_argv(venv, tmp_path):
     assert [i["gpu_ids"] for i in pd] == [[0, 1], [2, 3], []]
 
 
+def test_planning_says_what_a_mini_lb_router_costs_and_how_to_run_the_regular_one(venv, tmp_path):
+    """Issue 26, item 2: the card's --mini-lb PD router costs an outage per upgrade; the plan says so, and the
+    override it names runs the regular PD router (no --mini-lb in its unit) and silences it."""
+    out = str(tmp_path / "out")
+    res = render("tests/integration/render/card-own.ini", out, venv)
+    assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-2000:]
+    text = " ".join((res.stdout + res.stderr).split())
+    assert ("[WARNING]: r-pd: launchcard-glm-5.3-flash-sglang-router-0.service runs --mini-lb, the debug "
+            "balancer of SGLang: it has no worker API, so no upgrade can drain its workers, and every upgrade of them is an "
+            "outage") in text, text[-3000:]
+    assert "launchcard_argv_overrides: {sglang-router: {remove: ['--mini-lb']}}" in text
+    regular = json.dumps({"launchcard_argv_overrides": {"sglang-router": {"remove": ["--mini-lb"]}}})
+    out2 = str(tmp_path / "regular")
+    res = render("tests/integration/render/card-own.ini", out2, venv, "-e", regular)
+    assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-2000:]
+    assert "--mini-lb" not in res.stdout + res.stderr
+    router = next(i for i in rendered(out2)["r-pd"]["instances"] if i["role"] == "router")
+    assert "--mini-lb" not in router["argv"] and "--pd-disaggregation" in router["argv"]
+    with open(os.path.join(out2, "r-pd", router["unit"])) as f:
+        assert "--mini-lb" not in f.read()
+
+
 def test_former_recipe_names_render_under_the_new_names_with_a_deprecation(venv, tmp_path):
     out = str(tmp_path / "out")
     res = render("tests/integration/render/former-names.ini", out, venv)

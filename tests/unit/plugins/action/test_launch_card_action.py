@@ -217,3 +217,20 @@ def test_the_run_is_named_once_for_the_lock():
     assert run["anchor"] == sorted(plan["hosts"])[0]
     assert list(run["cards"].values()) == ["sha256:" + card_sha256(c) for c in
                                            plugin.run(task_vars=task_vars())["ansible_facts"]["launchcard_cards"].values()]
+
+
+def test_a_mini_lb_router_is_a_warning_of_the_plan_and_the_override_silences_it():
+    """Issue 26, item 2: the example card's PD router runs --mini-lb; the plan says what that costs and how to run
+    the regular PD router, which the override then does."""
+    plugin, connection = action()
+    result = plugin.run(task_vars=task_vars())
+    (note,) = [w for w in result.get("warnings", []) if "--mini-lb" in w]
+    assert note.startswith("lc-router: launchcard-glm-5.3-flash-sglang-router-0.service runs --mini-lb")
+    assert "every upgrade of them is an outage" in note
+    assert "launchcard_argv_overrides: {sglang-router: {remove: ['--mini-lb']}}" in note
+    plugin, connection = action()
+    result = plugin.run(task_vars=task_vars(launchcard_argv_overrides={"sglang-router": {"remove": ["--mini-lb"]}}))
+    assert not [w for w in result.get("warnings", []) if "--mini-lb" in w]
+    router = result["ansible_facts"]["launchcard_plan"]["hosts"]["lc-router"]["instances"][0]
+    assert "--mini-lb" not in router["argv"] and "--pd-disaggregation" in router["argv"]
+    assert_no_host_contacted(connection)

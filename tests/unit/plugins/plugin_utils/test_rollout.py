@@ -107,10 +107,11 @@ def test_serial_bounds_each_batch(serial, expect):
         assert 4 - len(b["hosts"]) >= 4 - serial
 
 
-def test_serial_covering_every_replica_warns():
+def test_serial_covering_every_replica_is_an_outage_of_each():
     ro, dummy, dummy2 = _replicas(4)
     assert [b["hosts"] for b in ro["batches"]] == [["w0", "w1", "w2", "w3"]]
-    assert any("all 4 replica(s) switch together" in w for w in ro["warnings"])
+    assert [(o["host"], o["codes"]) for o in ro["outages"]] == [("w%d" % i, ["no-replica"]) for i in range(4)]
+    assert "(4 of 4 switch in batch 1)" in ro["outages"][0]["line"]
 
 
 def test_revision_only_rewrites_each_engine_unit():
@@ -192,7 +193,7 @@ def test_example_card_order_encoder_then_servers_then_pd_group_then_router():
     assert "router rt launchcard-glm-5.3-flash-sglang-router-0.service (pd): unit changes, restarts last" in text
 
 
-def test_mini_lb_gap_is_reported():
+def test_mini_lb_gap_is_an_outage():
     def mini(doc):
         doc["envs"][1]["argv"].insert(3, "--mini-lb")
     v1 = _card(os.path.join(CARDS, "upgrade-v1.json"), mini)
@@ -203,9 +204,11 @@ def test_mini_lb_gap_is_reported():
     v2 = _card(os.path.join(CARDS, "upgrade-v1.json"), bump)
     old, new = _plan(v1, REPLICAS), _plan(v2, REPLICAS)
     ro = rollout(_records(old, v1), new, _units(new), _cards(v2), 1)
-    assert ro["routers"][0]["mode"] == "mini-lb"
+    assert ro["routers"][0]["mode"] == "mini-lb" and ro["routers"][0]["mini_lb"]
     assert all(ro["hosts"]["w%d" % i]["router_ops"] == [] for i in range(4))
-    assert sum("--mini-lb, which has no worker API" in w for w in ro["warnings"]) == 4
+    # each replica's restart is an outage (the other three still serve, but the router keeps sending it requests)
+    assert [(o["host"], o["codes"]) for o in ro["outages"]] == [("w%d" % i, ["mini-lb"]) for i in range(4)]
+    assert sum("runs --mini-lb, the debug balancer of SGLang: no worker API" in line for line in report(ro)) == 4
 
 
 def test_retired_host_goes_last_and_host_without_record_reads_as_new():
