@@ -70,8 +70,8 @@ def test_gate_table_matches_loopback_urls_only_for_a_peer_on_the_same_host():
     table = report.gate_table(p)
     assert [(x["host"], x["unit"]) for x in table["a"][0]["peers"]] == [("a", "w.service"), ("c", "v6.service")]
     assert table["a"][0]["peers"] == [{"host": h, "unit": u} for h, u in _scan(p, "a")[0][1]]
-    assert report.gate_table(p, ["b"]) == {"b": [dict(name="w.service", url="h", probe="health", model=None,
-                                                       unit="w.service", peers=[])]}
+    only_b = {"b": [dict(name="w.service", url="h", probe="health", model=None, unit="w.service", peers=[])]}
+    assert report.gate_table(p, ["b"]) == only_b
 
 
 class CountingHostvars(dict):
@@ -140,5 +140,5 @@ def test_the_per_host_filters_read_the_table_when_given():
     for host, hp in p["hosts"].items():
         assert filters.units_gate_first(hp, p, host, 600, 2, gates=gates) == filters.units_gate_first(hp, p, host, 600, 2)
         # the table alone answers: the plan is not read again
-        assert filters.units_gate_first(hp, None, host, 600, 2, gates=gates) == filters.units_gate_first(hp, p, host,
-                                                                                                        600, 2)
+        alone = filters.units_gate_first(hp, None, host, 600, 2, gates=gates)
+        assert alone == filters.units_gate_first(hp, p, host, 600, 2)
