@@ -13,7 +13,7 @@ export PYTHONDONTWRITEBYTECODE := 1
 # A bare `make` lists the targets: nothing is installed or booted unless asked for by name.
 .DEFAULT_GOAL := help
 
-.PHONY: help demo test molecules setup venv host-deps sandbox-up sandbox-down deploy undeploy units lint sanity integration e2e bench bench-render bench-upgrade build changelog clean molecule molecule-rocm molecule-ascend ee
+.PHONY: help demo test molecules setup venv host-deps sandbox-up sandbox-down deploy undeploy units lint sanity integration e2e bench bench-render bench-upgrade bench-scale build changelog clean molecule molecule-rocm molecule-ascend ee
 
 demo: setup sandbox-up deploy ## Boot the sandbox fleet and deploy the example card (twice is fine)
 	@$(BIN)/python tests/sandbox/demo_request.py -i $(INVENTORY)
@@ -96,6 +96,9 @@ bench-render: setup ## render.yml at 8/64/256 hosts and the planner at 1,000/10,
 bench-upgrade: setup ## upgrade.yml time per host against fleet size (2 and 4 replicas); writes docs/speed.md's table
 	bash bench/upgrade_per_host.sh
 	$(BIN)/python bench/docs_tables.py --write
+
+bench-scale: setup ## A no-op deploy's controller CPU seconds per host at 24, 256 and 1,000 generated hosts (no host contacted)
+	$(BIN)/python bench/scale.py
 
 # molecule finds a collection's scenarios in extensions/molecule/<scenario> when run from the collection root
 # (molecule/util.py get_effective_molecule_glob, molecule 26.10)

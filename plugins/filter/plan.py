@@ -249,7 +249,7 @@ def first_stage_result(hostvars_of_host, result_var=FIRST_STAGE_RESULTS):
 
 
 def health_endpoints(host_plan, converge=None, stage=None, plan=None, host=None, hostvars=None,
-                     result_var=FIRST_STAGE_RESULTS, check_mode=False):
+                     result_var=FIRST_STAGE_RESULTS, check_mode=False, gates=None):
     """Health-gate endpoints for one host of the plan (headless ranks left out).
 
     ``converge`` (optional): the ``systemd_units`` result of the run; the
@@ -260,6 +260,7 @@ def health_endpoints(host_plan, converge=None, stage=None, plan=None, host=None,
     the two-stage gate (see plugin_utils._report.gate_endpoints); for ``then``
     the first stage's results are read from ``hostvars[*][result_var]``, and in ``check_mode`` the units each
     host's converge (``hostvars[*].units_converge``) would start or restart, whose dependent endpoints are left out.
+    ``gates``: the plan's ``gate_table``, computed once for the fleet (the peers are then not searched again).
     """
     if stage is None:
         out = [{"name": i["unit"], "url": i["health_url"], "probe": i["probe"], "model": i["served_model"],
@@ -272,14 +273,53 @@ def health_endpoints(host_plan, converge=None, stage=None, plan=None, host=None,
                 if check_mode and stage == "then":
                     pending[name] = report.pending_units(hostvars[name].get("units_converge"), True)
         try:
-            out = report.gate_endpoints(plan, host, stage, prior, pending)
+            out = report.gate_endpoints(plan, host, stage, prior, pending, gates)
         except ValueError as exc:
             raise AnsibleFilterError("launchcard.inference.health_endpoints: %s" % to_text(exc))
+    return _previous(out, converge)
+
+
+def _previous(endpoints, converge):
+    """``endpoints`` with ``previous`` (what the unit ran before) on those whose start or restart ``converge`` queued."""
     queued = (converge or {}).get("queued") or {}
-    for ep in out:
+    for ep in endpoints:
         if ep["unit"] in queued:
             ep["previous"] = {"invocation_id": queued[ep["unit"]].get("invocation_id") or "",
                               "main_pid": queued[ep["unit"]].get("main_pid") or 0}
+    return endpoints
+
+
+def gate_table(plan, hosts=None):
+    """Every host's health gate as planned (see plugin_utils._report.gate_table), once for the fleet."""
+    return report.gate_table(plan or {}, hosts)
+
+
+def units_second_stage(gates, hostvars, hosts, check_mode=False, result_var=FIRST_STAGE_RESULTS,
+                       converge_var="units_converge"):
+    """The units role's second gate stage for every host of ``hosts`` that has one, computed once for the fleet
+    (a task run once) from every host's results in ``hostvars``: ``{host: {"endpoints", "peers_settled"}}``.
+
+    ``endpoints``: what ``health_endpoints`` gives with ``stage="then"`` and the host's own converge, less the units
+    that converge would start or restart in check mode; ``peers_settled``: ``units_peers_settled``.
+    """
+    gates = gates or {}
+    prior, pending, converges = {}, {}, {}
+    for name in gates:
+        if name not in hostvars:
+            continue
+        hv = hostvars[name]
+        prior[name] = first_stage_result(hv, result_var)
+        conv = hv.get(converge_var)
+        if check_mode:
+            pending[name] = report.pending_units(conv, True)
+        if conv and not conv.get("skipped"):
+            converges[name] = conv
+    wanted = [h for h in hosts or [] if any(e.get("peers") for e in gates.get(h) or [])]
+    out = report.second_stage(gates, wanted, prior, pending, converges)
+    for host, stage in out.items():
+        conv = converges.get(host)
+        own = report.pending_units(conv, check_mode)
+        stage["endpoints"] = [ep for ep in _previous(stage["endpoints"], conv) if ep["name"] not in own]
     return out
 
 
@@ -295,7 +335,7 @@ def units_peers_settled(plan, host, hostvars, result_var="units_converge"):
     return report.peers_settled(plan, host, converges)
 
 
-def units_gate_first(host_plan, plan, host, timeout, interval, record=None):
+def units_gate_first(host_plan, plan, host, timeout, interval, record=None, gates=None):
     """The units role's first gate stage, as ``systemd_units``' ``health`` option; None for a host the plan
     gives nothing.
 
@@ -303,19 +343,19 @@ def units_gate_first(host_plan, plan, host, timeout, interval, record=None):
     ``then``: those that do (the second stage), which the call probes once when it changed nothing on the host
     (see module_utils._gate.run_gate); ``timeout`` (s), ``interval`` (s) and ``record``, which the call writes
     only once the first stage and, where there is one, the second are gated (otherwise the second stage's
-    call carries it).
+    call carries it). ``gates``: the plan's ``gate_table``, computed once for the fleet.
     """
     if host_plan is None:
         return None
-    spec = {"endpoints": health_endpoints(host_plan, stage="first", plan=plan, host=host),
-            "then": health_endpoints(host_plan, stage="then", plan=plan, host=host),
+    spec = {"endpoints": health_endpoints(host_plan, stage="first", plan=plan, host=host, gates=gates),
+            "then": health_endpoints(host_plan, stage="then", plan=plan, host=host, gates=gates),
             "timeout": int(timeout), "interval": float(interval)}
     if record is not None:
         spec["record"] = record
     return spec
 
 
-def units_reads(host_plan, plan, host, host_vars, remove_secrets=False):
+def units_reads(host_plan, plan, host, host_vars, remove_secrets=False, gates=None):
     """The preflight call's ``units_reads`` option for one host: what the units role's converge would compare
     (its unit files, states, drop-ins and secrets file, in systemd_units' default places) and the endpoints of
     both gate stages, probed once; None for a host the plan gives nothing.
@@ -323,11 +363,12 @@ def units_reads(host_plan, plan, host, host_vars, remove_secrets=False):
     :param host_vars: ``hostvars[host]``: its secrets and their file, as ``unit_settings`` reads them
         (plugin_utils._unit_options.host_secrets; no preflight fact is needed).
     :param remove_secrets: the converge's ``remove_secrets``.
+    :param gates: the plan's ``gate_table``, computed once for the fleet.
     :raises AnsibleFilterError: a secret the secrets file cannot hold (the converge would refuse it too).
     """
     if host_plan is None:
         return None
-    gate = units_gate_first(host_plan, plan, host, 0, 0)
+    gate = units_gate_first(host_plan, plan, host, 0, 0, gates=gates)
     settings = unit_options.host_secrets(host_vars if host_vars is not None else {})
     secrets = settings["secrets"]
     try:
@@ -480,6 +521,8 @@ class FilterModule(object):
             "units_settled": units_settled,
             "units_gate_first": units_gate_first,
             "units_peers_settled": units_peers_settled,
+            "units_second_stage": units_second_stage,
+            "gate_table": gate_table,
             "held_images": held_images,
             "hold_images": hold_images,
             "recorded_image_refs": recorded_image_refs,

@@ -125,28 +125,65 @@ def deploy_table(rows):
 _LOOPBACK = ("127.0.0.1", "localhost", "[::1]")
 
 
-def _names_peer(words, inst, peer):
-    """Whether ``inst``'s argv ``words`` name ``peer``'s HTTP endpoint (``address:port``)."""
-    if peer is inst or not peer.get("port") or not peer.get("health_url"):
-        return False
-    addrs = [str(peer.get("address"))]
-    if peer.get("host") == inst.get("host"):
-        addrs += list(_LOOPBACK)  # a peer on the consumer's own host may be named by a loopback URL
-    wanted = set("//%s:%s" % (a if ":" not in a or a.startswith("[") else "[%s]" % a, peer["port"]) for a in addrs)
-    return any(("//%s" % w.split("//", 1)[1].split("/", 1)[0]) in wanted for w in words if "//" in w)
+def _authority(address, port):
+    """``//address:port`` as a URL names it (an IPv6 address in brackets)."""
+    a = str(address)
+    return "//%s:%s" % (a if ":" not in a or a.startswith("[") else "[%s]" % a, port)
 
 
-def _gated_instances(plan, host):
-    """``(instance, peers)`` for each of ``host``'s instances with a health endpoint: the planned instances
-    (on any host) whose endpoint its argv names."""
-    everyone = [i for hp in (plan or {}).get("hosts", {}).values() for i in hp.get("instances", [])]
-    for inst in ((plan or {}).get("hosts", {}).get(host) or {}).get("instances", []):
-        if inst.get("health_url"):
-            words = [str(w) for w in inst.get("argv") or []]
-            yield inst, [p for p in everyone if _names_peer(words, inst, p)]
+def _gated_instances(plan, hosts=None):
+    """``{host: [(instance, peers)]}`` for each instance with a health endpoint of ``hosts`` (default: every host of
+    the plan): the planned instances (on any host) whose HTTP endpoint (``address:port``, or a loopback URL for a
+    peer on the instance's own host) its argv names, in plan order.
+
+    One pass over the fleet: the peers are found through an index of the endpoints by the authority a URL would
+    give them, so the whole fleet costs what its instances and argv words do, not their product.
+    """
+    all_hosts = (plan or {}).get("hosts") or {}
+    everyone = [i for hp in all_hosts.values() for i in hp.get("instances", [])]
+    by_authority = {}
+    for order, peer in enumerate(everyone):
+        if peer.get("port") and peer.get("health_url"):
+            by_authority.setdefault(_authority(peer.get("address"), peer["port"]), []).append((order, peer))
+            for loop in _LOOPBACK:  # a peer on the consumer's own host may be named by a loopback URL
+                by_authority.setdefault(_authority(loop, peer["port"]), []).append((order, peer, "local"))
+    out = {}
+    for host in all_hosts if hosts is None else hosts:
+        out[host] = []
+        for inst in (all_hosts.get(host) or {}).get("instances", []):
+            if not inst.get("health_url"):
+                continue
+            named = {}
+            for w in inst.get("argv") or []:
+                w = str(w)
+                if "//" not in w:
+                    continue
+                for hit in by_authority.get("//%s" % w.split("//", 1)[1].split("/", 1)[0], ()):
+                    peer = hit[1]
+                    if peer is inst or (len(hit) > 2 and peer.get("host") != inst.get("host")):
+                        continue
+                    named[hit[0]] = peer
+            out[host].append((inst, [named[k] for k in sorted(named)]))
+    return out
 
 
-def gate_endpoints(plan, host, stage, prior=None, pending=None):
+def gate_table(plan, hosts=None):
+    """The health gate of every host as planned, computed once for the fleet: what :func:`gate_endpoints` and
+    :func:`peers_settled` read for one host, without scanning the fleet again for each.
+
+    :param hosts: the hosts to give (default every host of the plan); the peers are found on every host.
+    :returns: ``{host: [{"name", "url", "probe", "model", "unit", "peers": [{"host", "unit"}]}]}``: one entry per
+        instance with a health endpoint; ``peers`` are the planned instances whose endpoint its argv names (none:
+        the first stage; some: the second).
+    """
+    return dict((host, [{"name": inst["unit"], "url": inst["health_url"], "probe": inst["probe"],
+                         "model": inst.get("served_model"), "unit": inst["unit"],
+                         "peers": [{"host": p["host"], "unit": p["unit"]} for p in peers]}
+                        for inst, peers in gated])
+                for host, gated in _gated_instances(plan, hosts).items())
+
+
+def gate_endpoints(plan, host, stage, prior=None, pending=None, table=None):
     """The health-gate endpoints of one host, in two stages.
 
     A router (or a language server) answers a completion only through its
@@ -156,7 +193,7 @@ def gate_endpoints(plan, host, stage, prior=None, pending=None):
     that do (``then``), and an instance whose peer was unhealthy in the
     first stage is not probed: it reads unhealthy at once, naming the peer.
 
-    :param plan: the whole plan (``launchcard_plan``).
+    :param plan: the whole plan (``launchcard_plan``); not read when ``table`` is given.
     :param host: the inventory host name.
     :param stage: ``first``, ``then``, or ``None`` (every endpoint, one stage).
     :param prior: for ``then``, dict host name -> that host's ``first``
@@ -168,6 +205,7 @@ def gate_endpoints(plan, host, stage, prior=None, pending=None):
         an endpoint with such a peer is left out (not gated), as the pending
         units themselves are, since the real run would restart its peers
         first and what runs now says nothing of what the run would leave.
+    :param table: :func:`gate_table` of the plan, computed once for the fleet (default: this host's, from ``plan``).
     :returns: list of endpoint dicts for ``http_health``: ``name`` (the
         unit), ``url``, ``probe``, ``model``, ``unit``, plus ``blocked``
         (str) for the endpoints not to probe.
@@ -175,14 +213,16 @@ def gate_endpoints(plan, host, stage, prior=None, pending=None):
     """
     if stage not in ("first", "then", None):
         raise ValueError("stage must be 'first', 'then' or none, not %r" % (stage,))
+    if table is None:
+        table = gate_table(plan, [host])
     out = []
-    for inst, peers in _gated_instances(plan, host):
+    for entry in table.get(host) or []:
+        peers = entry.get("peers") or []
         if (stage == "first" and peers) or (stage == "then" and not peers):
             continue
         if stage == "then" and any(p["unit"] in ((pending or {}).get(p["host"]) or ()) for p in peers):
             continue
-        ep = {"name": inst["unit"], "url": inst["health_url"], "probe": inst["probe"],
-              "model": inst.get("served_model"), "unit": inst["unit"]}
+        ep = dict((k, entry[k]) for k in ("name", "url", "probe", "model", "unit"))
         bad = []
         for peer in peers if stage == "then" else []:
             res = ((prior or {}).get(peer["host"]) or {}).get("endpoints") or []
@@ -195,21 +235,24 @@ def gate_endpoints(plan, host, stage, prior=None, pending=None):
     return out
 
 
-def peers_settled(plan, host, converges):
+def peers_settled(plan, host, converges, table=None):
     """Whether the peers of a host's second-stage endpoints stayed as they were in this run.
 
     The converge call of a host whose endpoints answer through their peers (a router, a language server)
     probes them once when it changed nothing on its own host (module_utils._gate.run_gate, ``then_gated``); that
     probe stands for the second stage only if no peer was started or restarted meanwhile, nor found unhealthy.
 
-    :param plan: the whole plan (``launchcard_plan``).
+    :param plan: the whole plan (``launchcard_plan``); not read when ``table`` is given.
     :param host: the inventory host name.
     :param converges: dict host name -> that host's ``systemd_units`` result in this run; a host without one
         (not in this run, or stopped before its converge) changed nothing.
+    :param table: :func:`gate_table` of the plan (default: this host's, from ``plan``).
     :returns: True when every host that one of ``host``'s instances names as a peer queued no start or restart
         and has no unhealthy endpoint in its first stage.
     """
-    peers = set(p["host"] for dummy, named in _gated_instances(plan, host) for p in named)
+    if table is None:
+        table = gate_table(plan, [host])
+    peers = set(p["host"] for entry in table.get(host) or [] for p in entry.get("peers") or [])
     for peer in peers:
         conv = (converges or {}).get(peer) or {}
         actions = conv.get("actions") or {}
@@ -218,6 +261,22 @@ def peers_settled(plan, host, converges):
         if (conv.get("health") or {}).get("unhealthy"):
             return False
     return True
+
+
+def second_stage(table, hosts, prior, pending, converges):
+    """The second gate stage of every host at once, for one task run once for the fleet (its per-host part then
+    reads its own entry): :func:`gate_endpoints` with ``stage="then"`` and :func:`peers_settled`, each host's.
+
+    :param table: :func:`gate_table` of the plan.
+    :param hosts: the hosts to give (those of the plan in this run).
+    :param prior: dict host name -> its first stage's result (see :func:`gate_endpoints`).
+    :param pending: dict host name -> the units its check-mode converge would start or restart ({} in a real run).
+    :param converges: dict host name -> its ``systemd_units`` result in this run (see :func:`peers_settled`).
+    :returns: ``{host: {"endpoints": [...], "peers_settled": bool}}``.
+    """
+    return dict((host, {"endpoints": gate_endpoints(None, host, "then", prior, pending, table),
+                        "peers_settled": peers_settled(None, host, converges, table)})
+                for host in hosts if host in table)
 
 
 def failure_budget(percent=None):

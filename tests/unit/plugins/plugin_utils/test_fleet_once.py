@@ -1,0 +1,144 @@
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, launchcard.inference contributors
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Fleet-wide lookups made once per run (issue 28, item 1): the health gate's peers found in one pass over the plan,
+and the second gate stage of every host from one task, with the results the per-host filters give."""
+
+from __future__ import annotations
+
+import os
+
+from ansible_collections.launchcard.inference.plugins.filter import plan as filters
+from ansible_collections.launchcard.inference.plugins.plugin_utils import _report as report
+from ansible_collections.launchcard.inference.plugins.plugin_utils._card import load_card
+from ansible_collections.launchcard.inference.plugins.plugin_utils._planner import normalize_placement, plan
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(HERE))))
+EXAMPLE = os.path.join(ROOT, "cards", "glm-5.3-flash.json")
+RECIPES = ("vllm-aggregated", "sglang-encoder", "sglang-language", "sglang-aggregated", "sglang-prefill",
+           "sglang-decode")
+UNIT = "launchcard-glm-5.3-flash-sglang-%s-0.service"
+
+
+def _fleet(n):
+    """The example card on n hosts: its serving recipes round-robin and one router (bench/render_and_plan.py)."""
+    with open(EXAMPLE) as f:
+        card = load_card(f.read(), EXAMPLE)
+    hosts = [("gpu-%03d" % i, {"address": "10.1.%d.%d" % (i // 256, i % 256), "recipes": [RECIPES[i % 6]]})
+             for i in range(n - 1)]
+    hosts.append(("router-0", {"address": "10.2.0.1", "recipes": ["sglang-router"]}))
+    return plan(card, normalize_placement(hosts))
+
+
+def _names_peer(words, inst, peer):
+    """The per-host test the one-pass index replaces: whether ``inst``'s argv names ``peer``'s endpoint."""
+    if peer is inst or not peer.get("port") or not peer.get("health_url"):
+        return False
+    addrs = [str(peer.get("address"))] + (["127.0.0.1", "localhost", "[::1]"] if peer.get("host") == inst.get("host")
+                                          else [])
+    wanted = set("//%s:%s" % (a if ":" not in a or a.startswith("[") else "[%s]" % a, peer["port"]) for a in addrs)
+    return any(("//%s" % w.split("//", 1)[1].split("/", 1)[0]) in wanted for w in words if "//" in w)
+
+
+def _scan(p, host):
+    everyone = [i for hp in p["hosts"].values() for i in hp.get("instances", [])]
+    return [(i["unit"], [(x["host"], x["unit"]) for x in everyone if _names_peer([str(w) for w in i.get("argv") or []], i, x)])
+            for i in p["hosts"][host].get("instances", []) if i.get("health_url")]
+
+
+def test_gate_table_finds_each_hosts_peers_as_a_scan_of_the_whole_plan_does():
+    p = _fleet(48)
+    table = report.gate_table(p)
+    assert sorted(table) == sorted(p["hosts"])
+    for host in p["hosts"]:
+        assert [(e["name"], [(x["host"], x["unit"]) for x in e["peers"]]) for e in table[host]] == _scan(p, host)
+    # the router lists every prefill and decode, each language server every encoder
+    (router,) = table["router-0"]
+    assert len(router["peers"]) == 15 and {x["unit"].split("-")[-2] for x in router["peers"]} == {"prefill", "decode"}
+    language = [e for h in p["hosts"] for e in table[h] if "-sglang-language-" in e["name"]]
+    assert len(language) == 8 and all(len(e["peers"]) == 8 for e in language)
+
+
+def test_gate_table_matches_loopback_urls_only_for_a_peer_on_the_same_host():
+    inst = {"host": "a", "unit": "r.service", "address": "10.0.0.1", "port": 30000, "health_url": "http://x/health",
+            "probe": "health", "argv": ["--worker", "http://127.0.0.1:8000", "--other", "http://[fd00::2]:8001/v1"]}
+    same = {"host": "a", "unit": "w.service", "address": "10.0.0.1", "port": 8000, "health_url": "h", "probe": "health"}
+    other = {"host": "b", "unit": "w.service", "address": "10.0.0.2", "port": 8000, "health_url": "h", "probe": "health"}
+    six = {"host": "c", "unit": "v6.service", "address": "fd00::2", "port": 8001, "health_url": "h", "probe": "health"}
+    p = {"hosts": {"a": {"instances": [inst, same]}, "b": {"instances": [other]}, "c": {"instances": [six]}}}
+    table = report.gate_table(p)
+    assert [(x["host"], x["unit"]) for x in table["a"][0]["peers"]] == [("a", "w.service"), ("c", "v6.service")]
+    assert table["a"][0]["peers"] == [{"host": h, "unit": u} for h, u in _scan(p, "a")[0][1]]
+    only_b = {"b": [dict(name="w.service", url="h", probe="health", model=None, unit="w.service", peers=[])]}
+    assert report.gate_table(p, ["b"]) == only_b
+
+
+class CountingHostvars(dict):
+    """``hostvars`` that counts reads of a host's variables (each costs Ansible a full variable merge)."""
+
+    reads = 0
+
+    def __getitem__(self, host):
+        CountingHostvars.reads += 1
+        return dict.__getitem__(self, host)
+
+
+def _results(p, unhealthy=(), restarted=(), check_mode=False):
+    out = CountingHostvars()
+    for host, hp in p["hosts"].items():
+        first = [{"name": i["unit"], "healthy": i["unit"] not in unhealthy or host != unhealthy[0], "detail": "x"}
+                 for i in hp["instances"] if i.get("health_url")]
+        queued = dict((u, {"invocation_id": "old", "main_pid": 7}) for u in restarted if host == "router-0")
+        bad = [e["name"] for e in first if not e["healthy"]]
+        out[host] = {"units_converge": {"actions": {"start": [], "restart": list(queued)}, "queued": queued,
+                                        "health": {"endpoints": first, "unhealthy": bad, "then_gated": True}}}
+    return out
+
+
+def test_the_second_stage_of_every_host_is_one_pass_with_the_per_host_filters_results():
+    p = _fleet(48)
+    gates = filters.gate_table(p)
+    for case in ({}, {"unhealthy": ("gpu-005", UNIT % "decode")}, {"restarted": (UNIT % "router",)},
+                 {"restarted": (UNIT % "router",), "check_mode": True}):
+        hostvars = _results(p, **case)
+        check = case.get("check_mode", False)
+        CountingHostvars.reads = 0
+        second = filters.units_second_stage(gates, hostvars, list(p["hosts"]), check)
+        # each host's variables read once for the whole fleet (per host, each host would read every host's)
+        assert CountingHostvars.reads == len(p["hosts"])
+        then_hosts = [h for h in p["hosts"] if any(e["peers"] for e in gates[h])]
+        assert sorted(second) == sorted(then_hosts) and len(then_hosts) == 9  # 8 language servers, the router
+        for host in then_hosts:
+            conv = hostvars[host]["units_converge"]
+            endpoints = [e for e in filters.health_endpoints(p["hosts"][host], conv, stage="then", plan=p, host=host,
+                                                             hostvars=hostvars, check_mode=check)
+                         if e["name"] not in report.pending_units(conv, check)]
+            assert second[host] == {"endpoints": endpoints,
+                                    "peers_settled": filters.units_peers_settled(p, host, hostvars)}
+    # a restarted router carries what it ran before; in check mode it would restart, so it is not gated
+    assert filters.units_second_stage(gates, _results(p, restarted=(UNIT % "router",)), ["router-0"])[
+        "router-0"]["endpoints"][0]["previous"] == {"invocation_id": "old", "main_pid": 7}
+    assert filters.units_second_stage(gates, _results(p, restarted=(UNIT % "router",)), ["router-0"], True)[
+        "router-0"]["endpoints"] == []
+
+
+def test_a_crashed_decode_blocks_the_router_and_unsettles_its_peers():
+    p = _fleet(48)
+    second = filters.units_second_stage(filters.gate_table(p), _results(p, unhealthy=("gpu-005", UNIT % "decode")),
+                                        list(p["hosts"]))
+    (router,) = second["router-0"]["endpoints"]
+    assert router["blocked"].startswith("not probed: its peer is not healthy: %s on gpu-005" % (UNIT % "decode"))
+    assert all("blocked" not in e for h, s in second.items() if h != "router-0" for e in s["endpoints"])
+    assert not second["router-0"]["peers_settled"]
+    assert all(s["peers_settled"] for h, s in second.items() if h != "router-0")
+
+
+def test_the_per_host_filters_read_the_table_when_given():
+    p = _fleet(24)
+    gates = filters.gate_table(p)
+    for host, hp in p["hosts"].items():
+        assert filters.units_gate_first(hp, p, host, 600, 2, gates=gates) == filters.units_gate_first(hp, p, host, 600, 2)
+        # the table alone answers: the plan is not read again
+        alone = filters.units_gate_first(hp, None, host, 600, 2, gates=gates)
+        assert alone == filters.units_gate_first(hp, p, host, 600, 2)
