@@ -14,7 +14,7 @@ import re
 from ansible_collections.launchcard.inference.plugins.module_utils._preflight import needs_rdma
 from ansible_collections.launchcard.inference.plugins.plugin_utils._argv import Argv
 from ansible_collections.launchcard.inference.plugins.plugin_utils._unit_escape import (
-    UnsafeValue, _check, _quadlet_value, _spec, env_assignment, exec_line, exec_word)
+    UnsafeValue, _check, _quadlet_value, _spec, env_assignment, exec_line)
 from ansible_collections.launchcard.inference.plugins.plugin_utils._recipe import (
     ROUTER_DEFAULT_WORKER_STARTUP_TIMEOUT_S,
     ROUTER_STARTUP_FLAG,
