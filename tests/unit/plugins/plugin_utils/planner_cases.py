@@ -2,7 +2,8 @@
 # Copyright: (c) 2026, launchcard.inference contributors
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 """What the planner tests share: the example card and its variants, the card corpus, and how a placement is
-written and its plan read (test_planner.py, test_planner_properties.py)."""
+written and its plan read (test_planner.py, test_planner_properties.py, test_pd_wiring.py, and a card file read
+with a change by test_rollout.py and test_outages.py)."""
 
 from __future__ import annotations
 
@@ -48,10 +49,20 @@ CARD_ARGV = {r["name"]: _pinned(r) for r in EX["recipes"]}
 CORPUS = {os.path.basename(p): load_card(_read(p), p) for p in sorted(glob.glob(os.path.join(VALID, "*.json")))}
 
 
-def _variant(mutate):
+def _variant(mutate=None):
     doc = json.loads(EXAMPLE_TEXT)
-    mutate(doc)
+    if mutate:
+        mutate(doc)
     return load_card(json.dumps(doc), "variant")
+
+
+def _card(path, mutate=None):
+    """The card file at ``path``, its document changed by ``mutate`` first when given."""
+    with open(path) as f:
+        doc = json.load(f)
+    if mutate:
+        mutate(doc)
+    return load_card(json.dumps(doc), path)
 
 
 def _h(name, address, recipes, gpus=None):

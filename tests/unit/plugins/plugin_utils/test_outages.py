@@ -5,15 +5,14 @@
 
 from __future__ import annotations
 
-import json
 import os
 
 from ansible_collections.launchcard.inference.plugins.filter.upgrade import upgrade_gpus
-from ansible_collections.launchcard.inference.plugins.plugin_utils._card import load_card
 from ansible_collections.launchcard.inference.plugins.plugin_utils._outages import mini_lb_notes, outages, report
 from ansible_collections.launchcard.inference.plugins.plugin_utils._planner import normalize_placement, plan_fleet
 from ansible_collections.launchcard.inference.plugins.plugin_utils._rollout import card_sha256, rollout
 from ansible_collections.launchcard.inference.plugins.plugin_utils._units import host_units
+from ansible_collections.launchcard.inference.tests.unit.plugins.plugin_utils.planner_cases import _card
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(HERE))))
@@ -22,14 +21,6 @@ UPGRADE_V1 = os.path.join(ROOT, "tests", "e2e", "cards", "upgrade-v1.json")
 OPTS = {"runtime": "native"}
 NEW_REVISION = "2" * 40
 REGULAR_PD = {"sglang-router": {"remove": ["--mini-lb"]}}
-
-
-def _card(path, mutate=None):
-    with open(path) as f:
-        doc = json.load(f)
-    if mutate:
-        mutate(doc)
-    return load_card(json.dumps(doc), path)
 
 
 def _plan(card, placement):

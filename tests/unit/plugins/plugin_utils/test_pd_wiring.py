@@ -8,39 +8,13 @@ the world size with PCP, a NIXL side channel per DP rank, the router outlasting 
 from __future__ import annotations
 
 import json
-import os
 
 import pytest
 
 from ansible_collections.launchcard.inference.plugins.plugin_utils._argv import Argv
-from ansible_collections.launchcard.inference.plugins.plugin_utils._card import load_card
-from ansible_collections.launchcard.inference.plugins.plugin_utils._planner import (
-    PlanError,
-    normalize_placement,
-    plan,
-)
+from ansible_collections.launchcard.inference.plugins.plugin_utils._planner import PlanError
 from ansible_collections.launchcard.inference.plugins.plugin_utils._units import command
-
-HERE = os.path.dirname(os.path.abspath(__file__))
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(HERE))))
-with open(os.path.join(ROOT, "cards", "glm-5.3-flash.json")) as f:
-    EXAMPLE_TEXT = f.read()
-
-
-def _variant(mutate=None):
-    doc = json.loads(EXAMPLE_TEXT)
-    if mutate:
-        mutate(doc)
-    return load_card(json.dumps(doc), "variant")
-
-
-def _h(name, address, recipes, gpus=None):
-    return (name, {"address": address, "recipes": recipes, "gpus": gpus})
-
-
-def _plan(card, hosts):
-    return plan(card, normalize_placement(hosts))
-
+from ansible_collections.launchcard.inference.tests.unit.plugins.plugin_utils.planner_cases import _h, _plan, _variant
 
 def _one(p, recipe, rank=0):
     found = [i for h in p["hosts"].values() for i in h["instances"] if i["recipe"] == recipe and i["node_rank"] == rank]

@@ -22,20 +22,13 @@ from ansible_collections.launchcard.inference.plugins.plugin_utils._rollout impo
     rollout,
 )
 from ansible_collections.launchcard.inference.plugins.plugin_utils._units import host_units
+from ansible_collections.launchcard.inference.tests.unit.plugins.plugin_utils.planner_cases import _card
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(HERE))))
 EXAMPLE = os.path.join(ROOT, "cards", "glm-5.3-flash.json")
 CARDS = os.path.join(ROOT, "tests", "e2e", "cards")
 OPTS = {"runtime": "native"}
-
-
-def _card(path, mutate=None):
-    with open(path) as f:
-        doc = json.load(f)
-    if mutate:
-        mutate(doc)
-    return load_card(json.dumps(doc), path)
 
 
 def _plan(card, placement, key="card"):
