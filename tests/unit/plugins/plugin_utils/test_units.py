@@ -18,15 +18,13 @@ from hypothesis import strategies as st
 
 from ansible_collections.launchcard.inference.plugins.plugin_utils._card import CardError, load_card
 from ansible_collections.launchcard.inference.plugins.plugin_utils._planner import normalize_placement, plan
-from ansible_collections.launchcard.inference.plugins.plugin_utils._units import (
+from ansible_collections.launchcard.inference.plugins.plugin_utils._unit_escape import (
     UnsafeValue,
-    command,
     env_assignment,
     exec_line,
     exec_word,
-    host_units,
-    render,
 )
+from ansible_collections.launchcard.inference.plugins.plugin_utils._units import command, host_units, render
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 UNIT = os.path.dirname(os.path.dirname(HERE))
