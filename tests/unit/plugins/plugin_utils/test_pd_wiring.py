@@ -16,6 +16,7 @@ from ansible_collections.launchcard.inference.plugins.plugin_utils._planner impo
 from ansible_collections.launchcard.inference.plugins.plugin_utils._units import command
 from ansible_collections.launchcard.inference.tests.unit.plugins.plugin_utils.planner_cases import _h, _plan, _variant
 
+
 def _one(p, recipe, rank=0):
     found = [i for h in p["hosts"].values() for i in h["instances"] if i["recipe"] == recipe and i["node_rank"] == rank]
     assert len(found) == 1, recipe
