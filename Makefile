@@ -7,6 +7,7 @@ VENV := $(ROOT)/.venv
 BIN := $(VENV)/bin
 INVENTORY ?= inventories/sandbox/gpus.ini
 COLL := $(ROOT)/.collections/ansible_collections/launchcard/inference
+E2E_WORKERS ?= 3
 export PATH := $(BIN):$(PATH)
 export ANSIBLE_CONFIG := $(ROOT)/ansible.cfg
 export PYTHONDONTWRITEBYTECODE := 1
@@ -82,8 +83,9 @@ sanity: ## ansible-test sanity on a copy of the tracked tree
 integration: ## render.yml for three placements and malformed cards, collection build, EE build context (controller only)
 	$(BIN)/python -m pytest -q -n 2 tests/integration
 
+# three fleets at a time: their hosts wait on engines' start-up and health gates more than they use the 2 CPUs
 e2e: ## Every end-to-end file on its sandbox fleet: deploy, operations, preflight, bare host, containers, upgrade (native and containers)
-	$(BIN)/python -m pytest -q -x -n 2 --durations=30 tests/e2e
+	$(BIN)/python -m pytest -q -x -n $(E2E_WORKERS) --durations=30 tests/e2e
 
 bench: setup ## No-op re-run of deploy against `ansible all -m ping`, at 8 and 24 hosts; writes docs/speed.md's table
 	bash bench/noop_vs_ping.sh

@@ -9,6 +9,7 @@ returned, never raised on.
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -53,6 +54,17 @@ class Fleet(object):
     def ssh(self, address, command):
         return run(["ssh", "-i", self.key, "-o", "StrictHostKeyChecking=no", "-o", "UserKnownHostsFile=/dev/null",
                     "-o", "LogLevel=ERROR", "-o", "BatchMode=yes", "root@" + address, command])
+
+    def addresses(self):
+        """``{host: address}`` of the inventory's hosts."""
+        inv = json.loads(run([os.path.join(BIN, "ansible-inventory"), "-i", self.inventory, "--list"]).stdout)
+        return {h: hv["ansible_host"] for h, hv in inv["_meta"]["hostvars"].items() if "ansible_host" in hv}
+
+    def plan(self):
+        """The inventory's plan, from the same planner call the demo uses (tests/sandbox/demo_request.py)."""
+        sys.path.insert(0, os.path.join(ROOT, "tests", "sandbox"))
+        import demo_request
+        return demo_request.inventory_plan(self.inventory)
 
     def up(self):
         return run([sys.executable, "tests/sandbox/fleet.py", "up", "-i", self.inventory, "--state-dir", self.state])

@@ -24,6 +24,7 @@ import urllib.request
 import pytest
 
 from playbook_output import host_failures, recap
+from sandbox_cli import Fleet
 from test_preflight_sandbox import SUMMARY_TASK, report_table
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -32,6 +33,8 @@ KEY = os.path.join(ROOT, ".sandbox", "ssh", "id_ed25519")
 BIN = os.path.dirname(sys.executable)
 ENV = dict(os.environ, ANSIBLE_CONFIG=os.path.join(ROOT, "ansible.cfg"), ANSIBLE_FORCE_COLOR="0",
            PATH=BIN + os.pathsep + os.environ.get("PATH", ""))
+
+FLEET = Fleet(INVENTORY, ".sandbox")
 
 pytestmark = pytest.mark.skipif(os.geteuid() != 0 or not shutil.which("systemd-nspawn"),
                                 reason="the sandbox fleet needs root and systemd-nspawn")
@@ -48,6 +51,24 @@ def playbook(*extra):
 def ssh(address, command):
     return run(["ssh", "-i", KEY, "-o", "StrictHostKeyChecking=no", "-o", "UserKnownHostsFile=/dev/null",
                 "-o", "LogLevel=ERROR", "-o", "BatchMode=yes", "root@" + address, command])
+
+
+@pytest.fixture(scope="module")
+def fleet():
+    """Boot the sandbox fleet (the one `make demo` deploys onto); ``{host: address}``."""
+    up = FLEET.up()
+    try:
+        assert up.returncode == 0, up.stdout[-3000:] + up.stderr[-3000:]
+        yield FLEET.addresses()
+    finally:
+        if not os.environ.get("LAUNCHCARD_KEEP_FLEET"):
+            FLEET.down()
+
+
+@pytest.fixture(scope="module")
+def plan():
+    """The sandbox inventory's plan, from the same planner call the demo uses."""
+    return FLEET.plan()
 
 
 @pytest.fixture(scope="module")

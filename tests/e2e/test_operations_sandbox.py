@@ -3,10 +3,10 @@
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 """End to end: the faults an operator meets on a running fleet (issue 9), on the sandbox fleet.
 
-Shares the 7-host fleet with test_deploy_sandbox.py (``sandbox_fleet`` in
-conftest.py: one boot). Each test starts from the deployed example card and
-leaves the fleet deployed and healthy again. Every assertion reads the hosts'
-real state over SSH (unit files, ``systemctl show``, ``ps``).
+Fleet: inventories/operations/gpus.ini (lc-ops-*, 198.18.13.0/24, state dir .sandbox-operations/): the sandbox
+fleet's placement of the example card on a fleet of its own, so this file runs beside test_deploy_sandbox.py;
+every engine is the stand-in. Each test starts from the deployed example card and leaves the fleet deployed and
+healthy again. Every assertion reads the hosts' real state over SSH (unit files, ``systemctl show``, ``ps``).
 """
 
 from __future__ import annotations
@@ -15,14 +15,21 @@ import json
 import os
 import re
 import subprocess
-import sys
 import time
 import urllib.request
 
 import pytest
 
-from test_deploy_sandbox import BIN, ENV, INVENTORY, ROOT, playbook, recap, run, ssh
+from playbook_output import recap
+from sandbox_cli import BIN, ENV, ROOT, Fleet, run
+from sandbox_registry import CONTAINER_SANDBOX
 from test_preflight_sandbox import SUMMARY_TASK, report_table
+
+INVENTORY = "inventories/operations/gpus.ini"
+STATE = ".sandbox-operations"
+FLEET = Fleet(INVENTORY, STATE)
+ssh = FLEET.ssh
+pytestmark = CONTAINER_SANDBOX
 
 SUMMARY_COLUMNS = ("host", "recipe", "engine", "role", "port", "state")
 TOKEN_A = "hf_launchcardOPSrotationAAAA0123456789"
@@ -35,6 +42,29 @@ NO_MUX = dict(ENV, ANSIBLE_SSH_ARGS="-o ControlMaster=no -o ControlPath=none -o 
 def playbook_no_mux(*extra):
     return subprocess.run([os.path.join(BIN, "ansible-playbook"), "playbooks/deploy.yml", "-i", INVENTORY] + list(extra),
                           cwd=ROOT, env=NO_MUX, capture_output=True, text=True, check=False)
+
+
+def playbook(*extra):
+    return FLEET.playbook("deploy", *extra)
+
+
+@pytest.fixture(scope="module")
+def fleet():
+    """Boot the operations fleet; ``{host: address}``."""
+    FLEET.down()
+    up = FLEET.up()
+    try:
+        assert up.returncode == 0, up.stdout[-3000:] + up.stderr[-3000:]
+        yield FLEET.addresses()
+    finally:
+        if not os.environ.get("LAUNCHCARD_KEEP_FLEET"):
+            FLEET.down()
+
+
+@pytest.fixture(scope="module")
+def plan():
+    """The operations inventory's plan, from the same planner call the demo uses."""
+    return FLEET.plan()
 
 
 @pytest.fixture(scope="module")
@@ -196,7 +226,7 @@ def test_an_unreachable_host_under_budget_0_changes_nothing(fleet, plan, deploye
             assert ssh(fleet[h], "md5sum /etc/systemd/system/launchcard-*.service").stdout == text, h
         assert show(fleet[decode["host"]], [decode["unit"]], ["MainPID"])[decode["unit"]]["MainPID"] == pid
     finally:
-        up = run([sys.executable, "tests/sandbox/fleet.py", "up", "-i", INVENTORY])
+        up = FLEET.up()
         assert up.returncode == 0, up.stdout + up.stderr
     res = playbook_no_mux()
     assert res.returncode == 0, res.stdout[-5000:]
