@@ -263,6 +263,12 @@ def plan(card, placement):
     }
 
 
+def _resolve(ref, recipes, by_name):
+    """The card recipe a ``launchcard_recipes`` element names (name, index or former role name), else None."""
+    r = by_name.get(ref) if isinstance(ref, str) else (recipes[ref] if 0 <= ref < len(recipes) else None)
+    return r if r is not None else by_name.get(current_name(ref))
+
+
 def _site_overrides(recipes, placement, errors, deprecations, model):
     """Check every host's ``launchcard_argv_overrides`` against the card (:mod:`_overrides`).
 
@@ -278,6 +284,7 @@ def _site_overrides(recipes, placement, errors, deprecations, model):
     parsed, models, host_specs = {}, {}, {}
     by_name = {r["name"]: r for r in recipes}
     problems_at = {}  # (where, message) -> hosts: a group's bad value is one error naming its hosts, not one per host
+    running_at = {}  # the same, for hosts that run the recipe the bad value is for
     for entry in placement:
         raw = entry.get("argv_overrides")
         host_specs[entry["host"]] = {}
@@ -300,6 +307,7 @@ def _site_overrides(recipes, placement, errors, deprecations, model):
         specs, notes = result
         deprecations.extend(n for n in notes if n not in deprecations)
         host_specs[entry["host"]] = specs
+        runs = {r["name"] for r in (_resolve(i["ref"], recipes, by_name) for i in entry["recipes"]) if r is not None}
         for name, spec in specs.items():
             mkey = (name, overrides.spec_key(spec))
             if mkey not in models:
@@ -309,7 +317,10 @@ def _site_overrides(recipes, placement, errors, deprecations, model):
                 except overrides.OverrideError as exc:
                     models[mkey] = (None, exc.errors)
             for e in models[mkey][1] or ():
-                problems_at.setdefault(e, []).append(entry["host"])
+                # a group value reaches hosts that do not run the recipe: name those that do, when any
+                (running_at if name in runs else problems_at).setdefault(e, []).append(entry["host"])
+    for e, at in running_at.items():
+        problems_at[e] = at
     for (where, message), at in problems_at.items():
         hosts = ", ".join(at[:3]) + (" and %d more host(s)" % (len(at) - 3) if len(at) > 3 else "")
         errors.append((hosts, "%s: %s" % (where, message)))

@@ -262,6 +262,15 @@ def test_a_bad_group_value_is_one_error_naming_its_hosts():
                        "--port expects an integer, found 'http'")]
 
 
+def test_a_bad_group_value_names_the_hosts_that_run_its_recipe():
+    """A value set for the whole fleet reaches every host; the error names those that run the recipe it is for."""
+    bad = {"vllm-aggregated": {"set": {"--port": "http"}}}
+    hosts = [_h("e%d" % i, ["sglang-encoder"], bad) for i in range(4)] + [_h("v", ["vllm-aggregated"], bad)]
+    assert [h for h, dummy in _errors(hosts)] == ["v"]
+    # where no host runs it, the error still names where the value is set
+    assert [h for h, dummy in _errors(hosts[:2])] == ["e0, e1"]
+
+
 def test_env_sets_and_removes_the_recipes_variables():
     inst = _vllm({"env": {"VLLM_USE_RUST_FRONTEND": None, "VLLM_CPU_KVCACHE_SPACE": 1,
                           "VLLM_ENGINE_READY_TIMEOUT_S": "600"}})
