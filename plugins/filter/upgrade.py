@@ -87,6 +87,14 @@ def stack_reboot_batches(hosts, hostvars, serial=1):
         raise AnsibleFilterError("launchcard.inference.stack_reboot_batches: %s" % to_text(exc))
 
 
+def stack_reboot_drains(plan, host, serving):
+    """The routers a stack reboot of ``host`` takes its serving instances out of, and what it cannot (_rollout)."""
+    try:
+        return rollout.reboot_drains(plan, host, serving)
+    except (ValueError, KeyError, TypeError) as exc:
+        raise AnsibleFilterError("launchcard.inference.stack_reboot_drains: %s" % to_text(exc))
+
+
 def upgrade_routers(plan):
     """``[{host, unit, api}]``: the regular-mode routers of ``plan``, whose worker API the batches drive."""
     return [{"host": r["host"], "unit": r["unit"], "api": r["api"]} for r in rollout.routers_of(plan or {})
@@ -109,4 +117,5 @@ class FilterModule(object):
             "upgrade_report": upgrade_report,
             "upgrade_routers": upgrade_routers,
             "stack_reboot_batches": stack_reboot_batches,
+            "stack_reboot_drains": stack_reboot_drains,
         }

@@ -44,18 +44,23 @@ def _address(url):
         return None
 
 
+def names(router_host, url, inst):
+    """Whether a router on ``router_host`` reaches ``inst`` at worker ``url``: its own address, or loopback on its host
+    (the planner names a worker on the router's own host by loopback)."""
+    want, have = _address(url), _address(inst.get("url"))
+    return bool(want and have) and want[1] == have[1] and (
+        want[0] == have[0] or (want[0] in LOOPBACK and inst.get("host") == router_host))
+
+
 def _named(router_host, urls, by_port):
-    """The instances a router on ``router_host`` reaches at ``urls``: by their own URL, or by loopback on its host.
+    """The instances a router on ``router_host`` reaches at ``urls`` (:func:`names`).
 
     :param by_port: ``{port: [instance, ...]}`` of the plan's instances with a URL.
     """
     out = []
     for url in urls or []:
         want = _address(url)
-        for inst in by_port.get(want[1], []) if want else []:
-            have = _address(inst.get("url"))
-            if want[0] == have[0] or (want[0] in LOOPBACK and inst.get("host") == router_host):
-                out.append(inst)
+        out += [inst for inst in by_port.get(want[1], []) if names(router_host, url, inst)] if want else []
     return out
 
 

@@ -337,6 +337,78 @@ def routers_of(target):
     return out
 
 
+def router_drains(routers, instances, old=None):
+    """Which routers list each of one host's ``instances``, and whether each can take it out while it stops.
+
+    The one answer for upgrade.yml's batches (:func:`rollout`) and for the stack reboots
+    (:func:`reboot_drains`): a router lists an instance when a worker URL its argv names reaches it
+    (:func:`_outages.names`: its own URL, or loopback on the router's host). A regular-mode router takes it out
+    through its worker API (``router_workers``), which speaks neither ``--mini-lb`` nor PD mode
+    (``module_utils/_router.py``).
+
+    :param routers: :func:`routers_of` output.
+    :param instances: the host's plan instances.
+    :param old: ``{unit: instance}`` the host runs now (its record), whose URL is the one taken out; None: the plan's.
+    :returns: ``(ops, refused)``, in router order, then unit order. ``ops``: one ``{"router", "router_unit", "api",
+        "unit", "remove", "add"}`` per regular-mode router and instance it lists (``remove`` the URL it runs under
+        now, ``add`` its planned one; both the loopback URL for a worker on the router's own host). ``refused``: one
+        ``{"router", "router_unit", "unit", "mode", "reason"}`` per other router that lists one of them, ``reason``
+        why it cannot take it out, in words.
+    """
+    ops, refused = [], []
+    insts = sorted((i for i in instances or [] if i.get("url")), key=lambda i: i["unit"])
+    for r in routers:
+        for inst in insts:
+            listed = [u for u in r["workers"] if outages.names(r["host"], u, inst)]
+            if not listed:
+                continue
+            if r["mode"] == "regular":
+                # by its own URL: the one it runs under now out, the planned one back; by loopback: that URL both ways
+                own = listed[0] == inst["url"]
+                ops.append({"router": r["host"], "router_unit": r["unit"], "api": r["api"], "unit": inst["unit"],
+                            "remove": ((old or {}).get(inst["unit"]) or inst).get("url") if own else listed[0],
+                            "add": inst["url"] if own else listed[0]})
+                continue
+            if r["mini_lb"]:
+                why = "it runs --mini-lb, the debug balancer of SGLang, which has no worker API"
+            else:
+                why = ("it is a prefill/decode router (--pd-disaggregation), whose worker API router_workers does not "
+                       "speak")
+            refused.append({"router": r["host"], "router_unit": r["unit"], "unit": inst["unit"], "mode": r["mode"],
+                            "reason": why})
+    return ops, refused
+
+
+def reboot_drains(plan, host, serving):
+    """What a stack reboot of ``host`` does with the routers that send it requests (``roles/stack_reboot``).
+
+    :param plan: the plan (``launchcard_plan``); empty when the stack role runs alone.
+    :param host: the host that reboots.
+    :param serving: names of the units active on it before the reboot; only those are taken out and drained.
+    :returns: ``{"ops", "drain", "routers", "warnings"}``: ``ops`` as :func:`router_drains` (taken out before the
+        reboot, put back after its gate); ``drain`` the serving instances ``ops`` take out of a router (their
+        in-flight requests finish before the reboot); ``routers`` one ``{"host", "unit", "api", "model"}`` per router
+        of ``ops``, gated by a 1-token completion once they are put back; ``warnings`` one line per router that
+        keeps sending a serving instance requests through the reboot (:func:`router_drains`' refusals), and per
+        router that reboots with the host.
+    """
+    routers = routers_of(plan or {})
+    serving = set(serving or [])
+    insts = [i for i in ((plan or {}).get("hosts", {}).get(host) or {}).get("instances", [])
+             if i.get("unit") in serving]
+    ops, refused = router_drains(routers, insts)
+    drained = set(op["unit"] for op in ops)
+    gates = []
+    for r in routers:
+        if any(op["router"] == r["host"] and op["router_unit"] == r["unit"] for op in ops):
+            gates.append({"host": r["host"], "unit": r["unit"], "api": r["api"], "model": r["model"]})
+    warnings = ["%s: %s stays in router %s (%s) through the reboot: %s, so requests it sends there meanwhile fail" % (
+        host, x["unit"], x["router"], x["router_unit"], x["reason"]) for x in refused]
+    warnings += ["%s: router %s reboots with the host: its clients are refused until it is back" % (host, i["unit"])
+                 for i in insts if i.get("role") == "router"]
+    return {"ops": ops, "drain": [i for i in insts if i["unit"] in drained], "routers": gates, "warnings": warnings}
+
+
 def rollout(current, target, target_units, cards, serial=1, gpus=None):
     """Plan the upgrade of a fleet.
 
@@ -358,22 +430,19 @@ def rollout(current, target, target_units, cards, serial=1, gpus=None):
     routers = routers_of(target)
     warnings = []
 
-    # Router operations: take each changed worker out of every regular-mode router that lists it.
+    # Router operations: take each changed worker out of every regular-mode router that lists it; the other
+    # modes have no drain here: their workers' restarts are outages (_outages).
     for r in routers:
         if changes.get(r["host"], {}).get("action", "none") != "none":
             r["touched"] = True
-        for host, ch in changes.items():
-            if ch["action"] in ("none", "new"):
-                continue
-            insts = {i["unit"]: i for i in thosts.get(host, {}).get("instances", [])}
-            old = {i.get("unit"): i for i in (current.get(host) or {}).get("instances") or []}
-            for unit, inst in sorted(insts.items()):
-                if inst.get("url") not in r["workers"]:
-                    continue
-                # the other modes have no drain here: their workers' restarts are outages (_outages)
-                if r["mode"] == "regular":
-                    ch["router_ops"].append({"router": r["host"], "api": r["api"], "unit": unit,
-                                             "remove": (old.get(unit) or inst).get("url"), "add": inst["url"]})
+    for host, ch in changes.items():
+        if ch["action"] in ("none", "new"):
+            continue
+        old = {i.get("unit"): i for i in (current.get(host) or {}).get("instances") or []}
+        ch["router_ops"], dummy = router_drains(routers, thosts.get(host, {}).get("instances", []), old)
+        for op in ch["router_ops"]:
+            for r in routers:
+                if (r["host"], r["unit"]) == (op["router"], op["router_unit"]):
                     r["drains"].append(host)
 
     for host in names:

@@ -84,7 +84,8 @@ def test_replicas_one_at_a_time_router_untouched():
     assert "+    --revision " + "2" * 40 in ch["diff"][0]["lines"]
     # taken out of the regular-mode router by its URL, put back under the same one
     router = new["hosts"]["rt"]["instances"][0]
-    assert ch["router_ops"] == [{"router": "rt", "api": "http://127.0.0.1:30080", "unit": ch["write"][0],
+    assert ch["router_ops"] == [{"router": "rt", "router_unit": "launchcard-upgrade-tiny-sglang-router-0.service",
+                                 "api": "http://127.0.0.1:30080", "unit": ch["write"][0],
                                  "remove": "http://10.0.0.3:30000", "add": "http://10.0.0.3:30000"}]
     assert "http://10.0.0.3:30000" in router["argv"]
     assert [r["mode"] for r in ro["routers"]] == ["regular"]
