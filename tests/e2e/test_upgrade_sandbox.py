@@ -5,6 +5,7 @@
 to a new card while a load generator sends completions through the router.
 
 Fleet: inventories/upgrade/gpus.ini (lc-up-*, 198.18.9.0/24, state dir .sandbox-upgrade/).
+The last case bumps the NVIDIA driver of two replicas under the same load (stack reboots drain first).
 Cards: tests/e2e/cards/upgrade-v1.json (deployed first), upgrade-v2.json (a new flag,
 --max-running-requests 32, and a new hf revision), upgrade-v3-bad.json (another revision whose
 engine never turns healthy: LAUNCHCARD_STANDIN_FAIL_HEALTH=1 in its env).
@@ -27,7 +28,7 @@ import pytest
 
 from sandbox_cli import BIN, ENV, ROOT, Fleet
 from playbook_output import host_failures, recap
-from router_load import Load, http
+from router_load import Load, healthy_workers, http
 
 INVENTORY = "inventories/upgrade/gpus.ini"
 STATE = ".sandbox-upgrade"
@@ -468,3 +469,74 @@ def test_lock_left_by_a_killed_run_refuses_until_broken_on_request(upgraded):
     said = " ".join((broke.stdout + broke.stderr).split())
     assert "run lock broken on request" in said and holder["run_id"] in said
     assert all_locks() == dict((a, {}) for a in list(WORKERS.values()) + [ROUTER])
+
+
+# --- Stack reboots drain first (issue 26, item 3): a driver bump reboots two of the replicas, one at a time, while
+# the load goes through the router. The NVIDIA stack comes from the stand-in repository (tests/sandbox/pkgrepo), on
+# lc-up-w1 and lc-up-w2 only (a second inventory source: host variables outrank group_vars/all.yml).
+
+PKGREPO = "http://198.18.9.1:8713/"
+STACK_HOSTS = ("lc-up-w1", "lc-up-w2")
+DRIVERS = ("580.95.05", "580.105.08")  # the two versions the stand-in repository carries
+STACK_TASK = "TASK [launchcard.inference.stack_reboot : Stack reboot | "
+
+
+def pkgrepo(*args):
+    return subprocess.run([sys.executable, "tests/sandbox/pkgrepo/build.py"] + list(args)
+                          + ["--dir", os.path.join(ROOT, STATE, "pkgrepo")], cwd=ROOT, capture_output=True, text=True)
+
+
+def stack_events(out):
+    """``(task, host)`` of each stack reboot task that changed or answered a host, in the order the run printed them."""
+    events = []
+    for part in out.split(STACK_TASK)[1:]:
+        task = part.split("]", 1)[0]
+        for host in re.findall(r"^(?:ok|changed): \[([\w-]+)", part.split("\nTASK [")[0], re.M):
+            events.append((task, host))
+    return events
+
+
+def test_a_driver_bump_reboots_the_replicas_one_at_a_time_out_of_the_router_and_fails_no_request(fleet, tmp_path):
+    started = time.time()
+    inventory = tmp_path / "stack.ini"
+    inventory.write_text("[nvidia_stack]\n%s\n[nvidia_stack:vars]\n%s\n" % (
+        "\n".join("%s launchcard_install_accelerator_stack=true" % h for h in STACK_HOSTS),
+        "\n".join(["nvidia_repo_url=" + PKGREPO, "nvidia_repo_key=%slaunchcard-sandbox-repo.asc" % PKGREPO,
+                   # not what this test is about: no container engine, no initramfs, one PCIe GPU per host
+                   "nvidia_container_toolkit=false", "nvidia_blacklist_nouveau=false", "nvidia_fabric_manager=false",
+                   "nvidia_nvlink5=false", "nvidia_imex=false"])))
+    served = pkgrepo("serve", "--bind", "198.18.9.1", "--port", "8713")
+    assert served.returncode == 0, served.stdout + served.stderr
+    try:
+        for host in STACK_HOSTS:
+            # the sandbox has no route out: keep only the local repository, as an air-gapped host would
+            ssh(WORKERS[host], "[ ! -f /etc/apt/sources.list ] || mv /etc/apt/sources.list /etc/apt/sources.list.off")
+        first = playbook("deploy", "-i", str(inventory), "-e", "nvidia_driver_version=%s" % DRIVERS[0])
+        assert first.returncode == 0, first.stdout[-6000:] + first.stderr[-2000:]
+        assert "Stack reboot | Reboot the host" not in first.stdout  # a first install loads at once
+        installed = time.time()
+        with Load(ROUTER_URL, MODEL, WORKER_URLS) as load:
+            time.sleep(2)
+            res = playbook("deploy", "-i", str(inventory), "-e", "nvidia_driver_version=%s" % DRIVERS[1],
+                           "-e", "launchcard_stack_reboot_drain_s=5")
+            time.sleep(2)
+    finally:
+        pkgrepo("stop")
+    print("stack reboot test: install %.0f s, driver bump with two reboots %.0f s; requests ok %d, failed %d" % (
+        installed - started, time.time() - installed, load.ok, load.failed))
+    assert res.returncode == 0, res.stdout[-8000:] + res.stderr[-2000:]
+    assert load.failed == 0, load.errors[:5]
+    assert load.ok >= 50, load.ok
+    # one replica out of the router at a time, and out it was
+    assert len(load.capacity) >= 10 and min(load.capacity) == len(WORKERS) - 1, load.capacity
+    # per host, in order: out of the router (on the router's host), reboot, back in, a completion through the router;
+    # lc-up-w1's batch ends before lc-up-w2's begins
+    steps = ["Take this host's instances out of the routers", "Let in-flight requests finish",
+             "Reboot the host, loaded driver differs from the installed one",
+             "Wait until the engines that served before answer again", "Put this host's instances back into the routers",
+             "Gate on a 1-token completion through each router"]
+    wanted = [(step, host) for host in STACK_HOSTS for step in steps]
+    assert [e for e in stack_events(res.stdout) if e in wanted] == wanted, stack_events(res.stdout)
+    for host in STACK_HOSTS:
+        assert ssh(WORKERS[host], "nvidia-smi --query-gpu=driver_version --format=csv,noheader").stdout.strip() == DRIVERS[1]
+    assert healthy_workers(ROUTER_URL) == WORKER_URLS
