@@ -498,13 +498,14 @@ def stack_events(out):
 
 def test_a_driver_bump_reboots_the_replicas_one_at_a_time_out_of_the_router_and_fails_no_request(fleet, tmp_path):
     started = time.time()
-    inventory = tmp_path / "stack.ini"
-    inventory.write_text("[nvidia_stack]\n%s\n[nvidia_stack:vars]\n%s\n" % (
-        "\n".join("%s launchcard_install_accelerator_stack=true" % h for h in STACK_HOSTS),
-        "\n".join(["nvidia_repo_url=" + PKGREPO, "nvidia_repo_key=%slaunchcard-sandbox-repo.asc" % PKGREPO,
-                   # not what this test is about: no container engine, no initramfs, one PCIe GPU per host
-                   "nvidia_container_toolkit=false", "nvidia_blacklist_nouveau=false", "nvidia_fabric_manager=false",
-                   "nvidia_nvlink5=false", "nvidia_imex=false"])))
+    # YAML, not INI: an INI file's group variables are strings, and "false" is not a boolean
+    inventory = tmp_path / "stack.yml"
+    inventory.write_text(json.dumps({"nvidia_stack": {
+        "hosts": dict((h, {"launchcard_install_accelerator_stack": True}) for h in STACK_HOSTS),
+        "vars": {"nvidia_repo_url": PKGREPO, "nvidia_repo_key": PKGREPO + "launchcard-sandbox-repo.asc",
+                 # not what this test is about: no container engine, no initramfs, one PCIe GPU per host
+                 "nvidia_container_toolkit": False, "nvidia_blacklist_nouveau": False,
+                 "nvidia_fabric_manager": False, "nvidia_nvlink5": False, "nvidia_imex": False}}}))
     served = pkgrepo("serve", "--bind", "198.18.9.1", "--port", "8713")
     assert served.returncode == 0, served.stdout + served.stderr
     try:
