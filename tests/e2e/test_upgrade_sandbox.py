@@ -505,7 +505,12 @@ def test_a_driver_bump_reboots_the_replicas_one_at_a_time_out_of_the_router_and_
         "vars": {"nvidia_repo_url": PKGREPO, "nvidia_repo_key": PKGREPO + "launchcard-sandbox-repo.asc",
                  # not what this test is about: no container engine, no initramfs, one PCIe GPU per host
                  "nvidia_container_toolkit": False, "nvidia_blacklist_nouveau": False,
-                 "nvidia_fabric_manager": False, "nvidia_nvlink5": False, "nvidia_imex": False}}}))
+                 "nvidia_fabric_manager": False, "nvidia_nvlink5": False, "nvidia_imex": False}},
+        # The router's retries off, so the load counts what the drain saves: sglang-router retries a failed request up
+        # to 5 times by default (router_args.py, 0.3.2). Measured 2026-12-02 without the drain: retries on, 0 of 771
+        # requests failed (only the capacity told); off, 4 of 1484 ("error sending request for url" to lc-up-w2).
+        "router_without_retries": {"hosts": {"lc-up-router": {"launchcard_argv_overrides": {
+            "sglang-router": {"set": {"--disable-retries": True}}}}}}}))
     served = pkgrepo("serve", "--bind", "198.18.9.1", "--port", "8713")
     assert served.returncode == 0, served.stdout + served.stderr
     try:
