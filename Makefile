@@ -13,7 +13,7 @@ export PYTHONDONTWRITEBYTECODE := 1
 # A bare `make` lists the targets: nothing is installed or booted unless asked for by name.
 .DEFAULT_GOAL := help
 
-.PHONY: help demo test molecules setup venv host-deps sandbox-up sandbox-down deploy undeploy units lint sanity integration e2e bench bench-render bench-upgrade bench-scale build changelog clean molecule molecule-rocm molecule-ascend ee
+.PHONY: help demo test molecules setup venv host-deps sandbox-up sandbox-down deploy undeploy units lint sanity integration e2e bench bench-render bench-upgrade bench-scale build compat changelog clean molecule molecule-rocm molecule-ascend ee
 
 demo: setup sandbox-up deploy ## Boot the sandbox fleet and deploy the example card (twice is fine)
 	@$(BIN)/python tests/sandbox/demo_request.py -i $(INVENTORY)
@@ -124,6 +124,9 @@ ee: setup ## Execution environment for AWX / AAP: the build context of meta/exec
 
 build: ## Build the collection tarball into build/
 	$(BIN)/ansible-galaxy collection build --force --output-path build
+
+compat: venv build ## The built collection's docs and tests/unit on every other supported ansible-core (tests/compat)
+	$(BIN)/python tests/compat/run.py
 
 # keep_fragments (changelogs/config.yaml): a fragment is folded into a release once, by name; until the release
 # is tagged, running this again adds the fragments that landed since (and --refresh-fragments their edits) to it;
