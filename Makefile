@@ -20,12 +20,12 @@ demo: setup sandbox-up deploy ## Boot the sandbox fleet and deploy the example c
 	@echo "next: ssh -F .sandbox/ssh/config lc-router | make sandbox-down | README, 'The sandbox in one screen'"
 
 # A fresh machine builds the sandbox cache (fleet.py cache: mirror- and disk-bound, minutes) while the controller-only
-# stages use the CPUs (units last: its engine parser tests use the cache); the stages on sandbox hosts start once it
-# is built.
-test: setup ## Every test: unit, lint, sanity, integration, molecule (3 scenarios), end to end
+# stages use the CPUs (units and compat last: their engine parser tests use the cache); the stages on sandbox hosts
+# start once it is built.
+test: setup ## Every test: unit, lint, sanity, integration, compat (other ansible-cores), molecule (3 scenarios), end to end
 	@mkdir -p tests/output && echo "building the sandbox cache meanwhile: tests/output/sandbox-cache.log"
 	@$(BIN)/python tests/sandbox/fleet.py cache > tests/output/sandbox-cache.log 2>&1 & warm=$$!; \
-	  rc=0; $(MAKE) lint sanity integration units || rc=$$?; \
+	  rc=0; $(MAKE) lint sanity integration units compat || rc=$$?; \
 	  wait $$warm || rc=$$?; cat tests/output/sandbox-cache.log; [ $$rc -eq 0 ]
 	$(MAKE) -j2 --output-sync=target molecules e2e
 
