@@ -37,7 +37,7 @@ PYENV = os.environ.get("PYENV_ROOT", os.path.expanduser("~/.pyenv"))
 DOC_TYPES = ("module", "filter", "lookup", "test", "callback", "inventory", "connection", "become", "cache",
              "strategy", "vars")
 COLLECTION = "launchcard.inference"
-# ansible-core's own internal collection, not this one: ansible-doc -t role warns about it on 2.20 (a run here),
+# ansible-core's own internal collection, not this one: ansible-doc -t role warns about it on 2.20 and 2.21 (runs here),
 # ansible/ansible#85689; the only stderr line the check lets through
 CORE_NOISE = re.compile(r"^\[WARNING\]: Collection at '[^']*/ansible/_internal/ansible_collections/ansible/_protomatter'"
                         r" does not have a MANIFEST\.json file, nor has it galaxy\.yml: cannot detect version\.$")
