@@ -14,19 +14,19 @@ export PYTHONDONTWRITEBYTECODE := 1
 # A bare `make` lists the targets: nothing is installed or booted unless asked for by name.
 .DEFAULT_GOAL := help
 
-.PHONY: help demo test molecules setup venv host-deps sandbox-up sandbox-down deploy undeploy units lint sanity integration e2e bench bench-render bench-upgrade bench-scale build changelog clean molecule molecule-rocm molecule-ascend ee
+.PHONY: help demo test molecules setup venv host-deps sandbox-up sandbox-down deploy undeploy units lint sanity integration e2e bench bench-render bench-upgrade bench-scale build compat changelog clean molecule molecule-rocm molecule-ascend ee
 
 demo: setup sandbox-up deploy ## Boot the sandbox fleet and deploy the example card (twice is fine)
 	@$(BIN)/python tests/sandbox/demo_request.py -i $(INVENTORY)
 	@echo "next: ssh -F .sandbox/ssh/config lc-router | make sandbox-down | README, 'The sandbox in one screen'"
 
 # A fresh machine builds the sandbox cache (fleet.py cache: mirror- and disk-bound, minutes) while the controller-only
-# stages use the CPUs (units last: its engine parser tests use the cache); the stages on sandbox hosts start once it
-# is built.
-test: setup ## Every test: unit, lint, sanity, integration, molecule (3 scenarios), end to end
+# stages use the CPUs (units and compat last: their engine parser tests use the cache); the stages on sandbox hosts
+# start once it is built.
+test: setup ## Every test: unit, lint, sanity, integration, compat (other ansible-cores), molecule (3 scenarios), end to end
 	@mkdir -p tests/output && echo "building the sandbox cache meanwhile: tests/output/sandbox-cache.log"
 	@$(BIN)/python tests/sandbox/fleet.py cache > tests/output/sandbox-cache.log 2>&1 & warm=$$!; \
-	  rc=0; $(MAKE) lint sanity integration units || rc=$$?; \
+	  rc=0; $(MAKE) lint sanity integration units compat || rc=$$?; \
 	  wait $$warm || rc=$$?; cat tests/output/sandbox-cache.log; [ $$rc -eq 0 ]
 	$(MAKE) -j2 --output-sync=target molecules e2e
 
@@ -126,6 +126,9 @@ ee: setup ## Execution environment for AWX / AAP: the build context of meta/exec
 
 build: ## Build the collection tarball into build/
 	$(BIN)/ansible-galaxy collection build --force --output-path build
+
+compat: venv build ## The built collection's docs and tests/unit on every other supported ansible-core (tests/compat)
+	$(BIN)/python tests/compat/run.py
 
 # keep_fragments (changelogs/config.yaml): a fragment is folded into a release once, by name; until the release
 # is tagged, running this again adds the fragments that landed since (and --refresh-fragments their edits) to it;

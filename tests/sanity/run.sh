@@ -47,7 +47,9 @@ find_python() {  # a working interpreter of version $1 (a pyenv shim may name on
   done
   return 1
 }
-host_pythons=3.9
+# the oldest Python modules support: tests/config.yml's python_requires
+host_pythons=$(sed -n "s/^  python_requires: '>=\(3\.[0-9]*\)'.*/\1/p" "$root/tests/config.yml")
+[ -n "$host_pythons" ] || { echo "sanity: no '>=3.N' python_requires in tests/config.yml" >&2; exit 1; }
 [ $# -eq 0 ] || host_pythons=
 for v in ${LC_SANITY_HOST_PYTHONS-$host_pythons}; do
   py=$(find_python "$v" || true)
