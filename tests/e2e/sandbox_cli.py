@@ -17,7 +17,7 @@ import sys
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 BIN = os.path.dirname(sys.executable)
 ENV = dict(os.environ, ANSIBLE_CONFIG=os.path.join(ROOT, "ansible.cfg"), ANSIBLE_FORCE_COLOR="0",
-           PATH=BIN + os.pathsep + os.environ.get("PATH", ""))
+           ANSIBLE_NOCOLOR="1", PATH=BIN + os.pathsep + os.environ.get("PATH", ""))
 
 
 def run(args, **kw):
@@ -31,7 +31,6 @@ class Fleet(object):
     def __init__(self, inventory, state):
         self.inventory = inventory
         self.state = state
-        self.key = os.path.join(ROOT, state, "ssh", "id_ed25519")
 
     def playbook(self, name, *extra):
         return run([os.path.join(BIN, "ansible-playbook"), "playbooks/%s.yml" % name, "-i", self.inventory]
@@ -51,9 +50,10 @@ class Fleet(object):
         proc.wait()
         return subprocess.CompletedProcess(args, proc.returncode, "".join(lines), err)
 
-    def ssh(self, address, command):
-        return run(["ssh", "-i", self.key, "-o", "StrictHostKeyChecking=no", "-o", "UserKnownHostsFile=/dev/null",
-                    "-o", "LogLevel=ERROR", "-o", "BatchMode=yes", "root@" + address, command])
+    def ssh(self, host, command, timeout=None):
+        """``command`` on ``host`` (its name or address) through the fleet's ssh config, host keys checked."""
+        return run(["ssh", "-F", os.path.join(ROOT, self.state, "ssh", "config"), "-o", "BatchMode=yes", host,
+                    command], timeout=timeout)
 
     def addresses(self):
         """``{host: address}`` of the inventory's hosts."""
@@ -66,9 +66,18 @@ class Fleet(object):
         import demo_request
         return demo_request.inventory_plan(self.inventory)
 
+    def cli(self, *args):
+        """tests/sandbox/fleet.py ``args`` on this fleet's state directory."""
+        return run([sys.executable, "tests/sandbox/fleet.py"] + list(args) + ["--state-dir", self.state])
+
     def up(self):
         return run([sys.executable, "tests/sandbox/fleet.py", "up", "-i", self.inventory, "--state-dir", self.state])
 
     def down(self):
         """Stop the hosts and purge their overlays (a killed run's locks never meet the next boot)."""
-        return run([sys.executable, "tests/sandbox/fleet.py", "down", "--purge", "--state-dir", self.state])
+        return self.cli("down", "--purge")
+
+    def pkgrepo(self, *args):
+        """The stand-in vendor package repository of this fleet (tests/sandbox/pkgrepo/build.py)."""
+        return run([sys.executable, "tests/sandbox/pkgrepo/build.py"] + list(args)
+                   + ["--dir", os.path.join(ROOT, self.state, "pkgrepo")])

@@ -18,44 +18,38 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import sys
 import urllib.request
 
 import pytest
 
-from test_preflight_sandbox import BIN, REPORT_TASK, SUMMARY_TASK, by_host, recap, report_table, run
+from playbook_output import REPORT_TASK, SUMMARY_TASK, by_host, recap, report_table
+from sandbox_cli import Fleet
 
 INVENTORY = "inventories/bare/gpus.ini"
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-STATE = os.path.join(ROOT, ".sandbox-bare")
+FLEET = Fleet(INVENTORY, ".sandbox-bare")
 HOST = "bare-npu"
 
 pytestmark = pytest.mark.skipif(os.geteuid() != 0 or not shutil.which("systemd-nspawn"),
                                 reason="the sandbox fleet needs root and systemd-nspawn")
 
 
-def fleet_cmd(*args):
-    return run([sys.executable, "tests/sandbox/fleet.py"] + list(args) + ["--state-dir", STATE])
-
-
-def pkgrepo(*args):
-    return run([sys.executable, "tests/sandbox/pkgrepo/build.py"] + list(args) + ["--dir", os.path.join(STATE, "pkgrepo")])
+pkgrepo = FLEET.pkgrepo
 
 
 def ssh(command):
-    return run(["ssh", "-F", os.path.join(STATE, "ssh", "config"), "-o", "BatchMode=yes", HOST, command], timeout=60)
+    return FLEET.ssh(HOST, command, timeout=60)
 
 
 def deploy():
-    res = run([os.path.join(BIN, "ansible-playbook"), "playbooks/deploy.yml", "-i", INVENTORY])
+    res = FLEET.playbook("deploy")
     return res, res.stdout + res.stderr
 
 
 @pytest.fixture(scope="module")
 def fleet():
-    fleet_cmd("down", "--purge")  # a bare host means a fresh one
+    FLEET.down()  # a bare host means a fresh one
     try:
-        up = run([sys.executable, "tests/sandbox/fleet.py", "up", "-i", INVENTORY, "--state-dir", STATE])
+        up = FLEET.up()
         assert up.returncode == 0, up.stdout + up.stderr
         served = pkgrepo("serve", "--bind", "198.18.4.1", "--port", "8716")
         assert served.returncode == 0, served.stdout + served.stderr
@@ -63,7 +57,7 @@ def fleet():
     finally:
         if not os.environ.get("LAUNCHCARD_KEEP_FLEET"):
             pkgrepo("stop")
-            fleet_cmd("down", "--purge")
+            FLEET.down()
 
 
 def test_one_deploy_installs_the_stack_it_finds_on_the_pci_bus(fleet):

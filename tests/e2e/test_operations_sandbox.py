@@ -20,10 +20,9 @@ import urllib.request
 
 import pytest
 
-from playbook_output import recap
+from playbook_output import SUMMARY_TASK, recap, report_table
 from sandbox_cli import BIN, ENV, ROOT, Fleet, run
 from sandbox_registry import CONTAINER_SANDBOX
-from test_preflight_sandbox import SUMMARY_TASK, report_table
 
 INVENTORY = "inventories/operations/gpus.ini"
 STATE = ".sandbox-operations"

@@ -21,28 +21,18 @@ systemd knows.
 from __future__ import annotations
 
 import concurrent.futures
-import json
 import os
 import re
 import shutil
-import subprocess
-import sys
-import textwrap
 import urllib.request
 
 import pytest
-import yaml
 
-from playbook_output import recap
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+from playbook_output import SUMMARY_TASK, by_host, recap, report_table
+from sandbox_cli import Fleet
+
 INVENTORY = "inventories/preflight/gpus.ini"
-STATE = os.path.join(ROOT, ".sandbox-preflight")
-SSH_CONFIG = os.path.join(STATE, "ssh", "config")
-BIN = os.path.dirname(sys.executable)
-ENV = dict(os.environ, ANSIBLE_CONFIG=os.path.join(ROOT, "ansible.cfg"), ANSIBLE_FORCE_COLOR="0",
-           ANSIBLE_NOCOLOR="1", PATH=BIN + os.pathsep + os.environ.get("PATH", ""))
-REPORT_TASK = "TASK [launchcard.inference.preflight : Preflight | Report every host]"
-SUMMARY_TASK = "Units | Summary of every planned instance]"
+FLEET = Fleet(INVENTORY, ".sandbox-preflight")
 
 GOOD = ("pf-good-vllm", "pf-good-sglang")
 VALIDATED = "one of ascend_950pr_8x, b200, gb200, h100, mi355x"
@@ -70,20 +60,11 @@ pytestmark = pytest.mark.skipif(os.geteuid() != 0 or not shutil.which("systemd-n
                                 reason="the sandbox fleet needs root and systemd-nspawn")
 
 
-def run(args, **kw):
-    return subprocess.run(args, cwd=ROOT, env=ENV, capture_output=True, text=True, check=False, **kw)
-
-
-def playbook(name, *extra):
-    return run([os.path.join(BIN, "ansible-playbook"), "playbooks/%s.yml" % name, "-i", INVENTORY] + list(extra))
-
-
-def fleet_cmd(*args):
-    return run([sys.executable, "tests/sandbox/fleet.py"] + list(args) + ["--state-dir", STATE])
+playbook = FLEET.playbook
 
 
 def ssh(host, command):
-    return run(["ssh", "-F", SSH_CONFIG, "-o", "BatchMode=yes", host, command], timeout=60)
+    return FLEET.ssh(host, command, timeout=60)
 
 
 def snapshot(hosts=ALL):
@@ -100,64 +81,22 @@ def flat(text):
     return " ".join(text.split())
 
 
-def report_table(out, task=REPORT_TASK, columns=("host", "check", "result", "need", "found", "message")):
-    """The preflight table (or another run_once table) as the operator sees it, parsed back into rows.
-
-    The debug task prints a YAML (or JSON) document after ``ok: [host] =>``,
-    the table as one multi-line string (or a list of lines); loading it
-    undoes the callback's quoting and line folding. Columns are cut at the
-    rule line's dashes; the rows end at an empty line (the deploy summary's
-    counts follow it).
-    """
-    assert out.count(task) == 1, "expected one %s, found %d" % (task, out.count(task))
-    lines = out.split(task, 1)[1].splitlines()[1:]
-    head = next(i for i, line in enumerate(lines) if line.startswith("ok: ["))
-    block = [lines[head].split("=>", 1)[1]]
-    for line in lines[head + 1:]:
-        if line and not line.startswith(" "):
-            if line == "}":  # the JSON result format closes the document at column 0
-                block.append(line)
-            break
-        block.append(line)
-    table = yaml.safe_load(textwrap.dedent("\n".join(block)))["msg"]
-    if isinstance(table, str):  # the table joined into one string (a YAML block scalar)
-        table = table.splitlines()
-    header, rule = table[0].split(), table[1]
-    assert header == list(columns), table[:2]
-    spans = [m.span() for m in re.finditer(r"-+", rule)]
-    rows = []
-    for line in table[2:]:
-        if not line.strip():
-            break  # the deploy summary's counts follow an empty line
-        cells = [line[s:(spans[i + 1][0] if i + 1 < len(spans) else None)].strip() for i, (s, _e) in enumerate(spans)]
-        rows.append(dict(zip(header, cells)))
-    return rows
-
-
-def by_host(rows):
-    out = {}
-    for r in rows:
-        out.setdefault(r["host"], {})[r["check"]] = r
-    return out
-
-
 def matches(expected, text):
     return expected.fullmatch(text) is not None if hasattr(expected, "fullmatch") else expected == text
 
 
 @pytest.fixture(scope="module")
 def fleet():
-    fleet_cmd("down", "--purge")  # fresh hosts: a kept fleet may hold units of an earlier run
-    up = run([sys.executable, "tests/sandbox/fleet.py", "up", "-i", INVENTORY, "--state-dir", STATE])
+    FLEET.down()  # fresh hosts: a kept fleet may hold units of an earlier run
+    up = FLEET.up()
     try:
         assert up.returncode == 0, up.stdout + up.stderr
-        inv = json.loads(run([os.path.join(BIN, "ansible-inventory"), "-i", INVENTORY, "--list"]).stdout)
-        hostvars = inv["_meta"]["hostvars"]
-        assert sorted(hostvars) == sorted(ALL)
-        yield {h: hostvars[h]["ansible_host"] for h in ALL}
+        addresses = FLEET.addresses()
+        assert sorted(addresses) == sorted(ALL)
+        yield addresses
     finally:
         if not os.environ.get("LAUNCHCARD_KEEP_FLEET"):
-            fleet_cmd("down", "--purge")
+            FLEET.down()
 
 
 @pytest.fixture(scope="module")

@@ -23,11 +23,11 @@ from pathlib import Path
 
 import pytest
 
-from test_preflight_sandbox import BIN, SUMMARY_TASK, recap, report_table, run
+from playbook_output import SUMMARY_TASK, recap, report_table
+from sandbox_cli import ROOT, Fleet
 
 INVENTORY = "inventories/realvllm-native/gpus.ini"
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-STATE = os.path.join(ROOT, ".sandbox-realvllm")
+FLEET = Fleet(INVENTORY, ".sandbox-realvllm")
 HOST = "lc-nvllm"
 ADDRESS = "198.18.16.11"
 
@@ -38,12 +38,8 @@ pytestmark = pytest.mark.skipif(os.geteuid() != 0 or not shutil.which("systemd-n
                                 reason="the sandbox fleet needs root and systemd-nspawn")
 
 
-def fleet_cmd(*args):
-    return run([sys.executable, "tests/sandbox/fleet.py"] + list(args) + ["--state-dir", STATE])
-
-
 def ssh(command):
-    return run(["ssh", "-F", os.path.join(STATE, "ssh", "config"), "-o", "BatchMode=yes", HOST, command], timeout=120)
+    return FLEET.ssh(HOST, command, timeout=120)
 
 
 def get(url):
@@ -54,12 +50,12 @@ def get(url):
 @pytest.fixture(scope="module")
 def fleet():
     try:
-        up = fleet_cmd("up", "-i", INVENTORY)
+        up = FLEET.up()
         assert up.returncode == 0, up.stdout + up.stderr
         yield
     finally:
         if not os.environ.get("LAUNCHCARD_KEEP_FLEET"):
-            fleet_cmd("down", "--purge")
+            FLEET.down()
 
 
 UNIT = "launchcard-glm-5.3-flash-vllm-aggregated-0.service"
@@ -67,7 +63,7 @@ UNIT = "launchcard-glm-5.3-flash-vllm-aggregated-0.service"
 
 @pytest.fixture(scope="module")
 def deployed(fleet):
-    res = run([os.path.join(BIN, "ansible-playbook"), "playbooks/deploy.yml", "-i", INVENTORY])
+    res = FLEET.playbook("deploy")
     assert res.returncode == 0, res.stdout[-6000:] + res.stderr[-2000:]
     table = report_table(res.stdout, SUMMARY_TASK, ("host", "recipe", "engine", "role", "port", "state"))
     assert [(r["host"], r["recipe"], r["state"]) for r in table] == [(HOST, "vllm-aggregated", "healthy")]
@@ -119,7 +115,7 @@ def test_the_engine_serves_the_cards_revision_offline_with_real_tokens(deployed)
 
 
 def test_a_second_deploy_changes_nothing(deployed):
-    res = run([os.path.join(BIN, "ansible-playbook"), "playbooks/deploy.yml", "-i", INVENTORY])
+    res = FLEET.playbook("deploy")
     assert res.returncode == 0, res.stdout[-4000:]
     assert recap(res.stdout)[HOST]["changed"] == 0, res.stdout[-3000:]
 
@@ -148,8 +144,7 @@ def test_a_revision_only_upgrade_serves_the_new_revision_offline(deployed, tmp_p
     card["hf"]["revision"] = SECOND_REVISION
     new = tmp_path / "glm-second-revision.json"
     new.write_text(json.dumps(card))
-    res = run([os.path.join(BIN, "ansible-playbook"), "playbooks/upgrade.yml", "-i", INVENTORY,
-               "-e", "launchcard_card_src=%s" % new])
+    res = FLEET.playbook("upgrade", "-e", "launchcard_card_src=%s" % new)
     assert res.returncode == 0, res.stdout[-6000:] + res.stderr[-2000:]
     url = "http://%s:%d" % (ADDRESS, deployed["port"])
     want = [("zai-org/GLM-5.3-Flash", realvllm.TINY_MODELS["second"]["max_position_embeddings"])]
@@ -158,7 +153,7 @@ def test_a_revision_only_upgrade_serves_the_new_revision_offline(deployed, tmp_p
     snapshots = "/var/lib/launchcard/models/hub/models--zai-org--GLM-5.3-Flash/snapshots"
     gone = ssh("rm -rf %s/%s && ls %s" % (snapshots, old, snapshots))
     assert gone.returncode == 0 and gone.stdout.split() == [SECOND_REVISION], gone.stdout + gone.stderr
-    stop_hub(Path(STATE))
+    stop_hub(Path(ROOT, FLEET.state))
     before = ssh("systemctl show -p InvocationID --value %s" % UNIT).stdout
     restart = ssh("systemctl restart --no-block %s" % UNIT)
     assert restart.returncode == 0, restart.stdout + restart.stderr

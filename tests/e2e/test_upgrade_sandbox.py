@@ -481,9 +481,7 @@ DRIVERS = ("580.95.05", "580.105.08")  # the two versions the stand-in repositor
 STACK_TASK = "TASK [launchcard.inference.stack_reboot : Stack reboot | "
 
 
-def pkgrepo(*args):
-    return subprocess.run([sys.executable, "tests/sandbox/pkgrepo/build.py"] + list(args)
-                          + ["--dir", os.path.join(ROOT, STATE, "pkgrepo")], cwd=ROOT, capture_output=True, text=True)
+pkgrepo = FLEET.pkgrepo
 
 
 def stack_events(out):
