@@ -184,7 +184,7 @@ def main(argv):
         raise CompatError("no %s: run `make build` first" % tarball)
     chosen = set(argv)
     todo = [c for c in cores() if not chosen or c[0] in chosen]
-    missing = [(core, python) for core, _, python, _ in todo if not find_python(python)]
+    missing = [(c[0], c[2]) for c in todo if not find_python(c[2])]
     if missing:
         raise CompatError("no interpreter for " + "; ".join(
             "ansible-core %s needs Python %s (python%s on PATH or a pyenv build under %s/versions)"

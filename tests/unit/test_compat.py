@@ -39,23 +39,23 @@ def venv_core():
 
 def pairs_tested():
     """{X.Y.Z of every tested ansible-core: X.Y of the controller Python it is tested on}, where known here."""
-    pairs = {pin.split("==")[1]: python for _, _, python, pin in RUNNER.cores()}
+    pairs = {c[3].split("==")[1]: c[2] for c in RUNNER.cores()}
     if running_core == venv_core():  # .venv's Python is the one running this test
         pairs[venv_core()] = "%d.%d" % sys.version_info[:2]
     return pairs
 
 
 def test_the_compat_files_pin_other_minor_releases_than_the_venv_one_each():
-    minors = [core for core, _, _, _ in RUNNER.cores()]
+    minors = [c[0] for c in RUNNER.cores()]
     venv_minor = ".".join(venv_core().split(".")[:2])
     assert minors and len(set(minors)) == len(minors) and venv_minor not in minors
     # the cores tests/unit runs on are the tested ones: .venv's, or a compat file's
-    assert running_core in [venv_core()] + [pin.split("==")[1] for _, _, _, pin in RUNNER.cores()]
+    assert running_core in [venv_core()] + [c[3].split("==")[1] for c in RUNNER.cores()]
 
 
 def test_requires_ansible_starts_at_the_oldest_tested_core_and_admits_every_tested_one():
     spec = SpecifierSet(yaml.safe_load(read("meta/runtime.yml"))["requires_ansible"])
-    cores = sorted([Version(venv_core())] + [Version(pin.split("==")[1]) for _, _, _, pin in RUNNER.cores()])
+    cores = sorted([Version(venv_core())] + [Version(c[3].split("==")[1]) for c in RUNNER.cores()])
     assert all(spec.contains(c) for c in cores), (str(spec), cores)
     oldest = "%d.%d.0" % cores[0].release[:2]
     assert spec.contains(oldest) and not spec.contains("%d.%d.999" % (cores[0].major, cores[0].minor - 1)), str(spec)
@@ -71,7 +71,7 @@ def test_the_readme_and_the_development_page_name_each_tested_core_with_its_pyth
 
 def test_each_compat_file_says_where_its_python_floor_comes_from():
     # the comment beside the pin cites the wheel's Requires-Python, which must admit the Python it runs on
-    for _, path, python, pin in RUNNER.cores():
+    for _core, path, python, pin in RUNNER.cores():
         text = read(path)
         floor = re.search(r"Requires-Python: (\S+)", text)
         assert floor and SpecifierSet(floor.group(1)).contains(python + ".0"), path
