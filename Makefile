@@ -119,10 +119,12 @@ molecule-ascend: setup ## roles/ascend on sandbox hosts against stand-in Ascend 
 # meta/execution-environment.yml names its files relative to the collection root (as ansible-builder
 # reads it from an installed collection): give ansible-builder a folder where they resolve that way.
 EE_DIR ?= build/ee
-ee: setup ## Execution environment for AWX / AAP: the build context of meta/execution-environment.yml in $(EE_DIR)/context
+ee: setup ## Execution environment for AWX / AAP and ansible-navigator: the build context of meta/execution-environment.yml in $(EE_DIR)/context
 	rm -rf $(EE_DIR) && mkdir -p $(EE_DIR)
 	ln -s $(ROOT)/meta $(EE_DIR)/meta && ln -s $(ROOT)/meta/execution-environment.yml $(EE_DIR)/execution-environment.yml
 	$(BIN)/ansible-builder create -f $(EE_DIR)/execution-environment.yml -c $(EE_DIR)/context --output-filename Containerfile
+	@tag=$$($(BIN)/python -c 'import yaml; print(yaml.safe_load(open("$(ROOT)/meta/execution-environment.yml"))["options"]["tags"][0])'); \
+	  echo "next: podman build -t $$tag $(EE_DIR)/context   (the image ansible-navigator.yml runs)"
 
 build: ## Build the collection tarball into build/
 	$(BIN)/ansible-galaxy collection build --force --output-path build

@@ -1,13 +1,15 @@
 # -*- coding: utf-8 -*-
 # Copyright: (c) 2026, launchcard.inference contributors
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""What AWX / AAP reads from the repository: the credential types of extensions/awx/credential_types."""
+"""What AWX / AAP and ansible-navigator read from the repository: the credential types of
+extensions/awx/credential_types and ansible-navigator.yml."""
 
 from __future__ import annotations
 
 import glob
 import os
 import re
+import subprocess
 
 import pytest
 import yaml
@@ -107,3 +109,16 @@ def test_the_injected_values_are_what_the_collection_reads():
     assert _images.registry_auth(creds["launchcard_registry_credentials"]) == \
         {"auths": {"nvcr.io": {"auth": "JG9hdXRodG9rZW46cDp3"}}}  # base64 of $oauthtoken:p:w
 
+
+def test_ansible_navigator_runs_the_image_make_ee_builds_in_stdout_mode_without_artifacts():
+    nav = _load(os.path.join(ROOT, "ansible-navigator.yml"))["ansible-navigator"]
+    ee = nav["execution-environment"]
+    tags = _load(os.path.join(ROOT, "meta", "execution-environment.yml"))["options"]["tags"]
+    assert ee["enabled"] is True and ee["image"] == tags[0] and ee["pull"]["policy"] == "never"
+    # the tag is the collection's version, so a release names a new image
+    assert tags[0].rsplit(":", 1)[1] == _load(os.path.join(ROOT, "galaxy.yml"))["version"]
+    assert nav["mode"] == "stdout" and nav["playbook-artifact"]["enable"] is False
+    # what it writes goes under a path git ignores
+    for path in (nav["ansible-runner"]["artifact-dir"], nav["logging"]["file"]):
+        res = subprocess.run(["git", "check-ignore", "-q", path], cwd=ROOT, check=False)
+        assert res.returncode == 0, path
