@@ -14,7 +14,7 @@ export PYTHONDONTWRITEBYTECODE := 1
 # A bare `make` lists the targets: nothing is installed or booted unless asked for by name.
 .DEFAULT_GOAL := help
 
-.PHONY: help demo test molecules setup venv host-deps sandbox-up sandbox-down deploy undeploy units lint sanity integration e2e bench bench-render bench-upgrade bench-scale build compat changelog clean molecule molecule-rocm molecule-ascend ee
+.PHONY: help demo test molecules setup venv host-deps sandbox-up sandbox-down deploy undeploy units lint sanity integration e2e bench bench-render bench-upgrade bench-scale build compat sanity-compat changelog clean molecule molecule-rocm molecule-ascend ee
 
 demo: setup sandbox-up deploy ## Boot the sandbox fleet and deploy the example card (twice is fine)
 	@$(BIN)/python tests/sandbox/demo_request.py -i $(INVENTORY)
@@ -79,6 +79,10 @@ lint: ## ansible-lint (production profile) and the changelog fragments
 
 sanity: ## ansible-test sanity on a copy of the tracked tree
 	bash tests/sanity/run.sh
+
+# not in `make test` (no time left there): the figures per core are in docs/development.md
+sanity-compat: venv ## ansible-test sanity under every other supported ansible-core (tests/compat's virtualenvs)
+	rc=0; for v in $$($(BIN)/python tests/compat/run.py --venvs); do bash tests/sanity/run.sh --venv "$$v" || rc=1; done; exit $$rc
 
 integration: ## render.yml for three placements and malformed cards, collection build, EE build context (controller only)
 	$(BIN)/python -m pytest -q -n 2 tests/integration
