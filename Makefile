@@ -14,7 +14,7 @@ export PYTHONDONTWRITEBYTECODE := 1
 # A bare `make` lists the targets: nothing is installed or booted unless asked for by name.
 .DEFAULT_GOAL := help
 
-.PHONY: help demo test molecules setup venv host-deps sandbox-up sandbox-down deploy undeploy units lint sanity integration e2e bench bench-render bench-upgrade bench-scale build compat changelog clean molecule molecule-rocm molecule-ascend ee
+.PHONY: help demo test molecules setup venv host-deps sandbox-up sandbox-down deploy undeploy units lint sanity integration e2e bench bench-render bench-upgrade bench-scale build compat sanity-compat changelog clean molecule molecule-rocm molecule-ascend ee
 
 demo: setup sandbox-up deploy ## Boot the sandbox fleet and deploy the example card (twice is fine)
 	@$(BIN)/python tests/sandbox/demo_request.py -i $(INVENTORY)
@@ -80,6 +80,10 @@ lint: ## ansible-lint (production profile) and the changelog fragments
 sanity: ## ansible-test sanity on a copy of the tracked tree
 	bash tests/sanity/run.sh
 
+# not in `make test` (no time left there): the figures per core are in docs/development.md
+sanity-compat: venv ## ansible-test sanity under every other supported ansible-core (tests/compat's virtualenvs)
+	rc=0; for v in $$($(BIN)/python tests/compat/run.py --venvs); do bash tests/sanity/run.sh --venv "$$v" || rc=1; done; exit $$rc
+
 integration: ## render.yml for three placements and malformed cards, collection build, EE build context (controller only)
 	$(BIN)/python -m pytest -q -n 2 tests/integration
 
@@ -119,10 +123,12 @@ molecule-ascend: setup ## roles/ascend on sandbox hosts against stand-in Ascend 
 # meta/execution-environment.yml names its files relative to the collection root (as ansible-builder
 # reads it from an installed collection): give ansible-builder a folder where they resolve that way.
 EE_DIR ?= build/ee
-ee: setup ## Execution environment for AWX / AAP: the build context of meta/execution-environment.yml in $(EE_DIR)/context
+ee: setup ## Execution environment for AWX / AAP and ansible-navigator: the build context of meta/execution-environment.yml in $(EE_DIR)/context
 	rm -rf $(EE_DIR) && mkdir -p $(EE_DIR)
 	ln -s $(ROOT)/meta $(EE_DIR)/meta && ln -s $(ROOT)/meta/execution-environment.yml $(EE_DIR)/execution-environment.yml
 	$(BIN)/ansible-builder create -f $(EE_DIR)/execution-environment.yml -c $(EE_DIR)/context --output-filename Containerfile
+	@tag=$$($(BIN)/python -c 'import yaml; print(yaml.safe_load(open("$(ROOT)/meta/execution-environment.yml"))["options"]["tags"][0])'); \
+	  echo "next: podman build -t $$tag $(EE_DIR)/context   (the image ansible-navigator.yml runs)"
 
 build: ## Build the collection tarball into build/
 	$(BIN)/ansible-galaxy collection build --force --output-path build

@@ -9,7 +9,8 @@ For each of those files: a virtualenv of its lines on that Python under the cach
 when what it installs changes), the tarball `make build` wrote installed into an empty collections path,
 `ansible-doc` of every documented plugin and every role (any output on stderr, a deprecation warning
 included, fails), then tests/unit under that core. The .venv's core gets the ansible-doc check only:
-`make units` runs its unit tests. Arguments: the X.Y of the cores to run (default: all).
+`make units` runs its unit tests. Arguments: the X.Y of the cores to run (default: all); `--venvs` before them
+only builds their virtualenvs and prints their paths (`make sanity-compat` runs tests/sanity/run.sh in each).
 """
 
 from __future__ import annotations
@@ -93,7 +94,7 @@ def virtualenv(core, req, python):
         fcntl.flock(lock, fcntl.LOCK_EX)  # two checkouts building the same virtualenv at once
         if os.path.exists(stamp_file) and open(stamp_file).read() == stamp:
             return venv
-        print("compat: building %s (%s)" % (venv, python), flush=True)
+        print("compat: building %s (%s)" % (venv, python), file=sys.stderr, flush=True)
         shutil.rmtree(venv, ignore_errors=True)
         subprocess.run([python, "-m", "venv", venv], check=True)
         with open(os.path.join(venv, "constraints.txt"), "w") as f:
@@ -180,15 +181,20 @@ def units(label, venv):
 def main(argv):
     with open(os.path.join(ROOT, "galaxy.yml")) as f:
         tarball = os.path.join(ROOT, "build", "launchcard-inference-%s.tar.gz" % yaml.safe_load(f)["version"])
-    if not os.path.exists(tarball):
+    only_venvs = argv[:1] == ["--venvs"]
+    if not only_venvs and not os.path.exists(tarball):
         raise CompatError("no %s: run `make build` first" % tarball)
-    chosen = set(argv)
+    chosen = set(argv[1:] if only_venvs else argv)
     todo = [c for c in cores() if not chosen or c[0] in chosen]
     missing = [(c[0], c[2]) for c in todo if not find_python(c[2])]
     if missing:
         raise CompatError("no interpreter for " + "; ".join(
             "ansible-core %s needs Python %s (python%s on PATH or a pyenv build under %s/versions)"
             % (core, python, python, PYENV) for core, python in missing))
+    if only_venvs:
+        for core, req, python, _ in todo:
+            print(virtualenv(core, req, find_python(python)), flush=True)
+        return
     if not chosen:
         doc_check("ansible-core==%s of .venv" % ansible_version, os.path.dirname(sys.executable), tarball)
     for core, req, python, pin in todo:

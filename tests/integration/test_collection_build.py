@@ -16,7 +16,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 BIN = os.path.dirname(sys.executable)
 # What a Galaxy user gets: the collection's own parts, and nothing of the repository's tooling.
 TOP_LEVEL = {"MANIFEST.json", "FILES.json", "README.md", "LICENSE", "CHANGELOG.rst", "cards", "changelogs", "docs",
-             "meta", "playbooks", "plugins", "roles"}
+             "extensions", "meta", "playbooks", "plugins", "roles"}
 # A credential's value in the shape the repository's sandbox and tests write them (a Jinja reference is none).
 CREDENTIAL = re.compile(r"""hf_[A-Za-z0-9]{16,}|^\s*password:\s*(?!["']?\{\{)\S|sandbox-only-registry-pass""", re.M)
 
@@ -37,6 +37,9 @@ def test_build_install_and_run_by_fqcn(tmp_path):
     for must in ("MANIFEST.json", "LICENSE", "changelogs/changelog.yaml", "plugins/modules/systemd_units.py",
                  "playbooks/deploy.yml", "roles/units/meta/argument_specs.yml", "cards/glm-5.3-flash.json"):
         assert must in names, must
+    # of extensions/, only the AWX credential types docs/operations.md tells an AWX admin to create
+    assert {n for n in names if n.startswith("extensions/") and "." in n} == \
+        {"extensions/awx/credential_types/hf_token.yml", "extensions/awx/credential_types/registry.yml"}
     assert {n.split("/", 1)[0] for n in names} <= TOP_LEVEL, sorted({n.split("/", 1)[0] for n in names} - TOP_LEVEL)
     assert not [n for n in names if re.search(r"(^|/)(molecule|tests|__pycache__|fragments)(/|$)|\.pyc$", n)]
     with open("/usr/share/common-licenses/GPL-3", "rb") as f:  # Debian's base-files: the GPL-3.0 text

@@ -1,11 +1,17 @@
 #!/usr/bin/env bash
 # ansible-test sanity needs the collection at .../ansible_collections/NS/NAME:
 # copy the files git knows (tracked, and untracked but not ignored) there and
-# run it with the project's virtualenv. No ignore entries: fix the code.
+# run it with an ansible-core's virtualenv. No ignore entries: fix the code.
+# Usage: run.sh [--venv DIR] [ansible-test sanity arguments]; DIR defaults to
+# .venv (2.19); `make sanity-compat` passes tests/compat/run.py's virtualenvs.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
-venv=${VENV:-$root/.venv}
-dest=$root/build/sanity/ansible_collections/launchcard/inference
+venv=$root/.venv
+if [ "${1:-}" = --venv ]; then venv=$(cd "$2" && pwd); shift 2; fi
+# the controller Python is the virtualenv's; each core gets its own copy of the tree
+read -r controller_python core < <("$venv/bin/python" -c \
+  'import sys; from ansible.release import __version__ as v; print("%d.%d" % sys.version_info[:2], ".".join(v.split(".")[:2]))')
+dest=$root/build/sanity-$core/ansible_collections/launchcard/inference
 rm -rf "$dest"
 mkdir -p "$dest"
 cd "$root"
@@ -21,11 +27,15 @@ export PATH=$venv/bin:$PATH
 # cannot reach; give it an equivalent that uses Python's own ensurepip.
 cache=$HOME/.ansible/test/cache
 mkdir -p "$cache"
-for v in 24_2 25_3; do
+# The pip versions this core's ansible-test bootstraps (get_venv_packages in its python_requirements.py):
+reqs=$("$venv/bin/python" -c 'import ansible_test, os; print(os.path.dirname(ansible_test.__file__))')/_internal/python_requirements.py
+pips=$(sed -n "s/^ *pip='\([0-9.]*\)',\{0,1\}$/\1/p" "$reqs" | sort -u | tr . _)
+[ -n "$pips" ] || { echo "sanity: no pip version in $reqs" >&2; exit 1; }
+for v in $pips; do
   [ -e "$cache/get_pip_$v.py" ] || cp "$root/tests/sanity/get_pip_offline.py" "$cache/get_pip_$v.py"
 done
 # Sanity tests that need a container or network are not used. Every test
-# runs against the controller's Python; then the tests that check code per
+# runs against the virtualenv's Python (the controller's); then the tests that check code per
 # Python version (compile, import) run again for modules and module_utils,
 # the code that runs on the hosts, on the oldest Python a host may have:
 # 3.9 (RHEL 9's platform Python). ansible-test limits those runs to the
@@ -36,7 +46,7 @@ done
 # LC_SANITY_ALLOW_MISSING_PYTHON=1. Arguments (e.g. --test pep8 FILE) go to
 # the first run only, and then the host-Python runs are left out unless
 # LC_SANITY_HOST_PYTHONS asks for them.
-ansible-test sanity --python 3.11 --color no --requirements "$@"
+ansible-test sanity --python "$controller_python" --color no --requirements "$@"
 find_python() {  # a working interpreter of version $1 (a pyenv shim may name one it cannot run)
   local v=$1 p
   for p in "${PYENV_ROOT:-$HOME/.pyenv}"/versions/"$v".*/bin/"python$v" "$(command -v "python$v" 2>/dev/null)"; do
