@@ -149,13 +149,14 @@ def check_gpu_count(host):
     ok = count >= needs["gpus"]
     found = "%d %s GPU(s)%s" % (count, (pci.get("vendor") if bare else acc.get("vendor")) or "none",
                                 " on the PCI bus, no driver yet" if bare else "")
-    msg = "enough GPUs" if ok else "the recipes placed here need %d GPUs" % needs["gpus"]
+    need = "%d GPU%s" % (needs["gpus"], "" if needs["gpus"] == 1 else "s")
+    msg = "enough GPUs" if ok else "the recipes placed here need %s" % need
     if not devices and acc.get("errors") and not bare:
         msg += " (%s)" % "; ".join(acc["errors"])[:200]
     if not devices and not bare and pci.get("count"):
         msg += " (the PCI bus shows %d %s accelerator(s) without a working driver: install its stack)" % (
             pci["count"], pci.get("vendor"))
-    return _result("gpu_count", ok, "%d GPUs" % needs["gpus"], found, msg)
+    return _result("gpu_count", ok, need, found, msg)
 
 
 def check_gpu_model(host):

@@ -207,6 +207,9 @@ def test_gpu_count_check():
     r = _by_check(evaluate(few, NEEDS))["gpu_count"]
     assert (r["ok"], r["need"], r["found"]) == (False, "8 GPUs", "4 nvidia GPU(s)")
     assert r["message"] == "the recipes placed here need 8 GPUs"
+    none = dict(few, accelerators=dict(few["accelerators"], devices=[]))
+    one = _by_check(evaluate(none, dict(NEEDS, gpus=1)))["gpu_count"]
+    assert (one["need"], one["message"]) == ("1 GPU", "the recipes placed here need 1 GPU")
     broken = _facts(accelerators={"vendor": None, "devices": [], "driver": {},
                                   "errors": ["nvidia-smi: NVIDIA-SMI has failed"]})
     r = _by_check(evaluate(broken, NEEDS))["gpu_count"]
