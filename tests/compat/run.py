@@ -192,7 +192,7 @@ def main(argv):
             "ansible-core %s needs Python %s (python%s on PATH or a pyenv build under %s/versions)"
             % (core, python, python, PYENV) for core, python in missing))
     if only_venvs:
-        for core, req, python, _ in todo:
+        for core, req, python, dummy in todo:
             print(virtualenv(core, req, find_python(python)), flush=True)
         return
     if not chosen:
