@@ -9,6 +9,7 @@ returned, never raised on.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import subprocess
@@ -72,6 +73,20 @@ class Fleet(object):
 
     def up(self):
         return run([sys.executable, "tests/sandbox/fleet.py", "up", "-i", self.inventory, "--state-dir", self.state])
+
+    @contextlib.contextmanager
+    def booted(self, fresh=False):
+        """The fleet up (after a purge when ``fresh``), as ``{host: address}``; down after, unless
+        LAUNCHCARD_KEEP_FLEET is set (a fleet to look at after a failed run)."""
+        if fresh:
+            self.down()
+        up = self.up()
+        try:
+            assert up.returncode == 0, up.stdout[-3000:] + up.stderr[-3000:]
+            yield self.addresses()
+        finally:
+            if not os.environ.get("LAUNCHCARD_KEEP_FLEET"):
+                self.down()
 
     def down(self):
         """Stop the hosts and purge their overlays (a killed run's locks never meet the next boot)."""

@@ -44,13 +44,8 @@ ssh = FLEET.ssh
 @pytest.fixture(scope="module")
 def fleet():
     """Boot the sandbox fleet (the one `make demo` deploys onto); ``{host: address}``."""
-    up = FLEET.up()
-    try:
-        assert up.returncode == 0, up.stdout[-3000:] + up.stderr[-3000:]
-        yield FLEET.addresses()
-    finally:
-        if not os.environ.get("LAUNCHCARD_KEEP_FLEET"):
-            FLEET.down()
+    with FLEET.booted() as addresses:
+        yield addresses
 
 
 @pytest.fixture(scope="module")

@@ -49,15 +49,9 @@ def playbook(*extra):
 
 @pytest.fixture(scope="module")
 def fleet():
-    """Boot the operations fleet; ``{host: address}``."""
-    FLEET.down()
-    up = FLEET.up()
-    try:
-        assert up.returncode == 0, up.stdout[-3000:] + up.stderr[-3000:]
-        yield FLEET.addresses()
-    finally:
-        if not os.environ.get("LAUNCHCARD_KEEP_FLEET"):
-            FLEET.down()
+    """Boot the operations fleet on fresh hosts; ``{host: address}``."""
+    with FLEET.booted(fresh=True) as addresses:
+        yield addresses
 
 
 @pytest.fixture(scope="module")
