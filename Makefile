@@ -27,9 +27,9 @@ demo: setup sandbox-up deploy ## Boot the sandbox fleet and deploy the example c
 test: setup ## Every test: unit, lint, sanity, integration, compat (other ansible-cores), molecule (3 scenarios), end to end
 	$(MAKE) -j2 --output-sync=target controller fleets
 
-# the controller-only stages, one after another
+# the controller-only stages, one after another (-j1: compat and integration both build the tarball)
 controller: setup
-	$(MAKE) lint sanity integration units compat
+	$(MAKE) -j1 lint sanity integration units compat
 
 # the sandbox cache, then the molecule scenarios beside the e2e files
 fleets: setup
