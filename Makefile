@@ -27,7 +27,7 @@ demo: setup sandbox-up deploy ## Boot the sandbox fleet and deploy the example c
 test: setup ## Every test: unit, lint, sanity, integration, compat (other ansible-cores), molecule (3 scenarios), end to end
 	$(MAKE) -j2 --output-sync=target controller fleets
 
-# the controller-only stages, one after another (-j1: compat and integration both build the tarball)
+# the controller-only stages, one after another (-j1: beside the fleets, more at once only adds contention)
 controller: setup
 	$(MAKE) -j1 lint sanity integration units compat
 
