@@ -17,7 +17,7 @@ target plan; it decides nothing the rollout decides, it says what the rollout's 
   app has no ``/workers`` route: ``GET /workers`` answers 404, tests/unit/plugins/modules/
   test_router_workers_versions.py);
 - ``not-drained``: a worker behind a router the rollout does not drain it from (a PD router: the rollout
-  takes workers out of regular-mode routers only, ``router_ops``);
+  takes workers out of regular-mode routers, and out of a PD router only in a surge, ``router_ops``);
 - ``no-replica``: no other replica serves meanwhile: no router in front of it (its clients reach its own
   address, which a new instance beside it could not take while the old one holds it), or every worker of its
   role in its router switches in the same batch and it does not surge (:mod:`_surge`: a twin beside it while it

@@ -346,8 +346,9 @@ def router_drains(routers, instances, old=None):
     The one answer for upgrade.yml's batches (:func:`rollout`) and for the stack reboots
     (:func:`reboot_drains`): a router lists an instance when a worker URL its argv names reaches it
     (:func:`_outages.names`: its own URL, or loopback on the router's host). A regular-mode router takes it out
-    through its worker API (``router_workers``), which speaks neither ``--mini-lb`` nor PD mode
-    (``module_utils/_router.py``).
+    through its worker API (``router_workers``); ``--mini-lb`` has none, and a PD router's workers are taken out
+    only in an upgrade's surge (:mod:`_surge`), where a twin serves meanwhile: a lone prefill or decode out of its
+    PD router would leave it none.
 
     :param routers: :func:`routers_of` output.
     :param instances: the host's plan instances.
@@ -375,8 +376,8 @@ def router_drains(routers, instances, old=None):
             if r["mini_lb"]:
                 why = "it runs --mini-lb, the debug balancer of SGLang, which has no worker API"
             else:
-                why = ("it is a prefill/decode router (--pd-disaggregation), whose worker API router_workers does not "
-                       "speak")
+                why = ("it is a prefill/decode router (--pd-disaggregation), whose workers only an upgrade's surge takes "
+                       "out")
             refused.append({"router": r["host"], "router_unit": r["unit"], "unit": inst["unit"], "mode": r["mode"],
                             "reason": why})
     return ops, refused
