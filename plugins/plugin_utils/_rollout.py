@@ -376,8 +376,8 @@ def router_drains(routers, instances, old=None):
             if r["mini_lb"]:
                 why = "it runs --mini-lb, the debug balancer of SGLang, which has no worker API"
             else:
-                why = ("it is a prefill/decode router (--pd-disaggregation), whose workers only an upgrade's surge takes "
-                       "out")
+                why = ("it is a prefill/decode router (--pd-disaggregation), whose workers only an upgrade's surge "
+                       "takes out")
             refused.append({"router": r["host"], "router_unit": r["unit"], "unit": inst["unit"], "mode": r["mode"],
                             "reason": why})
     return ops, refused

@@ -9,7 +9,7 @@ with a worker API sends it its requests and its host has the GPUs and ports the 
 **twin** of the new version starts on them (its own unit, ``<unit>-surge``), passes the gate and joins the
 instance's routers; only then the old one leaves them, drains, restarts in place with the new version, passes the
 gate and joins them again; then the twin leaves them, drains, and its unit is stopped and removed
-(``playbooks/tasks/upgrade-batch.yml``). The plan (placement, ports, GPU lists) never changes, so deploy and the
+(``playbooks/tasks/upgrade-batch-hosts.yml``). The plan (placement, ports, GPU lists) never changes, so deploy and the
 host record stay as they are, and the router's list never drops below what it had.
 
 The routers' worker APIs, as sglang-router 0.3.2 (the pinned ``requirements.txt`` version) answers them on
@@ -76,7 +76,8 @@ def _refuse(inst, fronts, plan):
         return "no router in front of it: its clients reach its own address, which a twin cannot take"
     for r, dummy in fronts:
         if r.get("mini_lb"):
-            return "its router %s (%s) runs --mini-lb, which has no worker API to add a twin to" % (r["host"], r["unit"])
+            return "its router %s (%s) runs --mini-lb, which has no worker API to add a twin to" % (
+                r["host"], r["unit"])
         if _restarts(plan, r["host"], r["unit"]):
             return "its router %s (%s) restarts in the same batch, and would forget a twin" % (r["host"], r["unit"])
     fixed = sorted(set(p["what"] for p in inst.get("ports") or []) - set(MOVABLE))

@@ -1,7 +1,8 @@
 # -*- coding: utf-8 -*-
 # Copyright: (c) 2026, launchcard.inference contributors
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""playbooks/tasks/upgrade-batch.yml run by ansible-playbook on a local host: the surge's steps, in order.
+"""playbooks/tasks/upgrade-batch.yml (and the upgrade-batch-hosts.yml it includes) run by ansible-playbook on a
+local host: the surge's steps, in order.
 
 TEST CODE: the example card's single-host PD layout behind the regular PD router (prefill, decode and router on
 one 8-GPU host), the decode's env changed; the rollout is the collection's own (``_rollout.rollout``). The batch

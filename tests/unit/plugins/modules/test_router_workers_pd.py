@@ -90,9 +90,9 @@ def _decode(procs, port):
 
 
 def test_a_decode_restarts_beside_its_twin_under_load_and_no_request_fails(procs):
-    """The surge's router steps (playbooks/tasks/upgrade-batch.yml) for the decode of a single-host PD pair, behind
-    the real PD router without retries, under a steady client: twin in, decode out, decode stopped and started
-    again, decode back, twin out. Not one completion fails, and the twin served some meanwhile."""
+    """The surge's router steps (playbooks/tasks/upgrade-batch-hosts.yml) for the decode of a single-host PD pair,
+    behind the real PD router without retries, under a steady client: twin in, decode out, decode stopped and
+    started again, decode back, twin out. Not one completion fails, and the twin served some meanwhile."""
     if importlib.util.find_spec("sglang_router") is None:
         pytest.skip("sglang_router is not installed")
     prefill, boot = free_port(), free_port()
