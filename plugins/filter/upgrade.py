@@ -39,6 +39,16 @@ def upgrade_gpus(hostvars, hosts):
     return out
 
 
+def upgrade_surge_hosts(hostvars, hosts):
+    """The hosts whose instances may surge: ``launchcard_upgrade_surge`` (default true) is not false there."""
+    out = []
+    for host in hosts:
+        value = (hostvars[host] if host in hostvars else {}).get("launchcard_upgrade_surge", True)
+        if to_text(value).strip().lower() not in ("false", "no", "0", "off"):
+            out.append(host)
+    return out
+
+
 def upgrade_rollout(plan, hostvars, hosts, cards, options=None, serial=1, state_var="upgrade_current"):
     """The rollout from each host's registered ``host_state`` read to ``plan``.
 
@@ -63,7 +73,8 @@ def upgrade_rollout(plan, hostvars, hosts, cards, options=None, serial=1, state_
     try:
         target_units = {h: units.host_units(hp, host_options(h)) for h, hp in (plan or {}).get("hosts", {}).items()}
         summary = {k: upgrade_card(cards, k) for k in (plan or {}).get("cards", {})}
-        return rollout.rollout(current, plan, target_units, summary, serial, upgrade_gpus(hostvars, hosts))
+        return rollout.rollout(current, plan, target_units, summary, serial, upgrade_gpus(hostvars, hosts),
+                               upgrade_surge_hosts(hostvars, hosts))
     except (ValueError, KeyError) as exc:
         raise AnsibleFilterError("launchcard.inference.upgrade_rollout: %s" % to_text(exc))
 

@@ -12,7 +12,10 @@ caller polls ``GET /workers`` until the change shows. Two generations key a work
 ``DELETE /workers/{url}`` takes the URL-encoded URL; from it on (0.3.x) the ``id`` is a UUID and
 ``DELETE /workers/{url}`` answers 400 ("expected UUID"). Both are spoken: the path is the listed ``id``,
 percent-encoded. The older ``/add_worker?url=`` and ``/remove_worker?url=`` routes answer 404 on 0.3.2.
-``--mini-lb`` and PD mode (``--pd-disaggregation``) are out of scope of this helper.
+In PD mode (``--pd-disaggregation`` without ``--mini-lb``) the same routes list, take out and add prefill and
+decode workers; ``POST /workers`` then names the kind, ``{"url", "worker_type": "prefill", "bootstrap_port"}`` or
+``{"url", "worker_type": "decode"}``, and ``GET /workers`` lists each worker's ``worker_type`` (measured on 0.3.2 in
+front of stand-in engines: tests/unit/plugins/modules/test_router_workers_pd.py). ``--mini-lb`` has no worker API.
 """
 
 from __future__ import annotations
@@ -90,11 +93,26 @@ def read(api, request):
         raise RuntimeError("router %s: %s" % (api, exc))
 
 
-def converge(api, remove, add, request, timeout=60.0, interval=0.5, clock=time.monotonic, sleep=time.sleep):
+def payload(url, worker_type="regular", bootstrap_port=None):
+    """The ``POST /workers`` body that adds worker ``url``: a PD router's workers name their kind, a prefill its
+    bootstrap port; a regular router's carry the URL alone (what sglang-router 0.2 and 0.3 both take)."""
+    if worker_type in (None, "regular"):
+        return {"url": url}
+    if worker_type not in ("prefill", "decode"):
+        raise ValueError("worker_type must be regular, prefill or decode, found %r" % (worker_type,))
+    body = {"url": url, "worker_type": worker_type}
+    if worker_type == "prefill" and bootstrap_port is not None:
+        body["bootstrap_port"] = int(bootstrap_port)
+    return body
+
+
+def converge(api, remove, add, request, timeout=60.0, interval=0.5, clock=time.monotonic, sleep=time.sleep,
+             worker_type="regular", bootstrap_port=None):
     """Remove ``remove`` and add ``add`` (worker URLs), then wait until the router shows it.
 
     An URL both removed and added is left in (``add`` wins). Added workers must
-    show as healthy in the router's list.
+    show as healthy in the router's list. ``worker_type`` and ``bootstrap_port``: what the added workers are
+    (:func:`payload`).
 
     :returns: ``{"changed", "removed", "added", "workers", "api"}``; ``workers`` the URLs listed at the end, ``api``
         the kind of worker API (:func:`api_kind`) the first listing showed.
@@ -117,7 +135,7 @@ def converge(api, remove, add, request, timeout=60.0, interval=0.5, clock=time.m
             removed.append(url)
     for url in add:
         if url not in now:
-            status, body = request(api + "/workers", method="POST", payload={"url": url})
+            status, body = request(api + "/workers", method="POST", payload=payload(url, worker_type, bootstrap_port))
             if status not in (200, 201, 202):
                 raise RuntimeError("POST %s/workers %s answered %d: %s" % (api, url, status, body[:200]))
             added.append(url)

@@ -8,7 +8,7 @@ from __future__ import annotations
 DOCUMENTATION = r"""
 ---
 module: router_workers
-short_description: Take workers out of an SGLang router (regular mode) and put them back
+short_description: Take workers out of an SGLang router (regular or PD mode) and put them back
 version_added: 1.0.0
 description:
   - Uses the router's worker API - C(GET /workers), C(DELETE /workers/{id}), C(POST /workers) - and waits until the
@@ -19,6 +19,8 @@ description:
     C(id), fails the task naming the router and what it answered; it is never read as a router without workers,
     in check mode either.
   - Added workers must be listed as healthy by the router before the module returns.
+  - A PD router (C(--pd-disaggregation)) has the same API; a worker put in there names its kind (O(worker_type)), a
+    prefill also its O(bootstrap_port).
   - Routers started with C(--mini-lb) have no worker API; this module does not apply to them.
 options:
   api:
@@ -35,6 +37,15 @@ options:
     type: list
     elements: str
     default: []
+  worker_type:
+    description:
+      - What the workers of O(add) are - C(regular) (a regular-mode router), or C(prefill) or C(decode) (a PD router).
+    type: str
+    choices: [regular, prefill, decode]
+    default: regular
+  bootstrap_port:
+    description: The bootstrap port of the prefill workers of O(add) (O(worker_type=prefill)).
+    type: int
   probe:
     description:
       - Only read which worker API the router speaks (RV(api)); O(remove) and O(add) are not used. A router that does
@@ -61,6 +72,14 @@ EXAMPLES = r"""
   launchcard.inference.router_workers:
     api: http://127.0.0.1:30000
     remove: [http://10.1.0.15:30000]
+  delegate_to: router-host
+
+- name: Put a prefill into a PD router
+  launchcard.inference.router_workers:
+    api: http://127.0.0.1:30000
+    add: [http://10.1.0.16:31000]
+    worker_type: prefill
+    bootstrap_port: 8998
   delegate_to: router-host
 """
 
@@ -120,6 +139,8 @@ def main():
             api=dict(type="str", required=True),
             remove=dict(type="list", elements="str", default=[]),
             add=dict(type="list", elements="str", default=[]),
+            worker_type=dict(type="str", default="regular", choices=["regular", "prefill", "decode"]),
+            bootstrap_port=dict(type="int"),
             probe=dict(type="bool", default=False),
             timeout=dict(type="int", default=60),
         ),
@@ -141,7 +162,8 @@ def main():
             add = [u for u in p["add"] if u not in listed]
             module.exit_json(changed=bool(rem or add), removed=rem, added=add, workers=sorted(listed), api=kind,
                              answering=True)
-        result = converge(api, p["remove"], p["add"], request, timeout=p["timeout"])
+        result = converge(api, p["remove"], p["add"], request, timeout=p["timeout"], worker_type=p["worker_type"],
+                          bootstrap_port=p["bootstrap_port"])
     except (RuntimeError, ValueError, OSError) as exc:
         module.fail_json(msg="router %s: %s" % (api, exc))
     module.exit_json(answering=True, **result)

@@ -17,11 +17,11 @@ target plan; it decides nothing the rollout decides, it says what the rollout's 
   app has no ``/workers`` route: ``GET /workers`` answers 404, tests/unit/plugins/modules/
   test_router_workers_versions.py);
 - ``not-drained``: a worker behind a router the rollout does not drain it from (a PD router: the rollout
-  takes workers out of regular-mode routers only, ``router_ops``);
+  takes workers out of regular-mode routers, and out of a PD router only in a surge, ``router_ops``);
 - ``no-replica``: no other replica serves meanwhile: no router in front of it (its clients reach its own
   address, which a new instance beside it could not take while the old one holds it), or every worker of its
-  role in its router switches in the same batch. The reason says whether its host, or a spare host of the play,
-  has the GPUs free to start a new one beside it (a surge), which upgrade.yml does not do yet.
+  role in its router switches in the same batch and it does not surge (:mod:`_surge`: a twin beside it while it
+  switches); the reason says why not.
 """
 
 from __future__ import annotations
@@ -85,34 +85,15 @@ def _key(inst):
     return (inst["host"], inst["unit"])
 
 
-def _room(inst, target, gpus):
-    """Whether a new instance could start beside ``inst`` (a surge), in words."""
-    need = inst.get("gpus") or 0
-    host = inst["host"]
-    hp = target["hosts"][host]
-    total = hp.get("gpus") if hp.get("gpus") is not None else (gpus or {}).get(host)
-    if total is not None and total - (hp.get("gpus_needed") or 0) >= need:
-        return "%s has %d GPU(s) free for a new one beside it, but upgrade.yml does not start one beside the old" % (
-            host, total - (hp.get("gpus_needed") or 0))
-    spare = sorted(h for h, n in (gpus or {}).items() if h not in target["hosts"] and n is not None and n >= need)
-    if spare:
-        return "spare host %s has the %d GPU(s) a new one needs, but upgrade.yml does not start one beside the old" % (
-            spare[0], need)
-    if total is None:
-        return "the GPUs free on %s are unknown (launchcard_gpus), and no spare host of the play has %d" % (host, need)
-    return "no free GPUs to start a new one beside it: %s has %d, the plan uses %d, it needs %d, and no spare host " \
-           "of the play has %d" % (host, total, hp.get("gpus_needed") or 0, need, need)
-
-
-def outages(target, plan, gpus=None):
+def outages(target, plan, refused=None):
     """Every instance whose switch in the rollout drops requests.
 
     :param target: the target plan (:func:`_planner.plan_fleet`).
     :param plan: the rollout (:func:`_rollout.rollout`): ``hosts`` (each change's ``replaced`` and ``restart``
         units, ``router_ops``, ``action``), ``batches``, ``routers`` (``host``, ``unit``, ``mode``, ``mini_lb``,
         ``workers``: the worker URLs its argv names).
-    :param gpus: ``{host: GPUs or None}`` of the play's hosts (``launchcard_gpus``, else what preflight counted);
-        a host of it that the target plan leaves empty is a spare host.
+    :param refused: ``{(host, unit): reason}``: why an instance with no other replica does not surge
+        (:func:`_surge.surges`), added to its reason; the instances of ``plan["surges"]`` are not outages.
     :returns: list of ``{"host", "unit", "recipe", "role", "batch", "codes", "reasons", "line"}`` in batch
         order; ``batch`` counts from 1, ``codes`` are the module docstring's (``router``, ``mini-lb``,
         ``not-drained``, ``no-replica``), ``reasons`` one sentence per code, ``line`` the instance in one line.
@@ -120,6 +101,8 @@ def outages(target, plan, gpus=None):
     thosts = target.get("hosts", {})
     changes = plan.get("hosts", {})
     batch_of = {h: b["index"] + 1 for b in plan.get("batches", []) for h in b["hosts"]}
+    # a twin serves in their place while they switch (_surge)
+    surged = set((s["host"], s["unit"]) for s in plan.get("surges") or [])
     down = []  # (batch, instance) of every running instance a batch stops and starts again
     for host in sorted(batch_of):
         ch = changes.get(host) or {}
@@ -127,7 +110,7 @@ def outages(target, plan, gpus=None):
             continue
         units = set(ch.get("replaced") or []) | set(ch.get("restart") or [])
         for inst in (thosts.get(host) or {}).get("instances", []):
-            if inst["unit"] in units:
+            if inst["unit"] in units and (host, inst["unit"]) not in surged:
                 down.append((batch_of[host], inst))
     if not down:
         return []
@@ -179,9 +162,10 @@ def outages(target, plan, gpus=None):
                 left = [w for w in same if _key(w) in serving and _key(w) not in down_in[batch]]
                 if not left and "no-replica" not in codes:
                     codes.append("no-replica")
+                    why = (refused or {}).get(_key(inst))
                     reasons.append("no other %s instance behind router %s serves meanwhile (%d of %d switch in batch "
-                                   "%d); %s" % (head.get("role"), name, len(switching), len(same), batch,
-                                                _room(inst, target, gpus)))
+                                   "%d)%s" % (head.get("role"), name, len(switching), len(same), batch,
+                                              "; no surge: " + why if why else ""))
         if codes:
             line = "%s: %s (batch %d): %s" % (inst["host"], inst["unit"], batch, "; ".join(reasons))
             out.append({"host": inst["host"], "unit": inst["unit"], "recipe": inst.get("recipe"),

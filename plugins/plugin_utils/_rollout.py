@@ -29,6 +29,8 @@ Output of :func:`rollout` (all JSON-serialisable):
   "mode", "api", "workers", "touched"}``.
 - ``unchanged``: hosts with nothing to do (never touched).
 - ``warnings``: what the upgrade leaves as it is, in words (an engine whose model is a local path).
+- ``surges``: every instance that switches beside a twin of it instead of dropping requests (:func:`_surge.surges`;
+  a PD router's ops for it join its host's ``router_ops``).
 - ``outages``: every instance whose switch drops requests, and why (:func:`_outages.outages`).
 
 Ordering rules (issue 12, item 2):
@@ -57,6 +59,7 @@ import re
 import shlex
 
 from ansible_collections.launchcard.inference.plugins.plugin_utils import _outages as outages
+from ansible_collections.launchcard.inference.plugins.plugin_utils import _surge as surge
 from ansible_collections.launchcard.inference.plugins.plugin_utils._argv import Argv
 
 TIERS = ("encoder", "server", "prefill-decode", "router", "retire")
@@ -343,8 +346,9 @@ def router_drains(routers, instances, old=None):
     The one answer for upgrade.yml's batches (:func:`rollout`) and for the stack reboots
     (:func:`reboot_drains`): a router lists an instance when a worker URL its argv names reaches it
     (:func:`_outages.names`: its own URL, or loopback on the router's host). A regular-mode router takes it out
-    through its worker API (``router_workers``), which speaks neither ``--mini-lb`` nor PD mode
-    (``module_utils/_router.py``).
+    through its worker API (``router_workers``); ``--mini-lb`` has none, and a PD router's workers are taken out
+    only in an upgrade's surge (:mod:`_surge`), where a twin serves meanwhile: a lone prefill or decode out of its
+    PD router would leave it none.
 
     :param routers: :func:`routers_of` output.
     :param instances: the host's plan instances.
@@ -372,8 +376,8 @@ def router_drains(routers, instances, old=None):
             if r["mini_lb"]:
                 why = "it runs --mini-lb, the debug balancer of SGLang, which has no worker API"
             else:
-                why = ("it is a prefill/decode router (--pd-disaggregation), whose worker API router_workers does not "
-                       "speak")
+                why = ("it is a prefill/decode router (--pd-disaggregation), whose workers only an upgrade's surge "
+                       "takes out")
             refused.append({"router": r["host"], "router_unit": r["unit"], "unit": inst["unit"], "mode": r["mode"],
                             "reason": why})
     return ops, refused
@@ -409,7 +413,7 @@ def reboot_drains(plan, host, serving):
     return {"ops": ops, "drain": [i for i in insts if i["unit"] in drained], "routers": gates, "warnings": warnings}
 
 
-def rollout(current, target, target_units, cards, serial=1, gpus=None):
+def rollout(current, target, target_units, cards, serial=1, gpus=None, surge_hosts=None):
     """Plan the upgrade of a fleet.
 
     :param current: ``{host: record or None}`` (see module docstring).
@@ -417,8 +421,9 @@ def rollout(current, target, target_units, cards, serial=1, gpus=None):
     :param target_units: ``{host: [{"name", "content"}]}``.
     :param cards: ``{card key: {"sha256", "repo", "revision"}}``.
     :param serial: hosts per recipe per batch (see :func:`parse_serial`).
-    :param gpus: ``{host: GPUs or None}`` of the play's hosts, for the outages' room to start a new instance
-        beside the old (:func:`_outages.outages`); None: unknown.
+    :param gpus: ``{host: GPUs or None}`` of the play's hosts, for the room to start a twin beside an instance
+        that would otherwise drop requests (:func:`_surge.surges`); None: unknown.
+    :param surge_hosts: the hosts whose instances may surge (``launchcard_upgrade_surge``); None: every host.
     :returns: the rollout (see module docstring).
     :raises RolloutError: a bad ``serial``.
     """
@@ -488,7 +493,16 @@ def rollout(current, target, target_units, cards, serial=1, gpus=None):
         "unchanged": [h for h in names if changes[h]["action"] == "none"],
         "warnings": warnings,
     }
-    result["outages"] = outages.outages(target, result, gpus)
+    # the outages with no surge, then the surges that remove some of them
+    result["surges"], refused = surge.surges(target, result, outages.outages(target, result), gpus, None, current,
+                                             surge_hosts)
+    for s in result["surges"]:
+        changes[s["host"]]["router_ops"] += s["own_ops"]
+        for op in s["own_ops"]:
+            for r in routers:
+                if (r["host"], r["unit"]) == (op["router"], op["router_unit"]):
+                    r["drains"].append(s["host"])
+    result["outages"] = outages.outages(target, result, refused)
     return result
 
 
@@ -528,4 +542,4 @@ def report(plan):
     lines.append("unchanged (not touched): %s" % (", ".join(plan["unchanged"]) or "none"))
     for w in plan["warnings"]:
         lines.append("warning: " + w)
-    return lines + outages.report(plan.get("outages") or [])
+    return lines + surge.report(plan.get("surges") or []) + outages.report(plan.get("outages") or [])

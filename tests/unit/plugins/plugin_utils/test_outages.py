@@ -70,8 +70,9 @@ def test_the_example_cards_pd_pair_behind_mini_lb_is_an_outage():
     assert "runs --mini-lb, the debug balancer of SGLang: no worker API" in decode["reasons"][0]
     assert "no other decode instance behind router gpu-1 (launchcard-glm-5.3-flash-sglang-router-0.service) " \
            "serves meanwhile (1 of 1 switch in batch 1)" in decode["reasons"][1]
-    # the card uses 4 of the host's 8 GPUs (issue 26, item 1): the room is there, the surge is not
-    assert "gpu-1 has 4 GPU(s) free for a new one beside it, but upgrade.yml does not start one" in decode["reasons"][1]
+    # the card uses 4 of the host's 8 GPUs (issue 26, item 1): the room is there, but no twin can join --mini-lb
+    assert decode["reasons"][1].endswith("; no surge: its router gpu-1 (launchcard-glm-5.3-flash-sglang-router-0"
+                                         ".service) runs --mini-lb, which has no worker API to add a twin to")
     # the router's --prefill/--decode name its own host's loopback: still these workers; the router does not change
     assert "http://127.0.0.1:32000" in new["hosts"]["gpu-1"]["instances"][2]["argv"]
     assert not any(o["role"] == "router" for o in ro["outages"])
@@ -88,17 +89,20 @@ def test_a_pd_pair_on_its_own_hosts_drops_requests_on_both_sides():
     assert [(o["host"], o["role"], o["batch"], o["codes"]) for o in ro["outages"]] == [
         ("dec", "decode", 1, ["mini-lb", "no-replica"]), ("pre", "prefill", 1, ["mini-lb", "no-replica"])]
     assert ro["outages"][1]["reasons"][1].endswith(
-        "no free GPUs to start a new one beside it: pre has 2, the plan uses 2, it needs 2, and no spare host of the "
-        "play has 2")
+        "no surge: its router rt (launchcard-glm-5.3-flash-sglang-router-0.service) runs --mini-lb, which has no "
+        "worker API to add a twin to")
 
 
-def test_the_regular_pd_router_is_not_drained_by_the_upgrade_yet():
-    """The inventory runs the regular PD router (launchcard_argv_overrides): it has a worker API, but the
-    rollout drains regular-mode routers only, so the pair's restart still drops requests, and says why."""
+def test_the_regular_pd_router_drains_only_what_surges():
+    """The inventory runs the regular PD router (launchcard_argv_overrides): it has a worker API, but with no GPUs
+    free for twins the pair does not surge, and the rollout takes PD workers out of their router only in a surge,
+    so the pair's restart still drops requests, and says why."""
     placement = [(h, r, dict(v, argv_overrides=REGULAR_PD)) for h, r, v in PD_HOSTS]
     ro, dummy = _upgrade(EXAMPLE, placement, _decode_env)
     assert [o["codes"] for o in ro["outages"]] == [["not-drained", "no-replica"]] * 2
     assert "does not take it out of its pd router rt" in ro["outages"][0]["reasons"][0]
+    assert ro["outages"][0]["reasons"][1].endswith("no surge: no free GPUs for a twin beside it: dec has 2, the plan "
+                                                   "uses 2, it needs 2")
     assert not any("--mini-lb" in r for o in ro["outages"] for r in o["reasons"])
 
 
@@ -141,19 +145,21 @@ def _one_replica(gpus):
     return [("w0", ["sglang-aggregated"], {"gpus": gpus}), ("rt", ["sglang-router"], {})]
 
 
-def test_a_lone_replica_says_whether_a_surge_would_have_room():
+def test_a_lone_replica_says_why_it_does_not_surge():
     ro, dummy = _upgrade(UPGRADE_V1, _one_replica(1), _new_flag)
     (full,) = ro["outages"]
     assert full["codes"] == ["no-replica"]
-    assert full["reasons"][0].endswith("no free GPUs to start a new one beside it: w0 has 1, the plan uses 1, it "
-                                       "needs 1, and no spare host of the play has 1")
-    # a host of the play with no instance and the GPUs is a spare host
+    assert full["reasons"][0].endswith("no surge: no free GPUs for a twin beside it: w0 has 1, the plan uses 1, it "
+                                       "needs 1")
+    # a host of the play with no instance and the GPUs is a spare host: named, but no twin starts there
     ro, dummy = _upgrade(UPGRADE_V1, _one_replica(1), _new_flag, gpus={"w0": 1, "rt": 0, "spare": 2})
-    assert "spare host spare has the 1 GPU(s) a new one needs" in ro["outages"][0]["reasons"][0]
-    # GPUs from preflight (no launchcard_gpus) count as the host's
+    assert ro["outages"][0]["reasons"][0].endswith(
+        "it needs 1; spare host spare has the 1 GPU(s) a twin needs, but upgrade.yml starts twins on an instance's "
+        "own host only (the runtime and the new revision are installed on the plan's hosts)")
+    # GPUs from preflight (no launchcard_gpus) count as the host's: a free one, and the replica surges (test_surge.py)
     ro, dummy = _upgrade(UPGRADE_V1, [("w0", ["sglang-aggregated"], {}), ("rt", ["sglang-router"], {})], _new_flag,
                          gpus={"w0": 2, "rt": 0})
-    assert "w0 has 1 GPU(s) free for a new one beside it" in ro["outages"][0]["reasons"][0]
+    assert ro["outages"] == [] and [s["twin"]["gpu_ids"] for s in ro["surges"]] == [[1]]
 
 
 def test_an_encoder_has_no_router_in_front():

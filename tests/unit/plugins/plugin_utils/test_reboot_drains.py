@@ -91,7 +91,7 @@ def test_a_mini_lb_router_keeps_the_replica_with_a_warning_naming_both():
 
 @pytest.mark.parametrize("mini_lb, reason", [
     (True, "it runs --mini-lb, the debug balancer of SGLang, which has no worker API"),
-    (False, "it is a prefill/decode router (--pd-disaggregation), whose worker API router_workers does not speak"),
+    (False, "it is a prefill/decode router (--pd-disaggregation), whose workers only an upgrade's surge takes out"),
 ])
 def test_a_pd_router_keeps_its_prefill_and_decode_with_the_reason(mini_lb, reason):
     def regular(doc):
