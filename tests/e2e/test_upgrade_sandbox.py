@@ -252,7 +252,7 @@ def test_check_mode_prints_the_rollout_and_touches_nothing(upgraded):
 
 def test_every_replica_in_one_batch_is_listed_by_check_mode_and_refused_with_every_engine_untouched(upgraded):
     """Issue 26 item 4: with launchcard_upgrade_serial=4 the four replicas leave the router in one batch, so none
-    serves meanwhile, and each host's one GPU leaves no room for a new one beside it. Check mode lists each
+    serves meanwhile, and each host's one GPU leaves no room for a surge twin beside it. Check mode lists each
     (host, instance, why); the real run refuses before it installs or stages anything, naming them and
     launchcard_upgrade_allow_outage, and leaves every unit, process, record and lock as it was."""
     snap = "md5sum /etc/systemd/system/launchcard-*.service /var/lib/launchcard/state.json; systemctl show -p MainPID 'launchcard-*'"
@@ -266,7 +266,7 @@ def test_every_replica_in_one_batch_is_listed_by_check_mode_and_refused_with_eve
         assert re.search(
             r"outage: %s: launchcard-upgrade-tiny-sglang-aggregated-\d\.service \(batch 1\): no other aggregated "
             r"instance behind router lc-up-router \(launchcard-upgrade-tiny-sglang-router-0\.service\) serves "
-            r"meanwhile \(4 of 4 switch in batch 1\); no free GPUs to start a new one beside it: %s has 1, the plan "
+            r"meanwhile \(4 of 4 switch in batch 1\); no surge: no free GPUs for a twin beside it: %s has 1, the plan "
             r"uses 1, it needs 1" % (host, host), said), (host, said[-6000:])
     assert "outages: 4 instance(s) would drop requests" in said
     assert {a: ssh(a, snap).stdout for a in before} == before
