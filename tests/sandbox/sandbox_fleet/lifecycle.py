@@ -75,9 +75,8 @@ class Fleet:
                     run(["ip", "link", "del", old_br], check=False)
             data["inventory"] = str(Path(inventory).resolve())
             ensure_fleet_key(self.key)
-            # (the real vLLM's image takes its files from the vllm root filesystem: libnuma1)
-            rootfs = {v: ensure_rootfs(v) for v in sorted({"base"} | {h.rootfs for h in hosts}
-                                                          | ({"vllm"} if hosts[0].real_vllm else set()))}
+            # (the real vLLM's image takes its files from the base root filesystem: libnuma1)
+            rootfs = {v: ensure_rootfs(v) for v in sorted({"base"} | {h.rootfs for h in hosts})}
             # the real vLLM (sandbox_real_vllm): its environment and the tiny real checkpoint, built once per machine
             vllm_env = ensure_vllm_env() if hosts[0].real_vllm else None
             wheelhouse = ensure_wheelhouse(self.state, {python_of(h.rootfs) for h in hosts}, vllm_env=vllm_env)
@@ -97,7 +96,7 @@ class Fleet:
                 # the card's registry, mirrored on the bridge (launchcard_registry_mirrors of the inventory)
                 # (with basic auth where the inventory sets sandbox_registry_auth: its launchcard_registry_credentials)
                 # (and the real vLLM image under the cards' vLLM image names where the fleet runs it)
-                images = {VLLM_IMAGE_REPOSITORY: ensure_vllm_image(rootfs["vllm"], vllm_env)} if vllm_env else {}
+                images = {VLLM_IMAGE_REPOSITORY: ensure_vllm_image(rootfs["base"], vllm_env)} if vllm_env else {}
                 data["registry"] = ensure_registry(self.state, str(gateway), ensure_image(rootfs["base"], wheelhouse),
                                                    auth=hosts[0].registry_auth, images=images)
             else:

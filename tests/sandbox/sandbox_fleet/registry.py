@@ -311,7 +311,7 @@ def ensure_image(base_root: Path, wheelhouse: Path) -> Path:
 
 def ensure_vllm_image(base_root: Path, env: Path) -> Path:
     """The real vLLM image (realvllm.py's environment on the stand-in image's Python runtime and
-    ``VLLM_IMAGE_PACKAGES``, from ``base_root``: the ``vllm`` root filesystem) as an OCI image layout, built once per
+    ``VLLM_IMAGE_PACKAGES``, from ``base_root``: the base root filesystem, which has libnuma1) as an OCI image layout, built once per
     environment; its path. Its ``vllm`` command is vLLM's own console script."""
     stamp = hashlib.sha256(json.dumps([IMAGE_VERSION, VLLM_IMAGE_VERSION, str(base_root), env.name]).encode()
                            ).hexdigest()[:16]

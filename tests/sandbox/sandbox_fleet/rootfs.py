@@ -14,7 +14,7 @@ from pathlib import Path
 from .base import CACHE_DIR, FleetError, locked, log, run, write_file
 
 SUITE = "bookworm"
-ROOTFS_VERSION = 4  # bump when the rootfs preparation changes: a new rootfs is built beside the old one
+ROOTFS_VERSION = 5  # bump when the rootfs preparation changes: a new rootfs is built beside the old one
 ROOTFS = CACHE_DIR / f"rootfs-{SUITE}-v{ROOTFS_VERSION}"
 # python3-packaging: ansible.builtin.pip; python3-apt: ansible.builtin.apt; rsync: the weights role's peer copies
 # (ansible.posix.synchronize runs it on the seed and on the host it copies to)
@@ -25,11 +25,10 @@ PACKAGES = "systemd,systemd-sysv,openssh-server,python3,python3-venv,python3-pac
 # installed here, once, rather than by the runtime role.
 # podman-trixie: Debian 13's podman 5 (Quadlet: the units are .container files, podman-systemd.unit(5)),
 # crun and netavark, run the same way (--cgroups=disabled, no session keyring).
-# vllm: Debian 12 with libnuma1, which the real vLLM's compiled ops link (realvllm.py; the native hosts that run it and
-# the source of its image's files), as vLLM's CPU install guide has it installed.
+# base: with libnuma1, which the real vLLM's compiled ops link (realvllm.py: the native hosts that run it, and its image's
+# files), as vLLM's CPU install guide has it installed; in the base rather than a variant of its own, one debootstrap less.
 VARIANTS = {
-    "base": "",
-    "vllm": "libnuma1",
+    "base": "libnuma1",
     "podman": "podman,crun,conmon,catatonit,fuse-overlayfs,golang-github-containers-common,containernetworking-plugins",
     "podman-trixie": "podman,crun,conmon,catatonit,golang-github-containers-common,netavark",
 }

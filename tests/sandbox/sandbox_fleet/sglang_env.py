@@ -65,9 +65,10 @@ def ensure_env() -> Path:
         base = shutil.which("python3.11") or sys.executable
         res = run([base, "-m", "venv", str(target / "venv")], check=False, capture=True)
         if res.returncode == 0:
-            # --no-deps: the lock holds every package the parser's import chain needs (real-engines.md)
+            # --no-deps: the lock holds every package the parser's import chain needs (real-engines.md); --no-compile:
+            # the parser imports a small part of the 2.3 GB, compiled on its first import (the cache is writable)
             res = run([str(target / "venv" / "bin" / "pip"), "install", "--disable-pip-version-check", "-q",
-                       "--no-deps", "-r", str(LOCK_FILE)], check=False, capture=True)
+                       "--no-deps", "--no-compile", "-r", str(LOCK_FILE)], check=False, capture=True)
         if res.returncode != 0:
             raise FleetError(f"installing sglang for its parser failed ({res.returncode}):\n"
                              f"{(res.stdout + res.stderr)[-3000:]}")

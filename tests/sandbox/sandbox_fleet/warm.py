@@ -1,9 +1,9 @@
 """``fleet.py cache``: build every cached part of the sandbox at once, the independent ones side by side.
 
-TEST INFRASTRUCTURE (tests/sandbox), not part of the collection. A fresh machine (CI) builds the cache cold: four
+TEST INFRASTRUCTURE (tests/sandbox), not part of the collection. A fresh machine (CI) builds the cache cold: three
 debootstraps, two pinned engine environments, the wheels, the tiny checkpoints and the real vLLM's image, each waiting
-mostly on the package mirror and the disk. ``make test`` starts this in the background while the controller-only
-stages use the CPUs; each part still builds under its own lock, so a fleet booted meanwhile waits for the part it
+mostly on the package mirror and the disk. ``make test`` starts this in the background beside its other stages;
+each part still builds under its own lock, so a fleet booted meanwhile waits for the part it
 needs and never builds it twice.
 """
 
@@ -21,7 +21,7 @@ from .wheelhouse import third_party_wheels
 def _vllm() -> None:
     env = ensure_vllm_env()
     ensure_tiny_models(env)
-    ensure_vllm_image(ensure_rootfs("vllm"), env)
+    ensure_vllm_image(ensure_rootfs("base"), env)
 
 
 def parts() -> dict:
