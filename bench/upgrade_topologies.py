@@ -28,6 +28,8 @@ import threading
 import time
 import urllib.request
 
+import yaml
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 CARD = os.path.join(ROOT, "cards", "glm-5.3-flash.json")
 RESULTS = os.path.join(ROOT, "bench", "results", "upgrade_topologies.tsv")
@@ -151,16 +153,23 @@ def tsv_line(row):
     return "\t".join(" ".join(str(row[c]).split()) for c in COLUMNS)
 
 
-def outage_lines(out):
-    """The outage lines upgrade.yml's check mode printed (``outage: host: unit (batch N): why``)."""
-    return [m.group(1).strip() for m in re.finditer(r"^\s*(outage: .+)$", out, re.M)]
+def rollout_lines(out):
+    """The lines of the rollout report upgrade.yml prints (its ``Upgrade | The rollout`` task; results as YAML)."""
+    m = re.search(r"^TASK \[Upgrade \| The rollout\].*\n(?:.*\n)*?ok: \[[^\]]+\] => *\n((?:[ \t]+.*\n?)*)", out, re.M)
+    return yaml.safe_load(m.group(1))["msg"] if m else []
 
 
-def batch_hosts(out):
+def outage_lines(lines):
+    """The rollout's outage lines (``outage: host: unit (batch N): why``)."""
+    return [line for line in lines if line.startswith("outage: ")]
+
+
+def batch_hosts(lines):
     """The hosts the rollout moves, from its ``batch N (tier): host, host`` lines."""
     found = []
-    for m in re.finditer(r"^\s*batch \d+ \([^)]*\): (.+)$", out, re.M):
-        found += [h.strip() for h in m.group(1).split(",") if h.strip() not in found]
+    for line in lines:
+        m = re.match(r"batch \d+ \([^)]*\): (.+)$", line)
+        found += [h.strip() for h in m.group(1).split(",") if h.strip() not in found] if m else []
     return found
 
 
@@ -232,7 +241,8 @@ def bench_case(name, recipe, hosts, log):
     upgrade = ["ansible-playbook", "playbooks/upgrade.yml", "-i", inv, "-e", "launchcard_card_src=" + new_path,
                "-e", "launchcard_upgrade_drain_s=2"]
     checked = run(upgrade + ["--check"], log)
-    outages, moved = outage_lines(checked), batch_hosts(checked)
+    report = rollout_lines(checked)
+    outages, moved = outage_lines(report), batch_hosts(report)
     if outages:
         upgrade += ["-e", "launchcard_upgrade_allow_outage=true"]
     load_before = open("/proc/loadavg").read().split()[0]

@@ -77,9 +77,26 @@ def test_tsv_line_has_every_column_and_no_stray_tabs():
     assert len(fields) == len(bench.COLUMNS) and fields[-1] == "outage: a b c"
 
 
+CHECKED = """TASK [Upgrade | Plan the rollout] **********************************************
+ok: [lc-bt-prefill]
+
+TASK [Upgrade | The rollout] ***************************************************
+ok: [lc-bt-prefill] => 
+    msg:
+    - 'rollout: 2 batch(es), serial 1 (hosts per recipe per batch)'
+    - 'batch 1 (prefill/decode): lc-bt-prefill, lc-bt-decode'
+    - '  lc-bt-decode: update (1 unit file(s) change)'
+    - 'batch 2 (router): lc-bt-decode'
+    - 'outage: lc-bt-decode: launchcard-glm-5.3-flash-sglang-decode-0.service (batch 1): no surge: no
+        free GPUs'
+
+TASK [Upgrade | Check the worker API of each router a surge drives] ************
+"""
+
+
 def test_outage_and_batch_lines_are_read_from_check_mode_output():
-    out = ("ok: [h] =>\n  msg: |-\n    batch 1 (prefill/decode): lc-bt-prefill, lc-bt-decode\n"
-           "      lc-bt-decode: update (unit files change)\n    batch 2 (router): lc-bt-decode\n"
-           "    outage: lc-bt-decode: x.service (batch 1): no surge: no free GPUs\n")
-    assert bench.batch_hosts(out) == ["lc-bt-prefill", "lc-bt-decode"]
-    assert bench.outage_lines(out) == ["outage: lc-bt-decode: x.service (batch 1): no surge: no free GPUs"]
+    lines = bench.rollout_lines(CHECKED)
+    assert bench.batch_hosts(lines) == ["lc-bt-prefill", "lc-bt-decode"]
+    assert bench.outage_lines(lines) == [
+        "outage: lc-bt-decode: launchcard-glm-5.3-flash-sglang-decode-0.service (batch 1): no surge: no free GPUs"]
+    assert bench.rollout_lines("PLAY RECAP") == []
