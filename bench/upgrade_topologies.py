@@ -12,7 +12,8 @@ are recorded), then runs it for real (with launchcard_upgrade_allow_outage=true 
 outage) while bench/upgrade_load.py sends completions to the entry point users hit (the router, or the instance
 itself when there is none) and the serving endpoints' /health is sampled every 0.5 s. Appends one line per case to
 bench/results/upgrade_topologies.tsv (COLUMNS, no header) and prints it. Every engine is the sandbox's stand-in
-(native runtime), the vLLM one included. The fleet is taken down at the end, also on error.
+(native runtime), the vLLM one included. The fleet is taken down at the end, also on error (BENCH_KEEP_FLEET=1
+leaves it up for another run; then `python tests/sandbox/fleet.py down --state-dir .sandbox-bench-topologies`).
 """
 
 from __future__ import annotations
@@ -47,7 +48,7 @@ if os.path.join(ROOT, ".collections") not in sys.path:
     sys.path.insert(0, os.path.join(ROOT, ".collections"))  # the planner and card model, as bench/render_and_plan.py
 
 # case, the recipe whose env changes, hosts: (name, last address byte, GPUs, GPU model, recipes); GPU counts as
-# inventories/sandbox places the card, except pd-one-host, the card's own layout (prefill, decode, router on one 8-GPU host)
+# inventories/sandbox gives them, except pd-one-host: the card's own layout (prefill, decode, router on one 8-GPU host)
 CASES = [
     ("vllm-tp8", "vllm-aggregated", [("lc-bt-vllm", 11, 8, H100, ["vllm-aggregated"])]),
     ("sglang-encoder-language", "sglang-language", [
@@ -189,8 +190,9 @@ def healthy_by_role(instances):
             status, body = _get(routers[0]["url"].rstrip("/") + "/workers")
             # a router on the workers' host lists them by loopback URLs; they listen on every address (--host 0.0.0.0)
             address = routers[0]["address"]
-            endpoints = [(w.get("worker_type") or "regular", re.sub(r"//(127\.0\.0\.1|localhost)([:/])", r"//%s\2" % address,
-                                                                     w["url"])) for w in json.loads(body)["workers"]]
+            endpoints = [(w.get("worker_type") or "regular",
+                          re.sub(r"//(127\.0\.0\.1|localhost)([:/])", r"//%s\2" % address, w["url"]))
+                         for w in json.loads(body)["workers"]]
         except (OSError, ValueError, KeyError):
             endpoints = []
         if not endpoints:

@@ -10,7 +10,8 @@ import json
 import os
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-_spec = importlib.util.spec_from_file_location("upgrade_topologies", os.path.join(ROOT, "bench", "upgrade_topologies.py"))
+_spec = importlib.util.spec_from_file_location("upgrade_topologies",
+                                               os.path.join(ROOT, "bench", "upgrade_topologies.py"))
 bench = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(bench)
 
@@ -39,8 +40,10 @@ def test_cases_keep_to_their_subnet_and_distinct_addresses():
 
 def test_the_entry_point_is_the_router_else_the_changed_instance():
     cases = {c[0]: c for c in bench.CASES}
-    for name, want in [("pd-three-hosts", "http://198.18.19.17:30000"), ("pd-one-host", "http://198.18.19.18:30000"),
-                       ("vllm-tp8", "http://198.18.19.11:8000"), ("sglang-encoder-language", "http://198.18.19.13:30000")]:
+    for name, want in [("pd-three-hosts", "http://198.18.19.17:30000"),
+                       ("pd-one-host", "http://198.18.19.18:30000"),
+                       ("vllm-tp8", "http://198.18.19.11:8000"),
+                       ("sglang-encoder-language", "http://198.18.19.13:30000")]:
         dummy, recipe, hosts = cases[name]
         assert bench.entry_point(bench.case_plan(hosts), recipe)[0] == want
 
