@@ -108,8 +108,9 @@ bench: setup ## No-op re-run of deploy against `ansible all -m ping`, at 8 and 2
 bench-render: setup ## render.yml at 8/64/256 hosts and the planner at 1,000/10,000 hosts (no host contacted)
 	$(BIN)/python bench/render_and_plan.py
 
-bench-upgrade: setup ## upgrade.yml time per host against fleet size (2 and 4 replicas); writes docs/speed.md's table
+bench-upgrade: setup ## upgrade.yml under load: per host against fleet size (2 and 4 replicas), then per topology of the example card; writes docs/speed.md's tables
 	bash bench/upgrade_per_host.sh
+	$(BIN)/python bench/upgrade_topologies.py
 	$(BIN)/python bench/docs_tables.py --write
 
 bench-scale: setup ## A no-op deploy's controller CPU seconds per host at 24, 256 and 1,000 generated hosts (no host contacted)

@@ -13,6 +13,8 @@ and what the machine was doing (its cores, the 1-minute load average before and 
 sandbox guests running beside it).
 upgrade_per_host: from bench/results/upgrade_per_host.tsv (written by bench/upgrade_per_host.sh, no header), one
 row per fleet size and target card, its latest result (every result with --all).
+upgrade_topologies: from bench/results/upgrade_topologies.tsv (written by bench/upgrade_topologies.py, no header), one
+row per topology of the example card, its latest result (every result with --all), then the outages check mode named.
 """
 
 from __future__ import annotations
@@ -26,6 +28,9 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 RESULTS = os.path.join(ROOT, "bench", "results")
 PAGE = os.path.join(ROOT, "docs", "speed.md")
 UPGRADE_COLUMNS = ["date", "replicas", "card", "upgrade_s", "per_host_s", "ok", "failed", "load_before"]
+# bench/upgrade_topologies.py COLUMNS (that file boots fleets when run, so it is not imported here)
+TOPOLOGY_COLUMNS = ["date", "commit", "case", "hosts", "ok", "failed", "min_capacity", "s_per_host", "outage_allowed",
+                    "load_before", "outages"]
 
 
 def rows(path, fieldnames=None):
@@ -71,11 +76,28 @@ def upgrade_table(results, everything=False):
     return "\n".join(out)
 
 
+def topology_table(results, everything=False):
+    if not everything:
+        results = sorted(latest(results, lambda r: r["case"]), key=lambda r: r["date"])
+    out = ["| date (UTC) | commit | topology | hosts moved | requests ok | failed | min. capacity | per host "
+           "| outage allowed | load before |", "|---|---|---|---|---|---|---|---|---|---|"]
+    notes = []
+    for r in results:
+        out.append("| %s | %s | %s | %s | %s | %s | %s | %s s | %s | %s |" % (
+            r["date"][:16].replace("T", " "), r["commit"], r["case"], r["hosts"], r["ok"], r["failed"],
+            r["min_capacity"], r["s_per_host"], r["outage_allowed"], r["load_before"]))
+        if r["outages"] != "none":
+            notes.append("- %s: %s" % (r["case"], r["outages"]))
+    return "\n".join(out + ([""] + notes if notes else []))
+
+
 def tables(everything=False):
     return {
         "noop_vs_ping": noop_table(rows(os.path.join(RESULTS, "noop_vs_ping.tsv")), everything),
         "upgrade_per_host": upgrade_table(rows(os.path.join(RESULTS, "upgrade_per_host.tsv"), UPGRADE_COLUMNS),
                                           everything),
+        "upgrade_topologies": topology_table(rows(os.path.join(RESULTS, "upgrade_topologies.tsv"), TOPOLOGY_COLUMNS),
+                                             everything),
     }
 
 

@@ -9,7 +9,8 @@
 Sends ``POST URL/v1/completions`` from THREADS (default 2) threads, 50 ms apart per thread, until
 it gets SIGTERM or SIGINT, then prints one line ``ok=N failed=M`` (and up to 5 failures on stderr).
 A request fails on a connection error, a timeout (30 s), a status other than 200 or an answer
-without ``choices``. Used by bench/upgrade_per_host.sh against the sandbox router only.
+without ``choices``. Used by bench/upgrade_per_host.sh (a router) and bench/upgrade_topologies.py (the router, or
+the engine itself where a topology has none), against sandbox fleets only.
 """
 
 from __future__ import annotations
