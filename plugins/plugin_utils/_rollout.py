@@ -531,10 +531,14 @@ def report(plan):
                 lines.append("    out of router %s while it switches (%s)" % (op["router"], op["remove"]))
     touched = [r for r in plan["routers"] if r["touched"] or r["drains"]]
     for r in touched:
+        # touched: the router's host changes; its own unit restarts only when its unit file is written or restarted
+        ch = plan["hosts"].get(r["host"]) or {}
+        own = r["unit"] in set(ch.get("write") or []) | set(ch.get("restart") or [])
         lines.append("router %s %s (%s): %s" % (
             r["host"], r["unit"], r["mode"],
             "; ".join(x for x in (
-                "unit changes, restarts last" if r["touched"] else "",
+                ("unit changes, restarts last" if own else "its host changes, its unit does not") if r["touched"]
+                else "",
                 "drains %s through its worker API" % ", ".join(sorted(set(r["drains"]))) if r["drains"] else "")
                 if x)))
     if not touched:

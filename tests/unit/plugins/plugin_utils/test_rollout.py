@@ -187,6 +187,25 @@ def test_example_card_order_encoder_then_servers_then_pd_group_then_router():
     assert "router rt launchcard-glm-5.3-flash-sglang-router-0.service (pd): unit changes, restarts last" in text
 
 
+def test_a_router_whose_host_changes_but_not_its_unit_is_reported_as_such():
+    # the card's single-host PD layout: a decode change touches the router's host, never the router's unit
+    card = _card(EXAMPLE)
+    placement = [("pd", ["sglang-prefill", "sglang-decode", "sglang-router"])]
+    old = _plan(card, placement)
+
+    def bump(doc):
+        for e in doc["envs"]:
+            if "--disaggregation-mode" in e["argv"] and "decode" in e["argv"]:
+                e["argv"] += ["--max-running-requests", "8"]
+    new_card = _card(EXAMPLE, bump)
+    new = _plan(new_card, placement)
+    ro = rollout(_records(old, card), new, _units(new), _cards(new_card), 1)
+    router = "launchcard-glm-5.3-flash-sglang-router-0.service"
+    assert ro["routers"][0]["touched"] and router not in ro["hosts"]["pd"]["write"] + ro["hosts"]["pd"]["restart"]
+    text = "\n".join(report(ro))
+    assert "router pd %s (pd): its host changes, its unit does not" % router in text
+    assert "unit changes, restarts last" not in text
+
 def test_mini_lb_gap_is_an_outage():
     def mini(doc):
         doc["envs"][1]["argv"].insert(3, "--mini-lb")
