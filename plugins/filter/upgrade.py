@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from ansible.errors import AnsibleFilterError
 from ansible.module_utils.common.text.converters import to_text
+from ansible.module_utils.parsing.convert_bool import boolean
 
 from ansible_collections.launchcard.inference.plugins.plugin_utils import _rollout as rollout
 from ansible_collections.launchcard.inference.plugins.plugin_utils import _unit_options as unit_options
@@ -112,9 +113,9 @@ def upgrade_routers(plan):
             if r["mode"] == "regular" and r["api"]]
 
 
-def upgrade_report(plan):
-    """The rollout in words, one line per item."""
-    return rollout.report(plan)
+def upgrade_report(plan, allow_outage=False):
+    """The rollout in words, one line per item; its outages accepted or refused as ``allow_outage`` says."""
+    return rollout.report(plan, boolean(allow_outage, strict=False))
 
 
 class FilterModule(object):

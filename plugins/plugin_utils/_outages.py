@@ -173,14 +173,19 @@ def outages(target, plan, refused=None):
     return sorted(out, key=lambda o: (o["batch"], o["host"], o["unit"]))
 
 
-def report(found):
+def report(found, allowed=False):
     """The outages in words, one line per instance (appended to the rollout's report).
 
     :param found: :func:`outages` output.
+    :param allowed: whether the run accepts them (``launchcard_upgrade_allow_outage``).
     :returns: list of str.
     """
     if not found:
         return ["outages: none (no instance drops requests)"]
+    if allowed:
+        return ["outage: " + o["line"] for o in found] + [
+            "outages: %d instance(s) would drop requests; accepted (%s: true), the real run causes them"
+            % (len(found), VARIABLE)]
     return ["outage: " + o["line"] for o in found] + [
         "outages: %d instance(s) would drop requests; the real run refuses this upgrade unless the inventory sets "
         "%s: true" % (len(found), VARIABLE)]

@@ -506,10 +506,11 @@ def rollout(current, target, target_units, cards, serial=1, gpus=None, surge_hos
     return result
 
 
-def report(plan):
+def report(plan, allow_outage=False):
     """The rollout in words, one line per item (for check mode and the log).
 
     :param plan: :func:`rollout` output.
+    :param allow_outage: whether the run accepts the outages (:func:`_outages.report`).
     :returns: list of str.
     """
     lines = ["rollout: %d batch(es), serial %d (hosts per recipe per batch)" % (len(plan["batches"]), plan["serial"])]
@@ -546,4 +547,4 @@ def report(plan):
     lines.append("unchanged (not touched): %s" % (", ".join(plan["unchanged"]) or "none"))
     for w in plan["warnings"]:
         lines.append("warning: " + w)
-    return lines + surge.report(plan.get("surges") or []) + outages.report(plan.get("outages") or [])
+    return lines + surge.report(plan.get("surges") or []) + outages.report(plan.get("outages") or [], allow_outage)

@@ -250,3 +250,6 @@ def test_rerun_changes_nothing(upgraded):
     assert res.returncode == 0, res.stdout[-6000:] + res.stderr[-2000:]
     assert "rollout: 0 batch(es)" in res.stdout
     assert all(r["changed"] == 0 for r in recap(res.stdout).values()), recap(res.stdout)
+    # preflight read each host's record: the argv and images every host runs are not checked or pulled again
+    assert "Preflight | Check the recipes' argv with the engine's own parser" not in res.stdout, res.stdout[-6000:]
+    assert "not checked against" not in res.stdout + res.stderr

@@ -180,6 +180,11 @@ def test_report_and_refusal_name_each_instance_and_the_variable():
     assert lines[1].startswith("outage: pre: launchcard-glm-5.3-flash-sglang-prefill-0.service (batch 1): ")
     assert lines[2] == ("outages: 2 instance(s) would drop requests; the real run refuses this upgrade unless the "
                         "inventory sets launchcard_upgrade_allow_outage: true")
+    # a run that accepts them says so instead of announcing a refusal it will not make
+    accepted = report(ro["outages"], allowed=True)
+    assert accepted[:2] == lines[:2]
+    assert accepted[2] == ("outages: 2 instance(s) would drop requests; accepted (launchcard_upgrade_allow_outage: "
+                           "true), the real run causes them")
 
 
 def test_outages_read_only_what_the_rollout_restarts():
@@ -223,3 +228,11 @@ def test_each_node_of_a_multi_node_group_is_listed_under_the_url_its_head_serves
     assert [i["node_rank"] for h in ("dp1", "dp2") for i in new["hosts"][h]["instances"]] == [0, 1]
     assert [(o["host"], o["codes"]) for o in ro["outages"]] == [("dp1", ["no-replica"]), ("dp2", ["no-replica"])]
     assert all("reach http://10.0.0.1:8000 directly" in o["reasons"][0] for o in ro["outages"])
+
+
+def test_the_report_filter_reads_the_variable_as_ansible_does():
+    from ansible_collections.launchcard.inference.plugins.filter.upgrade import upgrade_report
+    ro, dummy = _upgrade(EXAMPLE, PD_HOSTS, _decode_env)
+    assert "accepted (launchcard_upgrade_allow_outage: true)" in upgrade_report(ro, "true")[-1]
+    assert "the real run refuses this upgrade" in upgrade_report(ro, "false")[-1]
+    assert upgrade_report(ro) == upgrade_report(ro, False)
