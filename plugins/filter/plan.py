@@ -496,7 +496,8 @@ def argv_check_report(checks, hostvars, hosts, result_var="preflight_argv"):
         res = (hostvars[host] if host in hostvars else {}).get(result_var) or {}
         if not res.get("skipped"):
             results.extend(res.get("results") or [])
-    refusals, warnings = argv_check.argv_check_report(checks, results)
+    cards = next(((hostvars[h] if h in hostvars else {}).get("launchcard_cards") for h in hosts), None)
+    refusals, warnings = argv_check.argv_check_report(checks, results, cards)
     return {"refusals": refusals, "warnings": warnings, "kept": argv_check.argv_pulls_kept(checks, results)}
 
 

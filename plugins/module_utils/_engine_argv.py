@@ -160,10 +160,12 @@ def interpret(rc, stdout, stderr):
     return result
 
 
-def refusal(recipe, result):
-    """One line naming the recipe, the flag, the engine's message and the near spelling."""
+def refusal(recipe, result, field=None):
+    """One line naming the recipe (and the card field, e.g. ``envs[4].argv[6]``), the flag, the engine's message
+    and the near spelling."""
     label = result.get("engine_label") or "the engine"
-    text = "recipe %s: %s rejects %s: %s" % (recipe, label, result.get("flag") or "its argv", result.get("message"))
+    text = "recipe %s%s: %s rejects %s: %s" % (recipe, " (%s)" % field if field else "", label,
+                                               result.get("flag") or "its argv", result.get("message"))
     if result.get("near"):
         text += " (did you mean %s?)" % " or ".join(result["near"])
     return text

@@ -73,10 +73,13 @@ def argv_checks(plan, image_refs, runtimes, pythons=None, in_place=None, options
                 "key": key, "host": None, "hosts": [], "engine": engine, "tokens": tokens,
                 "runtime": runtime, "image": where[1] if where[0] == "image" else None,
                 "python": where[1] if where[0] == "native" else None, "recipes": [],
-                "engine_label": _LABEL[engine], "pull": False, "reason": None, "card_image": inst.get("image")})
+                "engine_label": _LABEL[engine], "pull": False, "reason": None, "card_image": inst.get("image"),
+                "fields": {}})
             check["hosts"].append(host)
             if inst["recipe"] not in check["recipes"]:
                 check["recipes"].append(inst["recipe"])
+                # where the recipe is in its card, so a refusal names the field (envs[i].argv[j])
+                check["fields"][inst["recipe"]] = [plan["hosts"][host].get("card"), inst.get("recipe_index")]
             if check["host"] is None and (host in pythons if where[0] == "native"
                                           else inst.get("image") in (in_place.get(host) or [])):
                 check["host"], check["runtime"] = host, runtime
@@ -102,10 +105,25 @@ def argv_checks(plan, image_refs, runtimes, pythons=None, in_place=None, options
     return [checks[k] for k in sorted(checks)]
 
 
-def argv_check_report(checks, results):
-    """``(refusals, warnings)``: one line per rejected argv (each of its recipes: the flag, the engine's message,
-    the near spelling, and the image a host pulled for the check and removed); a warning per check that could not
-    run (no host holds the image and none pulled it, or no parser)."""
+def card_field(cards, where, flag):
+    """``envs[i].argv[j]`` of ``flag`` (``--f`` or ``--f=v``) in the card recipe ``where`` (``[card key, i]``);
+    ``envs[i]`` when its argv lacks it (an override or the collection added it); None when unknown."""
+    key, index = where or (None, None)
+    if index is None:
+        return None
+    recipe = next((r for r in ((cards or {}).get(key) or {}).get("recipes") or [] if r.get("index") == index), None)
+    for j, token in enumerate((recipe or {}).get("argv") or []):
+        if flag and (token == flag or token.startswith(flag + "=")):
+            return "envs[%d].argv[%d]" % (index, j)
+    return "envs[%d]" % index
+
+
+def argv_check_report(checks, results, cards=None):
+    """``(refusals, warnings)``: one line per rejected argv (each of its recipes: the card field, the flag, the
+    engine's message, the near spelling, and the image a host pulled for the check and removed); a warning per check
+    that could not run (no host holds the image and none pulled it, or no parser).
+
+    :param cards: ``{card key: card model}`` (``launchcard_cards``), to name each rejected flag's field."""
     refusals, warnings = [], []
     by_key = dict((r.get("key"), r) for r in results or [])
     for check in checks:
@@ -117,7 +135,8 @@ def argv_check_report(checks, results):
         elif res.get("status") == "rejected":
             label = check["engine_label"] + (" %s" % res["version"] if res.get("version") else "")
             for recipe in check["recipes"]:
-                line = _engine_argv.refusal(recipe, dict(res, engine_label=label))
+                field = card_field(cards, (check.get("fields") or {}).get(recipe), res.get("flag"))
+                line = _engine_argv.refusal(recipe, dict(res, engine_label=label), field)
                 if res.get("pulled"):
                     line += " [%s pulled on %s for the check, removed]" % (check["image"], check["host"])
                 refusals.append(line)

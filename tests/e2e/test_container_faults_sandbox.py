@@ -189,7 +189,8 @@ def test_a_first_deploy_whose_engine_rejects_a_flag_stops_in_preflight_leaving_e
     assert res.returncode != 0
     out = " ".join(res.stdout.split())
     # no host held the image: each argv's check pulled it on a host that runs it, by digest, through the mirror
-    assert ("recipe sglang-prefill: SGLang 0.5.23 rejects --kv-cache-data-type: sglang serve: error: unrecognized "
+    assert ("recipe sglang-prefill (envs[4].argv[10]): SGLang 0.5.23 rejects --kv-cache-data-type: sglang serve: "
+            "error: unrecognized "
             "arguments: --kv-cache-data-type bfloat16 (did you mean --kv-cache-dtype or ") in out, res.stdout[-4000:]
     assert "pulled on lc-cf-prefill for the check, removed]" in out
     assert "sglang-decode" not in out.split("Stop the run when an engine rejects", 1)[1]  # decode's argv passed

@@ -61,6 +61,21 @@ def test_a_rejected_flag_names_the_recipe_flag_message_and_near_spelling():
     assert warnings == ["argv of agg not checked on c: Error: image not known"]
 
 
+def test_a_rejected_flag_names_its_card_field():
+    argv = ["sglang", "serve", "--model-path", "m", "--tp-sise", "2", "--dsa-prefil-backend=tilelang"]
+    plan = {"hosts": {"p": {"card": "k", "instances": [dict(_inst("prefill", argv), recipe_index=4)]}}}
+    cards = {"k": {"recipes": [{"index": 0, "argv": ["vllm", "serve"]}, {"index": 4, "argv": argv}]}}
+    checks = ac.argv_checks(plan, {IMG: REF}, {"p": "podman"}, in_place={"p": [IMG]})
+    out = {}
+    for flag in ("--tp-sise", "--dsa-prefil-backend", "--added-by-an-override"):
+        res = [{"key": checks[0]["key"], "status": "rejected", "flag": flag, "message": "m"}]
+        out[flag] = ac.argv_check_report(checks, res, cards)[0][0].split(":")[0]
+    assert out == {"--tp-sise": "recipe prefill (envs[4].argv[4])",
+                   "--dsa-prefil-backend": "recipe prefill (envs[4].argv[6])",
+                   "--added-by-an-override": "recipe prefill (envs[4])"}
+    # without the cards, the recipe's index in its card (from the plan) still names envs[i]
+    assert ac.argv_check_report(checks, res)[0][0].startswith("recipe prefill (envs[4]): SGLang rejects")
+
 def test_vllm_is_checked_with_the_flags_its_unit_adds():
     """The parser sees the argv the unit runs: vLLM's --shutdown-timeout (plugin_utils._units.engine_argv), which a
     vLLM before 0.18 refuses, and none when the host's drain is 0."""
