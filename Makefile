@@ -18,7 +18,7 @@ export PYTHONDONTWRITEBYTECODE := 1
 
 demo: setup sandbox-up deploy ## Boot the sandbox fleet and deploy the example card (twice is fine)
 	@$(BIN)/python tests/sandbox/demo_request.py -i $(INVENTORY)
-	@echo "next: ssh -F .sandbox/ssh/config lc-router | make sandbox-down | README, 'The sandbox in one screen'"
+	@echo "next: ssh -F .sandbox/ssh/config lc-router; make sandbox-down; README, 'The sandbox in one screen'"
 
 # make test is CPU-bound (docs/development.md): the controller stages and the sandbox stages share the 2 CPUs from
 # the start, so one's waits (pylint on one core, a fleet's health gate) are the other's time. The sandbox stages start

@@ -77,7 +77,7 @@ def check_image_disk(host):
     free = img.get("free_bytes")
     where = img.get("path") or IMAGE_DATA_ROOTS[options["runtime"]]
     if not pending:
-        return _result("image_disk", True, "no room: every image is in the engine's store", "%s free" % (
+        return _result("image_disk", True, "none: every image is in the engine's store", "%s free" % (
             _gib(free) if free is not None else "unknown"), "the images are in place (the digests the host runs)")
     known = dict((i, _bytes(sizes.get(i))) for i in pending if _bytes(sizes.get(i)) is not None)
     unknown = [i for i in pending if i not in known]
