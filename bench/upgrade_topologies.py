@@ -223,7 +223,7 @@ class Sampler(threading.Thread):
 def run(cmd, log):
     log.write("$ %s\n" % " ".join(cmd))
     log.flush()
-    p = subprocess.run(cmd, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    p = subprocess.run(cmd, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, check=False)
     log.write(p.stdout)
     if p.returncode:
         raise RuntimeError("failed (%d): %s\n%s" % (p.returncode, " ".join(cmd), p.stdout[-3000:]))
@@ -265,7 +265,7 @@ def bench_case(name, recipe, hosts, log):
         sampler.stop.set()
         sampler.join()
     commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, stdout=subprocess.PIPE,
-                            text=True).stdout.strip()
+                            text=True, check=False).stdout.strip()
     return {"date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "commit": commit, "case": name,
             "hosts": len(moved), "ok": counts["ok"], "failed": counts["failed"],
             "min_capacity": min_fraction(sampler.samples), "s_per_host": "%.1f" % (wall / max(len(moved), 1)),
@@ -300,9 +300,8 @@ def main(argv):
                     f.write(line + "\n")
                 print(line, flush=True)
         finally:
-            if os.environ.get("BENCH_KEEP_FLEET") == "1":  # several runs on one boot; `fleet.py down` after them
-                return 0
-            subprocess.run(fleet_py + ["down", "--state-dir", STATE], cwd=ROOT, stdout=log, stderr=log)
+            if os.environ.get("BENCH_KEEP_FLEET") != "1":  # "1": several runs on one boot; `fleet.py down` after them
+                subprocess.run(fleet_py + ["down", "--state-dir", STATE], cwd=ROOT, stdout=log, stderr=log, check=False)
     return 0
 
 

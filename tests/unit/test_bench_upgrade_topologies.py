@@ -84,7 +84,7 @@ CHECKED = """TASK [Upgrade | Plan the rollout] *********************************
 ok: [lc-bt-prefill]
 
 TASK [Upgrade | The rollout] ***************************************************
-ok: [lc-bt-prefill] => 
+ok: [lc-bt-prefill] =>
     msg:
     - 'rollout: 2 batch(es), serial 1 (hosts per recipe per batch)'
     - 'batch 1 (prefill/decode): lc-bt-prefill, lc-bt-decode'

@@ -145,8 +145,8 @@ def test_a_decode_restarts_beside_its_twin_under_load_and_no_request_fails(procs
 
 def test_the_payload_names_a_pd_workers_kind():
     assert _router.payload("http://a:1") == {"url": "http://a:1"}
-    assert _router.payload("http://a:1", "prefill", "8998") == {"url": "http://a:1", "worker_type": "prefill",
-                                                                 "bootstrap_port": 8998}
+    assert _router.payload("http://a:1", "prefill", "8998") == {
+        "url": "http://a:1", "worker_type": "prefill", "bootstrap_port": 8998}
     assert _router.payload("http://a:1", "decode", 8998) == {"url": "http://a:1", "worker_type": "decode"}
     with pytest.raises(ValueError, match="worker_type must be"):
         _router.payload("http://a:1", "encode")

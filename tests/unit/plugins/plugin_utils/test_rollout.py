@@ -206,6 +206,7 @@ def test_a_router_whose_host_changes_but_not_its_unit_is_reported_as_such():
     assert "router pd %s (pd): its host changes, its unit does not" % router in text
     assert "unit changes, restarts last" not in text
 
+
 def test_mini_lb_gap_is_an_outage():
     def mini(doc):
         doc["envs"][1]["argv"].insert(3, "--mini-lb")
