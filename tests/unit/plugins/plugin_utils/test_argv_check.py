@@ -76,6 +76,7 @@ def test_a_rejected_flag_names_its_card_field():
     # without the cards, the recipe's index in its card (from the plan) still names envs[i]
     assert ac.argv_check_report(checks, res)[0][0].startswith("recipe prefill (envs[4]): SGLang rejects")
 
+
 def test_vllm_is_checked_with_the_flags_its_unit_adds():
     """The parser sees the argv the unit runs: vLLM's --shutdown-timeout (plugin_utils._units.engine_argv), which a
     vLLM before 0.18 refuses, and none when the host's drain is 0."""
