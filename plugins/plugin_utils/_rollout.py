@@ -24,10 +24,10 @@ Output of :func:`rollout` (all JSON-serialisable):
 
 - ``hosts``: ``{host: change}`` for every host involved, see :func:`host_change`, plus what its batch
   (``playbooks/tasks/upgrade-batch-hosts.yml``) reads, decided here: ``drain`` (``engine_drain`` endpoints of the
-  running units the switch stops), ``twins``, ``twin_ops``, ``twin_ports``, ``twin_units`` and ``twin_drain`` (its
-  surges' twin instances, their router ops, ports, unit files and drain endpoints), ``gate_routers`` (``{"host", "unit", "api",
-  "model"}`` of each router its instances leave, gated once they are back), ``runs_before`` and ``runs_after``
-  (what it runs before and after its batch, in words).
+  running units the switch stops), ``twins``, ``twin_ops``, ``twin_ports``, ``twin_units`` and ``twin_drain``
+  (its surges' twin instances, their router ops, ports, unit files and drain endpoints), ``gate_routers``
+  (``{"host", "unit", "api", "model"}`` of each router its instances leave, gated once they are back),
+  ``runs_before`` and ``runs_after`` (what it runs before and after its batch, in words).
 - ``batches``: ordered list of ``{"index", "tier", "hosts"}``; the hosts of
   one batch switch together, a batch starts when the previous one is healthy.
 - ``routers``: every router instance of the target: ``{"host", "unit",

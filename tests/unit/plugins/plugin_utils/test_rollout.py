@@ -358,7 +358,8 @@ def test_each_batch_host_drains_what_it_stops_and_gates_the_routers_it_left():
     router = old["hosts"]["rt"]["instances"][0]
     assert ch["gate_routers"] == [{"host": "rt", "unit": router["unit"], "api": "http://127.0.0.1:30080",
                                    "model": router["served_model"]}]
-    assert (ch["runs_before"], ch["runs_after"]) == ("revision 111111111111, 1 unit(s)", "revision 222222222222 (upgraded)")
+    assert ch["runs_before"] == "revision 111111111111, 1 unit(s)"
+    assert ch["runs_after"] == "revision 222222222222 (upgraded)"
     assert (ch["twins"], ch["twin_ops"], ch["twin_ports"], ch["twin_units"], ch["twin_drain"]) == ([], [], [], [], [])
     # the router's host is untouched: nothing to drain, no router to gate
     assert (ro["hosts"]["rt"]["drain"], ro["hosts"]["rt"]["gate_routers"], ro["surge_routers"]) == ([], [], [])
