@@ -38,6 +38,7 @@ Output of :func:`rollout` (all JSON-serialisable):
   a PD router's ops for it join its host's ``router_ops``).
 - ``outages``: every instance whose switch drops requests, and why (:func:`_outages.outages`).
 - ``surge_routers``: ``{"router", "router_unit", "api"}`` of each router a surge drives, once.
+- ``diff_lines``: ``{host: lines}`` of each host whose unit files change, its units' unified diffs one after another.
 
 Ordering rules (issue 12, item 2):
 
@@ -458,6 +459,8 @@ def _batch_fields(result, current, target, cards, twin_units):
             if probe not in seen:
                 seen.append(probe)
     result["surge_routers"] = seen
+    result["diff_lines"] = dict((h, [line for d in ch["diff"] for line in d["lines"]])
+                                for h, ch in result["hosts"].items() if ch["diff"])
 
 
 def rollout(current, target, target_units, cards, serial=1, gpus=None, surge_hosts=None, twin_units=None):

@@ -361,8 +361,10 @@ def test_each_batch_host_drains_what_it_stops_and_gates_the_routers_it_left():
     assert ch["runs_before"] == "revision 111111111111, 1 unit(s)"
     assert ch["runs_after"] == "revision 222222222222 (upgraded)"
     assert (ch["twins"], ch["twin_ops"], ch["twin_ports"], ch["twin_units"], ch["twin_drain"]) == ([], [], [], [], [])
-    # the router's host is untouched: nothing to drain, no router to gate
+    # the router's host is untouched: nothing to drain, no router to gate, no diff; upgrade.yml records it as planned
     assert (ro["hosts"]["rt"]["drain"], ro["hosts"]["rt"]["gate_routers"], ro["surge_routers"]) == ([], [], [])
+    assert sorted(ro["diff_lines"]) == ["w0", "w1", "w2", "w3"] and ro["diff_lines"]["w1"] == ch["diff"][0]["lines"]
+    assert ro["unchanged"] == ["rt"] and "rt" in old["hosts"]
 
 
 def test_a_partner_restart_drains_its_restarted_units_and_says_so():
