@@ -75,7 +75,8 @@ def upgrade_rollout(plan, hostvars, hosts, cards, options=None, serial=1, state_
         target_units = {h: units.host_units(hp, host_options(h)) for h, hp in (plan or {}).get("hosts", {}).items()}
         summary = {k: upgrade_card(cards, k) for k in (plan or {}).get("cards", {})}
         return rollout.rollout(current, plan, target_units, summary, serial, upgrade_gpus(hostvars, hosts),
-                               upgrade_surge_hosts(hostvars, hosts))
+                               upgrade_surge_hosts(hostvars, hosts),
+                               lambda h, twins: units.host_units(twins, host_options(h)))
     except (ValueError, KeyError) as exc:
         raise AnsibleFilterError("launchcard.inference.upgrade_rollout: %s" % to_text(exc))
 

@@ -145,7 +145,7 @@ def restart_watch(run, systemctl):
     return fresh
 
 
-def run_gate(params, check_mode, run, bin_path, move, probe=request, settled=False):
+def run_gate(params, check_mode, run, bin_path, move, probe=request, settled=False, diff=False):
     """Gate on ``params["endpoints"]`` (validated against ``ARGUMENT_SPEC``), then record when all are healthy.
 
     With ``params["then"]`` (``CONVERGE_SPEC``; the endpoints of the gate's second stage), the record waits for
@@ -159,6 +159,7 @@ def run_gate(params, check_mode, run, bin_path, move, probe=request, settled=Fal
     :param run: ``run(argv) -> (rc, stdout, stderr)``.
     :param bin_path: ``bin_path(name) -> path or None`` (``AnsibleModule.get_bin_path``).
     :param move: ``move(tmp, path)``, an atomic rename (``AnsibleModule.atomic_move``).
+    :param diff: with a record that changed (or would), add ``diff``: ``_state.record_diff`` (``--diff``).
     :returns: dict ``{endpoints, unhealthy, crashed, recorded, lock, msg, warnings}``: ``endpoints`` as
         ``_health.wait_all`` returns them; ``unhealthy``/``crashed`` their names; ``recorded`` whether the
         record changed (None without ``record``, or when an endpoint was not healthy outside check mode);
@@ -212,7 +213,7 @@ def run_gate(params, check_mode, run, bin_path, move, probe=request, settled=Fal
         out["then_gated"] = True
     if spec:
         try:
-            out["recorded"], dummy, problem = state.write_present(
+            out["recorded"], written, problem = state.write_present(
                 spec["path"], spec["directory"], spec["prefix"], spec["card"], spec["instances"], spec["runtime"],
                 check_mode, move)
         except (IOError, OSError) as exc:
@@ -223,6 +224,8 @@ def run_gate(params, check_mode, run, bin_path, move, probe=request, settled=Fal
             raise GateError("record.release_lock: %s" % exc) from exc
         if problem:
             out["warnings"].append("%s; replaced" % problem)
+        if diff and out["recorded"]:
+            out["diff"] = state.record_diff(written, spec["path"])
     return out
 
 

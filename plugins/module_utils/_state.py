@@ -102,6 +102,19 @@ def dumps(record):
     return json.dumps(record, indent=1, sort_keys=True) + "\n"
 
 
+def record_diff(record, path):
+    """What :func:`write_present` changed (or would change) in a host's record, as Ansible's ``diff``: the
+    running state it replaced (the new record's ``previous``) before, the new one after, neither with ``previous``.
+
+    A record names the card a host serves, so a card that changes none of a host's units still changes its
+    record; with ``--diff`` this shows why such a host's gate reports a change.
+    """
+    def text(rec):
+        return dumps(dict((k, v) for k, v in rec.items() if k != "previous")) if rec else ""
+    return {"before": text(record.get("previous")), "after": text(record),
+            "before_header": "%s (recorded)" % path, "after_header": "%s (this run)" % path}
+
+
 def from_unit_files(units):
     """A stand-in record for a host deployed before records existed: only its unit files are known."""
     return {"version": VERSION, "card": None, "instances": [], "runtime": {}, "previous": None,

@@ -72,7 +72,8 @@ extends_documentation_fragment:
   - launchcard.inference.attributes
 attributes:
   diff_mode:
-    support: none
+    support: full
+    details: With O(state=present), the record when it changes (or would), without its C(previous).
 """
 
 EXAMPLES = r"""
@@ -160,7 +161,9 @@ def main():
         module.fail_json(msg="cannot write %s: %s" % (p["path"], exc))
     if problem:
         module.warn("%s; replaced" % problem)
-    module.exit_json(changed=changed, record=json.loads(json.dumps(record)), drift=[], lock=_release(module, p["release_lock"]))
+    more = {"diff": state.record_diff(record, p["path"])} if changed and module._diff else {}
+    module.exit_json(changed=changed, record=json.loads(json.dumps(record)), drift=[],
+                     lock=_release(module, p["release_lock"]), **more)
 
 
 if __name__ == "__main__":

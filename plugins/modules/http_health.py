@@ -143,7 +143,8 @@ attributes:
       - The endpoints are probed once and nothing fails; with O(record), the record is predicted (C(changed), RV(recorded)),
         not written.
   diff_mode:
-    support: none
+    support: full
+    details: With O(record), the host's record when it changes (or would), without its C(previous).
 """
 
 EXAMPLES = r"""
@@ -212,7 +213,7 @@ def main():
     module = AnsibleModule(argument_spec=ARGUMENT_SPEC, supports_check_mode=True)
     try:
         result = run_gate(module.params, module.check_mode, module.run_command, module.get_bin_path,
-                          module.atomic_move)
+                          module.atomic_move, diff=module._diff)
     except GateError as exc:
         module.fail_json(msg=str(exc))
     for warning in result.pop("warnings"):

@@ -191,7 +191,9 @@ extends_documentation_fragment:
 attributes:
   diff_mode:
     support: full
-    details: One diff per unit file written or removed, headed by its path; the secrets file is never diffed.
+    details:
+      - One diff per unit file written or removed, headed by its path; the secrets file is never diffed.
+      - With O(health)'s C(record), the host's record when it changes (or would), without its C(previous).
   action:
     description: Has an action plugin of the same name, which runs on the controller before the module.
     support: full
@@ -632,6 +634,8 @@ def main():
     if health is not None and p["state"] == "started":
         result["health"] = _gate(module, health, todo, queued)
         result["changed"] = changed or bool(result["health"]["recorded"])
+        if "diff" in result["health"]:
+            result["diff"] = result.get("diff", []) + [result["health"].pop("diff")]
     module.exit_json(**result)
 
 
@@ -650,7 +654,7 @@ def _gate(module, params, todo, queued):
     try:
         out = gate.run_gate(dict(params, endpoints=endpoints), module.check_mode, module.run_command,
                             module.get_bin_path, module.atomic_move,
-                            settled=not (queued or todo["start"] or todo["restart"]))
+                            settled=not (queued or todo["start"] or todo["restart"]), diff=module._diff)
     except gate.GateError as exc:
         module.fail_json(msg="health: %s" % exc)
     for warning in out.pop("warnings"):

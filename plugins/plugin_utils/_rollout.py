@@ -22,7 +22,12 @@ Inputs:
 
 Output of :func:`rollout` (all JSON-serialisable):
 
-- ``hosts``: ``{host: change}`` for every host involved, see :func:`host_change`.
+- ``hosts``: ``{host: change}`` for every host involved, see :func:`host_change`, plus what its batch
+  (``playbooks/tasks/upgrade-batch-hosts.yml``) reads, decided here: ``drain`` (``engine_drain`` endpoints of the
+  running units the switch stops), ``twins``, ``twin_ops``, ``twin_ports``, ``twin_units`` and ``twin_drain``
+  (its surges' twin instances, their router ops, ports, unit files and drain endpoints), ``gate_routers``
+  (``{"host", "unit", "api", "model"}`` of each router its instances leave, gated once they are back),
+  ``runs_before`` and ``runs_after`` (what it runs before and after its batch, in words).
 - ``batches``: ordered list of ``{"index", "tier", "hosts"}``; the hosts of
   one batch switch together, a batch starts when the previous one is healthy.
 - ``routers``: every router instance of the target: ``{"host", "unit",
@@ -32,6 +37,8 @@ Output of :func:`rollout` (all JSON-serialisable):
 - ``surges``: every instance that switches beside a twin of it instead of dropping requests (:func:`_surge.surges`;
   a PD router's ops for it join its host's ``router_ops``).
 - ``outages``: every instance whose switch drops requests, and why (:func:`_outages.outages`).
+- ``surge_routers``: ``{"router", "router_unit", "api"}`` of each router a surge drives, once.
+- ``diff_lines``: ``{host: lines}`` of each host whose unit files change, its units' unified diffs one after another.
 
 Ordering rules (issue 12, item 2):
 
@@ -58,6 +65,7 @@ import json
 import re
 import shlex
 
+from ansible_collections.launchcard.inference.plugins.module_utils import _drain as drain
 from ansible_collections.launchcard.inference.plugins.plugin_utils import _outages as outages
 from ansible_collections.launchcard.inference.plugins.plugin_utils import _surge as surge
 from ansible_collections.launchcard.inference.plugins.plugin_utils._argv import Argv
@@ -413,7 +421,49 @@ def reboot_drains(plan, host, serving):
     return {"ops": ops, "drain": [i for i in insts if i["unit"] in drained], "routers": gates, "warnings": warnings}
 
 
-def rollout(current, target, target_units, cards, serial=1, gpus=None, surge_hosts=None):
+def runs_before(record):
+    """What a host runs before its batch, in words (upgrade.yml's log lines): its record's revision and unit count."""
+    if record is None:
+        return "nothing"
+    return "revision %s, %d unit(s)" % (((record.get("card") or {}).get("revision") or "?")[:12],
+                                        len(record.get("units") or {}))
+
+
+def _batch_fields(result, current, target, cards, twin_units):
+    """What each host's batch (playbooks/tasks/upgrade-batch-hosts.yml) reads, decided here once for the fleet."""
+    thosts = target.get("hosts", {})
+    for host, ch in result["hosts"].items():
+        record = current.get(host)
+        # the units the switch stops: replaced files, restarted partners, removed units (a Quadlet file's service)
+        stops = set(ch["replaced"]) | set(ch["restart"]) | set(_unit_of(n) for n in ch["remove"])
+        ch["drain"] = drain.endpoints_of([i for i in (record or {}).get("instances") or [] if i.get("unit") in stops])
+        mine = [s for s in result["surges"] if s["host"] == host]
+        ch["twins"] = [s["twin"] for s in mine]
+        ch["twin_ops"] = [op for s in mine for op in s["twin_ops"]]
+        ch["twin_ports"] = [p["port"] for t in ch["twins"] for p in t["ports"]]
+        ch["twin_drain"] = drain.endpoints_of(ch["twins"])
+        ch["twin_units"] = twin_units(host, {"instances": ch["twins"]}) if ch["twins"] and twin_units else []
+        # the routers this host's instances left (regular drain or surge): each is gated once they are back
+        left = set((op["router"], op["router_unit"]) for op in ch["router_ops"])
+        ch["gate_routers"] = [{"host": r["host"], "unit": r["unit"], "api": r["api"], "model": r["model"]}
+                              for r in result["routers"] if (r["host"], r["unit"]) in left]
+        ch["runs_before"] = runs_before(record)
+        revision = (cards.get(ch["card"]) or {}).get("revision") or "?"
+        ch["runs_after"] = "nothing (retired)" if host not in thosts else "revision %s (%s)" % (
+            revision[:12], "restarted with its partner" if ch["action"] == "partner-restart" else "upgraded")
+    # each router a surge drives, once: upgrade.yml probes its worker API before anything is staged
+    seen = []
+    for s in result["surges"]:
+        for op in s["twin_ops"]:
+            probe = {"router": op["router"], "router_unit": op["router_unit"], "api": op["api"]}
+            if probe not in seen:
+                seen.append(probe)
+    result["surge_routers"] = seen
+    result["diff_lines"] = dict((h, [line for d in ch["diff"] for line in d["lines"]])
+                                for h, ch in result["hosts"].items() if ch["diff"])
+
+
+def rollout(current, target, target_units, cards, serial=1, gpus=None, surge_hosts=None, twin_units=None):
     """Plan the upgrade of a fleet.
 
     :param current: ``{host: record or None}`` (see module docstring).
@@ -424,6 +474,8 @@ def rollout(current, target, target_units, cards, serial=1, gpus=None, surge_hos
     :param gpus: ``{host: GPUs or None}`` of the play's hosts, for the room to start a twin beside an instance
         that would otherwise drop requests (:func:`_surge.surges`); None: unknown.
     :param surge_hosts: the hosts whose instances may surge (``launchcard_upgrade_surge``); None: every host.
+    :param twin_units: ``(host, {"instances": twins}) -> [{"name", "content"}]``, the unit files of a host's surge
+        twins (the builder of ``target_units``); None: no twin's files (``twin_units`` stays empty).
     :returns: the rollout (see module docstring).
     :raises RolloutError: a bad ``serial``.
     """
@@ -503,6 +555,7 @@ def rollout(current, target, target_units, cards, serial=1, gpus=None, surge_hos
                 if (r["host"], r["unit"]) == (op["router"], op["router_unit"]):
                     r["drains"].append(s["host"])
     result["outages"] = outages.outages(target, result, refused)
+    _batch_fields(result, current, target, cards, twin_units)
     return result
 
 

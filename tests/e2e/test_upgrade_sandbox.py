@@ -234,6 +234,9 @@ def test_rerun_changes_nothing(upgraded):
     assert res.returncode == 0, res.stdout[-6000:]
     assert "rollout: 0 batch(es)" in res.stdout
     assert all(r["changed"] == 0 for r in recap(res.stdout).values()), recap(res.stdout)
+    # as a no-op deploy: the runtime and the staged revision in place, neither role runs a task (issue 27)
+    assert "TASK [launchcard.inference.runtime" not in res.stdout
+    assert "TASK [launchcard.inference.weights" not in res.stdout
 
 
 def test_check_mode_prints_the_rollout_and_touches_nothing(upgraded):

@@ -83,3 +83,27 @@ def test_an_unhealthy_first_stage_probes_no_second_stage(tmp_path):
 def test_without_a_second_stage_the_call_records_as_before(tmp_path):
     out, dummy = _run(tmp_path, [], {"http://10.0.0.2:31000/health": 200})
     assert out["then_gated"] is None and out["recorded"] is True
+
+
+def test_a_record_that_would_change_shows_in_the_diff_and_one_that_would_not_shows_nothing(tmp_path):
+    """A host whose units stay but whose card changes (deploy --check of another card): its gate reports the record
+    changed; with --diff the record's change is what it shows (the card), without the previous record."""
+    healthy = {"http://10.0.0.2:31000/health": 200}
+    _run(tmp_path, [], healthy)  # recorded, card 0...0
+    calls = []
+    params = _params(tmp_path, [])
+    params["record"]["card"] = {"sha256": "1" * 64}
+    out = gate.run_gate(params, True, lambda argv: (1, "", ""), lambda name: None, os.replace,
+                        probe=_probe(healthy, calls), diff=True)
+    assert out["recorded"] is True
+    diff = out["diff"]
+    assert (diff["before_header"], diff["after_header"]) == (
+        "%s (recorded)" % (tmp_path / "state.json"), "%s (this run)" % (tmp_path / "state.json"))
+    removed = [line for line in diff["before"].splitlines() if line not in diff["after"].splitlines()]
+    added = [line for line in diff["after"].splitlines() if line not in diff["before"].splitlines()]
+    assert (removed, added) == (['  "sha256": "%s"' % ("0" * 64)], ['  "sha256": "%s"' % ("1" * 64)])
+    assert '"previous"' not in diff["before"] + diff["after"]
+    # the state on file: no change, no diff
+    same = gate.run_gate(_params(tmp_path, []), True, lambda argv: (1, "", ""), lambda name: None, os.replace,
+                         probe=_probe(healthy, calls), diff=True)
+    assert same["recorded"] is False and "diff" not in same

@@ -247,3 +247,12 @@ def test_check_mode_predicts_the_record_and_writes_nothing(engines, capsys, tmp_
                         endpoints=[{"name": "a", "url": dead.url}], record=_record_args(tmp_path))
     assert result["changed"] is True and result["recorded"] is True
     assert not (tmp_path / "state.json").exists()
+
+
+def test_check_mode_with_diff_shows_the_record_it_would_write(engines, capsys, tmp_path):
+    good = engines()
+    result = run_module(capsys, timeout=5, interval=0.1, _ansible_check_mode=True, _ansible_diff=True,
+                        endpoints=[{"name": "a", "url": good.url}], record=_record_args(tmp_path))
+    assert result["changed"] is True and result["diff"]["before"] == ""
+    assert '"revision": "%s"' % ("1" * 40) in result["diff"]["after"]
+    assert not (tmp_path / "state.json").exists()

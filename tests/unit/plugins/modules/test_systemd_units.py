@@ -614,6 +614,23 @@ def test_the_record_is_written_only_when_every_endpoint_is_healthy(systemd, serv
         assert json.loads(open(path).read()) == json.loads(state.dumps(record))
 
 
+def test_check_mode_shows_a_record_that_would_change_as_the_only_diff(systemd, servers, capsys, tmp_path):
+    """The units as they are, another card (deploy --check of it): changed, and --diff says it is the record."""
+    dummy_server, url = servers(200)
+    path = str(tmp_path / "state.json")
+
+    def health(sha):
+        return {"endpoints": [{"name": "a", "url": url}], "timeout": 1, "interval": 0.2,
+                "record": {"path": path, "directory": systemd.units, "card": {"sha256": sha}, "runtime": {}}}
+    run_module(capsys, systemd, [(A, unit_text("/bin/a"))], health=health("0" * 64))
+    result, dummy = run_module(capsys, systemd, [(A, unit_text("/bin/a"))], health=health("1" * 64),
+                               _ansible_check_mode=True, _ansible_diff=True)
+    assert result["changed"] is True and result["written"] == [] and result["health"]["recorded"] is True
+    (diff,) = result["diff"]
+    assert diff["before_header"] == path + " (recorded)" and "diff" not in result["health"]
+    assert '"sha256": "%s"' % ("0" * 64) in diff["before"] and '"sha256": "%s"' % ("1" * 64) in diff["after"]
+
+
 # -- Quadlet files (podman >= 4.4) ----------------------------------------------------------------
 FAKE_QUADLET = r'''#!{python}
 import os, sys

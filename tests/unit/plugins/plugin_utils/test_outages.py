@@ -30,7 +30,7 @@ def _plan(card, placement):
     return plan_fleet({"card": card}, {"card": normalize_placement(hosts)})
 
 
-def _upgrade(path, placement, change, gpus=None, serial=1):
+def _upgrade(path, placement, change, gpus=None, serial=1, twin_units=None):
     """The rollout from a deploy of card ``path`` to the same card changed by ``change``, with its outages."""
     old_card, new_card = _card(path), _card(path, change)
     old, new = _plan(old_card, placement), _plan(new_card, placement)
@@ -42,7 +42,7 @@ def _upgrade(path, placement, change, gpus=None, serial=1):
     cards = {"card": {"sha256": card_sha256(new_card), "repo": new_card["model"]["repo"],
                       "revision": new_card["model"]["revision"]}}
     units = {h: host_units(hp, OPTS) for h, hp in new["hosts"].items()}
-    return rollout(records, new, units, cards, serial, gpus), new
+    return rollout(records, new, units, cards, serial, gpus, twin_units=twin_units), new
 
 
 def _recipe(doc, role):

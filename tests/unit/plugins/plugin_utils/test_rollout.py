@@ -348,3 +348,55 @@ def test_the_same_card_read_from_another_path_leaves_every_record_as_it_is(tmp_p
                          "/srv/elsewhere/glm.json")
     assert other["sha256"] != found[0]["sha256"] and other["revision"] == found[0]["revision"]
     assert write(other, check_mode=True) is True
+
+
+def test_each_batch_host_drains_what_it_stops_and_gates_the_routers_it_left():
+    """Issue 27: what a batch host does is a field of the rollout, read as it is by tasks/upgrade-batch-hosts.yml."""
+    ro, old, dummy = _replicas()
+    ch, unit = ro["hosts"]["w1"], "launchcard-upgrade-tiny-sglang-aggregated-1.service"
+    assert ch["drain"] == [{"name": unit, "url": "http://127.0.0.1:30000", "engine": "sglang"}]
+    router = old["hosts"]["rt"]["instances"][0]
+    assert ch["gate_routers"] == [{"host": "rt", "unit": router["unit"], "api": "http://127.0.0.1:30080",
+                                   "model": router["served_model"]}]
+    assert ch["runs_before"] == "revision 111111111111, 1 unit(s)"
+    assert ch["runs_after"] == "revision 222222222222 (upgraded)"
+    assert (ch["twins"], ch["twin_ops"], ch["twin_ports"], ch["twin_units"], ch["twin_drain"]) == ([], [], [], [], [])
+    # the router's host is untouched: nothing to drain, no router to gate, no diff; upgrade.yml records it as planned
+    assert (ro["hosts"]["rt"]["drain"], ro["hosts"]["rt"]["gate_routers"], ro["surge_routers"]) == ([], [], [])
+    assert sorted(ro["diff_lines"]) == ["w0", "w1", "w2", "w3"] and ro["diff_lines"]["w1"] == ch["diff"][0]["lines"]
+    assert ro["unchanged"] == ["rt"] and "rt" in old["hosts"]
+
+
+def test_a_partner_restart_drains_its_restarted_units_and_says_so():
+    card = _card(EXAMPLE)
+    placement = [("pre", ["sglang-prefill"]), ("dec", ["sglang-decode"]), ("rt", ["sglang-router"])]
+    old = _plan(card, placement)
+
+    def bump(doc):
+        for e in doc["envs"]:
+            if "--disaggregation-mode" in e["argv"] and "decode" in e["argv"]:
+                e["argv"] += ["--max-running-requests", "8"]
+    new_card = _card(EXAMPLE, bump)
+    new = _plan(new_card, placement)
+    ro = rollout(_records(old, card), new, _units(new), _cards(new_card), 1)
+    pre = ro["hosts"]["pre"]
+    assert pre["action"] == "partner-restart" and pre["write"] == []
+    assert [d["name"] for d in pre["drain"]] == ["launchcard-glm-5.3-flash-sglang-prefill-0.service"]
+    assert [d["name"] for d in ro["hosts"]["dec"]["drain"]] == ["launchcard-glm-5.3-flash-sglang-decode-0.service"]
+    assert pre["runs_after"] == "revision %s (restarted with its partner)" % new_card["model"]["revision"][:12]
+    # a PD router has no regular drain: no router to gate through
+    assert pre["gate_routers"] == []
+
+
+def test_a_retired_quadlet_host_drains_the_service_its_container_file_gives():
+    v1 = _card(os.path.join(CARDS, "upgrade-v1.json"))
+    quadlet = {"runtime": "podman", "podman_quadlet": True}
+    old, new = _plan(v1, REPLICAS), _plan(v1, REPLICAS[:3] + REPLICAS[4:])
+    records = {h: {"card": _cards(v1)["card"], "instances": hp["instances"],
+                   "units": {u["name"]: {"text": u["content"]} for u in host_units(hp, quadlet)}}
+               for h, hp in old["hosts"].items()}
+    ro = rollout(records, new, {h: host_units(hp, quadlet) for h, hp in new["hosts"].items()}, _cards(v1), 1)
+    ch = ro["hosts"]["w3"]
+    assert ch["action"] == "retire" and ch["remove"] == ["launchcard-upgrade-tiny-sglang-aggregated-3.container"]
+    assert [d["name"] for d in ch["drain"]] == ["launchcard-upgrade-tiny-sglang-aggregated-3.service"]
+    assert ch["runs_after"] == "nothing (retired)"

@@ -165,3 +165,27 @@ def test_a_host_can_refuse_to_surge():
     found = outages(new, dict(ro, surges=[]))
     got, refused = surges(new, ro, found, None, None, None, hosts=[])
     assert got == [] and refused == {("gpu-1", DECODE): "launchcard_upgrade_surge is false on gpu-1"}
+
+
+def test_the_surging_hosts_batch_reads_its_twins_and_their_units_from_the_rollout():
+    """Issue 27: the twins of a host, their ops, ports, unit files and drain are fields of its change; the decode
+    that switches is drained, the prefill that keeps serving beside it is not; each router a surge drives is
+    probed once."""
+    ro, dummy = _upgrade(EXAMPLE, PD_REGULAR_ONE_HOST, _both_env, twin_units=lambda h, twins: host_units(twins, OPTS))
+    ch = ro["hosts"]["gpu-1"]
+    assert [t["unit"] for t in ch["twins"]] == [s["twin"]["unit"] for s in ro["surges"]]
+    assert ch["twin_ops"] == [op for s in ro["surges"] for op in s["twin_ops"]]
+    assert ch["twin_ports"] == [32001, 31001, 8999]
+    assert [u["name"] for u in ch["twin_units"]] == [t["unit"] for t in ch["twins"]]
+    assert ch["twin_drain"] == [{"name": t["unit"], "url": "http://127.0.0.1:%d" % t["port"], "engine": "sglang"}
+                                for t in ch["twins"]]
+    assert sorted(d["name"] for d in ch["drain"]) == [DECODE, PREFILL]
+    assert ch["gate_routers"] == [{"host": "gpu-1", "unit": ROUTER, "api": "http://127.0.0.1:30000",
+                                   "model": ro["routers"][0]["model"]}]
+    assert ro["surge_routers"] == [{"router": "gpu-1", "router_unit": ROUTER, "api": "http://127.0.0.1:30000"}]
+
+
+def test_a_partner_beside_a_surge_keeps_serving_undrained():
+    ro, dummy = _upgrade(EXAMPLE, PD_REGULAR_ONE_HOST, _decode_env)
+    assert [d["name"] for d in ro["hosts"]["gpu-1"]["drain"]] == [DECODE]
+    assert ro["hosts"]["gpu-1"]["twin_units"] == []  # no builder given: no files
