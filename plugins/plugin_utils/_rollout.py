@@ -26,7 +26,8 @@ Output of :func:`rollout` (all JSON-serialisable):
   (``playbooks/tasks/upgrade-batch-hosts.yml``) reads, decided here: ``drain`` (``engine_drain`` endpoints of the
   running units the switch stops), ``twins``, ``twin_ops``, ``twin_ports``, ``twin_units`` and ``twin_drain``
   (its surges' twin instances, their router ops, ports, unit files and drain endpoints), ``gate_routers``
-  (``{"host", "unit", "api", "model"}`` of each router its instances leave, gated once they are back),
+  (``{"host", "unit", "api", "model"}`` of each router that sends its instances requests, gated once they are
+  back: those it leaves, and those that list it without a worker API, ``router_listed``),
   ``runs_before`` and ``runs_after`` (what it runs before and after its batch, in words).
 - ``batches``: ordered list of ``{"index", "tier", "hosts"}``; the hosts of
   one batch switch together, a batch starts when the previous one is healthy.
@@ -284,6 +285,8 @@ def host_change(host, record, target_host, target_units, cards):
         "roles": sorted({i.get("role") for i in insts if i.get("role")}),
         "reasons": reasons,
         "router_ops": [],
+        # routers that list an instance here but cannot take it out (--mini-lb, PD): gated once it is back
+        "router_listed": [],
         # engines whose files stay the same under a new revision: they name no revision (a local model path)
         "unpinned": sorted(loads_weights) if revision and action == "none" else [],
     }
@@ -443,8 +446,8 @@ def _batch_fields(result, current, target, cards, twin_units):
         ch["twin_ports"] = [p["port"] for t in ch["twins"] for p in t["ports"]]
         ch["twin_drain"] = drain.endpoints_of(ch["twins"])
         ch["twin_units"] = twin_units(host, {"instances": ch["twins"]}) if ch["twins"] and twin_units else []
-        # the routers this host's instances left (regular drain or surge): each is gated once they are back
-        left = set((op["router"], op["router_unit"]) for op in ch["router_ops"])
+        # the routers that send this host's instances requests (drained, surged or not): each is gated once they are back
+        left = set((op["router"], op["router_unit"]) for op in ch["router_ops"]) | set(map(tuple, ch["router_listed"]))
         ch["gate_routers"] = [{"host": r["host"], "unit": r["unit"], "api": r["api"], "model": r["model"]}
                               for r in result["routers"] if (r["host"], r["unit"]) in left]
         ch["runs_before"] = runs_before(record)
@@ -496,7 +499,8 @@ def rollout(current, target, target_units, cards, serial=1, gpus=None, surge_hos
         if ch["action"] in ("none", "new"):
             continue
         old = {i.get("unit"): i for i in (current.get(host) or {}).get("instances") or []}
-        ch["router_ops"], dummy = router_drains(routers, thosts.get(host, {}).get("instances", []), old)
+        ch["router_ops"], refused = router_drains(routers, thosts.get(host, {}).get("instances", []), old)
+        ch["router_listed"] = sorted(set((r["router"], r["router_unit"]) for r in refused))
         for op in ch["router_ops"]:
             for r in routers:
                 if (r["host"], r["unit"]) == (op["router"], op["router_unit"]):

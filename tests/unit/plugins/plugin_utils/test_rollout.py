@@ -384,8 +384,12 @@ def test_a_partner_restart_drains_its_restarted_units_and_says_so():
     assert [d["name"] for d in pre["drain"]] == ["launchcard-glm-5.3-flash-sglang-prefill-0.service"]
     assert [d["name"] for d in ro["hosts"]["dec"]["drain"]] == ["launchcard-glm-5.3-flash-sglang-decode-0.service"]
     assert pre["runs_after"] == "revision %s (restarted with its partner)" % new_card["model"]["revision"][:12]
-    # a PD router has no regular drain: no router to gate through
+    # a PD router cannot take the pair out, yet the changed host gates through it once the pair is back
     assert pre["gate_routers"] == []
+    router = ro["routers"][0]
+    assert ro["hosts"]["dec"]["router_ops"] == []
+    assert ro["hosts"]["dec"]["gate_routers"] == [{"host": "rt", "unit": router["unit"], "api": router["api"],
+                                                    "model": router["model"]}]
 
 
 def test_a_retired_quadlet_host_drains_the_service_its_container_file_gives():
