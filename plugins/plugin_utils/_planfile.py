@@ -47,8 +47,7 @@ def input_vars(args, vendor_var):
 
 def host_inputs(host_vars, names):
     """``{input: value}`` of one host (``None`` where unset), read through ``names`` (:func:`input_vars`)."""
-    get = getattr(host_vars, "get", None)
-    return dict((key, get(var) if get else None) for key, var in names)
+    return dict((key, host_vars.get(var)) for key, var in names)
 
 
 def digest(value):
