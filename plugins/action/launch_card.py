@@ -20,6 +20,7 @@ from ansible.plugins.action import ActionBase
 from ansible.utils.display import Display
 
 from ansible_collections.launchcard.inference.plugins.plugin_utils._card import CardError, load_card
+from ansible_collections.launchcard.inference.plugins.plugin_utils import _planfile as planfile
 from ansible_collections.launchcard.inference.plugins.plugin_utils._outages import mini_lb_notes
 from ansible_collections.launchcard.inference.plugins.plugin_utils._planner import (
     PlanError,
@@ -89,8 +90,20 @@ class ActionModule(ActionBase):
             if got != want.lower():
                 raise AnsibleActionFail("checksum: %s has sha256:%s, expected sha256:%s" % (src, got, want))
         try:
-            return load_card(raw, source=src)
+            return load_card(raw, source=src), planfile.bytes_digest(raw)
         except CardError as exc:
+            raise AnsibleActionFail(to_text(exc))
+
+    def _plan_file(self, path):
+        """The plan file's document (playbooks/plan.yml wrote it)."""
+        try:
+            with open(path, "rb") as f:
+                text = f.read().decode("utf-8")
+        except (IOError, OSError, UnicodeDecodeError) as exc:
+            raise AnsibleActionFail("plan_file: cannot read %s: %s" % (path, to_native(exc)))
+        try:
+            return planfile.loads(text, path)
+        except planfile.PlanFileError as exc:
             raise AnsibleActionFail(to_text(exc))
 
     def run(self, tmp=None, task_vars=None):
@@ -117,48 +130,55 @@ class ActionModule(ActionBase):
             image_vendors_var=dict(type="str", default="launchcard_image_vendors"),
             validate_certs=dict(type="bool", default=True),
             facts=dict(type="bool", default=True),
+            plan_file=dict(type="path"),
         ))
         hostvars = task_vars.get("hostvars", {})
         # The fleet is the inventory: plan every host, also those outside
         # this run's --limit, so peer URLs never depend on the limit.
         names = args["hosts"] or (task_vars.get("groups") or {}).get("all") or []
-        by_card, checksums = {}, {}
+        # every variable of a host the planner reads, read here only: the plan file's fingerprint holds them all
+        input_vars = planfile.input_vars(args, VARIABLES["vendor"][0])
+        by_card, checksums, inputs = {}, {}, []
         for name in names:
-            hv = hostvars.get(name, {})
-            recipes = hv.get(args["recipes_var"]) or []
-            src = args["src"] or hv.get(args["card_var"])
+            hv = planfile.host_inputs(hostvars.get(name, {}), input_vars)
+            recipes = hv["recipes"] or []
+            src = args["src"] or hv["card"]
             if src and "://" not in src:
                 src = os.path.normpath(src)
             if not src:
                 if recipes:
                     raise AnsibleActionFail("%s lists %s but has no %s" % (name, args["recipes_var"], args["card_var"]))
                 continue
-            checksums[src] = args["checksum"] or hv.get(args["checksum_var"]) or checksums.get(src)
+            hv["card"] = src
+            inputs.append((name, hv))
+            checksums[src] = args["checksum"] or hv["checksum"] or checksums.get(src)
             by_card.setdefault(src, []).append((name, {
-                "address": hv.get("launchcard_address") or hv.get("ansible_host") or name,
+                "address": hv["address"] or hv["ansible_host"] or name,
                 "recipes": recipes,
-                "gpus": hv.get("launchcard_gpus"),
+                "gpus": hv["gpus"],
                 # the host's site overrides of its card's argv, checked against the card by the planner
-                "argv_overrides": hv.get(args["argv_overrides_var"]),
+                "argv_overrides": hv["argv_overrides"],
             }))
-        if not by_card:
-            raise AnsibleActionFail("no card: set src or the %s variable" % args["card_var"])
+        inventory = planfile.fingerprint(inputs, input_vars)
         var = "src" if args["src"] else args["card_var"]
-        cards = {src: self._card(src, checksums[src], args["validate_certs"], var) for src in by_card}
-        try:
-            the_plan = plan_fleet(cards, {src: normalize_placement(e) for src, e in by_card.items()})
-        except PlanError as exc:
-            raise AnsibleActionFail(to_text(exc))
-        # each GPU instance runs an image built for its host's vendor (the card's, else launchcard_vendor_images)
-        vendor_var = VARIABLES["vendor"][0]
-        try:
-            apply_vendor_images(the_plan, dict((name, {
-                "vendor": hostvars.get(name, {}).get(vendor_var),
-                "vendor_images": hostvars.get(name, {}).get(args["vendor_images_var"]),
-                "image_vendors": hostvars.get(name, {}).get(args["image_vendors_var"]),
-            }) for name in the_plan["hosts"]))
-        except VendorError as exc:
-            raise AnsibleActionFail(to_text(exc))
+        if args["plan_file"]:
+            # apply a plan made before (playbooks/plan.yml), every card of it read again: also those no host of a
+            # sliced job's inventory names, so launchcard_cards is the whole run's
+            doc = self._plan_file(args["plan_file"])
+            loaded = dict((src, self._card(src, checksums.get(src), args["validate_certs"], var)) for src in doc["cards"])
+            digests = dict((src, d) for src, (dummy, d) in loaded.items())
+            diffs = planfile.differences(doc, digests, inventory)
+            if diffs:
+                raise AnsibleActionFail(planfile.refusal(args["plan_file"], diffs))
+            cards = dict((src, card) for src, (card, dummy) in loaded.items())
+            the_plan = doc["plan"]
+        else:
+            if not by_card:
+                raise AnsibleActionFail("no card: set src or the %s variable" % args["card_var"])
+            loaded = dict((src, self._card(src, checksums[src], args["validate_certs"], var)) for src in by_card)
+            digests = dict((src, d) for src, (dummy, d) in loaded.items())
+            cards = dict((src, card) for src, (card, dummy) in loaded.items())
+            the_plan = self._plan_cards(cards, by_card, dict(inputs))
         for msg in the_plan.get("deprecations", ()):
             display.deprecated(msg, version="2.0.0", collection_name="launchcard.inference")
         warnings = ["%s: %s" % (src, w) for src, card in cards.items() for w in card["warnings"]]
@@ -168,12 +188,35 @@ class ActionModule(ActionBase):
             result["warnings"] = warnings
         result["changed"] = False
         planned = {"launchcard_cards": cards, "launchcard_plan": the_plan, "launchcard_run": run_identity(cards, the_plan)}
+        if args["plan_file"]:
+            # the digests the plan file's images were resolved to, for tasks/resolve-images.yml
+            planned["launchcard_plan_images"] = doc.get("images") or {}
         if args["facts"]:
             result["ansible_facts"] = planned
         else:
             result.update(planned)
+        # what playbooks/plan.yml writes beside the plan: the cards' checksums and the inventory's fingerprint
+        result["launchcard_plan_inputs"] = {"cards": digests, "inventory": inventory}
         result["msg"] = "; ".join("%s@%s: %d recipe(s), %d instance(s) on %d host(s)" % (
             card["model"]["repo"], card["model"]["revision"][:12], len(card["recipes"]),
             sum(len(h["instances"]) for h in the_plan["hosts"].values() if h["card"] == src),
             sum(1 for h in the_plan["hosts"].values() if h["card"] == src)) for src, card in sorted(cards.items()))
         return result
+
+    @staticmethod
+    def _plan_cards(cards, by_card, inputs):
+        """Plan the cards onto their hosts, each GPU instance on an image built for its host's vendor."""
+        try:
+            the_plan = plan_fleet(cards, {src: normalize_placement(e) for src, e in by_card.items()})
+        except PlanError as exc:
+            raise AnsibleActionFail(to_text(exc))
+        # each GPU instance runs an image built for its host's vendor (the card's, else launchcard_vendor_images)
+        try:
+            apply_vendor_images(the_plan, dict((name, {
+                "vendor": inputs[name]["vendor"],
+                "vendor_images": inputs[name]["vendor_images"],
+                "image_vendors": inputs[name]["image_vendors"],
+            }) for name in the_plan["hosts"]))
+        except VendorError as exc:
+            raise AnsibleActionFail(to_text(exc))
+        return the_plan

@@ -18,7 +18,8 @@ from ansible_collections.launchcard.inference.plugins.plugin_utils import _unit_
 from ansible_collections.launchcard.inference.plugins.plugin_utils import _units as units
 
 # Arguments handed to the launch_card action unchanged: the plan is made exactly as the plan role makes it.
-PLAN_ARGS = ("src", "checksum", "card_var", "checksum_var", "recipes_var", "argv_overrides_var", "validate_certs")
+PLAN_ARGS = ("src", "checksum", "card_var", "checksum_var", "recipes_var", "argv_overrides_var", "validate_certs",
+             "plan_file")
 UNIT_PREFIX = "launchcard-"
 UNIT_SUFFIXES = (".service", ".container")  # .container: a Quadlet file (podman >= 4.4)
 
@@ -78,6 +79,7 @@ class ActionModule(ActionBase):
             recipes_var=dict(type="str", default="launchcard_recipes"),
             argv_overrides_var=dict(type="str", default="launchcard_argv_overrides"),
             validate_certs=dict(type="bool", default=True),
+            plan_file=dict(type="path"),
         ))
         if not args["dest"]:
             # the render role passes launchcard_render_dir, empty when unset

@@ -47,14 +47,19 @@ class ActionModule(ActionBase):
             runtime=dict(type="str", default="docker", choices=list(LAUNCHCARD_RUNTIMES)),
             verify=dict(type="dict", default={}),
             pullers=dict(type="dict", default={}),
+            resolved=dict(type="dict", default={}),
         ), mutually_exclusive=[("images", "plan")], required_one_of=[("images", "plan")])
         images = args["images"] if args["images"] is not None else distinct_images(args["plan"])
         try:
             client = RegistryClient(mirrors=args["mirrors"], credentials=args["credentials"],
                                     timeout=args["timeout"], runtime=registry_client(args["runtime"]))
-            if images or args["verify"]:
+            # a plan file's digests (playbooks/plan.yml): every slice of one plan pins the same, whatever a tag does
+            known = args["resolved"].get("image_refs") or {}
+            asked = [image for image in images if image not in known]
+            if asked or args["verify"]:
                 client.check_mirrors()
-            refs = resolve_all(images, client.resolve, qualified=args["qualified"])
+            refs = resolve_all(asked, client.resolve, qualified=args["qualified"])
+            refs.update((image, known[image]) for image in images if image in known)
             gone, warnings = [], []
             for image, ref in sorted(args["verify"].items()):
                 # a digest the fleet keeps (a moved tag) that a host must pull: the registry must still give it
@@ -75,7 +80,10 @@ class ActionModule(ActionBase):
         sizes = {}
         if args["sizes"]:
             # by digest: the size of exactly what the hosts pull
-            sizes, unknown = measure_all(refs, lambda ref, digest: client.image_size(ref, digest, args["platform"]))
+            known_sizes = args["resolved"].get("image_sizes") or {}
+            sizes, unknown = measure_all(dict((i, r) for i, r in refs.items() if i not in known_sizes or r != known.get(i)),
+                                         lambda ref, digest: client.image_size(ref, digest, args["platform"]))
+            sizes.update((i, known_sizes[i]) for i in refs if i not in sizes and i in known_sizes)
             warnings += unknown
         if warnings:
             result.setdefault("warnings", []).extend(warnings)

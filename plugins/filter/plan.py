@@ -17,6 +17,7 @@ from ansible_collections.launchcard.inference.plugins.module_utils import _state
 from ansible_collections.launchcard.inference.plugins.module_utils import _systemd as systemd
 from ansible_collections.launchcard.inference.plugins.plugin_utils import _argv_check as argv_check
 from ansible_collections.launchcard.inference.plugins.plugin_utils import _images as images
+from ansible_collections.launchcard.inference.plugins.plugin_utils import _planfile as planfile
 from ansible_collections.launchcard.inference.plugins.plugin_utils import _report as report
 from ansible_collections.launchcard.inference.plugins.plugin_utils import _unit_options as unit_options
 from ansible_collections.launchcard.inference.plugins.plugin_utils import _units as units
@@ -501,6 +502,17 @@ def argv_check_report(checks, hostvars, hosts, result_var="preflight_argv"):
     return {"refusals": refusals, "warnings": warnings, "kept": argv_check.argv_pulls_kept(checks, results)}
 
 
+def plan_file(planned, resolved=None):
+    """The text of a plan file (see plugin_utils._planfile) from the plan role's result and the resolved images."""
+    try:
+        inputs = planned["launchcard_plan_inputs"]
+        return planfile.dumps(planfile.document(planned["launchcard_plan"], planned["launchcard_cards"],
+                                                inputs["cards"], inputs["inventory"], resolved))
+    except (KeyError, TypeError) as exc:
+        raise AnsibleFilterError("launchcard.inference.plan_file: expected the launch_card result registered with "
+                                 "facts=false (plan_planned), missing %s" % to_text(exc))
+
+
 class FilterModule(object):
     """launchcard.inference filters."""
 
@@ -543,4 +555,5 @@ class FilterModule(object):
             "preflight_fleet_warnings": preflight_fleet_warnings,
             "weights_peers": weights_peers,
             "weights_peer_report": weights_peer_report,
+            "plan_file": plan_file,
         }

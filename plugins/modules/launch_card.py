@@ -55,6 +55,16 @@ options:
         C(--limit) or a narrower play plans the same fleet and renders the same peer URLs.
     type: list
     elements: str
+  plan_file:
+    description:
+      - A plan file (C(launchcard.plan/v1)) that C(playbooks/plan.yml) wrote - its plan is returned instead of planning
+        again, with the cards read again from the sources it names (all of them, also those no host of a sliced
+        inventory names) and the images it resolved as C(launchcard_plan_images).
+      - Refused when it no longer matches - a card whose bytes changed (C(card SRC - checksum sha256:... in the plan,
+        sha256:... now)), a host whose planner variables changed (C(host NAME - launchcard_recipes changed)), a host
+        of the inventory it does not hold (C(host NAME - not in the plan)), the hosts' order changed. Hosts of the
+        plan missing from the inventory are allowed - a sliced job's inventory holds its own hosts only.
+    type: path
   facts:
     description:
       - Return the card models, the plan and the run identity as facts (V(true)), or as the result's own keys
@@ -146,6 +156,18 @@ ansible_facts:
         C(sha256:<hex>) of the loaded card, as a host's record holds it) and C(anchor) (the first host of
         the plan in sorted order, which holds the fleet lock).
       type: dict
+    launchcard_plan_images:
+      description: >-
+        With O(plan_file) only - the images the plan file holds resolved (C(image_refs), C(image_sizes)), for
+        M(launchcard.inference.resolve_images)'s O(launchcard.inference.resolve_images#module:resolved); empty when it holds none.
+      type: dict
+launchcard_plan_inputs:
+  description: >-
+    What the plan was made from, for the plan file - C(cards) (source to C(sha256:<hex>) of the card's bytes) and
+    C(inventory) (C([host, {variable - sha256:<hex>}]) in inventory order, for each variable the planner read that
+    the host sets).
+  returned: success
+  type: dict
 warnings:
   description:
     - Unknown card keys, reported and ignored.

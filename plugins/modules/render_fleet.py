@@ -41,6 +41,12 @@ options:
       - Directory on the controller; one folder per host is made under it.
     type: path
     required: true
+  plan_file:
+    description:
+      - A plan file written by C(playbooks/plan.yml), applied instead of planning, as
+        M(launchcard.inference.launch_card)'s O(launchcard.inference.launch_card#module:plan_file) does (refused when a
+        card or a host's planner variables changed since). Empty - plan.
+    type: path
   hosts:
     description:
       - Hosts whose folders are written. Defaults to the play's hosts (C(ansible_play_hosts_all)).

@@ -88,6 +88,13 @@ options:
         gone stops the run when its image has any.
     type: dict
     default: {}
+  resolved:
+    description:
+      - Images already resolved, C({image_refs - {image - ref}, image_sizes - {image - bytes}}) (a plan file's
+        C(images), written by C(playbooks/plan.yml)) - those of O(images) are taken as written, the registry is
+        not asked for them, so every job applying one plan file pins the same digests.
+    type: dict
+    default: {}
   qualified:
     description:
       - Return fully qualified names (C(docker.io/lmsysorg/sglang@sha256:...)). podman refuses a short name

@@ -37,9 +37,10 @@ def test_build_install_and_run_by_fqcn(tmp_path):
     for must in ("MANIFEST.json", "LICENSE", "changelogs/changelog.yaml", "plugins/modules/systemd_units.py",
                  "playbooks/deploy.yml", "roles/units/meta/argument_specs.yml", "cards/glm-5.3-flash.json"):
         assert must in names, must
-    # of extensions/, only the AWX credential types docs/operations.md tells an AWX admin to create
+    # of extensions/, only what docs/operations.md gives an AWX admin: the credential types, the workflow example
     assert {n for n in names if n.startswith("extensions/") and "." in n} == \
-        {"extensions/awx/credential_types/hf_token.yml", "extensions/awx/credential_types/registry.yml"}
+        {"extensions/awx/credential_types/hf_token.yml", "extensions/awx/credential_types/registry.yml",
+         "extensions/awx/workflows/plan-apply.yml"}
     assert {n.split("/", 1)[0] for n in names} <= TOP_LEVEL, sorted({n.split("/", 1)[0] for n in names} - TOP_LEVEL)
     assert not [n for n in names if re.search(r"(^|/)(molecule|tests|__pycache__|fragments)(/|$)|\.pyc$", n)]
     with open("/usr/share/common-licenses/GPL-3", "rb") as f:  # Debian's base-files: the GPL-3.0 text

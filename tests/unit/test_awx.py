@@ -122,3 +122,20 @@ def test_ansible_navigator_runs_the_image_make_ee_builds_in_stdout_mode_without_
     for path in (nav["ansible-runner"]["artifact-dir"], nav["logging"]["file"]):
         res = subprocess.run(["git", "check-ignore", "-q", path], cwd=ROOT, check=False)
         assert res.returncode == 0, path
+
+
+def test_the_plan_apply_workflow_chains_plan_slices_and_routers_on_one_plan_file():
+    """Issue 28 item 2: the workflow example runs playbooks that exist, each given the same plan file."""
+    wf = _load(os.path.join(ROOT, "extensions", "awx", "workflows", "plan-apply.yml"))
+    templates = dict((t["name"], t) for t in wf["job_templates"])
+    for t in templates.values():
+        assert os.path.isfile(os.path.join(ROOT, t["playbook"])), t["playbook"]
+        assert t["extra_vars"] == wf["plan_vars"] and set(t["extra_vars"]) == {"launchcard_plan_file"}
+    nodes = wf["workflow"]["workflow_nodes"]
+    order = [templates[n["unified_job_template"]["name"]] for n in nodes]
+    assert [t["playbook"] for t in order] == ["playbooks/plan.yml", "playbooks/deploy.yml", "playbooks/deploy.yml"]
+    assert [t.get("job_slice_count", 1) for t in order] == [1, 4, 1]
+    assert [n.get("related", {}).get("success_nodes") for n in nodes] == [
+        [{"identifier": nodes[1]["identifier"]}], [{"identifier": nodes[2]["identifier"]}], None]
+    # the slices leave the routers to the last job
+    assert order[1]["limit"] == "all:!" + order[2]["limit"]

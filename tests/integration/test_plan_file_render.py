@@ -1,0 +1,96 @@
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, launchcard.inference contributors
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""playbooks/plan.yml, then render.yml given its plan file (issue 28 item 2), run for real, contacting no host.
+
+The sandbox inventory with the native runtime (its units name the virtualenv, and a native run resolves no image,
+so no registry is asked): a plan written once renders, for every host of a --limit, exactly the files that the
+whole run and a run that plans itself write; a card or inventory changed since is refused with what changed.
+"""
+
+from __future__ import annotations
+
+import filecmp
+import os
+import re
+import shutil
+import subprocess
+import sys
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+BIN = os.path.dirname(sys.executable)
+ENV = dict(os.environ, ANSIBLE_CONFIG=os.path.join(ROOT, "ansible.cfg"), ANSIBLE_FORCE_COLOR="0",
+           PATH=BIN + os.pathsep + os.environ.get("PATH", ""))
+INVENTORY = "inventories/sandbox/gpus.ini"
+NATIVE = ["-e", "launchcard_runtime=native", "-e", "launchcard_runtime_native_venv=/opt/launchcard/venv"]
+
+
+def playbook(name, *extra):
+    res = subprocess.run([os.path.join(BIN, "ansible-playbook"), "playbooks/%s" % name, "-i", INVENTORY] + NATIVE
+                         + list(extra), cwd=ROOT, env=ENV, capture_output=True, text=True, check=False)
+    res.text = " ".join((res.stdout + res.stderr).split())
+    return res
+
+
+def changed(res):
+    return sum(int(n) for n in re.findall(r"\bchanged=(\d+)", res.stdout))
+
+
+def same_tree(left, right, hosts):
+    for host in hosts:
+        a, b = os.path.join(left, host), os.path.join(right, host)
+        names = sorted(os.listdir(a))
+        assert names == sorted(os.listdir(b)), host
+        match, mismatch, errors = filecmp.cmpfiles(a, b, names, shallow=False)
+        assert (mismatch, errors) == ([], []), (host, mismatch, errors)
+
+
+def test_a_plan_file_renders_every_part_of_the_fleet_as_the_whole_run(tmp_path):
+    plan = str(tmp_path / "plan.json")
+    first = playbook("plan.yml", "-e", "launchcard_plan_file=" + plan)
+    assert first.returncode == 0, first.stdout[-3000:] + first.stderr[-2000:]
+    assert changed(first) == 1 and oct(os.stat(plan).st_mode & 0o777) == "0o644"
+    data = open(plan, "rb").read()
+    # the same inventory and card: the same bytes, and the write is ok, not changed
+    again = playbook("plan.yml", "-e", "launchcard_plan_file=" + plan)
+    assert again.returncode == 0 and changed(again) == 0 and open(plan, "rb").read() == data
+
+    planned = str(tmp_path / "planned")
+    res = playbook("render.yml", "-e", "launchcard_render_dir=" + planned)
+    assert res.returncode == 0, res.stdout[-3000:]
+    whole = str(tmp_path / "whole")
+    res = playbook("render.yml", "-e", "launchcard_render_dir=" + whole, "-e", "launchcard_plan_file=" + plan)
+    assert res.returncode == 0, res.stdout[-3000:]
+    hosts = sorted(os.listdir(whole))
+    assert len(hosts) == 7
+    same_tree(whole, planned, hosts)
+    for i, limit in enumerate(["lc-router,lc-prefill", "lc-vllm:lc-encoder:lc-decode"]):
+        part = str(tmp_path / ("part%d" % i))
+        res = playbook("render.yml", "-e", "launchcard_render_dir=" + part, "-e", "launchcard_plan_file=" + plan,
+                       "--limit", limit)
+        assert res.returncode == 0, res.stdout[-3000:]
+        assert sorted(os.listdir(part)) == sorted(re.split("[,:]", limit))
+        same_tree(part, whole, os.listdir(part))
+
+
+def test_a_changed_card_or_inventory_is_refused_naming_what_changed(tmp_path):
+    card = str(tmp_path / "card.json")
+    shutil.copy(os.path.join(ROOT, "cards", "glm-5.3-flash.json"), card)
+    plan = str(tmp_path / "plan.json")
+    own = ["-e", "launchcard_card_src=" + card, "-e", "launchcard_plan_file=" + plan]
+    assert playbook("plan.yml", *own).returncode == 0
+    out = str(tmp_path / "out")
+
+    res = playbook("render.yml", "-e", "launchcard_render_dir=" + out, "-e", "launchcard_gpus=4", "--limit",
+                   "lc-router", *own)
+    assert res.returncode == 2
+    assert "%s no longer matches the cards or the inventory" % plan in res.text
+    assert "host lc-vllm: launchcard_gpus changed" in res.text and "host lc-router: launchcard_gpus changed" in res.text
+
+    with open(card, "a") as f:
+        f.write("\n")
+    res = playbook("render.yml", "-e", "launchcard_render_dir=" + out, *own)
+    assert res.returncode == 2
+    assert re.search(r"card %s: checksum sha256:[0-9a-f]{64} in the plan, sha256:[0-9a-f]{64} now" % re.escape(card),
+                     res.text), res.text[-3000:]
+    assert not os.path.exists(out)
