@@ -195,19 +195,20 @@ def test_render_is_one_task_for_the_whole_fleet_and_rewrites_only_changes(venv, 
     out = str(tmp_path / "out")
     first = render("tests/integration/render/two-by-two.ini", out, venv)
     assert first.returncode == 0, first.stdout[-3000:]
-    # the include, its argument check and the render_fleet task, on the first host only, for 5 hosts
-    assert list(recap_hosts(first.stdout).values()) == [(3, 1)], first.stdout[-2000:]
+    # the include, its argument check, the render_fleet task and its report, on the first host only, for 5 hosts
+    assert list(recap_hosts(first.stdout).values()) == [(4, 1)], first.stdout[-2000:]
+    assert "5 host(s), 5 unit(s) in %s, 10 file(s) written" % out in " ".join(first.stdout.split()), first.stdout[-2000:]
     assert sorted(os.listdir(out)) == ["r-d1", "r-d2", "r-p1", "r-p2", "r-router"]
     stale = os.path.join(out, "r-d1", "launchcard-gone-0.service")
     with open(stale, "w") as f:
         f.write("[Service]\n")
     mtime = os.stat(os.path.join(out, "r-d2", "plan.json")).st_mtime_ns
     again = render("tests/integration/render/two-by-two.ini", out, venv)
-    assert again.returncode == 0 and list(recap_hosts(again.stdout).values()) == [(3, 1)]
+    assert again.returncode == 0 and list(recap_hosts(again.stdout).values()) == [(4, 1)]
     assert not os.path.exists(stale)
     assert os.stat(os.path.join(out, "r-d2", "plan.json")).st_mtime_ns == mtime
     third = render("tests/integration/render/two-by-two.ini", out, venv)
-    assert list(recap_hosts(third.stdout).values()) == [(3, 0)], third.stdout[-2000:]
+    assert list(recap_hosts(third.stdout).values()) == [(4, 0)], third.stdout[-2000:]
 
 
 def test_no_output_directory_names_the_variable(venv):
