@@ -27,7 +27,7 @@ from ansible_collections.launchcard.inference.plugins.plugin_utils._planner impo
     plan_fleet,
 )
 from ansible_collections.launchcard.inference.plugins.plugin_utils._rollout import card_sha256
-from ansible_collections.launchcard.inference.plugins.plugin_utils._unit_options import VARIABLES
+from ansible_collections.launchcard.inference.plugins.plugin_utils._unit_spec import VARIABLES
 from ansible_collections.launchcard.inference.plugins.plugin_utils._vendors import VendorError, apply_vendor_images
 
 
@@ -150,7 +150,7 @@ class ActionModule(ActionBase):
         except PlanError as exc:
             raise AnsibleActionFail(to_text(exc))
         # each GPU instance runs an image built for its host's vendor (the card's, else launchcard_vendor_images)
-        vendor_var = VARIABLES["vendor"][0]
+        vendor_var = VARIABLES["vendor"]
         try:
             apply_vendor_images(the_plan, dict((name, {
                 "vendor": hostvars.get(name, {}).get(vendor_var),
