@@ -137,24 +137,27 @@ def test_a_role_that_defaults_a_variable_itself_uses_the_spec_default():
                 assert found.strip("'\"") == str(opt.default), (path, opt.variable, found)
 
 
-def _sample(opt):
-    """A value of ``opt`` other than its default."""
+def _sample(opt, base=None):
+    """A value of ``opt`` other than its default (and than ``base``'s)."""
     if opt.choices:
-        return [c for c in opt.choices if c != opt.default][0]
+        return [c for c in opt.choices if c not in (opt.default, (base or {}).get(opt.key))][0]
     if opt.kind == "bool":
         return not opt.default if opt.default is not None else True
     if opt.kind in ("int", "int_or_none"):
         return (opt.default or 0) + 7
-    return {"str": "0" * 64, "path": "/srv/other", "list_str": ["--label", "x=1"], "list_int_or_none": [3, 5],
-            "dict": {"docker.io/lmsysorg/sglang:latest": "x@sha256:" + "c" * 64}}[opt.kind]
+    if opt.kind == "dict":
+        return {i["image"]: "registry.example/pinned@sha256:" + "c" * 64 for i in _fleet()}
+    return {"str": "0" * 64, "path": "/srv/other", "list_str": ["--label", "x=1"], "list_int_or_none": [3, 5]}[opt.kind]
+
+
+def _fleet():
+    """Instances of every kind: SGLang's PD pair and router, and vLLM."""
+    p = _plan(EX, [("c", "10.0.0.3", ["sglang-prefill", "sglang-decode", "sglang-router"])])
+    return [i for hp in p["hosts"].values() for i in hp["instances"]] + [_inst(EX, "vllm-aggregated")]
 
 
 def _fleet_units(opts):
-    hosts = [("c", "10.0.0.3", ["sglang-prefill", "sglang-decode", "sglang-router"])]
-    p = _plan(EX, hosts)
-    out = [u["content"] for hp in p["hosts"].values() for u in host_units(hp, opts)]
-    vllm = _inst(EX, "vllm-aggregated")
-    return out + [u["content"] for u in host_units({"instances": [vllm]}, opts)]
+    return [u["content"] for u in host_units({"instances": _fleet()}, opts)]
 
 
 @pytest.mark.parametrize("opt", [o for o in spec.OPTIONS if set(o.units) != set(spec.ALL_UNITS)], ids=lambda o: o.key)
@@ -162,4 +165,17 @@ def test_an_option_changes_no_unit_of_a_runtime_its_units_field_leaves_out(opt):
     for runtime in sorted(set(spec.RUNTIMES) - set(opt.units)):
         for vendor in spec.VENDORS:
             base = {"runtime": runtime, "vendor": vendor, "rdma_devices": True}
-            assert _fleet_units(base) == _fleet_units(dict(base, **{opt.key: _sample(opt)})), (runtime, vendor)
+            assert _fleet_units(base) == _fleet_units(dict(base, **{opt.key: _sample(opt, base)})), (runtime, vendor)
+
+
+@pytest.mark.parametrize("opt", spec.OPTIONS, ids=lambda o: o.key)
+def test_every_option_renders_and_changes_a_unit_of_its_runtimes(opt):
+    # a value breaks no rule of the renderer (a flag conflict, a Quadlet key) and reaches the units its field names
+    changed = set()
+    for runtime in opt.units:
+        for quadlet in ((False, True) if runtime == "podman" else (False,)):
+            for vendor in spec.VENDORS:
+                base = {"runtime": runtime, "podman_quadlet": quadlet, "vendor": vendor}
+                if _fleet_units(base) != _fleet_units(dict(base, **{opt.key: _sample(opt, base)})):
+                    changed.add(runtime)
+    assert changed == set(opt.units)
