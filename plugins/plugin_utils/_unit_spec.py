@@ -251,7 +251,9 @@ def _valid(opt):
     if exact is None:
         return None
     choices, minimum = opt.choices, opt.minimum
-    return lambda raw: type(raw) is exact and (choices is None or raw in choices) and (minimum is None or raw >= minimum)
+    # the exact class: a bool (an int's subclass) or Ansible's tagged str takes value()'s way
+    return lambda raw: raw.__class__ is exact and (choices is None or raw in choices) and (
+        minimum is None or raw >= minimum)
 
 
 # The renderer checks its options at every call; most are already of their type.
