@@ -14,7 +14,7 @@ export PYTHONDONTWRITEBYTECODE := 1
 # A bare `make` lists the targets: nothing is installed or booted unless asked for by name.
 .DEFAULT_GOAL := help
 
-.PHONY: help demo test controller fleets molecules setup venv host-deps sandbox-up sandbox-down deploy undeploy units lint sanity integration e2e bench bench-render bench-upgrade bench-scale build compat sanity-compat changelog clean molecule molecule-rocm molecule-ascend ee
+.PHONY: help docs demo test controller fleets molecules setup venv host-deps sandbox-up sandbox-down deploy undeploy units lint sanity integration e2e bench bench-render bench-upgrade bench-scale build compat sanity-compat changelog clean molecule molecule-rocm molecule-ascend ee
 
 demo: setup sandbox-up deploy ## Boot the sandbox fleet and deploy the example card (twice is fine)
 	@$(BIN)/python tests/sandbox/demo_request.py -i $(INVENTORY)
@@ -81,6 +81,9 @@ undeploy: ## Stop and remove the card's units on $(INVENTORY) (weights and image
 
 units: ## Unit tests of the pure-Python core and the modules
 	$(BIN)/python -m pytest -q -n 2 tests/unit tests/sandbox
+
+docs: ## Rewrite the lists of unit options in the docs from plugins/plugin_utils/_unit_spec.py (tools/unit_docs.py)
+	$(BIN)/python tools/unit_docs.py
 
 lint: ## ansible-lint (production profile) and the changelog fragments
 	$(BIN)/ansible-lint --offline --profile production

@@ -28,7 +28,7 @@ from ansible_collections.launchcard.inference.plugins.plugin_utils._planner impo
     plan_fleet,
 )
 from ansible_collections.launchcard.inference.plugins.plugin_utils._rollout import card_sha256
-from ansible_collections.launchcard.inference.plugins.plugin_utils._unit_options import VARIABLES
+from ansible_collections.launchcard.inference.plugins.plugin_utils._unit_spec import VARIABLES
 from ansible_collections.launchcard.inference.plugins.plugin_utils._vendors import VendorError, apply_vendor_images
 
 
@@ -137,7 +137,7 @@ class ActionModule(ActionBase):
         # this run's --limit, so peer URLs never depend on the limit.
         names = args["hosts"] or (task_vars.get("groups") or {}).get("all") or []
         # every variable of a host the planner reads, read here only: the plan file's fingerprint holds them all
-        input_vars = planfile.input_vars(args, VARIABLES["vendor"][0])
+        input_vars = planfile.input_vars(args, VARIABLES["vendor"])
         by_card, checksums, inputs = {}, {}, []
         for name in names:
             hv = planfile.host_inputs(hostvars.get(name, {}), input_vars)

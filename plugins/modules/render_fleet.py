@@ -20,15 +20,19 @@ description:
     would install there.
   - One task for the whole fleet, run once (C(run_once=true)); contacts no host.
   - Each host's unit options come from its variables through the same builder the C(units) role
-    uses (the C(launchcard.inference.unit_settings) filter) - C(launchcard_runtime),
-    C(launchcard_accelerator_vendor), C(launchcard_runtime_native_venv), C(launchcard_weights_dir),
-    C(launchcard_hf_offline), C(launchcard_unit_start_timeout_s), C(launchcard_unit_stop_timeout_s),
-    C(launchcard_engine_shutdown_timeout_s), C(launchcard_amd_render_gid), C(launchcard_ascend_devices), C(launchcard_ascend_device_count),
-    C(launchcard_extra_container_args), C(launchcard_secrets_env_file), C(launchcard_docker_bin),
-    C(launchcard_podman_bin), C(launchcard_podman_cgroups), C(launchcard_podman_quadlet), C(launchcard_rdma),
-    C(launchcard_selinux_labels), C(launchcard_jit_cache); C(launchcard_hf_token) only
-    decides whether units read the secrets file, C(launchcard_registry_credentials) only whether podman units
-    name the registry auth file (C(--authfile)).
+    uses (the C(launchcard.inference.unit_settings) filter); C(launchcard_hf_token) only decides whether units read
+    the secrets file, C(launchcard_registry_credentials) only whether podman units name the registry auth file
+    (C(--authfile)).
+  # generated: tools/unit_docs.py unit_variables
+  - The unit options' variables, each described in C(docs/inventory.md) (Engines and their units) -
+    C(launchcard_runtime), C(launchcard_accelerator_vendor), C(launchcard_runtime_native_venv),
+    C(launchcard_weights_dir), C(launchcard_hf_offline), C(launchcard_unit_start_timeout_s),
+    C(launchcard_unit_stop_timeout_s), C(launchcard_engine_shutdown_timeout_s), C(launchcard_docker_bin),
+    C(launchcard_podman_bin), C(launchcard_secrets_env_file), C(launchcard_amd_render_gid),
+    C(launchcard_ascend_devices), C(launchcard_ascend_device_count), C(launchcard_extra_container_args),
+    C(launchcard_podman_cgroups), C(launchcard_podman_quadlet), C(launchcard_rdma), C(launchcard_selinux_labels),
+    C(launchcard_jit_cache).
+  # end unit_variables
   - What only the hosts know is not seen here; the deploy takes it from preflight when the variable is
     unset (the vendor, the AMD C(render) group id, the Ascend devices, the podman version that decides Quadlet
     C(.container) files) and from the runtime role (image digests). Set those variables to make the files equal to what a deploy writes.

@@ -25,6 +25,8 @@ import hashlib
 import json
 import re
 
+from ansible_collections.launchcard.inference.plugins.plugin_utils import _unit_spec
+
 DOCKER_HUB = "docker.io"
 DOCKER_HUB_API = "registry-1.docker.io"
 _DIGEST = re.compile(r"^sha256:[0-9a-f]{64}$")
@@ -202,8 +204,8 @@ def drift_warning(moved):
 
 _MIRROR_LOCATION = re.compile(r"^[A-Za-z0-9.-]+(:[0-9]{1,5})?(/[a-z0-9._/-]*)?$")
 RUNTIMES = ("docker", "podman")
-# launchcard_runtime's values: the two container engines, and native (pip into a virtualenv; no image to pull)
-LAUNCHCARD_RUNTIMES = RUNTIMES + ("native",)
+# launchcard_runtime's values (its spec's): the two container engines, and native (pip into a virtualenv; no image)
+LAUNCHCARD_RUNTIMES = _unit_spec.RUNTIMES
 
 
 def _mirror_entries(registry, value):
@@ -252,11 +254,12 @@ def registry_client(launchcard_runtime):
     ``launchcard_runtime`` (docker, podman or native): podman's for podman, else docker's (a native fleet pulls no
     image; resolve_images is given none).
 
-    :raises ImageError: a value outside ``LAUNCHCARD_RUNTIMES``, naming the variable.
+    :raises ImageError: a value its spec refuses (``_unit_spec.value``), naming the variable.
     """
-    runtime = launchcard_runtime or "docker"
-    if runtime not in LAUNCHCARD_RUNTIMES:
-        raise ImageError("launchcard_runtime must be one of %s, found %r" % (", ".join(LAUNCHCARD_RUNTIMES), runtime))
+    try:
+        runtime = _unit_spec.value("runtime", launchcard_runtime or "docker")
+    except _unit_spec.OptionError as exc:
+        raise ImageError(str(exc))
     return "podman" if runtime == "podman" else "docker"
 
 

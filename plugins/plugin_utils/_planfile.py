@@ -28,7 +28,7 @@ def input_vars(args, vendor_var):
 
     :param args: the launch_card action's arguments (``card_var``, ``checksum_var``, ``recipes_var``,
         ``argv_overrides_var``, ``vendor_images_var``, ``image_vendors_var``).
-    :param vendor_var: the variable naming a host's accelerator vendor (``_unit_options.VARIABLES``).
+    :param vendor_var: the variable naming a host's accelerator vendor (``_unit_spec.VARIABLES``).
     :returns: list of ``(input, variable)``.
     """
     return [

@@ -8,9 +8,9 @@ Pure Python, no Ansible import. Both the ``units`` role (through the
 action) call :func:`host_settings` with a host's variables, so what render
 shows is what deploy writes for the same variables.
 
-The defaults are :data:`_units.DEFAULTS` and nowhere else: no role repeats
-them. Each option is read from exactly one variable (:data:`VARIABLES`), and
-a few from what preflight found on the host, in this order:
+Every option, its variable, type, default and checks are one entry of
+:data:`._unit_spec.OPTIONS`. Each option is read from exactly one variable,
+and a few from what preflight found on the host, in this order:
 
 1. the variable, when the inventory (host or group vars) or ``-e`` sets it;
 2. the host's facts from preflight (``preflight_result.facts``), for the
@@ -18,7 +18,7 @@ a few from what preflight found on the host, in this order:
    without a driver yet), the AMD ``render`` group id and the Ascend
    ``/dev/davinciN`` devices (``runtime_devices``), and the image digests
    the runtime role pinned (``runtime_image_refs``);
-3. :data:`_units.DEFAULTS`.
+3. :data:`._unit_spec.DEFAULTS`.
 
 ``render.yml`` contacts no host, so it has no facts: there step 2 is empty,
 and a host whose vendor or devices differ from the defaults needs the
@@ -34,86 +34,22 @@ import re
 from ansible_collections.launchcard.inference.plugins.module_utils._platforms import os_podman_version
 from ansible_collections.launchcard.inference.plugins.plugin_utils._images import REGISTRY_AUTH_FILE
 from ansible_collections.launchcard.inference.plugins.plugin_utils import _vendors
-from ansible_collections.launchcard.inference.plugins.plugin_utils._units import (
+from ansible_collections.launchcard.inference.plugins.plugin_utils._unit_spec import (
     DEFAULTS,
-    ENGINE_USER,
-    PODMAN_CGROUPS,
-    QUADLET_MIN_PODMAN,
-    RUNTIMES,
+    OPTIONS,
+    VARIABLES,
     VENDORS,
+    OptionError,
+    coerce,
+    value,
+)
+from ansible_collections.launchcard.inference.plugins.plugin_utils._units import (
+    ENGINE_USER,
+    QUADLET_MIN_PODMAN,
     WAIT_READY,
+    check_container_flags,
 )
 
-# Option (a key of _units.DEFAULTS) -> the one variable that sets it, its type, and what it means.
-# Types: str, path, bool, int, int_or_none, list_str, list_int_or_none.
-VARIABLES = {
-    "runtime": ("launchcard_runtime", "str", "How engines run: C(docker), C(podman) or C(native)."),
-    "vendor": ("launchcard_accelerator_vendor", "str",
-               "Accelerator vendor (C(nvidia), C(amd), C(ascend), C(none)): container device flags and the "
-               "visible-devices variable. Unset: the vendor preflight found on the host, else C(nvidia)."),
-    "native_venv": ("launchcard_runtime_native_venv", "path", "Virtualenv whose C(bin/) holds the engines (native runtime)."),
-    "weights_dir": ("launchcard_weights_dir", "path",
-                    "Hugging Face cache (HF_HOME) on the hosts; mounted into containers."),
-    "hf_offline": ("launchcard_hf_offline", "bool",
-                   "Set C(HF_HUB_OFFLINE=1) so engines serve the staged snapshot without network."),
-    "start_timeout_s": ("launchcard_unit_start_timeout_s", "int",
-                        "Minimum C(TimeoutStartSec); raised to the card's C(VLLM_ENGINE_READY_TIMEOUT_S) + 300."),
-    "stop_timeout_s": ("launchcard_unit_stop_timeout_s", "int",
-                       "Minimum seconds a container gets to stop (C(podman/docker stop -t), C(--stop-timeout)), raised "
-                       "to the engine's drain (C(launchcard_engine_shutdown_timeout_s)) + 15; C(TimeoutStopSec) is 30 s more."),
-    "engine_shutdown_timeout_s": ("launchcard_engine_shutdown_timeout_s", "int",
-                                  "Seconds an engine may finish its in-flight requests after SIGTERM: vLLM's "
-                                  "C(--shutdown-timeout) (added unless the card's argv sets it; vLLM's own default 0 "
-                                  "aborts them), and for SGLang, which drains without a bound of its own, the bound the "
-                                  "stop timeouts set. 0 or more; 0 writes no flag, for vLLM releases before 0.18, "
-                                  "which have no C(--shutdown-timeout) (their stop aborts in-flight requests)."),
-    "docker_bin": ("launchcard_docker_bin", "path", "Path of the docker client in units."),
-    "podman_bin": ("launchcard_podman_bin", "path", "Path of podman in units."),
-    "secrets_env_file": ("launchcard_secrets_env_file", "path",
-                         "Environment file (mode 0600) holding C(launchcard_hf_token); every unit names it "
-                         "as optional (C(EnvironmentFile=-)), token or not."),
-    "amd_render_gid": ("launchcard_amd_render_gid", "int_or_none",
-                       "AMD containers: id of the host's C(render) group (C(--group-add)). Unset: the id "
-                       "preflight read from the host's C(/etc/group), else none."),
-    "ascend_devices": ("launchcard_ascend_devices", "list_int_or_none",
-                       "Ascend containers: the C(/dev/davinciN) numbers passed with C(--device). Unset: "
-                       "the devices preflight found on the host, else C(0) to O(launchcard_ascend_device_count) - 1."),
-    "ascend_device_count": ("launchcard_ascend_device_count", "int",
-                            "Ascend containers: number of C(/dev/davinciN) devices when neither "
-                            "C(launchcard_ascend_devices) nor preflight names them."),
-    "extra_container_args": ("launchcard_extra_container_args", "list_str",
-                             "Extra C(docker run)/C(podman run) arguments, placed before the image (escaped "
-                             "for systemd like every argv word)."),
-    "podman_cgroups": ("launchcard_podman_cgroups", "str",
-                       "podman: C(podman run --cgroups=MODE) of the units, one of C(enabled) (default, no flag), "
-                       "C(disabled), C(no-conmon), C(split). C(disabled) runs each container in its unit's cgroup, "
-                       "for hosts without cgroup delegation (read-only cgroup v1 controllers, as in the sandbox)."),
-    "podman_quadlet": ("launchcard_podman_quadlet", "bool",
-                       "podman: write the units as Quadlet C(.container) files in C(/etc/containers/systemd/) (the podman "
-                       "generator makes the C(.service) units of them) instead of C(.service) units that call C(podman run). "
-                       "Unset: Quadlet where the host's podman is 4.4 or newer (the version preflight read from the host, "
-                       "else the one its OS ships, C(plugins/module_utils/_platforms.py)); C(playbooks/render.yml) has no "
-                       "host facts, so set it there to render what deploy writes on such hosts."),
-    "podman_auth_file": (None, "path", "podman: the registry auth file the units pass with C(--authfile) (a path, "
-                                       "never a secret), set when C(launchcard_registry_credentials) is not empty."),
-    "rdma": ("launchcard_rdma", "bool",
-             "RDMA for the engines: C(/dev/infiniband), C(--ulimit memlock=-1:-1) and C(--cap-add IPC_LOCK) for "
-             "containers, C(LimitMEMLOCK=infinity) and C(CAP_IPC_LOCK) for native units. Unset: on the PD prefills and "
-             "decodes and the multi-node ranks of hosts where preflight found RDMA devices (C(/sys/class/infiniband)); "
-             "C(true)/C(false): every GPU instance / none (set it for C(playbooks/render.yml), which reads no host)."),
-    "rdma_devices": (None, "bool", "Whether the host has RDMA devices (preflight's C(runtime_devices.rdma))."),
-    "selinux": ("launchcard_selinux_labels", "bool",
-                "Containers on SELinux hosts: C(:z) on the weights and cache volumes, and C(--security-opt "
-                "label=disable) for podman's CDI GPUs. Unset: where preflight found SELinux enabled on the host "
-                "(set it for C(playbooks/render.yml), which reads no host)."),
-    "jit_cache": ("launchcard_jit_cache", "bool",
-                  "Containers: keep each engine's compile/JIT caches (torch.compile, Triton, vLLM) in a host "
-                  "directory per engine and image digest under C(/var/cache/launchcard/jit/)."),
-    "image_refs": (None, "dict", "Image to C(image@sha256:...), from the runtime role's C(runtime_image_refs) fact."),
-    "native_requirements": (None, "str", "Native runtime: digest of C(launchcard_runtime_native_packages) and "
-                                         "C(launchcard_runtime_native_pip_extra_args), a comment in each unit, so "
-                                         "that a new requirement set restarts the units (see native_requirements)."),
-}
 # What the runtime role installs into the native virtualenv (roles/runtime/defaults/main.yml,
 # runtime_native_packages and runtime_native_pip_extra_args): these variables where set, else the
 # pinned packages of the host's vendor and engines (native_install, _vendors.native_requirements).
@@ -129,62 +65,6 @@ PREFLIGHT_RESULT = "preflight_result"
 SECRETS_ENV_FILE = "/etc/launchcard/secrets.env"
 READY_HELPER = WAIT_READY[-1]
 """Where the units role installs the readiness helper that every unit's ``ExecStartPost=`` runs."""
-
-
-class OptionError(ValueError):
-    """A variable holds a value of the wrong type or outside its choices (names the variable)."""
-
-
-def _true(value, var):
-    if isinstance(value, bool):
-        return value
-    text = str(value).strip().lower()
-    if text in ("1", "true", "yes", "on", "y", "t"):
-        return True
-    if text in ("0", "false", "no", "off", "n", "f"):
-        return False
-    raise OptionError("%s must be a boolean, found %r" % (var, value))
-
-
-def _int(value, var):
-    if isinstance(value, bool):
-        raise OptionError("%s must be an integer, found %r" % (var, value))
-    try:
-        return int(str(value).strip()) if not isinstance(value, int) else value
-    except ValueError:
-        raise OptionError("%s must be an integer, found %r" % (var, value))
-
-
-def _list(value, var):
-    if isinstance(value, str):
-        # an INI [group:vars] value arrives as a string
-        try:
-            value = json.loads(value)
-        except ValueError:
-            raise OptionError("%s must be a list, found %r" % (var, value))
-    if not isinstance(value, (list, tuple)):
-        raise OptionError("%s must be a list, found %r" % (var, value))
-    return list(value)
-
-
-def _coerce(kind, value, var):
-    if kind in ("str", "path"):
-        if not isinstance(value, (str, int, float)) or isinstance(value, bool):
-            raise OptionError("%s must be a string, found %r" % (var, value))
-        return str(value)
-    if kind == "bool":
-        return _true(value, var)
-    if kind in ("int", "int_or_none"):
-        return _int(value, var)
-    if kind == "list_str":
-        out = _list(value, var)
-        for i, item in enumerate(out):
-            if not isinstance(item, (str, int, float)) or isinstance(item, bool):
-                raise OptionError("%s[%d] must be a string, found %r" % (var, i, item))
-        return [str(item) for item in out]
-    if kind == "list_int_or_none":
-        return [_int(item, "%s[%d]" % (var, i)) for i, item in enumerate(_list(value, var))]
-    return value
 
 
 def _get(mapping, *path):
@@ -252,11 +132,11 @@ def native_install(host_vars, host_plan=None):
     packages = host_vars.get(NATIVE_PACKAGES[0])
     extra = host_vars.get(NATIVE_PIP_ARGS[0])
     if packages is not None:
-        packages = _coerce("list_str", packages, NATIVE_PACKAGES[0])
+        packages = coerce("list_str", packages, NATIVE_PACKAGES[0])
         return {"packages": packages, "pip_args": "" if extra is None else str(extra)}
     if host_plan is None:
         host_plan = (_get(host_vars, PLAN_VARIABLE, "hosts") or {}).get(host_vars.get("inventory_hostname")) or {}
-    vendor = host_vars.get(VARIABLES["vendor"][0]) or detected(host_vars)["vendor"] or DEFAULTS["vendor"]
+    vendor = host_vars.get(VARIABLES["vendor"]) or detected(host_vars)["vendor"] or DEFAULTS["vendor"]
     instances = host_plan.get("instances") or []
     engines = [i["engine"] for i in instances if i.get("role") != "router"]
     try:
@@ -287,34 +167,24 @@ def host_options(host_vars, host_plan=None):
 
     :param host_vars: mapping of the host's variables (Ansible's
         ``hostvars[host]``, or a plain dict in tests). Only the variables of
-        :data:`VARIABLES`, ``launchcard_hf_token`` and ``launchcard_registry_credentials``
+        :data:`._unit_spec.VARIABLES`, ``launchcard_hf_token`` and ``launchcard_registry_credentials``
         (whether they are set, never their values), ``preflight_result`` and ``runtime_image_refs`` are read.
     :returns: a full options dict for :func:`_units.render` (every key of
-        :data:`_units.DEFAULTS`); ``secrets_env_file`` is always set (the
+        :data:`._unit_spec.DEFAULTS`); ``secrets_env_file`` is always set (the
         units name it as optional), token or not.
-    :raises OptionError: a variable has the wrong type or an unknown runtime
-        or vendor; the message names the variable.
+    :raises OptionError: a variable's value fails its spec (:func:`._unit_spec.value`), or the operator's
+        container arguments conflict with the units' own (:func:`._units.check_container_flags`); the message
+        names the variable.
     """
     found = detected(host_vars)
     opts = dict(DEFAULTS)
-    for key, (var, kind, dummy) in VARIABLES.items():
-        value = host_vars.get(var) if var else None
-        if value is None and key in found:
-            value = found[key]
-        if value is None:
-            continue
-        opts[key] = _coerce(kind, value, var or key)
-    if opts["runtime"] not in RUNTIMES:
-        raise OptionError("launchcard_runtime must be one of %s, found %r" % (", ".join(RUNTIMES), opts["runtime"]))
-    if opts["vendor"] not in VENDORS:
-        raise OptionError("launchcard_accelerator_vendor must be one of %s, found %r" % (
-            ", ".join(VENDORS), opts["vendor"]))
-    if opts["podman_cgroups"] not in PODMAN_CGROUPS:
-        raise OptionError("launchcard_podman_cgroups must be one of %s, found %r" % (
-            ", ".join(PODMAN_CGROUPS), opts["podman_cgroups"]))
-    for key in ("engine_shutdown_timeout_s", "stop_timeout_s", "start_timeout_s"):
-        if opts[key] < 0:
-            raise OptionError("%s must be 0 or more seconds, found %r" % (VARIABLES[key][0], opts[key]))
+    for opt in OPTIONS:
+        raw = host_vars.get(opt.variable) if opt.variable else None
+        if raw is None:
+            raw = found.get(opt.key)
+        if raw is not None:
+            opts[opt.key] = value(opt.key, raw)
+    check_container_flags(opts)
     if opts["runtime"] == "podman" and host_vars.get(CREDENTIALS_VARIABLE):
         # the file the runtime role writes (roles/runtime: runtime_registry_auth_file)
         opts["podman_auth_file"] = REGISTRY_AUTH_FILE
@@ -324,7 +194,7 @@ def host_options(host_vars, host_plan=None):
         opts["native_requirements"] = native_requirements(host_vars, host_plan)
     # Every unit names the secrets file (EnvironmentFile=-, optional) whether or not a token is
     # given, so a run without the vault loaded rewrites no unit.
-    secrets_file = host_vars.get(VARIABLES["secrets_env_file"][0]) or SECRETS_ENV_FILE
+    secrets_file = host_vars.get(VARIABLES["secrets_env_file"]) or SECRETS_ENV_FILE
     opts["secrets_env_file"] = str(secrets_file)
     return opts
 
@@ -334,7 +204,7 @@ def host_secrets(host_vars):
     or {}}``; only ``launchcard_hf_token`` and ``launchcard_secrets_env_file`` are read (no preflight fact)."""
     token = host_vars.get(SECRETS_VARIABLE)
     token = "" if token is None else str(token)
-    return {"secrets_file": str(host_vars.get(VARIABLES["secrets_env_file"][0]) or SECRETS_ENV_FILE),
+    return {"secrets_file": str(host_vars.get(VARIABLES["secrets_env_file"]) or SECRETS_ENV_FILE),
             "secrets": {"HF_TOKEN": token} if token else {}}
 
 

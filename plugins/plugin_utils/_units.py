@@ -15,6 +15,8 @@ from ansible_collections.launchcard.inference.plugins.module_utils._preflight im
 from ansible_collections.launchcard.inference.plugins.plugin_utils._argv import Argv
 from ansible_collections.launchcard.inference.plugins.plugin_utils._unit_escape import (
     UnsafeValue, _check, _quadlet_value, _spec, env_assignment, exec_line)
+from ansible_collections.launchcard.inference.plugins.plugin_utils._unit_spec import (
+    CONTAINERS as CONTAINER_RUNTIMES, SPEC, OptionError, with_defaults)
 from ansible_collections.launchcard.inference.plugins.plugin_utils._recipe import (
     ROUTER_DEFAULT_WORKER_STARTUP_TIMEOUT_S,
     ROUTER_STARTUP_FLAG,
@@ -22,8 +24,6 @@ from ansible_collections.launchcard.inference.plugins.plugin_utils._recipe impor
 
 _PLAIN_EXE = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9._+-]*$")
 
-RUNTIMES = ("docker", "podman", "native")
-VENDORS = ("nvidia", "amd", "ascend", "none")
 VISIBLE_DEVICES_ENV = {"nvidia": "CUDA_VISIBLE_DEVICES", "amd": "HIP_VISIBLE_DEVICES",
                        "ascend": "ASCEND_RT_VISIBLE_DEVICES"}
 CONTAINER_HF_HOME = "/root/.cache/huggingface"
@@ -129,76 +129,33 @@ SECRET_ENV_NAMES = ("HF_TOKEN",)
 START_LIMIT_BURST = 10
 START_LIMIT_INTERVAL_S = 600
 
-# The unit options and their defaults, defined here only. Each is set per host by one variable
-# (plugin_utils/_unit_options.py VARIABLES), which both the units role and render.yml read.
-DEFAULTS = {
-    "runtime": "docker",
-    "vendor": "nvidia",
-    "docker_bin": "/usr/bin/docker",
-    "podman_bin": "/usr/bin/podman",
-    "native_venv": "/opt/launchcard/venv",
-    "weights_dir": "/var/lib/launchcard/models",
-    "hf_offline": True,
-    "secrets_env_file": None,
-    "image_refs": {},
-    # native: a digest of what the virtualenv holds (see _unit_options.native_requirements); None: not written
-    "native_requirements": None,
-    "start_timeout_s": 1800,
-    # the minimum container stop timeout; raised to the engine's drain plus STOP_MARGIN_S (see stop_timeout)
-    "stop_timeout_s": 60,
-    # how long an engine may finish its in-flight requests after SIGTERM: vLLM's --shutdown-timeout (unless the card
-    # sets it); SGLang drains without a bound of its own, so this bounds it through the stop timeouts
-    "engine_shutdown_timeout_s": 30,
-    "amd_render_gid": None,
-    # /dev/davinciN numbers; None: 0 .. ascend_device_count - 1
-    "ascend_devices": None,
-    "ascend_device_count": 8,
-    "extra_container_args": [],
-    # podman run --cgroups=MODE (podman-run(1)): "enabled" (podman's default, no flag written), "disabled",
-    # "no-conmon" or "split". "disabled" runs the container in the unit's own cgroup, for hosts without
-    # cgroup delegation (a container host whose cgroup v1 controllers are read-only, e.g. the sandbox's).
-    "podman_cgroups": "enabled",
-    # podman: write Quadlet .container files (podman-systemd.unit(5), podman >= QUADLET_MIN_PODMAN) instead of
-    # .service units that call `podman run`; _unit_options.host_options decides it from the host's podman.
-    "podman_quadlet": False,
-    # podman: the registry auth file (containers-auth.json(5)) the units pass with --authfile, so that a start that
-    # finds the image missing pulls it with the credentials; None: no flag. A path, never a secret.
-    "podman_auth_file": None,
-    # RDMA flags on the instances that move data between hosts: None: where the plan needs it (PD, multi-node)
-    # and the host has RDMA devices (rdma_devices); True/False: on every GPU instance / never.
-    "rdma": None,
-    # whether the host has RDMA devices (/sys/class/infiniband, read by preflight); None: not known
-    "rdma_devices": None,
-    # SELinux labels for containers: ":z" on the weights and cache volumes, "label=disable" for podman CDI GPUs;
-    # None: where preflight found SELinux enabled on the host.
-    "selinux": None,
-    # compile/JIT cache per engine and image (containers); native engines keep theirs under ENGINE_CACHE
-    "jit_cache": True,
-}
-# Quadlet, the podman systemd generator, ships with podman 4.4 (podman-systemd.unit(5)); every [Container] key
-# render_quadlet writes (Image, ContainerName, Network, Volume, AddDevice, PodmanArgs, Exec) is in that release.
+# Quadlet, the podman systemd generator, ships with podman 4.4 (podman-systemd.unit(5)): hosts with an older podman
+# get .service units that call `podman run`.
 QUADLET_MIN_PODMAN = (4, 4)
+# Quadlet [Container] keys and the podman release whose generator first takes each: podman's
+# pkg/systemd/quadlet/quadlet.go, supportedContainerKeys at each vX.Y.0 tag. The generator refuses a file with a key
+# it does not know ("unsupported key ... in group 'Container'": no .service is made), so render_quadlet writes only
+# keys of QUADLET_MIN_PODMAN's release (_quadlet_key) and passes what newer keys would say as podman run options in
+# PodmanArgs=, which every release hands on.
+QUADLET_CONTAINER_KEYS = {
+    "Image": (4, 4), "ContainerName": (4, 4), "Network": (4, 4), "Volume": (4, 4), "PodmanArgs": (4, 4),
+    "Exec": (4, 4), "AddDevice": (4, 4),
+    "SecurityLabelDisable": (4, 5), "ShmSize": (4, 7), "Ulimit": (4, 7), "StopTimeout": (5, 0),
+    "Entrypoint": (5, 0), "GroupAdd": (5, 1),
+}
 # The files are written by the systemd_units converge, not containers.podman.podman_container (state: quadlet):
 # that is a task per container, a round trip per unit on every no-op run and a reload per file, where the
 # converge writes, checks (quadlet -dryrun) and reloads once per host.
 QUADLET_SUFFIX = ".container"
-PODMAN_CGROUPS = ("enabled", "disabled", "no-conmon", "split")
 
 
 def options_with_defaults(options):
-    """Return ``options`` merged over :data:`DEFAULTS`, validated.
+    """Return ``options`` merged over :data:`._unit_spec.DEFAULTS`, each value checked by its spec (``_unit_spec.value``).
 
-    :raises ValueError: unknown runtime or vendor.
+    :raises ValueError: a value of the wrong type or outside its choices (``_unit_spec.OptionError``, naming the
+        variable).
     """
-    opts = dict(DEFAULTS)
-    opts.update({k: v for k, v in (options or {}).items() if v is not None})
-    if opts["runtime"] not in RUNTIMES:
-        raise ValueError("runtime must be one of %s, found %r" % (", ".join(RUNTIMES), opts["runtime"]))
-    if opts["vendor"] not in VENDORS:
-        raise ValueError("vendor must be one of %s, found %r" % (", ".join(VENDORS), opts["vendor"]))
-    if opts["podman_cgroups"] not in PODMAN_CGROUPS:
-        raise ValueError("podman_cgroups must be one of %s, found %r" % (", ".join(PODMAN_CGROUPS), opts["podman_cgroups"]))
-    return opts
+    return with_defaults(options)
 
 
 # vllm/envs.py (0.32.0): VLLM_ENGINE_READY_TIMEOUT_S defaults to 600 s, how long vLLM waits for its engine to load
@@ -394,7 +351,7 @@ def podman_cgroups_args(opts):
 
 
 def rdma(inst, opts):
-    """Whether an instance's unit gets the RDMA devices, memlock limit and IPC_LOCK (see :data:`DEFAULTS` ``rdma``)."""
+    """Whether an instance's unit gets the RDMA devices, memlock limit and IPC_LOCK (see :data:`._unit_spec.DEFAULTS` ``rdma``)."""
     if not inst.get("gpus") or opts["vendor"] == "none":
         return False
     if opts.get("rdma") is not None:
@@ -461,6 +418,57 @@ def _native_rdma_lines(inst, opts):
     return ["LimitMEMLOCK=infinity", "AmbientCapabilities=CAP_IPC_LOCK"]
 
 
+# Flags the container units write, and flags that break them when launchcard_extra_container_args (or another
+# option) adds them: (the units' words, the other flag, what the runtimes do with both).
+# --ipc host / --shm-size: podman refuses the pair (pkg/specgen/container_validate.go, "cannot set shmsize when
+# running in the host IPC Namespace"; podman-run(1) --shm-size, "This option conflicts with --ipc=host"), docker
+# ignores the size (moby daemon/container_operations_unix.go setupIPCDirs: --ipc host mounts the host's /dev/shm).
+CONTAINER_FLAG_CONFLICTS = (
+    (("--ipc", "host"), "--shm-size",
+     "podman refuses to start such a container and docker ignores the size: under --ipc host engines use the host's "
+     "/dev/shm"),
+)
+
+
+def _host_run_parts(opts):
+    """The ``run`` options every container of a host gets besides its name, network, mounts and image, in order,
+    each with the option that brings it (None: the units' own): ``--ipc host`` (vLLM's docker docs: PyTorch shares
+    tensors between processes through shared memory, so the container gets the host's), podman's ``--cgroups=MODE``
+    and ``--authfile PATH``."""
+    parts = [(None, ["--ipc", "host"]), ("podman_cgroups", podman_cgroups_args(opts))]
+    if opts["runtime"] == "podman" and opts["podman_auth_file"]:
+        # podman-run(1) --authfile: the pull a start makes when the image is missing authenticates with it
+        parts.append(("podman_auth_file", ["--authfile", _check(opts["podman_auth_file"], "podman_auth_file")]))
+    return parts
+
+
+def _has_flag(words, flag):
+    """Whether ``words`` hold ``flag`` (a word, or a tuple of a flag and its value), as ``F V`` or ``F=V``."""
+    if isinstance(flag, str):
+        return any(w == flag or w.startswith(flag + "=") for w in words)
+    name, val = flag
+    return any(w == "%s=%s" % (name, val) or (w == name and words[i + 1:i + 2] == [val]) for i, w in enumerate(words))
+
+
+def check_container_flags(opts):
+    """Refuse run options that :data:`CONTAINER_FLAG_CONFLICTS` says break the units' own (containers only).
+
+    :raises OptionError: naming the variable that adds the conflicting flag (``launchcard_extra_container_args``,
+        or the option's own).
+    """
+    if opts.get("runtime") not in CONTAINER_RUNTIMES:
+        return
+    parts = _host_run_parts(opts) + [("extra_container_args", list(opts.get("extra_container_args") or []))]
+    for ours, theirs, why in CONTAINER_FLAG_CONFLICTS:
+        have = [key for key, words in parts if _has_flag(words, ours)]
+        added = [key for key, words in parts if _has_flag(words, theirs)]
+        if have and added:
+            # an option's own flag is to blame before the units', the one that adds the other flag first
+            key = ([k for k in added + have if k is not None] or [None])[0]
+            var = (SPEC[key].variable or key) if key in SPEC else "the units"
+            raise OptionError("%s: %s conflicts with %s (%s)" % (var, theirs, " ".join(ours), why))
+
+
 def container_options(inst, opts, env):
     """The ``podman run``/``docker run`` options of an instance besides its name, network, weights mount,
     entrypoint and image, in two lists: ``--ipc host``, podman's ``--cgroups=MODE`` and ``--authfile PATH``
@@ -468,10 +476,8 @@ def container_options(inst, opts, env):
     ``podman run``, rather than a ``[Container]`` key that older releases may lack), and the vendor's device
     flags; then ``-e NAME`` for every variable of ``env`` and every secret name, and the operator's extra
     arguments (the ``run`` units put the weights mount between the two)."""
-    words = ["--ipc", "host"] + podman_cgroups_args(opts)
-    if opts["runtime"] == "podman" and opts["podman_auth_file"]:
-        # podman-run(1) --authfile: the pull a start makes when the image is missing authenticates with it
-        words += ["--authfile", _check(opts["podman_auth_file"], "podman_auth_file")]
+    check_container_flags(opts)
+    words = [w for dummy, part in _host_run_parts(opts) for w in part]
     if opts["runtime"] == "podman" and opts["vendor"] == "nvidia" and inst["gpus"]:
         # one CDI device name per GPU (nvidia.com/gpu=0, =1, ...; "0,1" names no device)
         names = [str(g) for g in inst["gpu_ids"]] if inst["gpu_selection"] == "visible_devices" else ["all"]
@@ -554,7 +560,7 @@ def render(inst, options=None):
     """Render the unit file text for one plan instance.
 
     :param inst: a plan instance (:func:`planner.plan`).
-    :param options: runtime options; see :data:`DEFAULTS`.
+    :param options: runtime options; see :data:`._unit_spec.DEFAULTS`.
     :returns: the unit file as a str, ending in a newline.
     :raises UnsafeValue: a value would break out of its directive.
     """
@@ -689,16 +695,16 @@ def render_quadlet(inst, options=None):
              "# Quadlet (podman-systemd.unit(5)): podman's generator makes %s of this file." % _spec(inst["unit"])]
     lines += _unit_section(inst, opts)
     lines += ["", "[Container]",
-              "Image=%s" % _quadlet_value(image, "image"),
-              "ContainerName=%s" % _quadlet_value(inst["id"], "instance id"),
-              "Network=host",
-              "Volume=%s" % _spec(_volume(opts["weights_dir"], CONTAINER_HF_HOME, opts), "weights_dir")]
+              _quadlet_key("Image", _quadlet_value(image, "image")),
+              _quadlet_key("ContainerName", _quadlet_value(inst["id"], "instance id")),
+              _quadlet_key("Network", "host"),
+              _quadlet_key("Volume", _spec(_volume(opts["weights_dir"], CONTAINER_HF_HOME, opts), "weights_dir"))]
     cache = jit_cache_dir(inst, opts)
     if cache:
-        lines.append("Volume=%s" % _spec(_volume(cache, CONTAINER_JIT_CACHE, opts), "jit cache"))
-    lines += ["PodmanArgs=%s" % exec_line(podman_args, "podman_args")]
+        lines.append(_quadlet_key("Volume", _spec(_volume(cache, CONTAINER_JIT_CACHE, opts), "jit cache")))
+    lines.append(_quadlet_key("PodmanArgs", exec_line(podman_args, "podman_args")))
     if len(argv) > 1:
-        lines.append("Exec=%s" % exec_line(argv[1:], wrap=True))
+        lines.append(_quadlet_key("Exec", exec_line(argv[1:], wrap=True)))
     lines += ["", "[Service]"]
     for name in sorted(env):
         lines.append("Environment=%s" % env_assignment(name, env[name]))
@@ -710,6 +716,15 @@ def render_quadlet(inst, options=None):
         lines.append("ExecStartPost=%s" % exec_line(ready))
     lines += _restart_lines(inst, opts, grace) + INSTALL_SECTION
     return "\n".join(lines)
+
+
+def _quadlet_key(key, text):
+    """``KEY=text`` of a Quadlet ``[Container]``; a key newer than :data:`QUADLET_MIN_PODMAN` (or unknown) is refused,
+    since older generators drop the whole file (:data:`QUADLET_CONTAINER_KEYS`)."""
+    if QUADLET_CONTAINER_KEYS.get(key, (99, 0)) > QUADLET_MIN_PODMAN:
+        raise ValueError("Quadlet key %s= is not in podman %d.%d, the oldest release the units are Quadlet files on"
+                         % ((key,) + QUADLET_MIN_PODMAN))
+    return "%s=%s" % (key, text)
 
 
 def _unit_section(inst, opts):

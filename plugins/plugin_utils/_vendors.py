@@ -32,6 +32,8 @@ from __future__ import annotations
 
 import re
 
+from ansible_collections.launchcard.inference.plugins.plugin_utils import _unit_spec
+
 VENDORS = ("nvidia", "amd", "ascend")
 """Vendors that have engine images (``none``, a host without accelerators, runs any image)."""
 
@@ -147,10 +149,10 @@ def host_vendor(value, host):
     has no host facts: the card's image stays, and preflight checks it against the vendor the host shows)."""
     if value in (None, ""):
         return None
-    if value not in VENDORS + ("none",):
-        raise VendorError("%s: launchcard_accelerator_vendor must be one of %s, found %r" % (
-            host, ", ".join(VENDORS + ("none",)), value))
-    return value
+    try:
+        return _unit_spec.value("vendor", value)
+    except _unit_spec.OptionError as exc:
+        raise VendorError("%s: %s" % (host, exc))
 
 
 def apply_vendor_images(plan, settings):

@@ -285,11 +285,12 @@ def test_env_sets_and_removes_the_recipes_variables():
 
 def test_env_overrides_reach_every_unit_flavour():
     from ansible_collections.launchcard.inference.plugins.plugin_utils import _units as units
+    from ansible_collections.launchcard.inference.plugins.plugin_utils import _unit_spec as unit_spec
     env = {"VLLM_USE_RUST_FRONTEND": None, "VLLM_CPU_OMP_THREADS_BIND": "all"}
     p = _plan([_h("v", ["vllm-aggregated"], {"vllm-aggregated": {"env": env}})])
     inst = p["hosts"]["v"]["instances"][0]
     for runtime, quadlet in (("docker", False), ("podman", False), ("podman", True), ("native", False)):
-        opts = dict(units.DEFAULTS, runtime=runtime, podman_quadlet=quadlet, vendor="none")
+        opts = dict(unit_spec.DEFAULTS, runtime=runtime, podman_quadlet=quadlet, vendor="none")
         text = units.render(inst, opts)
         assert "VLLM_CPU_OMP_THREADS_BIND" in text and "VLLM_USE_RUST_FRONTEND" not in text, (runtime, quadlet)
     assert inst["env"]["VLLM_CPU_OMP_THREADS_BIND"] == "all"

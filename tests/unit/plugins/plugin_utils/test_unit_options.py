@@ -1,7 +1,7 @@
 # -*- coding: utf-8 -*-
 # Copyright: (c) 2026, launchcard.inference contributors
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""The one per-host options builder: variables, then preflight's facts, then _units.DEFAULTS."""
+"""The one per-host options builder: variables, then preflight's facts, then _unit_spec.DEFAULTS."""
 
 from __future__ import annotations
 
@@ -14,7 +14,8 @@ import yaml
 from ansible_collections.launchcard.inference.plugins.plugin_utils import _unit_options as uo
 from ansible_collections.launchcard.inference.plugins.plugin_utils._card import load_card
 from ansible_collections.launchcard.inference.plugins.plugin_utils._planner import normalize_placement, plan
-from ansible_collections.launchcard.inference.plugins.plugin_utils._units import DEFAULTS, command, host_units
+from ansible_collections.launchcard.inference.plugins.plugin_utils._unit_spec import DEFAULTS
+from ansible_collections.launchcard.inference.plugins.plugin_utils._units import command, host_units
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(HERE))))
@@ -42,26 +43,9 @@ def test_without_variables_the_options_are_the_defaults():
     assert uo.host_options({}) == dict(DEFAULTS, secrets_env_file=uo.SECRETS_ENV_FILE)
 
 
-def test_every_option_has_exactly_one_prefixed_variable_and_every_variable_is_documented():
-    assert set(uo.VARIABLES) == set(DEFAULTS)
-    names = [var for var, dummy, dummy2 in uo.VARIABLES.values() if var]
-    assert len(names) == len(set(names))
-    assert all(n.startswith("launchcard_") for n in names)
-    with open(os.path.join(ROOT, "docs", "inventory.md")) as f:
-        variables_page = f.read()
-    with open(os.path.join(ROOT, "plugins", "modules", "render_fleet.py")) as f:
-        module_doc = f.read()
-    with open(os.path.join(ROOT, "roles", "units", "meta", "argument_specs.yml")) as f:
-        units_doc = f.read()
-    for name in names:
-        assert "`%s`" % name in variables_page, name
-        assert "C(%s)" % name in module_doc, name
-        assert "C(%s)" % name in units_doc, name
-
-
 @pytest.mark.parametrize("role", ["units", "render"])
 def test_the_roles_repeat_no_unit_default(role):
-    """The defaults live in _units.DEFAULTS only: no role sets or documents them again."""
+    """The defaults live in _unit_spec.OPTIONS only: no role sets or documents them again."""
     for part in ("defaults/main.yml", "meta/argument_specs.yml"):
         with open(os.path.join(ROOT, "roles", role, part)) as f:
             doc = yaml.safe_load(f) or {}
@@ -74,12 +58,12 @@ def test_the_roles_repeat_no_unit_default(role):
 
 def test_variables_set_the_options_and_are_coerced():
     hv = {"launchcard_runtime": "podman", "launchcard_runtime_native_venv": "/srv/venv", "launchcard_hf_offline": "false",
-          "launchcard_unit_stop_timeout_s": "77", "launchcard_extra_container_args": '["--shm-size", "16g"]',
+          "launchcard_unit_stop_timeout_s": "77", "launchcard_extra_container_args": '["--ulimit", "stack=67108864"]',
           "launchcard_ascend_devices": ["3", 1], "launchcard_weights_dir": "/data/hf"}
     opts = uo.host_options(hv)
     assert (opts["runtime"], opts["native_venv"], opts["hf_offline"], opts["stop_timeout_s"]) == (
         "podman", "/srv/venv", False, 77)
-    assert opts["extra_container_args"] == ["--shm-size", "16g"]
+    assert opts["extra_container_args"] == ["--ulimit", "stack=67108864"]
     assert opts["ascend_devices"] == [3, 1] and opts["weights_dir"] == "/data/hf"
 
 
@@ -133,9 +117,9 @@ def test_ascend_devices_from_the_host_else_the_variables_else_eight():
 
 
 def test_extra_container_args_go_before_the_image_escaped():
-    words = _run_words({"launchcard_extra_container_args": ["--shm-size", "16g", "--label", "a b"]})
+    words = _run_words({"launchcard_extra_container_args": ["--ulimit", "stack=67108864", "--label", "a b"]})
     image = words.index("--entrypoint")
-    assert words[image - 4:image] == ["--shm-size", "16g", "--label", "a b"]
+    assert words[image - 4:image] == ["--ulimit", "stack=67108864", "--label", "a b"]
     p = plan(EX, normalize_placement([("h", {"address": "10.0.0.1", "recipes": ["vllm-monolithic"]})]))
     opts = uo.host_options({"launchcard_runtime": "docker", "launchcard_extra_container_args": ["a b"]})
     text = host_units(p["hosts"]["h"], opts)[0]["content"]

@@ -1,0 +1,260 @@
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, launchcard.inference contributors
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The unit options: one entry per option, and the one function that checks a value of one.
+
+Each entry of :data:`OPTIONS` holds everything about an option: its key in the options dict the renderer reads
+(:mod:`._units`), the one ``launchcard_*`` variable that sets it, its type, default, allowed values, the text that
+documents it, where it is meant to be set, which roles read the variable and which units it changes. The rest is
+made from it: :data:`DEFAULTS`, :data:`VARIABLES`, the checks of :func:`value`, and, by ``tools/unit_docs.py``
+(``make docs``), the option lists of ``docs/inventory.md``, the units role's argument_specs, ``render_fleet``'s and
+``unit_settings``' documentation.
+
+Pure Python, no import of Ansible or of the collection (``tools/unit_docs.py`` loads this file by its path).
+"""
+
+from __future__ import annotations
+
+import collections
+import json
+
+RUNTIMES = ("docker", "podman", "native")
+VENDORS = ("nvidia", "amd", "ascend", "none")
+# podman-run(1) --cgroups=MODE
+PODMAN_CGROUPS = ("enabled", "disabled", "no-conmon", "split")
+# what ``units`` holds when an option changes every kind of unit
+ALL_UNITS = RUNTIMES
+CONTAINERS = ("docker", "podman")
+# the roles that read every option, through the unit_settings filter (units) and the render_fleet module (render)
+OPTION_ROLES = ("units", "render")
+
+Option = collections.namedtuple("Option", "key variable kind default doc choices minimum where roles units")
+Option.__doc__ = """One unit option.
+
+key: its name in the options dict; variable: the ``launchcard_*`` variable that sets it, None for one the collection
+fills in itself; kind: ``str``, ``path``, ``bool``, ``int``, ``int_or_none``, ``list_str``, ``list_int_or_none`` or
+``dict``; default: its value when neither the variable nor preflight sets it; doc: what it means (Ansible markup,
+``C()``); choices: the allowed values or None; minimum: the least integer (each item of a list) or None; where: where
+the variable is meant to be set (``all``, ``host/group``); roles: the roles besides units and render whose defaults,
+tasks or vars read the variable; units: the runtimes whose units it can change."""
+
+
+def _opt(key, variable, kind, default, doc, choices=None, minimum=None, where="all", roles=(), units=ALL_UNITS):
+    return Option(key, variable, kind, default, doc, choices, minimum, where, roles, units)
+
+
+OPTIONS = (
+    _opt("runtime", "launchcard_runtime", "str", "docker",
+         "How engines run - C(docker), C(podman) or C(native). docker comes from the OS on Debian and Ubuntu "
+         "(C(docker.io)); RHEL 9 and its rebuilds ship podman only, so there preflight requires docker installed from "
+         "Docker's own repository (C(docker-ce)) and otherwise stops, naming C(podman) as the other way (check "
+         "C(container_engine)).",
+         choices=RUNTIMES, roles=("preflight", "runtime")),
+    _opt("vendor", "launchcard_accelerator_vendor", "str", "nvidia",
+         "C(nvidia), C(amd), C(ascend), C(none) - container device flags and the visible-devices variable. Unset - "
+         "the vendor preflight found on the host (its tools, else its PCI bus), else C(nvidia).",
+         choices=VENDORS, where="host/group", roles=("plan", "preflight")),
+    _opt("native_venv", "launchcard_runtime_native_venv", "path", "/opt/launchcard/venv",
+         "C(native) runtime - the virtualenv whose C(bin/) holds the engines.",
+         roles=("preflight", "runtime"), units=("native",)),
+    _opt("weights_dir", "launchcard_weights_dir", "path", "/var/lib/launchcard/models",
+         "The Hugging Face cache (HF_HOME) on the hosts, where the weights role stages the snapshots; mounted into "
+         "containers.",
+         roles=("preflight", "weights")),
+    _opt("hf_offline", "launchcard_hf_offline", "bool", True,
+         "C(true) - units set C(HF_HUB_OFFLINE=1), so engines serve the staged snapshot without network."),
+    _opt("start_timeout_s", "launchcard_unit_start_timeout_s", "int", 1800,
+         "Minimum C(TimeoutStartSec), raised to the card's C(VLLM_ENGINE_READY_TIMEOUT_S) + 300.",
+         minimum=0),
+    _opt("stop_timeout_s", "launchcard_unit_stop_timeout_s", "int", 60,
+         "Minimum seconds a container gets to stop (C(stop -t), C(--stop-timeout)), raised to the engine's drain "
+         "(C(launchcard_engine_shutdown_timeout_s)) + 15; C(TimeoutStopSec) is 30 s more.",
+         minimum=0),
+    _opt("engine_shutdown_timeout_s", "launchcard_engine_shutdown_timeout_s", "int", 30,
+         "Seconds an engine may finish its in-flight requests after SIGTERM - vLLM gets C(--shutdown-timeout N) unless "
+         "the card's argv sets it (vLLM's own default 0 aborts them); SGLang drains without a bound of its own, bounded "
+         "by the stop timeouts. 0 writes no flag, for vLLM before 0.18, which has no C(--shutdown-timeout).",
+         minimum=0),
+    _opt("docker_bin", "launchcard_docker_bin", "path", "/usr/bin/docker",
+         "The docker client the units run.", units=("docker",)),
+    _opt("podman_bin", "launchcard_podman_bin", "path", "/usr/bin/podman",
+         "The podman the units run.", units=("podman",)),
+    _opt("secrets_env_file", "launchcard_secrets_env_file", "path", None,
+         "Where C(launchcard_hf_token) is written (mode 0600); every unit names it as optional "
+         "(C(EnvironmentFile=-)), token or not. Unset - C(/etc/launchcard/secrets.env)."),
+    _opt("amd_render_gid", "launchcard_amd_render_gid", "int_or_none", None,
+         "AMD containers - id of the host's C(render) group (C(--group-add)). Unset - the id preflight read from the "
+         "host's C(/etc/group), else none.",
+         minimum=0, where="host/group", roles=("preflight",), units=CONTAINERS),
+    _opt("ascend_devices", "launchcard_ascend_devices", "list_int_or_none", None,
+         "Ascend containers - the C(/dev/davinciN) numbers passed with C(--device) (e.g. C([0, 1, 2, 3])). Unset - "
+         "the devices preflight found on the host, else C(0) .. C(launchcard_ascend_device_count) - 1.",
+         minimum=0, where="host/group", roles=("preflight",), units=CONTAINERS),
+    _opt("ascend_device_count", "launchcard_ascend_device_count", "int", 8,
+         "Ascend containers - how many C(/dev/davinciN) when neither C(launchcard_ascend_devices) nor preflight "
+         "names them.",
+         minimum=0, where="host/group", units=CONTAINERS),
+    _opt("extra_container_args", "launchcard_extra_container_args", "list_str", [],
+         "docker/podman - extra C(run) arguments before the image (a list; escaped for systemd like every argv "
+         "word). One that conflicts with a flag the units write (C(--shm-size) with C(--ipc host)) fails, naming "
+         "this variable.",
+         where="host/group", units=CONTAINERS),
+    _opt("podman_cgroups", "launchcard_podman_cgroups", "str", "enabled",
+         "podman - the units' C(podman run --cgroups=MODE) - C(enabled) (no flag), C(disabled), C(no-conmon), "
+         "C(split). C(disabled) runs each container in its unit's cgroup, for hosts without cgroup delegation "
+         "(read-only cgroup v1 controllers - the sandbox's nspawn hosts).",
+         choices=PODMAN_CGROUPS, units=("podman",)),
+    _opt("podman_quadlet", "launchcard_podman_quadlet", "bool", False,
+         "podman - C(true) writes each unit as a Quadlet file, C(/etc/containers/systemd/launchcard-*.container) "
+         "(podman-systemd.unit(5)), which podman's systemd generator makes into the C(.service) on the converge's one "
+         "C(daemon-reload); C(false) writes C(.service) units that call C(podman run). Unset - Quadlet where the "
+         "host's podman is 4.4 or newer, from the version the preflight call reads (C(podman --version)), else the "
+         "one the host's OS ships (Debian 13 - 5.4; Debian 12 - 4.3, Ubuntu 24.04 - 4.9, ...; RHEL 9 hosts - only an "
+         "installed podman tells). Set it for C(render.yml), which reads no host.",
+         where="host/group", units=("podman",)),
+    _opt("podman_auth_file", None, "path", None,
+         "podman - the registry auth file the units pass with C(--authfile) (a path, never a secret), set when "
+         "C(launchcard_registry_credentials) is not empty.",
+         units=("podman",)),
+    _opt("rdma", "launchcard_rdma", "bool", None,
+         "RDMA for the engines that move data between hosts - containers get C(--device /dev/infiniband --ulimit "
+         "memlock=-1:-1 --cap-add IPC_LOCK), native units C(LimitMEMLOCK=infinity) and C(CAP_IPC_LOCK). Unset - the "
+         "PD prefills and decodes and the multi-node ranks, on hosts where preflight found RDMA devices "
+         "(C(/sys/class/infiniband); a PD or multi-node plan on a host without is a preflight warning - NCCL and the "
+         "KV transfer fall back to TCP); C(true)/C(false) - every GPU instance / none. Set it for C(render.yml), which "
+         "reads no host.",
+         where="host/group"),
+    _opt("rdma_devices", None, "bool", None,
+         "Whether the host has RDMA devices (preflight's C(runtime_devices.rdma)); unset - not known."),
+    _opt("selinux", "launchcard_selinux_labels", "bool", None,
+         "Containers on SELinux hosts (RHEL 9) - C(:z) on the weights and cache volumes, and C(--security-opt "
+         "label=disable) for podman's CDI GPUs. Unset - where preflight found SELinux enabled (C(/sys/fs/selinux)). "
+         "Set it for C(render.yml).",
+         where="host/group", units=CONTAINERS),
+    _opt("jit_cache", "launchcard_jit_cache", "bool", True,
+         "Containers - keep each engine's compile/JIT caches (torch.compile, Triton, vLLM's) across restarts in "
+         "C(/var/cache/launchcard/jit/<engine>-<image key>/), one per image digest.",
+         units=CONTAINERS),
+    _opt("image_refs", None, "dict", {},
+         "Image to C(image@sha256:...), from the runtime role's C(runtime_image_refs) fact.",
+         units=CONTAINERS),
+    _opt("native_requirements", None, "str", None,
+         "Native runtime - digest of C(launchcard_runtime_native_packages) and "
+         "C(launchcard_runtime_native_pip_extra_args), a comment in each unit, so that a new requirement set restarts "
+         "the units.",
+         units=("native",)),
+)
+SPEC = {o.key: o for o in OPTIONS}
+# The defaults, written in OPTIONS only.
+DEFAULTS = {o.key: o.default for o in OPTIONS}
+# Option -> the variable that sets it (None: the collection fills it in).
+VARIABLES = {o.key: o.variable for o in OPTIONS}
+
+
+class OptionError(ValueError):
+    """A variable holds a value of the wrong type, outside its choices or below its minimum (names the variable)."""
+
+
+def _true(value, var):
+    if isinstance(value, bool):
+        return value
+    text = str(value).strip().lower()
+    if text in ("1", "true", "yes", "on", "y", "t"):
+        return True
+    if text in ("0", "false", "no", "off", "n", "f"):
+        return False
+    raise OptionError("%s must be a boolean, found %r" % (var, value))
+
+
+def _int(value, var, minimum=None):
+    if isinstance(value, bool):
+        raise OptionError("%s must be an integer, found %r" % (var, value))
+    if not isinstance(value, int):
+        try:
+            value = int(str(value).strip())
+        except ValueError:
+            raise OptionError("%s must be an integer, found %r" % (var, value))
+    if minimum is not None and value < minimum:
+        raise OptionError("%s must be %d or more, found %r" % (var, minimum, value))
+    return value
+
+
+def _list(value, var):
+    if isinstance(value, str):
+        # an INI [group:vars] value arrives as a string
+        try:
+            value = json.loads(value)
+        except ValueError:
+            raise OptionError("%s must be a list, found %r" % (var, value))
+    if not isinstance(value, (list, tuple)):
+        raise OptionError("%s must be a list, found %r" % (var, value))
+    return list(value)
+
+
+def _str(value, var):
+    if not isinstance(value, (str, int, float)) or isinstance(value, bool):
+        raise OptionError("%s must be a string, found %r" % (var, value))
+    return str(value)
+
+
+def coerce(kind, value, var, minimum=None):
+    """``value`` as an option of type ``kind`` (strings from INI files parsed); errors name ``var``."""
+    if kind in ("str", "path"):
+        return _str(value, var)
+    if kind == "bool":
+        return _true(value, var)
+    if kind in ("int", "int_or_none"):
+        return _int(value, var, minimum)
+    if kind == "list_str":
+        return [_str(item, "%s[%d]" % (var, i)) for i, item in enumerate(_list(value, var))]
+    if kind == "list_int_or_none":
+        return [_int(item, "%s[%d]" % (var, i), minimum) for i, item in enumerate(_list(value, var))]
+    if kind == "dict":
+        if not hasattr(value, "items"):
+            raise OptionError("%s must be a mapping, found %r" % (var, value))
+        return value
+    raise ValueError("unknown option type %r" % kind)
+
+
+def value(key, raw):
+    """The value of option ``key`` that ``raw`` (not None) sets: coerced to its type, checked against its choices
+    and minimum.
+
+    :raises OptionError: naming the option's variable (its key for one without a variable).
+    """
+    opt = SPEC[key]
+    var = opt.variable or key
+    out = coerce(opt.kind, raw, var, opt.minimum)
+    if opt.choices is not None and out not in opt.choices:
+        raise OptionError("%s must be one of %s, found %r" % (var, ", ".join(opt.choices), out))
+    return out
+
+
+def with_defaults(options):
+    """``options`` (None values left out) checked by :func:`value` and merged over :data:`DEFAULTS`; keys that are
+    no option pass as they are.
+
+    :raises OptionError: see :func:`value`.
+    """
+    opts = dict(DEFAULTS)
+    for key, raw in (options or {}).items():
+        if raw is None:
+            continue
+        fast = _VALID.get(key)
+        opts[key] = raw if fast is not None and fast(raw) else value(key, raw) if key in SPEC else raw
+    return opts
+
+
+def _valid(opt):
+    """A quick test that a value of ``opt`` needs no coercion and passes :func:`value` as it is, or None."""
+    exact = {"str": str, "path": str, "bool": bool, "int": int, "int_or_none": int}.get(opt.kind)
+    if exact is None:
+        return None
+    choices, minimum = opt.choices, opt.minimum
+    # the exact class: a bool (an int's subclass) or Ansible's tagged str takes value()'s way
+    return lambda raw: raw.__class__ is exact and (choices is None or raw in choices) and (
+        minimum is None or raw >= minimum)
+
+
+# The renderer checks its options at every call; most are already of their type.
+_VALID = {o.key: _valid(o) for o in OPTIONS if _valid(o) is not None}
