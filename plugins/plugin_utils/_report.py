@@ -301,12 +301,15 @@ def failure_budget_spent(lost, hosts, percent=None):
     Ansible's ``max_fail_percentage`` counts failed hosts, not unreachable ones; the
     collection counts both, so a budget of 0 changes no host once any host is lost.
 
-    :param lost: names of the hosts lost so far (failed or unreachable; repeats count once).
-    :param hosts: every host of the play (``ansible_play_hosts_all``).
+    :param lost: names of the hosts lost so far (failed or unreachable; repeats count once), or their number (a
+        task that every host runs passes ``ansible_play_hosts_all | length - ansible_play_hosts | length``: two
+        lengths, where a set of the names would cost each host a pass over the fleet).
+    :param hosts: every host of the play (``ansible_play_hosts_all``): only its length is read.
     :param percent: ``launchcard_max_fail_percentage`` (0-100; None: 0).
     :raises ValueError: a percentage that is not an integer from 0 to 100.
     """
-    return len(set(lost or [])) * 100 > len(hosts or []) * failure_budget(percent)
+    count = lost if isinstance(lost, int) and not isinstance(lost, bool) else len(set(lost or []))
+    return count * 100 > len(hosts or []) * failure_budget(percent)
 
 
 def hosts_by_settings(per_host):
