@@ -183,6 +183,18 @@ def gate_table(plan, hosts=None):
                 for host, gated in _gated_instances(plan, hosts).items())
 
 
+def foreign_peers(plan, hosts):
+    """The planned instances on the hosts of the plan outside ``hosts`` (a --limit run's play), by address: what the
+    units role checks a unit inside the limit is not pointed at when the plan moved it (``systemd_units``'
+    ``foreign_peers``). Computed once for the run: empty on a full run.
+
+    :returns: ``{address: host}`` (a later instance at the same address wins).
+    """
+    inside = set(hosts or ())
+    return dict((inst.get("address"), inst.get("host")) for host, hp in ((plan or {}).get("hosts") or {}).items()
+                if host not in inside for inst in hp.get("instances") or ())
+
+
 def gate_endpoints(plan, host, stage, prior=None, pending=None, table=None):
     """The health-gate endpoints of one host, in two stages.
 
