@@ -268,8 +268,9 @@ def health_endpoints(host_plan, converge=None, stage=None, plan=None, host=None,
                 "unit": i["unit"]} for i in (host_plan or {}).get("instances", []) if i.get("health_url")]
     else:
         prior, pending = {}, {}
-        for name in ((plan or {}).get("hosts") or {}):
-            if hostvars is not None and name in hostvars:
+        # as planned (no hostvars: units_then_planned, units_gate_first) reads no other host
+        for name in ((plan or {}).get("hosts") or {}) if hostvars is not None else ():
+            if name in hostvars:
                 prior[name] = first_stage_result(hostvars[name], result_var)
                 if check_mode and stage == "then":
                     pending[name] = report.pending_units(hostvars[name].get("units_converge"), True)
@@ -417,7 +418,21 @@ def deploy_summary(plan, hostvars, check_mode=False):
     return report.deploy_table(report.deploy_rows(plan, results))
 
 
-def preflight_needs(card, host_plan, plan=None, image_vendors=None, native_packages=None):
+def preflight_peers(plan, cards):
+    """Every planned host's peer ports (the ``peers`` of its preflight needs), once for the fleet
+    (see module_utils._preflight.peer_table)."""
+    try:
+        return preflight.peer_table(cards or {}, plan or {})
+    except KeyError as exc:
+        raise AnsibleFilterError("launchcard.inference.preflight_peers: a host's card is not in the cards: %s" % to_text(exc))
+
+
+def foreign_peers(plan, hosts):
+    """The instances of the planned hosts outside ``hosts``, by address (see plugin_utils._report.foreign_peers)."""
+    return report.foreign_peers(plan or {}, hosts)
+
+
+def preflight_needs(card, host_plan, plan=None, image_vendors=None, native_packages=None, peers=None):
     """What one host needs for its share of the plan (see module_utils._preflight.host_needs).
 
     With the whole ``plan`` the needs also list the peer ports on other hosts to reach. ``image_vendors``
@@ -425,8 +440,9 @@ def preflight_needs(card, host_plan, plan=None, image_vendors=None, native_packa
     ``launchcard_image_vendors`` (this argument) over the image's name (plugin_utils._vendors).
     ``native_gaps`` (for the ``native_install`` check): vendor -> engines here with no published pip install,
     empty where ``native_packages`` (the host's ``launchcard_runtime_native_packages``) is set.
+    ``peers``: the host's entry of ``preflight_peers``, computed once for the fleet (the plan is then not scanned).
     """
-    needs = preflight.host_needs(card, host_plan or {}, plan)
+    needs = preflight.host_needs(card, host_plan or {}, plan, peers)
     try:
         needs["image_vendors"] = vendors.image_vendor_needs(host_plan or {}, image_vendors or {})
         needs["native_gaps"] = vendors.native_gaps(host_plan) if native_packages is None else {}
@@ -536,6 +552,8 @@ class FilterModule(object):
             "units_peers_settled": units_peers_settled,
             "units_second_stage": units_second_stage,
             "gate_table": gate_table,
+            "foreign_peers": foreign_peers,
+            "preflight_peers": preflight_peers,
             "held_images": held_images,
             "hold_images": hold_images,
             "recorded_image_refs": recorded_image_refs,

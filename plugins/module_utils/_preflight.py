@@ -50,16 +50,44 @@ def _fp8(quant):
     return bool(quant) and "fp8" in str(quant).lower()
 
 
-def _peers(card, host_plan, plan):
-    """Ports on other hosts that this host's instances must reach (see :func:`host_needs`)."""
+def _peer_index(plan):
+    """The plan's instances another host may connect to, in one pass: ``(by_role, first_ranks)``, the rank-0
+    instances with an address by role and the first ranks (``node_rank`` 0) with an address by (recipe, replica),
+    each in the order of the sorted hosts."""
+    by_role, first_ranks = {}, {}
+    for dummy, hp in sorted((plan or {}).get("hosts", {}).items()):
+        for inst in hp.get("instances", []):
+            if not inst.get("address"):
+                continue
+            if inst.get("node_rank", 0) == 0:
+                by_role.setdefault(inst.get("role"), []).append(inst)
+            if inst.get("node_rank") == 0:
+                first_ranks.setdefault((inst.get("recipe"), inst.get("replica")), []).append(inst)
+    return by_role, first_ranks
+
+
+def peer_table(cards, plan):
+    """Every planned host's ``peers`` (:func:`host_needs`) from one index of the plan, for a task run once: each
+    host's preflight call then reads its own entry instead of scanning the fleet (a router lists every worker
+    anyway, but no host walks every other host's instances to find its own).
+
+    :param cards: card name -> card (``launchcard_cards``); a host's card is its plan entry's ``card``.
+    :returns: ``{host: [{"address", "port", "why"}]}``.
+    """
+    index = _peer_index(plan)
+    return dict((host, _peers(cards[hp["card"]], hp, plan, index))
+                for host, hp in ((plan or {}).get("hosts") or {}).items())
+
+
+def _peers(card, host_plan, plan, index=None):
+    """Ports on other hosts that this host's instances must reach (see :func:`host_needs`); ``index``:
+    :func:`_peer_index` of ``plan``, made once for the fleet by :func:`peer_table`."""
     recipes = {r["name"]: r for r in card["recipes"]}
     mine = host_plan.get("instances", [])
-    others = [i for h, hp in sorted((plan or {}).get("hosts", {}).items())
-              for i in hp.get("instances", [])]
+    by_role, first_ranks = index or _peer_index(plan)
 
     def peers_of(inst, role):
-        return [p for p in others if p["role"] == role and p.get("node_rank", 0) == 0
-                and p.get("host") != inst.get("host") and p.get("address")]
+        return [p for p in by_role.get(role, ()) if p.get("host") != inst.get("host")]
 
     out, index = [], {}
 
@@ -96,9 +124,8 @@ def _peers(card, host_plan, plan):
                 add(inst, p, "port", "port")
         if inst.get("node_rank"):
             # a multi-node rank > 0 connects to its rank 0's init port (--dist-init-addr / --master-port)
-            for p in others:
-                if (p["recipe"], p.get("replica"), p.get("node_rank")) == (inst["recipe"], inst.get("replica"), 0) \
-                        and p.get("host") != inst.get("host") and p.get("address"):
+            for p in first_ranks.get((inst["recipe"], inst.get("replica")), ()):
+                if p.get("host") != inst.get("host"):
                     add(inst, p, "dist_init_port", "init port")
     return out
 
@@ -114,7 +141,7 @@ def needs_rdma(inst):
     return bool(inst.get("gpus")) and (inst.get("role") in RDMA_ROLES or int(inst.get("nnodes") or 1) > 1)
 
 
-def host_needs(card, host_plan, plan=None):
+def host_needs(card, host_plan, plan=None, peers=None):
     """Compute what one host needs, from the card model and its plan entry.
 
     :returns: dict with ``disk_bytes`` (int or None: the card's
@@ -141,6 +168,7 @@ def host_needs(card, host_plan, plan=None):
         ``plan``), ``rdma`` (sorted units that move data between hosts: :func:`needs_rdma`).
     :param plan: the whole plan (``launchcard_plan``), to find the peers;
         optional for backward compatibility.
+    :param peers: this host's entry of :func:`peer_table`, made once for the fleet (``plan`` is then not read).
     """
     recipes = {r["name"]: r for r in card["recipes"]}
     validated = set()
@@ -185,7 +213,7 @@ def host_needs(card, host_plan, plan=None):
         "weights_per_gpu_spread_mib": spread_per_gpu,
         "ports": ports,
         "images": sorted({i["image"] for i in host_plan.get("instances", []) if i.get("image")}),
-        "peers": _peers(card, host_plan, plan) if plan else [],
+        "peers": list(peers) if peers is not None else _peers(card, host_plan, plan) if plan else [],
         "rdma": sorted(i["unit"] for i in host_plan.get("instances", []) if needs_rdma(i)),
     }
 

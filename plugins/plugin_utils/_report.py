@@ -183,6 +183,18 @@ def gate_table(plan, hosts=None):
                 for host, gated in _gated_instances(plan, hosts).items())
 
 
+def foreign_peers(plan, hosts):
+    """The planned instances on the hosts of the plan outside ``hosts`` (a --limit run's play), by address: what the
+    units role checks a unit inside the limit is not pointed at when the plan moved it (``systemd_units``'
+    ``foreign_peers``). Computed once for the run: empty on a full run.
+
+    :returns: ``{address: host}`` (a later instance at the same address wins).
+    """
+    inside = set(hosts or ())
+    return dict((inst.get("address"), inst.get("host")) for host, hp in ((plan or {}).get("hosts") or {}).items()
+                if host not in inside for inst in hp.get("instances") or ())
+
+
 def gate_endpoints(plan, host, stage, prior=None, pending=None, table=None):
     """The health-gate endpoints of one host, in two stages.
 
@@ -301,12 +313,15 @@ def failure_budget_spent(lost, hosts, percent=None):
     Ansible's ``max_fail_percentage`` counts failed hosts, not unreachable ones; the
     collection counts both, so a budget of 0 changes no host once any host is lost.
 
-    :param lost: names of the hosts lost so far (failed or unreachable; repeats count once).
-    :param hosts: every host of the play (``ansible_play_hosts_all``).
+    :param lost: names of the hosts lost so far (failed or unreachable; repeats count once), or their number (a
+        task that every host runs passes ``ansible_play_hosts_all | length - ansible_play_hosts | length``: two
+        lengths, where a set of the names would cost each host a pass over the fleet).
+    :param hosts: every host of the play (``ansible_play_hosts_all``): only its length is read.
     :param percent: ``launchcard_max_fail_percentage`` (0-100; None: 0).
     :raises ValueError: a percentage that is not an integer from 0 to 100.
     """
-    return len(set(lost or [])) * 100 > len(hosts or []) * failure_budget(percent)
+    count = lost if isinstance(lost, int) and not isinstance(lost, bool) else len(set(lost or []))
+    return count * 100 > len(hosts or []) * failure_budget(percent)
 
 
 def hosts_by_settings(per_host):

@@ -142,3 +142,89 @@ def test_the_per_host_filters_read_the_table_when_given():
         # the table alone answers: the plan is not read again
         alone = filters.units_gate_first(hp, None, host, 600, 2, gates=gates)
         assert alone == filters.units_gate_first(hp, p, host, 600, 2)
+
+
+def _scan_peers(card, hp, p):
+    """The per-host search the one index replaces: each of this host's instances against every planned instance."""
+    recipes = {r["name"]: r for r in card["recipes"]}
+    everyone = [i for h, x in sorted(p["hosts"].items()) for i in x.get("instances", [])]
+    out = []
+
+    def add(inst, peer, key, what):
+        if peer.get(key):
+            for seen in out:
+                if (seen["address"], seen["port"]) == (peer["address"], int(peer[key])):
+                    why = "%s -> %s %s" % (inst["recipe"], peer["recipe"], what)
+                    seen["why"] += "" if why in seen["why"].split("; ") else "; " + why
+                    return
+            out.append({"address": peer["address"], "port": int(peer[key]),
+                        "why": "%s -> %s %s" % (inst["recipe"], peer["recipe"], what)})
+
+    wants = {"router": ("prefill", "decode", "aggregated"), "decode": ("prefill",), "language": ("encoder",)}
+    for inst in hp.get("instances", []):
+        r = dict(recipes[inst["recipe"]], **(inst.get("recipe_facts") or {}))
+        for role in wants.get(inst["role"], ()):
+            if inst["role"] == "router" and not (r.get("pd_disaggregation") if role != "aggregated" else
+                                                 r.get("worker_urls") and not r.get("pd_disaggregation")):
+                continue
+            if inst["role"] == "language" and not r.get("encoder_urls"):
+                continue
+            for peer in everyone:
+                if peer["role"] == role and peer.get("node_rank", 0) == 0 and peer["host"] != inst["host"] \
+                        and peer.get("address"):
+                    if role == "prefill" and inst["role"] == "router":
+                        add(inst, peer, "port", "port")
+                    add(inst, peer, "bootstrap_port" if role == "prefill" else "port",
+                        "bootstrap port" if role == "prefill" else "port")
+        for peer in everyone if inst.get("node_rank") else ():
+            if (peer["recipe"], peer.get("replica"), peer.get("node_rank")) == (inst["recipe"], inst.get("replica"), 0) \
+                    and peer["host"] != inst["host"] and peer.get("address"):
+                add(inst, peer, "dist_init_port", "init port")
+    return out
+
+
+def test_the_peer_table_gives_each_host_the_peers_a_search_of_the_whole_plan_finds():
+    p = _fleet(48)
+    with open(EXAMPLE) as f:
+        card = load_card(f.read(), EXAMPLE)
+    for hp in p["hosts"].values():
+        hp["card"] = "glm"  # what plan_fleet gives each host
+    table = filters.preflight_peers(p, {"glm": card})
+    assert sorted(table) == sorted(p["hosts"])
+    for host, hp in p["hosts"].items():
+        assert table[host] == _scan_peers(card, hp, p), host
+        # the table's entry is what the filter puts in the needs; the plan is then not read
+        assert filters.preflight_needs(card, hp, None, peers=table[host]) == filters.preflight_needs(card, hp, p)
+    # the router reaches every prefill's two ports and every decode's; a decode every prefill's bootstrap port
+    assert len(table["router-0"]) == 8 * 2 + 7 and len(table["gpu-005"]) == 8
+    assert table["gpu-000"] == []
+
+
+def test_the_peer_table_finds_a_multi_node_rank_its_first_ranks_init_port():
+    from ansible_collections.launchcard.inference.tests.unit.plugins.module_utils import test_preflight_multinode as mn
+    p = mn._two_groups_sharing_a_head()
+    for hp in p["hosts"].values():
+        hp["card"] = "r1"
+    table = filters.preflight_peers(p, {"r1": mn.SGL})
+    assert table == dict((h, _scan_peers(mn.SGL, hp, p)) for h, hp in p["hosts"].items())
+    assert [x["port"] for x in table["b"]] == [5000] and [x["port"] for x in table["c"]] == [5007]
+    assert table["a"] == []
+
+
+def test_the_peers_outside_a_limited_play_are_found_once():
+    p = _fleet(24)
+    assert filters.foreign_peers(p, list(p["hosts"])) == {}  # a full run: nothing to check
+    out = filters.foreign_peers(p, [h for h in p["hosts"] if h not in ("gpu-004", "router-0")])
+    assert out == {"10.1.0.4": "gpu-004", "10.2.0.1": "router-0"}
+    # what roles/units/vars/main.yml computed per host before (dict2items | rejectattr | items2dict)
+    limited = ["gpu-%03d" % i for i in range(10)]
+    assert filters.foreign_peers(p, limited) == dict(
+        (i["address"], i["host"]) for h, hp in p["hosts"].items() if h not in limited for i in hp["instances"])
+
+
+def test_the_failure_budget_block_reads_two_lengths():
+    # playbooks/deploy.yml's block: the count of lost hosts, the same answer as the set of their names
+    hosts = ["h%d" % i for i in range(40)]
+    for pct in (0, 5, 10):
+        for lost in range(6):
+            assert filters.failure_budget_spent(lost, hosts, pct) == filters.failure_budget_spent(hosts[:lost], hosts, pct)

@@ -201,6 +201,9 @@ def test_failure_budget_counts_failed_and_unreachable_hosts_once():
     assert failure_budget_spent(["a"], hosts) is True  # budget 0: one lost host is over it
     assert failure_budget_spent(["a", "a"], hosts, 25) is False  # 1 of 4 = 25 %: not over
     assert failure_budget_spent(["a", "b"], hosts, "25") is True
+    # a count: what every host's task passes (the play's lengths, no set of names)
+    assert [failure_budget_spent(n, hosts, 25) for n in (0, 1, 2)] == [False, False, True]
+    assert failure_budget_spent(1, hosts) is True
     for bad in (101, -1, "many", True):
         try:
             failure_budget_spent([], hosts, bad)
