@@ -187,10 +187,9 @@ def test_example_card_order_encoder_then_servers_then_pd_group_then_router():
     assert "router rt launchcard-glm-5.3-flash-sglang-router-0.service (pd): unit changes, restarts last" in text
 
 
-def test_a_router_whose_host_changes_but_not_its_unit_is_reported_as_such():
-    # the card's single-host PD layout: a decode change touches the router's host, never the router's unit
+def _decode_bump(placement):
+    """The example card's decode recipe with one more flag, rolled out over ``placement``: (rollout, new card)."""
     card = _card(EXAMPLE)
-    placement = [("pd", ["sglang-prefill", "sglang-decode", "sglang-router"])]
     old = _plan(card, placement)
 
     def bump(doc):
@@ -199,7 +198,12 @@ def test_a_router_whose_host_changes_but_not_its_unit_is_reported_as_such():
                 e["argv"] += ["--max-running-requests", "8"]
     new_card = _card(EXAMPLE, bump)
     new = _plan(new_card, placement)
-    ro = rollout(_records(old, card), new, _units(new), _cards(new_card), 1)
+    return rollout(_records(old, card), new, _units(new), _cards(new_card), 1), new_card
+
+
+def test_a_router_whose_host_changes_but_not_its_unit_is_reported_as_such():
+    # the card's single-host PD layout: a decode change touches the router's host, never the router's unit
+    ro, dummy = _decode_bump([("pd", ["sglang-prefill", "sglang-decode", "sglang-router"])])
     router = "launchcard-glm-5.3-flash-sglang-router-0.service"
     assert ro["routers"][0]["touched"] and router not in ro["hosts"]["pd"]["write"] + ro["hosts"]["pd"]["restart"]
     text = "\n".join(report(ro))
@@ -368,17 +372,7 @@ def test_each_batch_host_drains_what_it_stops_and_gates_the_routers_it_left():
 
 
 def test_a_partner_restart_drains_its_restarted_units_and_says_so():
-    card = _card(EXAMPLE)
-    placement = [("pre", ["sglang-prefill"]), ("dec", ["sglang-decode"]), ("rt", ["sglang-router"])]
-    old = _plan(card, placement)
-
-    def bump(doc):
-        for e in doc["envs"]:
-            if "--disaggregation-mode" in e["argv"] and "decode" in e["argv"]:
-                e["argv"] += ["--max-running-requests", "8"]
-    new_card = _card(EXAMPLE, bump)
-    new = _plan(new_card, placement)
-    ro = rollout(_records(old, card), new, _units(new), _cards(new_card), 1)
+    ro, new_card = _decode_bump([("pre", ["sglang-prefill"]), ("dec", ["sglang-decode"]), ("rt", ["sglang-router"])])
     pre = ro["hosts"]["pre"]
     assert pre["action"] == "partner-restart" and pre["write"] == []
     assert [d["name"] for d in pre["drain"]] == ["launchcard-glm-5.3-flash-sglang-prefill-0.service"]
