@@ -16,8 +16,8 @@ ARGS = {"card_var": "launchcard_card_src", "checksum_var": "launchcard_card_chec
         "vendor_images_var": "launchcard_vendor_images", "image_vendors_var": "launchcard_image_vendors"}
 NAMES = planfile.input_vars(ARGS, "launchcard_accelerator_vendor")
 CARD = {"model": {"repo": "org/model", "revision": "a" * 40}}
-PLAN = {"cards": {"c.json": {}}, "hosts": {"gpu-a": {"card": "c.json", "instances": []},
-                                          "gpu-b": {"card": "c.json", "instances": []}}}
+PLAN = {"cards": {"c.json": {}},
+        "hosts": {"gpu-a": {"card": "c.json", "instances": []}, "gpu-b": {"card": "c.json", "instances": []}}}
 
 
 def inputs(**hosts):

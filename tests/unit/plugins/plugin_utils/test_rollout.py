@@ -382,8 +382,8 @@ def test_a_partner_restart_drains_its_restarted_units_and_says_so():
     assert pre["gate_routers"] == []
     router = ro["routers"][0]
     assert ro["hosts"]["dec"]["router_ops"] == []
-    assert ro["hosts"]["dec"]["gate_routers"] == [{"host": "rt", "unit": router["unit"], "api": router["api"],
-                                                    "model": router["model"]}]
+    gate = {"host": "rt", "unit": router["unit"], "api": router["api"], "model": router["model"]}
+    assert ro["hosts"]["dec"]["gate_routers"] == [gate]
 
 
 def test_a_retired_quadlet_host_drains_the_service_its_container_file_gives():
