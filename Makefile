@@ -32,11 +32,14 @@ controller: setup
 	$(MAKE) -j1 lint sanity integration units compat
 
 # the molecule scenarios beside the e2e files, the sandbox cache building beside both: each fleet waits on the lock of
-# the cached part it needs (tests/sandbox/sandbox_fleet/warm.py), so the parts that wait on the mirror overlap the tests
+# the cached part it needs (tests/sandbox/sandbox_fleet/warm.py), so the parts that wait on the mirror overlap the tests.
+# Started by the shell, not by a -j2 sub-make: that one was seen to start the molecules only after the e2e files.
 fleets: setup
 	@mkdir -p tests/output
 	@$(BIN)/python tests/sandbox/fleet.py cache > tests/output/sandbox-cache.log 2>&1 & cache=$$!; \
-	  $(MAKE) -j2 --output-sync=target molecules e2e || rc=$$?; \
+	  $(MAKE) molecules > tests/output/molecules.log 2>&1 & mol=$$!; \
+	  $(MAKE) e2e || rc=$$?; \
+	  wait $$mol || { rc=1; echo "make fleets: a molecule scenario failed:"; }; cat tests/output/molecules.log; \
 	  wait $$cache || { rc=1; echo "make fleets: the sandbox cache failed:"; }; cat tests/output/sandbox-cache.log; exit $${rc:-0}
 
 # the three scenarios one after another, beside the e2e files (each its own state dir and subnet)
