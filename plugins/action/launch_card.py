@@ -167,7 +167,7 @@ class ActionModule(ActionBase):
             doc = self._plan_file(args["plan_file"])
             loaded = dict((src, self._card(src, checksums.get(src), args["validate_certs"], var)) for src in doc["cards"])
             digests = dict((src, d) for src, (dummy, d) in loaded.items())
-            diffs = planfile.differences(doc, digests, inventory)
+            diffs = planfile.differences(doc, digests, inventory, args["card_var"])
             if diffs:
                 raise AnsibleActionFail(planfile.refusal(args["plan_file"], diffs))
             cards = dict((src, card) for src, (card, dummy) in loaded.items())

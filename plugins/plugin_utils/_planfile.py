@@ -17,6 +17,8 @@ import json
 SCHEMA = "launchcard.plan/v1"
 # the most differences one refusal lists (a group variable changed on a thousand hosts is one cause)
 MAX_LISTED = 20
+# hosts named in one line of a refusal before "and N more"
+NAMED_HOSTS = 5
 
 
 class PlanFileError(ValueError):
@@ -125,13 +127,25 @@ def loads(text, path="plan file"):
     return doc
 
 
-def differences(doc, card_digests, inventory):
+def _hosts(names):
+    """``host a`` or ``hosts a, b, c (3)``, at most :data:`NAMED_HOSTS` names, then how many more."""
+    if len(names) == 1:
+        return "host %s" % names[0]
+    shown = ", ".join(names[:NAMED_HOSTS]) + (" and %d more" % (len(names) - NAMED_HOSTS)
+                                               if len(names) > NAMED_HOSTS else "")
+    return "hosts %s (%d)" % (shown, len(names))
+
+
+def differences(doc, card_digests, inventory, card_var=None):
     """What changed since the plan file was written, one line each; empty when it still applies.
+
+    Hosts with the same changed variables share a line (a new card path changes every host's).
 
     :param doc: :func:`loads`.
     :param card_digests: source to :func:`bytes_digest` of each card of the plan, read now.
     :param inventory: :func:`fingerprint` of the inventory now: every host of the plan, or a subset of them
         (a sliced job's inventory holds its own hosts only); a host the plan does not hold is refused.
+    :param card_var: the variable naming a host's card: when it changed, the line names the plan's cards.
     """
     out = []
     for src, card in sorted(doc["cards"].items()):
@@ -139,13 +153,20 @@ def differences(doc, card_digests, inventory):
         if now != card.get("sha256"):
             out.append("card %s: checksum %s in the plan, %s now" % (src, card.get("sha256"), now))
     planned = dict((host, inputs) for host, inputs in doc["inventory"])
+    groups = {}
     for host, inputs in inventory:
-        if host not in planned:
-            out.append("host %s: not in the plan" % host)
-            continue
-        changed = sorted(v for v in set(inputs) | set(planned[host]) if inputs.get(v) != planned[host].get(v))
+        changed = (("not in the plan",) if host not in planned else
+                   tuple(sorted(v for v in set(inputs) | set(planned[host]) if inputs.get(v) != planned[host].get(v))))
         if changed:
-            out.append("host %s: %s changed" % (host, ", ".join(changed)))
+            groups.setdefault(changed, []).append(host)
+    for changed, hosts in groups.items():
+        if changed == ("not in the plan",):
+            out.append("%s: not in the plan" % _hosts(hosts))
+            continue
+        line = "%s: %s changed" % (_hosts(hosts), ", ".join(changed))
+        if card_var in changed:
+            line += " (the plan was made from %s)" % ", ".join(sorted(doc["cards"]))
+        out.append(line)
     order = [host for host, dummy in doc["inventory"]]
     rank = dict((host, i) for i, host in enumerate(order))
     common = [host for host, dummy in inventory if host in rank]

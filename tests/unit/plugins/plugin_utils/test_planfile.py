@@ -94,6 +94,16 @@ def test_each_change_is_named():
         "1" * 64)
 
 
+def test_hosts_that_changed_alike_share_a_line_that_names_the_plans_cards():
+    hosts = dict(("h%d" % i, A) for i in range(7))
+    d = doc(inputs(**hosts))
+    moved = dict((h, dict(A, launchcard_card_src="other.json")) for h in hosts)
+    assert planfile.differences(d, {"c.json": "sha256:" + "1" * 64}, inputs(**moved), "launchcard_card_src") == [
+        "hosts h0, h1, h2, h3, h4 and 2 more (7): launchcard_card_src changed (the plan was made from c.json)"]
+    assert planfile.differences(d, {"c.json": "sha256:" + "1" * 64}, inputs(h0=moved["h0"], h1=A, z=A, y=A)) == [
+        "host h0: launchcard_card_src changed", "hosts z, y (2): not in the plan"]
+
+
 def test_the_hosts_order_is_part_of_the_plan():
     d = doc(inputs(a=A, b=B))
     assert planfile.differences(d, {"c.json": "sha256:" + "1" * 64}, inputs(b=B, a=A)) == [
