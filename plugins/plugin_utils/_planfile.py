@@ -131,8 +131,8 @@ def _hosts(names):
     """``host a`` or ``hosts a, b, c (3)``, at most :data:`NAMED_HOSTS` names, then how many more."""
     if len(names) == 1:
         return "host %s" % names[0]
-    shown = ", ".join(names[:NAMED_HOSTS]) + (" and %d more" % (len(names) - NAMED_HOSTS)
-                                               if len(names) > NAMED_HOSTS else "")
+    more = len(names) - NAMED_HOSTS
+    shown = ", ".join(names[:NAMED_HOSTS]) + (" and %d more" % more if more > 0 else "")
     return "hosts %s (%d)" % (shown, len(names))
 
 
