@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import datetime
 import getpass
-import hashlib
 import os
 import socket
 
@@ -82,15 +81,16 @@ class ActionModule(ActionBase):
 
     def _card(self, src, checksum, validate_certs, var):
         raw = self._read(src, validate_certs, var)
+        # one digest of the bytes: checked against the card's checksum, and what a plan file records
+        got = planfile.bytes_digest(raw)
         if checksum:
             algo, dummy, want = checksum.partition(":")
             if algo != "sha256" or not want:
                 raise AnsibleActionFail("checksum: expected sha256:<hex>, found %s" % checksum)
-            got = hashlib.sha256(raw).hexdigest()
-            if got != want.lower():
-                raise AnsibleActionFail("checksum: %s has sha256:%s, expected sha256:%s" % (src, got, want))
+            if got != "sha256:" + want.lower():
+                raise AnsibleActionFail("checksum: %s has %s, expected sha256:%s" % (src, got, want))
         try:
-            return load_card(raw, source=src), planfile.bytes_digest(raw)
+            return load_card(raw, source=src), got
         except CardError as exc:
             raise AnsibleActionFail(to_text(exc))
 
