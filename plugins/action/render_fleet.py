@@ -91,6 +91,8 @@ class ActionModule(ActionBase):
             return planned
         the_plan = planned["ansible_facts"]["launchcard_plan"]
         hostvars = task_vars.get("hostvars") or {}
+        # a plan file's resolved digests: the images its deploy pins (none when it planned here)
+        plan_refs = (planned["ansible_facts"].get("launchcard_plan_images") or {}).get("image_refs")
         hosts = args["hosts"] or task_vars.get("ansible_play_hosts_all") or sorted(the_plan["hosts"])
 
         # Everything is rendered before anything is written: one bad host writes nothing at all.
@@ -100,7 +102,8 @@ class ActionModule(ActionBase):
                 raise AnsibleActionFail("hosts: %r cannot name a folder" % host)
             host_plan = the_plan["hosts"].get(host) or {"instances": []}
             try:
-                opts = unit_options.host_options(hostvars[host] if host in hostvars else {}, host_plan)
+                opts = unit_options.host_options(
+                    unit_options.with_image_refs(hostvars[host] if host in hostvars else {}, plan_refs), host_plan)
                 rendered = units.host_units(host_plan, opts)
             except ValueError as exc:
                 raise AnsibleActionFail("%s: %s" % (host, to_text(exc)))

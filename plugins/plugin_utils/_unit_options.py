@@ -27,6 +27,7 @@ variable set for render to show what deploy writes.
 
 from __future__ import annotations
 
+import collections
 import hashlib
 import json
 import re
@@ -160,6 +161,14 @@ def native_requirements(host_vars, host_plan=None):
     req = native_install(host_vars, host_plan)
     text = json.dumps({"packages": req["packages"], "pip_extra_args": req["pip_args"]}, sort_keys=True)
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def with_image_refs(host_vars, image_refs):
+    """``host_vars`` with ``image_refs`` as its :data:`IMAGE_REFS_FACT` where the host has none: a plan file's
+    digests for ``render.yml``, which runs no runtime role, so it shows the images deploy pins."""
+    if not image_refs or host_vars.get(IMAGE_REFS_FACT):
+        return host_vars
+    return collections.ChainMap({IMAGE_REFS_FACT: dict(image_refs)}, host_vars)
 
 
 def host_options(host_vars, host_plan=None):

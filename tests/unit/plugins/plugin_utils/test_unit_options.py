@@ -264,3 +264,11 @@ def test_setup_parts_add_the_runtime_and_the_units_setup_where_needed(run_tags, 
     parts = uo.setup_parts({"stack_vendor": "none", "weights_staged": True}, ENGINE_HOST, STACKS, run_tags, skip_tags,
                            True, runtime, units_prepare)
     assert parts == expected
+
+
+def test_a_plan_files_digests_fill_in_only_where_the_host_has_none():
+    plan_refs = {"img:tag": "reg/img@sha256:" + "1" * 64}
+    own = {"runtime_image_refs": {"img:tag": "reg/img@sha256:" + "2" * 64}}
+    assert uo.host_options(uo.with_image_refs({"launchcard_runtime": "podman"}, plan_refs))["image_refs"] == plan_refs
+    assert uo.host_options(uo.with_image_refs(own, plan_refs))["image_refs"] == own["runtime_image_refs"]
+    assert uo.with_image_refs(own, None) is own
