@@ -11,6 +11,7 @@ whole run and a run that plans itself write; a card or inventory changed since i
 from __future__ import annotations
 
 import filecmp
+import json
 import os
 import re
 import shutil
@@ -51,12 +52,13 @@ def test_a_plan_file_renders_every_part_of_the_fleet_as_the_whole_run(tmp_path):
     assert first.returncode == 0, first.stdout[-3000:] + first.stderr[-2000:]
     assert changed(first) == 1 and oct(os.stat(plan).st_mode & 0o777) == "0o644"
     # it says where the plan went and what it holds
-    assert re.search(r"%s: \S+: \d+ recipe\(s\), \d+ instance\(s\) on 7 host\(s\); \d+ image\(s\) resolved" % re.escape(plan),
+    assert re.search(r"%s \(written\): \S+: \d+ recipe\(s\), \d+ instance\(s\) on 7 host\(s\); \d+ image\(s\) resolved" % re.escape(plan),
                      " ".join(first.stdout.split())), first.stdout[-3000:]
     data = open(plan, "rb").read()
     # the same inventory and card: the same bytes, and the write is ok, not changed
     again = playbook("plan.yml", "-e", "launchcard_plan_file=" + plan)
     assert again.returncode == 0 and changed(again) == 0 and open(plan, "rb").read() == data
+    assert "%s (unchanged): " % plan in again.text, again.text[-2000:]
 
     planned = str(tmp_path / "planned")
     res = playbook("render.yml", "-e", "launchcard_render_dir=" + planned)
@@ -98,3 +100,23 @@ def test_a_changed_card_or_inventory_is_refused_naming_what_changed(tmp_path):
     assert re.search(r"card %s: checksum sha256:[0-9a-f]{64} in the plan, sha256:[0-9a-f]{64} now" % re.escape(card),
                      res.text), res.text[-3000:]
     assert not os.path.exists(out)
+
+
+def test_render_from_a_plan_file_shows_the_digests_it_pins(tmp_path):
+    plan = str(tmp_path / "plan.json")
+    assert playbook("plan.yml", "-e", "launchcard_plan_file=" + plan).returncode == 0
+    with open(plan) as f:
+        doc = json.load(f)
+    image = doc["plan"]["hosts"]["lc-vllm"]["instances"][0]["image"]
+    pinned = "registry.example/vllm@sha256:" + "4" * 64
+    # what plan.yml writes where it resolved the images (the registry is not reached here)
+    doc["images"] = {"image_refs": {image: pinned}, "image_sizes": {image: 1}}
+    with open(plan, "w") as f:
+        json.dump(doc, f, sort_keys=True)
+    out = str(tmp_path / "out")
+    res = playbook("render.yml", "-e", "launchcard_render_dir=" + out, "-e", "launchcard_plan_file=" + plan,
+                   "-e", "launchcard_runtime=podman", "-e", "launchcard_podman_quadlet=false", "--limit", "lc-vllm")
+    assert res.returncode == 0, res.stdout[-3000:]
+    units = [n for n in os.listdir(os.path.join(out, "lc-vllm")) if n.endswith(".service")]
+    text = open(os.path.join(out, "lc-vllm", units[0])).read()
+    assert pinned in text and " %s " % image not in text, text
