@@ -14,7 +14,7 @@ export PYTHONDONTWRITEBYTECODE := 1
 # A bare `make` lists the targets: nothing is installed or booted unless asked for by name.
 .DEFAULT_GOAL := help
 
-.PHONY: help docs demo test controller fleets molecules setup venv host-deps sandbox-up sandbox-down deploy undeploy units lint sanity integration e2e bench bench-render bench-upgrade bench-scale build compat sanity-compat changelog clean molecule molecule-rocm molecule-ascend ee
+.PHONY: help docs demo test controller fleets molecules setup venv host-deps sandbox-up sandbox-down deploy undeploy units lint sanity integration e2e e2e-slices bench bench-render bench-upgrade bench-scale build compat sanity-compat changelog clean molecule molecule-rocm molecule-ascend ee
 
 demo: setup sandbox-up deploy ## Boot the sandbox fleet and deploy the example card (twice is fine)
 	@$(BIN)/python tests/sandbox/demo_request.py -i $(INVENTORY)
@@ -104,7 +104,11 @@ integration: ## render.yml for three placements and malformed cards, collection 
 
 # three fleets at a time: their hosts wait on engines' start-up and health gates more than they use the 2 CPUs
 e2e: ## Every end-to-end file on its sandbox fleet: deploy, operations, preflight, bare host, containers, upgrade (native and containers)
-	$(BIN)/python -m pytest -q -x -n $(E2E_WORKERS) --durations=30 tests/e2e
+	$(BIN)/python -m pytest -q -x -n $(E2E_WORKERS) --durations=30 -m "not fleet24" tests/e2e
+
+# not in `make test`: 24 hosts and two full deploys (docs/operations.md, "A workflow: plan, sliced apply, routers")
+e2e-slices: setup ## One plan in 4 parallel ansible-runner slices on the 24-host bench fleet, against one unsliced run
+	$(BIN)/python -m pytest -q -x --durations=10 -m fleet24 tests/e2e/test_plan_slices_sandbox.py
 
 bench: setup ## No-op re-run of deploy against `ansible all -m ping`, at 8 and 24 hosts; writes docs/speed.md's table
 	bash bench/noop_vs_ping.sh

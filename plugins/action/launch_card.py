@@ -34,13 +34,16 @@ from ansible_collections.launchcard.inference.plugins.plugin_utils._vendors impo
 display = Display()
 
 
-def run_identity(cards, plan, now=None):
+def run_identity(cards, plan, now=None, plan_digest=None):
     """Who runs this play, for the run lock (plugins/module_utils/_lock.py): one id per run, the same on every host.
 
     ``{"id": "<UTC time>-<8 hex>", "user": controller login user, "controller": controller host name,
     "playbook": the playbook file name(s) given to ansible-playbook, "cards": {source: "sha256:<hex>"} (the
     same digest a host's record holds), "anchor": the first host of the plan in sorted order (holds the fleet
     lock, whatever --limit says)}``.
+
+    :param plan_digest: the plan file's digest (``sha256:<hex>``) when the jobs applying it share one run: the id is
+        ``plan-<hex>`` (plugins/plugin_utils/_planfile.py run_id), and ``plan`` names the digest.
     """
     now = now or datetime.datetime.now(datetime.timezone.utc)
     try:
@@ -48,14 +51,17 @@ def run_identity(cards, plan, now=None):
     except (KeyError, OSError):
         user = str(os.getuid())
     playbooks = [os.path.basename(str(p)) for p in (context.CLIARGS.get("args") or ())]
-    return {
-        "id": "%s-%s" % (now.strftime("%Y%m%dT%H%M%SZ"), os.urandom(4).hex()),
+    run = {
+        "id": planfile.run_id(plan_digest) if plan_digest else "%s-%s" % (now.strftime("%Y%m%dT%H%M%SZ"), os.urandom(4).hex()),
         "user": user,
         "controller": socket.gethostname(),
         "playbook": ",".join(playbooks) or "?",
         "cards": dict((src, "sha256:" + card_sha256(card)) for src, card in cards.items()),
         "anchor": min(plan["hosts"]) if plan.get("hosts") else None,
     }
+    if plan_digest:
+        run["plan"] = plan_digest
+    return run
 
 
 class ActionModule(ActionBase):
@@ -95,14 +101,15 @@ class ActionModule(ActionBase):
             raise AnsibleActionFail(to_text(exc))
 
     def _plan_file(self, path):
-        """The plan file's document (playbooks/plan.yml wrote it)."""
+        """The plan file's document (playbooks/plan.yml wrote it) and the digest of its bytes."""
         try:
             with open(path, "rb") as f:
-                text = f.read().decode("utf-8")
+                raw = f.read()
+            text = raw.decode("utf-8")
         except (IOError, OSError, UnicodeDecodeError) as exc:
             raise AnsibleActionFail("plan_file: cannot read %s: %s" % (path, to_native(exc)))
         try:
-            return planfile.loads(text, path)
+            return planfile.loads(text, path), planfile.bytes_digest(raw)
         except planfile.PlanFileError as exc:
             raise AnsibleActionFail(to_text(exc))
 
@@ -131,6 +138,7 @@ class ActionModule(ActionBase):
             validate_certs=dict(type="bool", default=True),
             facts=dict(type="bool", default=True),
             plan_file=dict(type="path"),
+            plan_run=dict(type="bool", default=False),
         ))
         hostvars = task_vars.get("hostvars", {})
         # The fleet is the inventory: plan every host, also those outside
@@ -164,7 +172,7 @@ class ActionModule(ActionBase):
         if args["plan_file"]:
             # apply a plan made before (playbooks/plan.yml), every card of it read again: also those no host of a
             # sliced job's inventory names, so launchcard_cards is the whole run's
-            doc = self._plan_file(args["plan_file"])
+            doc, doc_digest = self._plan_file(args["plan_file"])
             loaded = dict((src, self._card(src, checksums.get(src), args["validate_certs"], var)) for src in doc["cards"])
             digests = dict((src, d) for src, (dummy, d) in loaded.items())
             diffs = planfile.differences(doc, digests, inventory, args["card_var"])
@@ -187,7 +195,8 @@ class ActionModule(ActionBase):
         if warnings:
             result["warnings"] = warnings
         result["changed"] = False
-        planned = {"launchcard_cards": cards, "launchcard_plan": the_plan, "launchcard_run": run_identity(cards, the_plan)}
+        planned = {"launchcard_cards": cards, "launchcard_plan": the_plan, "launchcard_run": run_identity(
+            cards, the_plan, plan_digest=doc_digest if args["plan_file"] and args["plan_run"] else None)}
         if args["plan_file"]:
             # the digests the plan file's images were resolved to, for tasks/resolve-images.yml
             planned["launchcard_plan_images"] = doc.get("images") or {}

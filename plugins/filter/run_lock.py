@@ -6,8 +6,10 @@
 from __future__ import annotations
 
 from ansible.errors import AnsibleFilterError
+from ansible.module_utils.parsing.convert_bool import boolean
 
 from ansible_collections.launchcard.inference.plugins.module_utils import _lock as lock
+from ansible_collections.launchcard.inference.plugins.plugin_utils import _planfile as planfile
 
 HOST_LOCK = "lock.json"
 FLEET_LOCK = "fleet-lock.json"
@@ -63,7 +65,7 @@ def _taken(result):
     return [{"path": r["path"], "scope": r.get("scope") or "host"} for r in _locks(result) if r.get("acquired")]
 
 
-def run_lock_taken(hostvars, hosts, fleet=None, anchor=None, released=None, result="preflight_result"):
+def run_lock_taken(hostvars, hosts, fleet=None, anchor=None, released=None, result="preflight_result", keep_fleet=False):
     """The locks this run holds: ``[{"host", "paths": [{"path", "scope"}]}]``, hosts in ``hosts`` order.
 
     :param hostvars: ``hostvars``; a host's locks are in its registered ``result`` (``preflight_result.lock``, or a
@@ -74,6 +76,7 @@ def run_lock_taken(hostvars, hosts, fleet=None, anchor=None, released=None, resu
     :param released: the name (or a list of names; a dotted name reads into a result, as
         ``units_converge.health``) of registered ``host_state`` or gate results whose ``lock.released``
         lists the paths a host already released (those are left out).
+    :param keep_fleet: leave the fleet lock out (a slice of a plan, :func:`run_lock_keeps_fleet`).
     """
     if isinstance(released, str):
         released = [released]
@@ -86,10 +89,10 @@ def run_lock_taken(hostvars, hosts, fleet=None, anchor=None, released=None, resu
             paths += [p for p in fleet_paths if p not in paths]
             fleet_paths = []
         gone = set(p for name in released or () for p in (_get(hv, *(name.split(".") + ["lock", "released"])) or []))
-        paths = [p for p in paths if p["path"] not in gone]
+        paths = [p for p in paths if p["path"] not in gone and not (keep_fleet and p["scope"] == "fleet")]
         if paths:
             out.append({"host": host, "paths": paths})
-    if fleet_paths:
+    if fleet_paths and not keep_fleet:
         out.append({"host": anchor, "paths": fleet_paths})
     return out
 
@@ -109,6 +112,19 @@ def run_lock_refusal(hostvars, hosts, fleet=None, anchor=None, result="preflight
     return lock.refusal(conflicts) if conflicts else ""
 
 
+def run_lock_keeps_fleet(run, plan, hosts, final=None):
+    """Whether this job leaves the fleet lock held for a later job of its plan (a slice); see
+    ``_planfile.keeps_fleet_lock``. ``final`` is ``launchcard_plan_final`` (None, a bool or its string)."""
+    if final is not None and final != "":
+        try:
+            final = boolean(final, strict=True)
+        except TypeError as exc:
+            raise AnsibleFilterError("launchcard.inference.run_lock_keeps_fleet: launchcard_plan_final: %s" % exc)
+    else:
+        final = None
+    return planfile.keeps_fleet_lock(run, (plan or {}).get("hosts"), hosts, final)
+
+
 class FilterModule(object):
     """launchcard.inference run lock filters."""
 
@@ -117,4 +133,5 @@ class FilterModule(object):
             "run_lock_spec": run_lock_spec,
             "run_lock_taken": run_lock_taken,
             "run_lock_refusal": run_lock_refusal,
+            "run_lock_keeps_fleet": run_lock_keeps_fleet,
         }

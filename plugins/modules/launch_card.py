@@ -65,6 +65,15 @@ options:
         of the inventory it does not hold (C(host NAME - not in the plan)), the hosts' order changed. Hosts of the
         plan missing from the inventory are allowed - a sliced job's inventory holds its own hosts only.
     type: path
+  plan_run:
+    description:
+      - With O(plan_file) - every job applying the file is one run for the run lock - the run id is
+        C(plan-<16 hex>) of the file's sha256 (the same for every slice of the plan, another for another plan) and
+        C(launchcard_run.plan) names that digest. V(false) - one run id per C(ansible-playbook) run.
+      - C(playbooks/deploy.yml) sets it (docs/operations.md, "A workflow - plan, sliced apply, routers").
+    type: bool
+    default: false
+    version_added: 1.0.0
   facts:
     description:
       - Return the card models, the plan and the run identity as facts (V(true)), or as the result's own keys
@@ -151,7 +160,8 @@ ansible_facts:
     launchcard_run:
       description: >-
         Who runs this play, for the run lock: C(id) (UTC time and 8 random hex digits, one per run, the
-        same on every host), C(user) and C(controller) (the controller's login user and host name),
+        same on every host; with O(plan_run), C(plan-) and 16 hex digits of the plan file's sha256, and C(plan)
+        that C(sha256:<hex>)), C(user) and C(controller) (the controller's login user and host name),
         C(playbook) (the playbook file name given to ansible-playbook), C(cards) (card source to
         C(sha256:<hex>) of the loaded card, as a host's record holds it) and C(anchor) (the first host of
         the plan in sorted order, which holds the fleet lock).

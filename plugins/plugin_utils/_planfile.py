@@ -182,3 +182,38 @@ def refusal(path, diffs):
         lines.append("... and %d more" % (len(diffs) - MAX_LISTED))
     return ("%s no longer matches the cards or the inventory; plan again (playbooks/plan.yml) or undo the change:\n  %s"
             % (path, "\n  ".join(lines)))
+
+
+# the run id of a run that applies a plan file, as plugins/module_utils/_lock.py records it: "plan-" and this many
+# hex digits of the file's digest
+RUN_ID_DIGITS = 16
+
+
+def run_id(file_digest):
+    """The run id every job applying one plan file shares, so the slices of one plan hold the fleet's run lock as
+    one run: ``plan-<16 hex>`` of :func:`bytes_digest` of the file. Another plan (or a run without one) is another
+    run, refused while this one holds the lock."""
+    algo, dummy, hexdigest = (file_digest or "").partition(":")
+    if algo != "sha256" or len(hexdigest) < RUN_ID_DIGITS:
+        raise PlanFileError("not a sha256 digest of a plan file: %r" % (file_digest,))
+    return "plan-" + hexdigest[:RUN_ID_DIGITS].lower()
+
+
+def keeps_fleet_lock(run, plan_hosts, play_hosts, final=None):
+    """Whether this run leaves the fleet lock held when it ends, for a later job of the same plan to release.
+
+    A run of its own (no shared plan id) releases it as it always did. A job of a plan file (``run["plan"]``) is one
+    part of one run: a slice that released the fleet lock when it ended would leave the slices still running
+    unlocked, so only the plan's final job releases it: ``final`` (``launchcard_plan_final``) when given, else a job
+    whose hosts are every host of the plan (an unsliced run of the file).
+
+    :param run: ``launchcard_run``.
+    :param plan_hosts: the plan's hosts (``launchcard_plan.hosts``).
+    :param play_hosts: this job's hosts (``ansible_play_hosts_all``).
+    :param final: ``launchcard_plan_final``, or None when unset.
+    """
+    if not (run or {}).get("plan"):
+        return False
+    if final is not None:
+        return not final
+    return not set(plan_hosts or ()) <= set(play_hosts or ())

@@ -20,7 +20,8 @@ FLEETS = (("sandbox", ("test_deploy_sandbox.py",)),
           ("bare-host", ("test_bare_host_sandbox.py",)),
           ("preflight", ("test_preflight_sandbox.py",)),
           ("container-faults", ("test_container_faults_sandbox.py",)),
-          ("pd-split", ("test_pd_split_sandbox.py",)))
+          ("pd-split", ("test_pd_split_sandbox.py",)),
+          ("slices", ("test_plan_slices_sandbox.py",)))
 
 
 def _fleet_of(path):
@@ -30,6 +31,11 @@ def _fleet_of(path):
         if name in files:
             return rank, group
     return len(FLEETS), name
+
+
+def pytest_configure(config):
+    # `make e2e` leaves these out: `make e2e-slices` runs them (a fleet of 24 hosts, two full deploys)
+    config.addinivalue_line("markers", "fleet24: on the 24-host bench fleet (inventories/bench24), outside make e2e")
 
 
 def pytest_collection_modifyitems(config, items):

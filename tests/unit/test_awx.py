@@ -128,11 +128,15 @@ def test_the_plan_apply_workflow_chains_plan_slices_and_routers_on_one_plan_file
     """Issue 28 item 2: the workflow example runs playbooks that exist, each given the same plan file."""
     wf = _load(os.path.join(ROOT, "extensions", "awx", "workflows", "plan-apply.yml"))
     templates = dict((t["name"], t) for t in wf["job_templates"])
+    documented = set(re.findall(r"^\| `(launchcard_[a-z_]+)` \|", open(os.path.join(ROOT, "docs", "inventory.md")).read(), re.M))
     for t in templates.values():
         assert os.path.isfile(os.path.join(ROOT, t["playbook"])), t["playbook"]
-        assert t["extra_vars"] == wf["plan_vars"] and set(t["extra_vars"]) == {"launchcard_plan_file"}
+        assert t["extra_vars"]["launchcard_plan_file"] == wf["plan_vars"]["launchcard_plan_file"]
+        assert set(t["extra_vars"]) <= documented, set(t["extra_vars"]) - documented
     nodes = wf["workflow"]["workflow_nodes"]
     order = [templates[n["unified_job_template"]["name"]] for n in nodes]
+    # the final job, and only it, releases the fleet lock the slices hold (one run id: the plan file's)
+    assert [t["extra_vars"].get("launchcard_plan_final") for t in order] == [None, None, True]
     assert [t["playbook"] for t in order] == ["playbooks/plan.yml", "playbooks/deploy.yml", "playbooks/deploy.yml"]
     assert [t.get("job_slice_count", 1) for t in order] == [1, 4, 1]
     assert [n.get("related", {}).get("success_nodes") for n in nodes] == [

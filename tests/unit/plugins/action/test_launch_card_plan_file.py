@@ -155,3 +155,17 @@ def test_a_relative_plan_file_is_read_from_the_working_directory(tmp_path):
         assert "failed" not in apply("plan.json", task_vars())
     finally:
         os.chdir(cwd)
+
+
+def test_with_plan_run_every_job_of_one_plan_file_is_one_run(tmp_path):
+    path = tmp_path / "plan.json"
+    write_plan(path, task_vars())
+    digest = planfile.bytes_digest(path.read_bytes())
+    runs = []
+    for part in [sliced(task_vars(), ORDER[i::4]) for i in range(4)] + [task_vars()]:
+        plugin, dummy = action({"plan_file": str(path), "facts": False, "plan_run": True})
+        runs.append(plugin.run(task_vars=part)["launchcard_run"])
+    assert set(r["id"] for r in runs) == {planfile.run_id(digest)} and set(r["plan"] for r in runs) == {digest}
+    # without plan_run (upgrade.yml, undeploy.yml): a run id of its own, no plan
+    alone = apply(path, task_vars())["launchcard_run"]
+    assert "plan" not in alone and not alone["id"].startswith("plan-")

@@ -173,3 +173,30 @@ def test_a_fleet_lock_taken_after_preflight_counts_for_the_anchor_and_its_record
     # an anchor outside the hosts looked at: its fleet lock is listed on its own, as before
     assert filters.run_lock_taken(hostvars, ["h2"], fleet_lock, "h1", result=names) == [
         {"host": "h1", "paths": [{"path": "/l/fleet-lock.json", "scope": "fleet"}]}]
+
+
+def test_the_slices_of_one_plan_are_one_run_and_only_the_final_job_releases_the_fleet_lock(tmp_path, capsys):
+    """Issue 28 item 2: parallel slices of one plan file (one run id) take the fleet lock together; a slice keeps
+    it when it ends, the plan's final job releases it, and another run is refused meanwhile."""
+    plan_run = dict(RUN_A, id="plan-0123456789abcdef", plan="sha256:" + "0" * 64, playbook="deploy.yml")
+    fleet = spec(plan_run, "h1", tmp_path, scope="fleet")
+    for dummy in range(2):  # two slices take it: the second re-enters
+        rc, res = call(run_lock, capsys, {"paths": fleet["paths"], "holder": fleet["holder"]})
+        assert rc == 0 and res["locks"][0]["acquired"]
+    other = spec(RUN_B, "h1", tmp_path, scope="fleet")
+    rc, res = call(run_lock, capsys, {"paths": other["paths"], "holder": other["holder"]})
+    assert rc == 1 and "run plan-0123456789abcdef" in res["msg"]
+    # what a slice (h2 only) releases when it ends: its host lock, not the fleet lock
+    taken = {"locks": [dict(p, acquired=True) for p in fleet["paths"]]}
+    hostvars = {"h2": {"launchcard_host_lock": {"locks": [{"path": "/l/lock.json", "scope": "host", "acquired": True}]}}}
+    keep = filters.run_lock_keeps_fleet(plan_run, PLAN, ["h2"])
+    assert keep is True and filters.run_lock_keeps_fleet(plan_run, PLAN, ["h2"], "true") is False
+    assert filters.run_lock_keeps_fleet(RUN_A, PLAN, ["h2"]) is False
+    names = ["preflight_result", "launchcard_host_lock"]
+    assert filters.run_lock_taken(hostvars, ["h2"], taken, "h1", result=names, keep_fleet=keep) == [
+        {"host": "h2", "paths": [{"path": "/l/lock.json", "scope": "host"}]}]
+    hostvars["h1"] = {"launchcard_host_lock": taken}
+    assert filters.run_lock_taken(hostvars, ["h1"], None, "h1", result=names, keep_fleet=keep) == []
+    # the final job
+    rc, res = call(run_lock, capsys, {"state": "absent", "paths": fleet["paths"], "holder": {"run_id": plan_run["id"]}})
+    assert rc == 0 and res["locks"][0]["released"] and not os.path.exists(str(tmp_path / "fleet-lock.json"))

@@ -131,3 +131,26 @@ def test_a_file_that_is_not_a_plan_file_is_refused(text, message):
     with pytest.raises(planfile.PlanFileError) as err:
         planfile.loads(text, "p")
     assert str(err.value).startswith(message)
+
+
+def test_the_jobs_of_one_plan_file_share_a_run_id_and_another_file_has_another():
+    text = planfile.dumps(doc(inputs(**{"gpu-a": A, "gpu-b": B})))
+    one = planfile.run_id(planfile.bytes_digest(text.encode("utf-8")))
+    assert one == planfile.run_id(planfile.bytes_digest(text.encode("utf-8")))
+    assert one.startswith("plan-") and len(one) == len("plan-") + planfile.RUN_ID_DIGITS
+    other = planfile.dumps(doc(inputs(**{"gpu-a": A, "gpu-b": dict(B, ansible_host="10.0.0.9")})))
+    assert planfile.run_id(planfile.bytes_digest(other.encode("utf-8"))) != one
+    with pytest.raises(planfile.PlanFileError):
+        planfile.run_id("md5:abc")
+
+
+def test_only_the_plans_final_job_releases_the_fleet_lock():
+    plan_run, own_run = {"id": "plan-0123456789abcdef", "plan": "sha256:" + "0" * 64}, {"id": "20261203T000000Z-1"}
+    everyone = ["gpu-a", "gpu-b", "rtr"]
+    # a run of its own releases it as always; so does an unsliced run of the file (its own final job)
+    assert not planfile.keeps_fleet_lock(own_run, everyone, ["gpu-a"])
+    assert not planfile.keeps_fleet_lock(plan_run, everyone, everyone)
+    # a slice keeps it for the final job, which releases it whatever its hosts
+    assert planfile.keeps_fleet_lock(plan_run, everyone, ["gpu-a"])
+    assert not planfile.keeps_fleet_lock(plan_run, everyone, ["rtr"], final=True)
+    assert planfile.keeps_fleet_lock(plan_run, everyone, everyone, final=False)
