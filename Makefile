@@ -14,7 +14,7 @@ export PYTHONDONTWRITEBYTECODE := 1
 # A bare `make` lists the targets: nothing is installed or booted unless asked for by name.
 .DEFAULT_GOAL := help
 
-.PHONY: help docs demo test controller fleets molecules setup venv host-deps sandbox-up sandbox-down deploy undeploy units lint sanity integration e2e e2e-slices bench bench-render bench-upgrade bench-scale build compat sanity-compat changelog clean molecule molecule-rocm molecule-ascend ee
+.PHONY: help docs demo test controller fleets molecules setup venv host-deps sandbox-up sandbox-down deploy undeploy units lint sanity integration e2e e2e-slices bench bench-render bench-upgrade bench-scale bench-weights build compat sanity-compat changelog clean molecule molecule-rocm molecule-ascend ee
 
 demo: setup sandbox-up deploy ## Boot the sandbox fleet and deploy the example card (twice is fine)
 	@$(BIN)/python tests/sandbox/demo_request.py -i $(INVENTORY)
@@ -125,6 +125,9 @@ bench-upgrade: setup ## upgrade.yml under load: per host against fleet size (2 a
 
 bench-scale: setup ## A no-op deploy's controller CPU seconds per host at 24, 256 and 1,000 generated hosts (no host contacted)
 	$(BIN)/python bench/scale.py
+
+bench-weights: setup ## The card's revision staged on 24 sandbox hosts from one seed against fanned out: Hub bytes and wall time
+	$(BIN)/python bench/weights_fanout.py
 
 # molecule finds a collection's scenarios in extensions/molecule/<scenario> when run from the collection root
 # (molecule/util.py get_effective_molecule_glob, molecule 26.10)

@@ -139,6 +139,14 @@ def hold_images(resolved, held):
             "held": dict((m["image"], refs[m["image"]]) for m in drift)}
 
 
+def image_pull_groups(refs, concurrency=0):
+    """A host's images by registry, each with its bound of hosts pulling at once (see plugin_utils._images.pull_groups)."""
+    try:
+        return images.pull_groups(refs, concurrency)
+    except ValueError as exc:
+        raise AnsibleFilterError("launchcard.inference.image_pull_groups: %s" % to_text(exc))
+
+
 def image_pullers(hostvars, hosts, plan, result_var="preflight_result"):
     """``{image: [host]}``: the hosts that run each image of ``plan`` and must pull it (see plugin_utils._images.pullers).
 
@@ -207,8 +215,8 @@ def registry_credentials_digest(credentials, mirrors=None, salt=""):
         raise AnsibleFilterError("launchcard.inference.registry_credentials_digest: %s" % to_text(exc))
 
 
-def weights_peers(plan, hostvars, hosts, result_var="preflight_result"):
-    """The seed of each card and the hosts that copy from it (see plugin_utils._weights.peer_plan).
+def weights_peers(plan, hostvars, hosts, result_var="preflight_result", fanout=0, source="peer", hub_concurrency=0):
+    """Who downloads each card's revision and the waves of copies from it (see plugin_utils._weights.peer_plan).
 
     Reads ``hostvars[host][result_var].weights_staged`` (the preflight call's read of the completion stamp).
     """
@@ -216,7 +224,14 @@ def weights_peers(plan, hostvars, hosts, result_var="preflight_result"):
     for host in hosts or []:
         if host in hostvars:
             staged[host] = bool((hostvars[host].get(result_var) or {}).get("weights_staged"))
-    return weights.peer_plan(plan or {}, staged, hosts or [])
+    try:
+        fanout, hub_concurrency = int(fanout or 0), int(hub_concurrency or 0)
+    except (TypeError, ValueError):
+        raise AnsibleFilterError("launchcard.inference.weights_peers: fanout and hub_concurrency must be integers, "
+                                 "got %r and %r" % (fanout, hub_concurrency))
+    if source not in ("peer", "hub"):
+        raise AnsibleFilterError("launchcard.inference.weights_peers: source must be peer or hub, got %r" % (source,))
+    return weights.peer_plan(plan or {}, staged, hosts or [], fanout, source, hub_concurrency)
 
 
 def weights_peer_report(peers, cards=None):
@@ -558,6 +573,7 @@ class FilterModule(object):
             "hold_images": hold_images,
             "recorded_image_refs": recorded_image_refs,
             "image_pullers": image_pullers,
+            "image_pull_groups": image_pull_groups,
             "docker_daemon_config": docker_daemon_config,
             "registry_auth": registry_auth,
             "podman_registries_conf": podman_registries_conf,

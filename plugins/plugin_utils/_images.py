@@ -85,6 +85,33 @@ def pinned(ref, digest, qualified=False):
     return "%s@%s" % (name, digest)
 
 
+def pull_groups(refs, concurrency=0):
+    """A host's images by the registry each is pulled from, with the most hosts that may pull from it at once.
+
+    :param refs: the references the host pulls (pinned or not).
+    :param concurrency: an int for every registry, or ``{registry: int}`` (a registry not named: no bound); 0: no bound.
+    :returns: ``{registry: {"images": [ref, ...], "throttle": n}}`` (``registry`` as :func:`parse_reference` names it).
+    :raises ImageError: a reference is not valid, or a bound is not a whole number of hosts (0 or more).
+    """
+    def bound(value, what):
+        if isinstance(value, bool) or not isinstance(value, (int, str)) or not str(value).isdigit():
+            raise ImageError("launchcard_image_pull_concurrency%s must be a whole number of hosts (0: no bound), "
+                             "found %r" % (what, value))
+        return int(value)
+
+    per_registry = isinstance(concurrency, dict)
+    if not per_registry:
+        everywhere = bound(concurrency or 0, "")
+    groups = {}
+    for ref in refs or []:
+        registry = parse_reference(ref)["registry"]
+        if registry not in groups:
+            throttle = (bound(concurrency.get(registry, 0), "[%s]" % registry) if per_registry else everywhere)
+            groups[registry] = {"images": [], "throttle": throttle}
+        groups[registry]["images"].append(ref)
+    return groups
+
+
 def distinct_images(plan):
     """Sorted distinct images of every instance of ``plan`` (``plan["hosts"][h]["instances"][i]["image"]``)."""
     return sorted({i["image"] for hp in plan.get("hosts", {}).values() for i in hp.get("instances", [])

@@ -19,39 +19,92 @@ def engine_hosts(plan):
     return cards
 
 
-def peer_plan(plan, staged, active):
-    """The seed of each card and the hosts that copy from it.
+def fanout_waves(hosts, holders, fanout=0):
+    """The copies that spread a revision from the hosts that hold it to the others, wave by wave.
+
+    :param hosts: the card's engine hosts in the run.
+    :param holders: those of ``hosts`` that hold the revision before the first wave (the seed, once it has
+        downloaded, and every host that had it staged).
+    :param fanout: how many hosts one source copies to in one wave; 0 (or less): no bound, one wave.
+    :returns: ``[[(target, source), ...], ...]``, one list per wave. A host that receives in a wave is a source
+        from the next, so the holders grow up to ``fanout + 1`` times a wave. Targets go by name to the sources
+        in turn (round robin: no source serves more than ``ceil(targets / sources)``); the same inputs give the
+        same waves in any order.
+    """
+    holders = sorted(set(holders))
+    pending = sorted(set(hosts) - set(holders))
+    waves = []
+    while pending and holders:
+        take = len(pending) if fanout <= 0 else min(len(pending), fanout * len(holders))
+        wave = [(target, holders[i % len(holders)]) for i, target in enumerate(pending[:take])]
+        pending = pending[take:]
+        waves.append(wave)
+        holders = sorted(holders + [target for target, dummy in wave])
+    return waves
+
+
+def peer_plan(plan, staged, active, fanout=0, source="peer", hub_concurrency=0):
+    """Who of each card downloads from the Hub, and the waves of copies that spread it to the others.
 
     :param plan: ``launchcard_plan`` (``hosts``: host -> ``{card, instances}``).
     :param staged: host -> whether the card's revision is already complete there (the preflight call's
         ``weights_staged``); a host not listed counts as not staged.
     :param active: the hosts this run still reaches (``ansible_play_hosts``): a failed, unreachable or
-        ``--limit``-ed out host is never a seed, and is given nothing to do.
-    :returns: ``{"cards": {card: {"seed", "seed_staged", "copies": [host], "hosts": [host]}},
-        "hosts": {host: {"card", "seed", "copying": bool, "copies": [host]}}}``. The seed of a card is the
-        first host (by name) that already holds the revision, else the first host: it alone talks to the
-        Hub for the files. ``copies`` are the card's other hosts that lack the revision; a host that
-        already holds it copies nothing. ``copies`` in a host's entry is set on the seed only.
+        ``--limit``-ed out host is never a seed or a source, and is given nothing to do.
+    :param fanout: with ``source="peer"``, how many hosts one source copies to in one wave (:func:`fanout_waves`);
+        0: no bound (the seed copies to every other host at once).
+    :param source: ``peer`` (one download per card, then copies) or ``hub`` (every host that lacks the revision
+        downloads it; no copies).
+    :param hub_concurrency: how many hosts download from the Hub at once; 0: no bound. The downloaders, by name,
+        are cut into rounds of that many (``download_round``).
+    :returns: ``{"cards": {card: {"seed", "seed_staged", "copies": [host], "hosts": [host],
+        "waves": [[[target, source], ...], ...]}}, "hosts": {host: {"card", "seed", "copying": bool,
+        "copies": [host], "source", "wave", "source_load", "downloading": bool, "download_round"}},
+        "waves": n, "download_rounds": n}``.
+        The seed of a card is the first host (by name) that already holds the revision, else the first host: with
+        the peer source it alone talks to the Hub for the files. ``copies`` are the card's other hosts that lack
+        the revision (in a host's entry: on the seed only, every host whose copy comes from its download). A copying
+        host's ``source`` is the host it copies from in its ``wave`` (1-based), which serves ``source_load`` hosts
+        in that wave; every host that held the revision before the first wave, staged or the seed, is a source.
+        ``waves`` and ``download_rounds``: the most of any card, the number of rounds every host walks through.
     """
     active = set(active or [])
     staged = staged or {}
-    out = {"cards": {}, "hosts": {}}
+    out = {"cards": {}, "hosts": {}, "waves": 0, "download_rounds": 0}
+    downloaders = []
     for card, hosts in sorted(engine_hosts(plan).items(), key=lambda kv: str(kv[0])):
         hosts = [h for h in hosts if h in active]
         if not hosts:
             continue
         holders = [h for h in hosts if staged.get(h)]
         seed = (holders or hosts)[0]
-        copies = [h for h in hosts if h != seed and not staged.get(h)]
-        out["cards"][card] = {"seed": seed, "seed_staged": bool(staged.get(seed)), "copies": copies, "hosts": hosts}
+        if source == "peer":
+            waves = fanout_waves(hosts, holders or [seed], fanout)
+            downloaders += [] if staged.get(seed) else [seed]
+        else:
+            waves = []
+            downloaders += [h for h in hosts if not staged.get(h)]
+        copies = sorted(target for wave in waves for target, dummy in wave)
+        out["cards"][card] = {"seed": seed, "seed_staged": bool(staged.get(seed)), "copies": copies, "hosts": hosts,
+                              "waves": [[[target, src] for target, src in wave] for wave in waves]}
+        out["waves"] = max(out["waves"], len(waves))
         for host in hosts:
-            out["hosts"][host] = {"card": card, "seed": seed, "copying": host in copies,
-                                  "copies": copies if host == seed else []}
+            out["hosts"][host] = {"card": card, "seed": seed, "copying": False,
+                                  "copies": copies if host == seed else [], "source": None, "wave": None,
+                                  "source_load": 0, "downloading": False, "download_round": None}
+        for number, wave in enumerate(waves, 1):
+            for target, src in wave:
+                out["hosts"][target].update(copying=True, source=src, wave=number,
+                                            source_load=sum(1 for dummy, s in wave if s == src))
+    per_round = hub_concurrency if hub_concurrency > 0 else max(len(downloaders), 1)
+    for i, host in enumerate(sorted(downloaders)):
+        out["hosts"][host].update(downloading=True, download_round=i // per_round + 1)
+    out["download_rounds"] = -(-len(downloaders) // per_round)
     return out
 
 
 def peer_report(peers, repo_of=None):
-    """Lines saying, per card, which host downloads from the Hub and which copy from it (or that none has to).
+    """Lines saying, per card, which host downloads from the Hub and which copy from whom (or that none has to).
 
     :param peers: :func:`peer_plan`'s result.
     :param repo_of: card -> ``owner/name@revision`` to name in the lines in place of the card (optional).
@@ -63,7 +116,11 @@ def peer_report(peers, repo_of=None):
             head = "%s: %s already holds it, no download" % (what, entry["seed"])
         else:
             head = "%s: %s downloads it from the Hub" % (what, entry["seed"])
-        tail = ("; %s copy it from %s" % (", ".join(entry["copies"]), entry["seed"]) if entry["copies"]
-                else "; no host copies it")
-        lines.append(head + tail)
+        waves = entry.get("waves") or []
+        parts = []
+        for number, wave in enumerate(waves, 1):
+            sources = sorted({src for dummy, src in wave})
+            said = "; ".join("%s copy it from %s" % (", ".join(t for t, s in wave if s == src), src) for src in sources)
+            parts.append(("wave %d: %s" % (number, said)) if len(waves) > 1 else said)
+        lines.append(head + ("; " + "; ".join(parts) if parts else "; no host copies it"))
     return lines

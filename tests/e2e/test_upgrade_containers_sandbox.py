@@ -160,7 +160,7 @@ def test_one_copy_from_the_hub_the_other_replicas_copy_it_and_a_rerun_transfers_
     assert {p: n for p, n in counts.items() if n} == dict.fromkeys(files, 1), counts
     said = " ".join(FIRST["stdout"].split())
     assert "lc-cu-w1 downloads it from the Hub; lc-cu-w2, lc-cu-w3 copy it from lc-cu-w1" in said
-    copied = FIRST["stdout"].split("Copy the repository's folder from the seed]", 1)[1].split("TASK [", 1)[0]
+    copied = FIRST["stdout"].split("Copy the repository's folder from its source]", 1)[1].split("TASK [", 1)[0]
     for host in ("lc-cu-w2", "lc-cu-w3"):
         assert "changed: [%s -> lc-cu-w1(198.18.11.11)]" % host in copied, copied
     assert not re.search(r"(ok|changed): \[lc-cu-w1\]", copied), copied

@@ -31,7 +31,9 @@ requirements.txt) calls for ``snapshot_download``, ``hf_hub_download``, ``list_r
 A revision is the repository's commit hash, or ``main`` (which resolves to it). Repositories are
 generated from ``repo@revision`` specs (:func:`generate_repo`): ``config.json``, a tokenizer
 config, an index and two safetensors-shaped shards (a little-endian u64 header length, a JSON
-header, then the tensor bytes), deterministic for a given repo and revision.
+header, then the tensor bytes), deterministic for a given repo and revision; each shard holds 96 KiB of
+tensor bytes, or ``SANDBOX_HUB_SHARD_BYTES`` from the environment (bench/weights_fanout.py: a revision big enough
+that copying it, not Ansible's per-task work, takes the time).
 
 A spec may name a directory (``repo@revision=DIR``): that revision serves the files of ``DIR`` instead (the
 sandbox's tiny real checkpoint, ``tinymodel.py``, for the fleets that run the real vLLM).
@@ -55,7 +57,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from urllib.parse import unquote, urlsplit
 
 DEFAULT_PORT = 8470
-SHARD_BYTES = 96 * 1024  # tensor bytes per shard: small, so a fleet downloads in a blink
+# tensor bytes per shard: small, so a fleet downloads in a blink; SANDBOX_HUB_SHARD_BYTES makes a bench's bigger
+SHARD_BYTES = int(os.environ.get("SANDBOX_HUB_SHARD_BYTES") or 96 * 1024)
 _COMMIT = re.compile(r"^[0-9a-f]{40}$")
 
 
@@ -69,6 +72,8 @@ def _safetensors(name: str, seed: bytes, nbytes: int) -> bytes:
                          name: {"dtype": "F16", "shape": [nbytes // 2], "data_offsets": [0, nbytes]}},
                         separators=(",", ":")).encode()
     header += b" " * (-len(header) % 8)
+    if nbytes > 96 * 1024:  # a bench's big shard (SANDBOX_HUB_SHARD_BYTES): one C call, not a Python loop
+        return struct.pack("<Q", len(header)) + header + hashlib.shake_256(seed).digest(nbytes)
     body = bytearray()
     block = seed
     while len(body) < nbytes:

@@ -59,6 +59,8 @@ def ensure_hub(state: Path, address: str, port: int = HUB_PORT, real_models=None
         repo = real[0].split("@", 1)[0]
         specs = [s for s in specs if s.split("@", 1)[0] != repo] + real
     want = {"address": address, "port": port, "repos": specs}
+    if os.environ.get("SANDBOX_HUB_SHARD_BYTES"):  # a bench's shard size (hub/server.py): a changed one restarts it
+        want["shard_bytes"] = os.environ["SANDBOX_HUB_SHARD_BYTES"]
     pidfile, cfgfile = state / "hub.pid", state / "hub.json"
     pid = read_pidfile(pidfile)
     if pid and read_json(cfgfile, {}) == want and port_open(address, port):
@@ -72,7 +74,8 @@ def ensure_hub(state: Path, address: str, port: int = HUB_PORT, real_models=None
                                 start_new_session=True, env=dict(os.environ, PYTHONDONTWRITEBYTECODE="1"))
     write_pidfile(pidfile, proc.pid)
     write_file(cfgfile, json.dumps(want, indent=1) + "\n")
-    deadline = time.time() + 20
+    # a bench's big shards take the hub seconds to generate and hash before it listens
+    deadline = time.time() + (120 if want.get("shard_bytes") else 20)
     while not port_open(address, port):
         if proc.poll() is not None or time.time() > deadline:
             raise FleetError(f"the sandbox hub did not start on {address}:{port}; see {state / 'hub.log'}")

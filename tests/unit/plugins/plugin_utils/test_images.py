@@ -408,3 +408,17 @@ def test_the_registry_client_follows_the_fleets_runtime_in_one_place():
         "podman", "docker", "docker", "docker"]
     with pytest.raises(img.ImageError, match="launchcard_runtime must be one of docker, podman, native, found 'Podman'"):
         img.registry_client("Podman")
+
+
+def test_pull_groups_by_registry_each_with_its_bound_of_hosts():
+    refs = ["lmsysorg/sglang@sha256:" + "a" * 64, "registry.example.com/team/engine:1", "vllm/vllm-openai:v1"]
+    assert im.pull_groups(refs, 4) == {
+        "docker.io": {"images": [refs[0], refs[2]], "throttle": 4},
+        "registry.example.com": {"images": [refs[1]], "throttle": 4}}
+    # per registry; one not named has no bound
+    assert {r: g["throttle"] for r, g in im.pull_groups(refs, {"registry.example.com": 8}).items()} == {
+        "docker.io": 0, "registry.example.com": 8}
+    assert im.pull_groups([], 3) == {} and im.pull_groups(refs[:1], None)["docker.io"]["throttle"] == 0
+    for bad in (-1, "many", True, {"docker.io": -2}):
+        with pytest.raises(im.ImageError, match="launchcard_image_pull_concurrency"):
+            im.pull_groups(refs, bad)
