@@ -188,14 +188,13 @@ def main():
             load_after = os.getloadavg()[0]
             per_host = (cpu - base_cpu) / (n - args.base)
             wall_per_host = (wall - base_wall) / (n - args.base)
-            print("hosts=%d controller_s_per_host=%.4f (CPU %.1f s, wall %.1f s, wall per host %.4f s, "
-                  "peak RSS %.0f MB, load %.1f -> %.1f on %d cores)" % (n, per_host, cpu, wall, wall_per_host,
-                                                                       peak_rss, load_before, load_after, cores))
+            print("hosts=%d controller_s_per_host=%.4f (CPU %.1f s, wall %.1f s, wall per host %.4f s, peak RSS %.0f "
+                  "MB, load %.1f -> %.1f on %d cores)"
+                  % (n, per_host, cpu, wall, wall_per_host, peak_rss, load_before, load_after, cores))
             sys.stdout.flush()
             line = (time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), n, args.base, "%.2f" % cpu, "%.2f" % wall,
                     "%.4f" % per_host, "%.4f" % wall_per_host, args.runs, nfork, cores, "%.2f" % load_before,
-                    "%.2f" % load_after, sha, args.note, "%.0f" % peak_rss,
-                    "%.1f" % mem_gib)
+                    "%.2f" % load_after, sha, args.note, "%.0f" % peak_rss, "%.1f" % mem_gib)
             lines.append(line)
             append(args.out, line)  # each size as it is measured: a 1,000-host run takes a while
     finally:

@@ -43,7 +43,7 @@ def freeze():
     """Collect the garbage the tracked, unfrozen objects hold, then freeze what survives; False when gc is off."""
     if not gc.isenabled():
         return False
-    # a full collection skips the permanent generation: its cost is what was made since the last freeze
+    # collections skip the permanent generation (CPython's gc.freeze docs): this one costs what the last task made
     gc.collect()
     gc.freeze()
     return True
@@ -55,6 +55,8 @@ class CallbackModule(CallbackBase):
     CALLBACK_VERSION = 2.0
     CALLBACK_TYPE = "aggregate"
     CALLBACK_NAME = "launchcard.inference.gc_freeze"
+    # moot for a collection: ansible-core 2.19 executor/task_queue_manager.py 259-269 loads a collection's callback
+    # only from callbacks_enabled, and cli/playbook.py 119-124 skips callback_plugins/ beside a collection playbook
     CALLBACK_NEEDS_ENABLED = True
 
     # ansible-core 2.19 plugins/strategy/linear.py 187-195 (free.py 180-183, per host): the strategy, in the
