@@ -15,6 +15,9 @@ upgrade_per_host: from bench/results/upgrade_per_host.tsv (written by bench/upgr
 row per fleet size and target card, its latest result (every result with --all).
 upgrade_topologies: from bench/results/upgrade_topologies.tsv (written by bench/upgrade_topologies.py, no header), one
 row per topology of the example card, its latest result (every result with --all), then the outages check mode named.
+scale: from bench/results/scale.tsv (written by bench/scale.py), one row per fleet size, its latest result (every
+result with --all), each size's CPU seconds per host against the smallest size's, then the envelope: the largest
+fleet measured and the controller it ran on.
 """
 
 from __future__ import annotations
@@ -91,6 +94,23 @@ def topology_table(results, everything=False):
     return "\n".join(out + ([""] + notes if notes else []))
 
 
+def scale_table(results, everything=False):
+    if not everything:
+        results = latest(results, lambda r: int(r["hosts"]))
+    smallest = float(results[0]["controller_s_per_host"])
+    out = ["| date (UTC) | commit | hosts | CPU | wall | CPU per host | x the %s-host figure | peak RSS | load |"
+           % results[0]["hosts"], "|---|---|---|---|---|---|---|---|---|"]
+    for r in results:
+        out.append("| %s | %s | %s | %.0f s | %.0f s | %.2f s | %.2fx | %s | %s -> %s |" % (
+            r["date"][:16].replace("T", " "), r["commit"], r["hosts"], float(r["cpu_s"]), float(r["wall_s"]),
+            float(r["controller_s_per_host"]), float(r["controller_s_per_host"]) / smallest,
+            "%s MB" % r["peak_rss_mb"] if r.get("peak_rss_mb") else "-", r["load_before"], r["load_after"]))
+    largest = max(results, key=lambda r: int(r["hosts"]))
+    out += ["", "Largest fleet measured: %s hosts, on a controller of %s cores%s." % (
+        largest["hosts"], largest["cores"], " and %s GiB of memory" % largest["mem_gib"] if largest.get("mem_gib") else "")]
+    return "\n".join(out)
+
+
 def tables(everything=False):
     return {
         "noop_vs_ping": noop_table(rows(os.path.join(RESULTS, "noop_vs_ping.tsv")), everything),
@@ -98,6 +118,7 @@ def tables(everything=False):
                                           everything),
         "upgrade_topologies": topology_table(rows(os.path.join(RESULTS, "upgrade_topologies.tsv"), TOPOLOGY_COLUMNS),
                                              everything),
+        "scale": scale_table(rows(os.path.join(RESULTS, "scale.tsv")), everything),
     }
 
 

@@ -25,7 +25,10 @@ the fleet: seconds per host at 1,000 hosts then exceed those at 24.
 ``controller_s_per_host`` is CPU seconds (ansible-playbook and its forked workers, user + system) per added host:
 (CPU at N - CPU at --base hosts) / (N - base), so the fixed cost of a run (interpreter start, collection loading)
 is not spread over the hosts; CPU time rather than wall time because the machine is shared (the load average is
-recorded), and wall time per host is printed too. Each line is appended to ``bench/results/scale.tsv``.
+recorded), and wall time per host is printed too. ``peak_rss_mb`` is the largest resident size of the run's
+processes (the ansible-playbook process, which its workers are forked from), ``mem_gib`` the machine's memory.
+The run uses the repository's ``ansible.cfg`` as it is (its forks, its enabled callbacks:
+``launchcard.inference.gc_freeze``). Each line is appended to ``bench/results/scale.tsv``.
 
     python bench/scale.py                          # 24 256 1000, base 8, one run each
     python bench/scale.py --hosts 24 256 --runs 3 --note "before the change"
@@ -37,7 +40,6 @@ import argparse
 import json
 import os
 import re
-import resource
 import shutil
 import statistics
 import subprocess
@@ -52,7 +54,8 @@ import render_and_plan  # noqa: E402  (the fleet layout and addresses of the ren
 
 RESULTS = os.path.join(ROOT, "bench", "results", "scale.tsv")
 HEADER = ("date", "hosts", "base_hosts", "cpu_s", "wall_s", "controller_s_per_host", "wall_s_per_host", "runs",
-          "forks", "cores", "load_before", "load_after", "commit", "note")
+          "forks", "cores", "load_before", "load_after", "commit", "note", "peak_rss_mb",
+          "mem_gib")
 # what inventories/bench24 sets for its hosts, less the sandbox's connection
 FLEET_VARS = {
     "launchcard_runtime": "native",
@@ -111,26 +114,32 @@ def time_deploy(n, runs, workdir, collections):
     env = dict(os.environ, ANSIBLE_CONFIG=os.path.join(ROOT, "ansible.cfg"), ANSIBLE_COLLECTIONS_PATH=collections,
                ANSIBLE_FORCE_COLOR="0", ANSIBLE_NOCOLOR="1", LAUNCHCARD_BENCH_CALLS=calls_log,
                PATH=BIN + os.pathsep + os.environ.get("PATH", ""))
-    walls, cpus = [], []
+    walls, cpus, rss = [], [], []
     for dummy in range(runs):
         if os.path.exists(calls_log):
             os.unlink(calls_log)
-        before = resource.getrusage(resource.RUSAGE_CHILDREN)
-        start = time.monotonic()
-        res = subprocess.run([os.path.join(BIN, "ansible-playbook"), "playbooks/deploy.yml", "-i", inventory],
-                             cwd=ROOT, env=env, capture_output=True, text=True, check=False)
-        wall = time.monotonic() - start
-        after = resource.getrusage(resource.RUSAGE_CHILDREN)
-        if res.returncode != 0:
-            sys.exit("deploy.yml failed at %d hosts:\n%s%s" % (n, res.stdout[-4000:], res.stderr[-2000:]))
+        with tempfile.TemporaryFile("w+") as out, tempfile.TemporaryFile("w+") as err:
+            start = time.monotonic()
+            proc = subprocess.Popen([os.path.join(BIN, "ansible-playbook"), "playbooks/deploy.yml", "-i", inventory],
+                                    cwd=ROOT, env=env, stdout=out, stderr=err, text=True)
+            # wait4: this run's CPU (its reaped workers included) and its largest process's peak RSS (Linux: KiB)
+            dummy, status, usage = os.wait4(proc.pid, 0)
+            wall = time.monotonic() - start
+            proc.returncode = os.waitstatus_to_exitcode(status)
+            out.seek(0)
+            err.seek(0)
+            stdout, stderr = out.read(), err.read()
+        if proc.returncode != 0:
+            sys.exit("deploy.yml failed at %d hosts:\n%s%s" % (n, stdout[-4000:], stderr[-2000:]))
         with open(calls_log) as f:
             calls = f.read().split()
-        wrong = check_noop(res.stdout, calls, n)
+        wrong = check_noop(stdout, calls, n)
         if wrong:
-            sys.exit("deploy.yml at %d hosts was not the no-op path: %s\n%s" % (n, wrong, res.stdout[-3000:]))
+            sys.exit("deploy.yml at %d hosts was not the no-op path: %s\n%s" % (n, wrong, stdout[-3000:]))
         walls.append(wall)
-        cpus.append((after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime))
-    return statistics.median(cpus), statistics.median(walls)
+        cpus.append(usage.ru_utime + usage.ru_stime)
+        rss.append(usage.ru_maxrss / 1024.0)
+    return statistics.median(cpus), statistics.median(walls), max(rss)
 
 
 def forks():
@@ -170,20 +179,22 @@ def main():
     try:
         collections = shadow_collection(workdir)
         nfork, cores, sha = forks(), os.cpu_count(), commit()
-        base_cpu, base_wall = time_deploy(args.base, args.runs, workdir, collections)
+        mem_gib = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2.0 ** 30
+        base_cpu, base_wall, dummy = time_deploy(args.base, args.runs, workdir, collections)
         print("base: hosts=%d cpu_s=%.2f wall_s=%.2f (the fixed part of a run)" % (args.base, base_cpu, base_wall))
         for n in args.hosts:
             load_before = os.getloadavg()[0]
-            cpu, wall = time_deploy(n, args.runs, workdir, collections)
+            cpu, wall, peak_rss = time_deploy(n, args.runs, workdir, collections)
             load_after = os.getloadavg()[0]
             per_host = (cpu - base_cpu) / (n - args.base)
             wall_per_host = (wall - base_wall) / (n - args.base)
-            print("hosts=%d controller_s_per_host=%.4f (CPU %.1f s, wall %.1f s, wall per host %.4f s, load %.1f -> "
-                  "%.1f on %d cores)" % (n, per_host, cpu, wall, wall_per_host, load_before, load_after, cores))
+            print("hosts=%d controller_s_per_host=%.4f (CPU %.1f s, wall %.1f s, wall per host %.4f s, peak RSS %.0f "
+                  "MB, load %.1f -> %.1f on %d cores)"
+                  % (n, per_host, cpu, wall, wall_per_host, peak_rss, load_before, load_after, cores))
             sys.stdout.flush()
             line = (time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), n, args.base, "%.2f" % cpu, "%.2f" % wall,
                     "%.4f" % per_host, "%.4f" % wall_per_host, args.runs, nfork, cores, "%.2f" % load_before,
-                    "%.2f" % load_after, sha, args.note)
+                    "%.2f" % load_after, sha, args.note, "%.0f" % peak_rss, "%.1f" % mem_gib)
             lines.append(line)
             append(args.out, line)  # each size as it is measured: a 1,000-host run takes a while
     finally:

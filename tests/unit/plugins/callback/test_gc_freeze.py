@@ -1,0 +1,108 @@
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, launchcard.inference contributors
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The gc_freeze callback: it collects then freezes at a task's start, does nothing with gc off, and a real
+ansible-playbook that enables it forks its workers from a frozen heap."""
+
+from __future__ import annotations
+
+import gc
+import os
+import re
+import subprocess
+import sys
+import weakref
+
+import pytest
+
+from ansible_collections.launchcard.inference.plugins.callback import gc_freeze
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))))
+BIN = os.path.dirname(os.path.abspath(sys.executable))
+
+# a filter templated in the worker (TaskExecutor) reports the heap the worker inherited
+FILTER = '''
+import gc
+
+
+class FilterModule:
+    def filters(self):
+        return {"freeze_count": lambda dummy: gc.get_freeze_count()}
+'''
+PLAYBOOK = '''
+- hosts: localhost
+  gather_facts: false
+  tasks:
+    - ansible.builtin.debug:
+        msg: "frozen={{ 0 | freeze_count }}"
+'''
+
+
+class Node:
+    def __init__(self):
+        self.other = self
+
+
+@pytest.fixture(autouse=True)
+def unfrozen():
+    gc.unfreeze()
+    enabled = gc.isenabled()
+    yield
+    gc.unfreeze()
+    (gc.enable if enabled else gc.disable)()
+
+
+def garbage_cycle():
+    node = Node()
+    return weakref.ref(node)  # the cycle holds it: only a collection frees it
+
+
+def test_a_task_start_collects_then_freezes_what_survives():
+    kept = Node()
+    dead = garbage_cycle()
+    assert dead() is not None and gc.get_freeze_count() == 0
+    gc_freeze.CallbackModule().v2_playbook_on_task_start(None, False)
+    assert dead() is None  # collected, not frozen
+    assert gc.get_freeze_count() > 0
+    assert not any(obj is kept for obj in gc.get_objects())  # in the permanent generation: no collection walks it
+    del kept
+
+
+def test_a_handler_start_freezes_too():
+    gc_freeze.CallbackModule().v2_playbook_on_handler_task_start(None)
+    assert gc.get_freeze_count() > 0
+
+
+def test_with_gc_disabled_it_does_nothing():
+    gc.disable()
+    dead = garbage_cycle()
+    assert gc_freeze.freeze() is False
+    gc_freeze.CallbackModule().v2_playbook_on_task_start(None, False)
+    assert gc.get_freeze_count() == 0
+    assert dead() is not None  # no collection ran either
+    gc.enable()
+    gc.collect()
+
+
+def run_playbook(tmp_path, enabled):
+    (tmp_path / "filter_plugins").mkdir(exist_ok=True)
+    (tmp_path / "filter_plugins" / "freeze_count.py").write_text(FILTER)
+    (tmp_path / "play.yml").write_text(PLAYBOOK)
+    config = os.path.join(ROOT, "ansible.cfg")
+    if not enabled:
+        config = str(tmp_path / "ansible.cfg")
+        (tmp_path / "ansible.cfg").write_text("[defaults]\n")
+    env = dict(os.environ, ANSIBLE_CONFIG=config, ANSIBLE_NOCOLOR="1",
+               ANSIBLE_COLLECTIONS_PATH=os.path.join(ROOT, ".collections"),
+               PATH=BIN + os.pathsep + os.environ.get("PATH", ""))
+    env.pop("ANSIBLE_CALLBACKS_ENABLED", None)
+    res = subprocess.run([os.path.join(BIN, "ansible-playbook"), "-i", "localhost,", "-c", "local", "play.yml"],
+                         cwd=str(tmp_path), env=env, capture_output=True, text=True, check=False)
+    assert res.returncode == 0, res.stdout + res.stderr
+    assert "unable to load" not in res.stdout + res.stderr
+    return int(re.search(r"frozen=(\d+)", res.stdout).group(1))
+
+
+def test_the_repository_config_enables_it_and_workers_fork_from_a_frozen_heap(tmp_path):
+    assert run_playbook(tmp_path, enabled=True) > 10000  # the controller's heap, all of it
+    assert run_playbook(tmp_path, enabled=False) == 0
