@@ -220,8 +220,8 @@ def test_second_deploy_changes_nothing(fleet, hub, first_deploy):
                          res.stdout)
     skipped = dict((m.group(1), int(m.group(2))) for m in re.finditer(r"^(\S+)\s*:.*\bskipped=(\d+)", res.stdout, re.M))
     # (plus, on the play's first host only, the run-once lock steps with nothing to do; the record task is one
-    # of them, skipped where the host's last gate call wrote the record)
-    assert set(skipped) >= set(fleet) and max(skipped.values()) <= 13, skipped
+    # of them, skipped where the host's last gate call wrote the record, and a plan's final-job fleet lock release)
+    assert set(skipped) >= set(fleet) and max(skipped.values()) <= 14, skipped
     assert sorted(skipped.values())[len(skipped) // 2] <= 9, skipped
     assert hub_bytes(hub) == served  # no byte of the weights downloaded again
     # nothing restarted: the router's and the language server's endpoints (which answer through their peers)
