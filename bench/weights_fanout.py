@@ -1,4 +1,4 @@
-#!/usr/bin/env python3
+#!/usr/bin/env python
 """Benchmark: the card's revision staged on the 24-host fleet from empty, copied from one seed against fanned out.
 
     python bench/weights_fanout.py [--modes peer:0,peer:2] [--shard-mib 64] [--bwlimit-kib 5120] [--runs 1] [--keep]
