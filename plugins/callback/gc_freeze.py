@@ -8,7 +8,7 @@ from __future__ import annotations
 DOCUMENTATION = r"""
 name: gc_freeze
 type: aggregate
-short_description: Keep the controller's garbage collection from growing with the fleet
+short_description: Freeze the controller's heap before each task forks its workers
 version_added: 1.0.0
 description:
   - At the start of every task and handler, in the C(ansible-playbook) process, before that task forks its
