@@ -104,5 +104,7 @@ def run_playbook(tmp_path, enabled):
 
 
 def test_the_repository_config_enables_it_and_workers_fork_from_a_frozen_heap(tmp_path):
-    assert run_playbook(tmp_path, enabled=True) > 10000  # the controller's heap, all of it
-    assert run_playbook(tmp_path, enabled=False) == 0
+    frozen = run_playbook(tmp_path, enabled=True)
+    assert frozen > 10000  # the controller's heap, all of it
+    # without it only what the interpreter itself froze (none on Python 3.11, 375 seen on 3.12 with ansible-core 2.20)
+    assert run_playbook(tmp_path, enabled=False) < frozen // 10
