@@ -120,3 +120,11 @@ def test_render_from_a_plan_file_shows_the_digests_it_pins(tmp_path):
     units = [n for n in os.listdir(os.path.join(out, "lc-vllm")) if n.endswith(".service")]
     text = open(os.path.join(out, "lc-vllm", units[0])).read()
     assert pinned in text and " %s " % image not in text, text
+
+
+def test_a_plan_file_in_a_missing_directory_is_refused_before_planning(tmp_path):
+    res = playbook("plan.yml", "-e", "launchcard_plan_file=%s" % (tmp_path / "absent" / "fleet.json"))
+    assert res.returncode != 0
+    assert "the directory %s does not exist on the controller" % (tmp_path / "absent") in res.text
+    # stopped at the check: the plan role's task never ran
+    assert "Plan | Read the launch cards" not in res.stdout and not (tmp_path / "absent").exists()
