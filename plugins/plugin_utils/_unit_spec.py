@@ -7,8 +7,8 @@ Each entry of :data:`OPTIONS` holds everything about an option: its key in the o
 (:mod:`._units`), the one ``launchcard_*`` variable that sets it, its type, default, allowed values, the text that
 documents it, where it is meant to be set, which roles read the variable and which units it changes. The rest is
 made from it: :data:`DEFAULTS`, :data:`VARIABLES`, the checks of :func:`value`, and, by ``tools/unit_docs.py``
-(``make docs``), the option lists of ``docs/inventory.md``, the units role's argument_specs, ``render_fleet``'s and
-``unit_settings``' documentation.
+(``make docs``), the option lists of ``docs/inventory.md``, the units role's argument_specs, ``render_fleet``'s,
+``unit_settings``' and ``host_units``' documentation.
 
 Pure Python, no import of Ansible or of the collection (``tools/unit_docs.py`` loads this file by its path).
 """
@@ -28,7 +28,7 @@ CONTAINERS = ("docker", "podman")
 # the roles that read every option, through the unit_settings filter (units) and the render_fleet module (render)
 OPTION_ROLES = ("units", "render")
 
-Option = collections.namedtuple("Option", "key variable kind default doc choices minimum where roles units")
+Option = collections.namedtuple("Option", "key variable kind default doc choices minimum where roles units example")
 Option.__doc__ = """One unit option.
 
 key: its name in the options dict; variable: the ``launchcard_*`` variable that sets it, None for one the collection
@@ -36,11 +36,13 @@ fills in itself; kind: ``str``, ``path``, ``bool``, ``int``, ``int_or_none``, ``
 ``dict``; default: its value when neither the variable nor preflight sets it; doc: what it means (Ansible markup,
 ``C()``); choices: the allowed values or None; minimum: the least integer (each item of a list) or None; where: where
 the variable is meant to be set (``all``, ``host/group``); roles: the roles besides units and render whose defaults,
-tasks or vars read the variable; units: the runtimes whose units it can change."""
+tasks or vars read the variable; units: the runtimes whose units it can change; example: a value other than the
+default that it takes, which the spec's tests render on those runtimes (None: they make one from its kind)."""
 
 
-def _opt(key, variable, kind, default, doc, choices=None, minimum=None, where="all", roles=(), units=ALL_UNITS):
-    return Option(key, variable, kind, default, doc, choices, minimum, where, roles, units)
+def _opt(key, variable, kind, default, doc, choices=None, minimum=None, where="all", roles=(), units=ALL_UNITS,
+         example=None):
+    return Option(key, variable, kind, default, doc, choices, minimum, where, roles, units, example)
 
 
 OPTIONS = (
@@ -142,7 +144,7 @@ OPTIONS = (
          "Native runtime - digest of C(launchcard_runtime_native_packages) and "
          "C(launchcard_runtime_native_pip_extra_args), a comment in each unit, so that a new requirement set restarts "
          "the units.",
-         units=("native",)),
+         units=("native",), example="0" * 64),
 )
 SPEC = {o.key: o for o in OPTIONS}
 # The defaults, written in OPTIONS only.
