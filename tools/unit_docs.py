@@ -12,7 +12,8 @@ Markdown, a YAML comment elsewhere, indented as the list it belongs to):
 - ``unit_options`` (docs/inventory.md): the table of the options' variables: where each is set, the units it
   changes, its default and what it means;
 - ``unit_variables`` (the units role's argument_specs, render_fleet's and unit_settings' documentation): one
-  description item naming every variable.
+  description item naming every variable;
+- ``unit_keys`` (host_units' documentation): one description item naming every key of the options dict.
 """
 
 from __future__ import annotations
@@ -31,6 +32,7 @@ TARGETS = {
     "roles/units/meta/argument_specs.yml": ("unit_variables",),
     "plugins/modules/render_fleet.py": ("unit_variables",),
     "plugins/filter/unit_settings.yml": ("unit_variables",),
+    "plugins/filter/host_units.yml": ("unit_keys",),
 }
 WIDTH = 118
 
@@ -72,13 +74,28 @@ def unit_options(spec):
     return "\n".join(rows)
 
 
+def _item(text, indent):
+    """``text`` as one YAML list item wrapped under ``indent``."""
+    return "\n".join(textwrap.wrap(text, WIDTH, initial_indent=indent + "- ", subsequent_indent=indent + "  ",
+                                   break_on_hyphens=False, break_long_words=False))
+
+
 def unit_variables(spec, indent):
     """One YAML description item naming every option's variable, wrapped under ``indent``."""
     names = ", ".join("C(%s)" % o.variable for o in spec.OPTIONS if o.variable)
-    text = ("The unit options' variables, each described in C(docs/inventory.md) (Engines and their units) - %s."
-            % names)
-    return "\n".join(textwrap.wrap(text, WIDTH, initial_indent=indent + "- ", subsequent_indent=indent + "  ",
-                                   break_on_hyphens=False, break_long_words=False))
+    return _item("The unit options' variables, each described in C(docs/inventory.md) (Engines and their units) - %s."
+                 % names, indent)
+
+
+def unit_keys(spec, indent):
+    """One YAML description item naming every key of the options dict the renderer takes, wrapped under ``indent``."""
+    names = ", ".join("C(%s)" % o.key for o in spec.OPTIONS)
+    return _item("Runtime options, as C(launchcard.inference.unit_settings) builds them for a host (its C(options)) - "
+                 "%s. Missing ones take the collection's defaults." % names, indent)
+
+
+# block name -> what writes a YAML block (Markdown blocks: unit_options)
+YAML_BLOCKS = {"unit_variables": unit_variables, "unit_keys": unit_keys}
 
 
 def _marked(name, markdown_file):
@@ -95,8 +112,8 @@ def file_with(path, text, spec):
         if is_md:
             new, found = pattern.subn(lambda m: m.group(1) + unit_options(spec) + "\n" + m.group(3), text)
         else:
-            new, found = pattern.subn(lambda m: m.group(1) + unit_variables(spec, m.group(2)) + "\n" + m.group(4),
-                                      text)
+            block = YAML_BLOCKS[name]
+            new, found = pattern.subn(lambda m: m.group(1) + block(spec, m.group(2)) + "\n" + m.group(4), text)
         if found != 1:
             raise ValueError("%s: %d blocks marked %s, expected 1" % (path, found, name))
         text = new

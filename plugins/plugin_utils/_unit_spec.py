@@ -7,8 +7,8 @@ Each entry of :data:`OPTIONS` holds everything about an option: its key in the o
 (:mod:`._units`), the one ``launchcard_*`` variable that sets it, its type, default, allowed values, the text that
 documents it, where it is meant to be set, which roles read the variable and which units it changes. The rest is
 made from it: :data:`DEFAULTS`, :data:`VARIABLES`, the checks of :func:`value`, and, by ``tools/unit_docs.py``
-(``make docs``), the option lists of ``docs/inventory.md``, the units role's argument_specs, ``render_fleet``'s and
-``unit_settings``' documentation.
+(``make docs``), the option lists of ``docs/inventory.md``, the units role's argument_specs, ``render_fleet``'s,
+``unit_settings``' and ``host_units``' documentation.
 
 Pure Python, no import of Ansible or of the collection (``tools/unit_docs.py`` loads this file by its path).
 """
@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import collections
 import json
+import re
 
 RUNTIMES = ("docker", "podman", "native")
 VENDORS = ("nvidia", "amd", "ascend", "none")
@@ -28,19 +29,22 @@ CONTAINERS = ("docker", "podman")
 # the roles that read every option, through the unit_settings filter (units) and the render_fleet module (render)
 OPTION_ROLES = ("units", "render")
 
-Option = collections.namedtuple("Option", "key variable kind default doc choices minimum where roles units")
+Option = collections.namedtuple("Option", "key variable kind default doc choices minimum where roles units example")
 Option.__doc__ = """One unit option.
 
 key: its name in the options dict; variable: the ``launchcard_*`` variable that sets it, None for one the collection
-fills in itself; kind: ``str``, ``path``, ``bool``, ``int``, ``int_or_none``, ``list_str``, ``list_int_or_none`` or
-``dict``; default: its value when neither the variable nor preflight sets it; doc: what it means (Ansible markup,
-``C()``); choices: the allowed values or None; minimum: the least integer (each item of a list) or None; where: where
-the variable is meant to be set (``all``, ``host/group``); roles: the roles besides units and render whose defaults,
-tasks or vars read the variable; units: the runtimes whose units it can change."""
+fills in itself; kind: ``str``, ``path``, ``size`` (docker's and podman's ``16g``), ``bool``, ``int``,
+``int_or_none``, ``list_str``, ``list_int_or_none`` or ``dict``; default: its value when neither the variable nor
+preflight sets it; doc: what it means (Ansible markup, ``C()``); choices: the allowed values or None; minimum: the
+least integer (each item of a list) or None; where: where the variable is meant to be set (``all``, ``host/group``);
+roles: the roles besides units and render whose defaults, tasks or vars read the variable; units: the runtimes whose
+units it can change; example: a value other than the default that it takes, which the spec's tests render on those
+runtimes (None: they make one from its kind)."""
 
 
-def _opt(key, variable, kind, default, doc, choices=None, minimum=None, where="all", roles=(), units=ALL_UNITS):
-    return Option(key, variable, kind, default, doc, choices, minimum, where, roles, units)
+def _opt(key, variable, kind, default, doc, choices=None, minimum=None, where="all", roles=(), units=ALL_UNITS,
+         example=None):
+    return Option(key, variable, kind, default, doc, choices, minimum, where, roles, units, example)
 
 
 OPTIONS = (
@@ -99,6 +103,13 @@ OPTIONS = (
          "word). One that conflicts with a flag the units write (C(--shm-size) with C(--ipc host)) fails, naming "
          "this variable.",
          where="host/group", units=CONTAINERS),
+    _opt("container_shm_size", "launchcard_container_shm_size", "size", None,
+         "docker/podman - the size of each container's own C(/dev/shm) (C(16g), C(512m): a number and an optional "
+         "unit b, k, m, g, t, p, 1024-based), written as C(--shm-size) in place of C(--ipc host): the containers get "
+         "an IPC namespace of their own instead of the host's. Unset - C(--ipc host), the host's C(/dev/shm). With "
+         "C(--ipc host) in C(launchcard_extra_container_args) it fails, naming this variable. A Quadlet file carries "
+         "it in C(PodmanArgs=) (C(ShmSize=) is podman 4.7's).",
+         where="host/group", units=CONTAINERS, example="16g"),
     _opt("podman_cgroups", "launchcard_podman_cgroups", "str", "enabled",
          "podman - the units' C(podman run --cgroups=MODE) - C(enabled) (no flag), C(disabled), C(no-conmon), "
          "C(split). C(disabled) runs each container in its unit's cgroup, for hosts without cgroup delegation "
@@ -142,7 +153,7 @@ OPTIONS = (
          "Native runtime - digest of C(launchcard_runtime_native_packages) and "
          "C(launchcard_runtime_native_pip_extra_args), a comment in each unit, so that a new requirement set restarts "
          "the units.",
-         units=("native",)),
+         units=("native",), example="0" * 64),
 )
 SPEC = {o.key: o for o in OPTIONS}
 # The defaults, written in OPTIONS only.
@@ -197,10 +208,29 @@ def _str(value, var):
     return str(value)
 
 
+# docker/go-units size.go RAMInBytes, which both docker's --shm-size (docker/cli opts/opts.go MemBytes.Set) and
+# podman's (pkg/specgenutil/specgen.go) parse: a number, then b or k/m/g/t/p with an optional b or ib, any case; the
+# subset both go-units v0.4 (its regex) and v0.5+ (parseSize) take, without the space they allow before the unit
+_SIZE = re.compile(r"^([0-9]+(?:\.[0-9]+)?)([kmgtp](?:i?b)?|b)?$", re.IGNORECASE)
+
+
+def _size(value, var):
+    text = _str(value, var).strip()
+    match = _SIZE.match(text)
+    if not match:
+        raise OptionError("%s must be a size such as 16g or 512m, found %r" % (var, value))
+    if float(match.group(1)) <= 0:
+        # docker reads 0 as its default (moby daemon/daemon_unix.go adaptContainerSettings: ShmSize 0 -> 64 MiB)
+        raise OptionError("%s must be above 0, found %r" % (var, value))
+    return text
+
+
 def coerce(kind, value, var, minimum=None):
     """``value`` as an option of type ``kind`` (strings from INI files parsed); errors name ``var``."""
     if kind in ("str", "path"):
         return _str(value, var)
+    if kind == "size":
+        return _size(value, var)
     if kind == "bool":
         return _true(value, var)
     if kind in ("int", "int_or_none"):

@@ -434,8 +434,13 @@ def _host_run_parts(opts):
     """The ``run`` options every container of a host gets besides its name, network, mounts and image, in order,
     each with the option that brings it (None: the units' own): ``--ipc host`` (vLLM's docker docs: PyTorch shares
     tensors between processes through shared memory, so the container gets the host's), podman's ``--cgroups=MODE``
-    and ``--authfile PATH``."""
-    parts = [(None, ["--ipc", "host"]), ("podman_cgroups", podman_cgroups_args(opts))]
+    and ``--authfile PATH``. With ``container_shm_size`` the container gets ``--shm-size SIZE`` (its own IPC
+    namespace) in place of ``--ipc host``, which the two runtimes do not combine (:data:`CONTAINER_FLAG_CONFLICTS`)."""
+    if opts.get("container_shm_size"):
+        ipc = ("container_shm_size", ["--shm-size", str(opts["container_shm_size"])])
+    else:
+        ipc = (None, ["--ipc", "host"])
+    parts = [ipc, ("podman_cgroups", podman_cgroups_args(opts))]
     if opts["runtime"] == "podman" and opts["podman_auth_file"]:
         # podman-run(1) --authfile: the pull a start makes when the image is missing authenticates with it
         parts.append(("podman_auth_file", ["--authfile", _check(opts["podman_auth_file"], "podman_auth_file")]))
@@ -510,7 +515,8 @@ def command(inst, options=None):
       with the vendor's visible-devices variable for vLLM, ``--base-gpu-id``
       (already in argv) for SGLang.
     - ``docker``/``podman``: ``run --rm --name <id> --network host --ipc host``
-      (podman: ``--cgroups=MODE`` unless ``podman_cgroups`` is ``enabled``),
+      (``--shm-size SIZE`` instead with ``container_shm_size``; podman: ``--cgroups=MODE`` unless
+      ``podman_cgroups`` is ``enabled``),
       vendor device flags (the vendors' container guides: NVIDIA ``--gpus``,
       AMD ``--device /dev/kfd --device /dev/dri``, Ascend ``/dev/davinciN`` and
       its manager devices; NVIDIA vLLM gets only its

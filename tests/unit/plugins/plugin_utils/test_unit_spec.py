@@ -46,10 +46,18 @@ def test_every_default_passes_its_own_check(opt):
     assert spec.value(opt.key, opt.default) == opt.default
 
 
+# values of the wrong type for one kind or another: each option's check refuses one of them, whatever its kind
+WRONG = ({"a": 1}, "x", ["x"], "maybe", -1)
+
+
 def _wrong(opt):
-    """A value of the wrong type for ``opt``."""
-    return {"str": ["x"], "path": {"a": 1}, "bool": "maybe", "int": "soon", "int_or_none": "soon",
-            "list_str": "--flag", "list_int_or_none": ["x"], "dict": "x"}[opt.kind]
+    """The first of :data:`WRONG` that ``opt``'s check refuses."""
+    for raw in WRONG:
+        try:
+            spec.value(opt.key, raw)
+        except spec.OptionError:
+            return raw
+    raise AssertionError("%s takes every value of WRONG: a check that refuses nothing" % opt.key)
 
 
 @pytest.mark.parametrize("opt", WITH_VARIABLE, ids=lambda o: o.variable)
@@ -83,8 +91,8 @@ def test_the_generated_docs_are_current():
 def test_the_docs_check_fails_on_a_stale_list():
     docs = _unit_docs()
     # a spec with one more option makes every marked file differ, and names each
-    extra = spec.Option("shm", "launchcard_container_shm_size", "str", None, "Size of C(/dev/shm).", None, None,
-                        "all", (), spec.CONTAINERS)
+    extra = spec.OPTIONS[0]._replace(key="pids_limit", variable="launchcard_container_pids_limit", kind="int",
+                                     default=None, doc="Most processes of a container.", choices=None)
 
     class Bigger:
         OPTIONS = spec.OPTIONS + (extra,)
@@ -92,15 +100,16 @@ def test_the_docs_check_fails_on_a_stale_list():
 
     changed = docs.stale(Bigger)
     assert set(changed) == set(docs.TARGETS)
-    assert all("launchcard_container_shm_size" in text for text in changed.values())
+    assert all("launchcard_container_pids_limit" in text or "C(pids_limit)" in text for text in changed.values())
 
 
 def test_every_variable_is_in_every_list_of_the_docs():
-    for path in _unit_docs().TARGETS:
+    for path, blocks in _unit_docs().TARGETS.items():
         with open(os.path.join(ROOT, path)) as f:
             text = f.read()
-        for opt in WITH_VARIABLE:
-            assert ("`%s`" if path.endswith(".md") else "C(%s)") % opt.variable in text, (path, opt.variable)
+        for opt in spec.OPTIONS if "unit_keys" in blocks else WITH_VARIABLE:
+            name = opt.key if "unit_keys" in blocks else opt.variable
+            assert ("`%s`" if path.endswith(".md") else "C(%s)") % name in text, (path, name)
 
 
 def _role_reads():
@@ -138,7 +147,9 @@ def test_a_role_that_defaults_a_variable_itself_uses_the_spec_default():
 
 
 def _sample(opt, base=None):
-    """A value of ``opt`` other than its default (and than ``base``'s)."""
+    """A value of ``opt`` other than its default (and than ``base``'s): the spec's example, else one of its kind."""
+    if opt.example is not None:
+        return opt.example
     if opt.choices:
         return [c for c in opt.choices if c not in (opt.default, (base or {}).get(opt.key))][0]
     if opt.kind == "bool":
@@ -147,7 +158,15 @@ def _sample(opt, base=None):
         return (opt.default or 0) + 7
     if opt.kind == "dict":
         return {i["image"]: "registry.example/pinned@sha256:" + "c" * 64 for i in _fleet()}
-    return {"str": "0" * 64, "path": "/srv/other", "list_str": ["--label", "x=1"], "list_int_or_none": [3, 5]}[opt.kind]
+    return {"path": "/srv/other", "list_str": ["--label", "x=1"], "list_int_or_none": [3, 5]}.get(opt.kind)
+
+
+@pytest.mark.parametrize("opt", spec.OPTIONS, ids=lambda o: o.key)
+def test_every_option_has_a_value_to_render_that_its_check_takes(opt):
+    # the tests below render it; a kind without a value of its own here needs the entry's example
+    raw = _sample(opt)
+    assert raw is not None, "%s: give its OPTIONS entry an example" % opt.key
+    assert spec.value(opt.key, raw) == raw and raw != opt.default, opt.key
 
 
 def _fleet():
