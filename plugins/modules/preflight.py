@@ -131,7 +131,8 @@ options:
     description:
       - Whether the engines share the host's IPC namespace (containers run with C(--ipc host), native engines).
         Then C(/dev/shm) is the host's and the C(shm) check does not apply; otherwise C(/dev/shm) must hold
-        O(shm_min_gib).
+        O(shm_min_gib). Containers given their own C(/dev/shm) (C(--shm-size), the units'
+        C(launchcard_container_shm_size)) do not use the host's either.
     type: bool
     default: true
   shm_min_gib:
