@@ -1,11 +1,11 @@
 #!/usr/bin/env python
 # Copyright: (c) 2026, launchcard.inference contributors
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""The benchmark tables of docs/speed.md, made from bench/results (the only home of the figures).
+"""The benchmark tables of docs/speed.md and README's envelope, made from bench/results (the only home of the figures).
 
     python bench/docs_tables.py [--all]     print the tables
-    python bench/docs_tables.py --write     rewrite them in docs/speed.md (make bench, make bench-upgrade)
-    python bench/docs_tables.py --check     exit 1 when docs/speed.md does not hold them as they are now
+    python bench/docs_tables.py --write     rewrite them in docs/speed.md and README.md (make bench, make bench-upgrade)
+    python bench/docs_tables.py --check     exit 1 when either page does not hold them as they are now
 
 noop_vs_ping: from bench/results/noop_vs_ping.tsv (written by bench/noop_vs_ping.sh), one row per fleet size,
 its latest result (every result with --all): the date, the ping and no-op deploy medians, the ratio, the forks,
@@ -18,6 +18,8 @@ row per topology of the example card, its latest result (every result with --all
 scale: from bench/results/scale.tsv (written by bench/scale.py), one row per fleet size, its latest result (every
 result with --all), each size's CPU seconds per host against the smallest size's, then the envelope: the largest
 fleet measured and the controller it ran on.
+scale_envelope (README.md): the same results in one sentence: each size's wall time and CPU seconds per host, the
+largest fleet measured and its controller.
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ import sys
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 RESULTS = os.path.join(ROOT, "bench", "results")
 PAGE = os.path.join(ROOT, "docs", "speed.md")
+README = os.path.join(ROOT, "README.md")
 UPGRADE_COLUMNS = ["date", "replicas", "card", "upgrade_s", "per_host_s", "ok", "failed", "load_before"]
 # bench/upgrade_topologies.py COLUMNS (that file boots fleets when run, so it is not imported here)
 TOPOLOGY_COLUMNS = ["date", "commit", "case", "hosts", "ok", "failed", "min_capacity", "s_per_host", "outage_allowed",
@@ -111,6 +114,20 @@ def scale_table(results, everything=False):
     return "\n".join(out)
 
 
+def scale_envelope(results):
+    """README's envelope: each size's latest wall time and CPU per host, the largest fleet and its controller."""
+    results = latest(results, lambda r: int(r["hosts"]))
+    smallest = float(results[0]["controller_s_per_host"])
+    sizes = ", ".join("%s hosts %.0f s (%.2f CPU-s per host, %.2fx)" % (
+        "{:,}".format(int(r["hosts"])), float(r["wall_s"]), float(r["controller_s_per_host"]),
+        float(r["controller_s_per_host"]) / smallest) for r in results)
+    largest = max(results, key=lambda r: int(r["hosts"]))
+    return ("A deploy that changes nothing, controller time: %s; largest fleet measured %s hosts, on a controller of %s "
+            "cores%s (%s, load %s)." % (sizes, "{:,}".format(int(largest["hosts"])), largest["cores"],
+                                        " and %s GiB" % largest["mem_gib"] if largest.get("mem_gib") else "",
+                                        largest["date"][:10], largest["load_after"]))
+
+
 def tables(everything=False):
     return {
         "noop_vs_ping": noop_table(rows(os.path.join(RESULTS, "noop_vs_ping.tsv")), everything),
@@ -122,34 +139,39 @@ def tables(everything=False):
     }
 
 
+def readme_tables():
+    return {"scale_envelope": scale_envelope(rows(os.path.join(RESULTS, "scale.tsv")))}
+
+
 def marked(name):
     """The page's generated block for one table: its markers and what lies between them."""
     return re.compile(r"(<!-- generated: bench/docs_tables\.py %s -->\n).*?(\n<!-- end %s -->)" % (name, name), re.S)
 
 
-def page_with(text, made):
+def page_with(text, made, page="docs/speed.md"):
     for name, table in made.items():
         text, found = marked(name).subn(lambda m, t=table: m.group(1) + t + m.group(2), text)
         if found != 1:
-            raise ValueError("docs/speed.md: %d blocks marked for %s, expected 1" % (found, name))
+            raise ValueError("%s: %d blocks marked for %s, expected 1" % (page, found, name))
     return text
 
 
 def main(argv):
     everything = "--all" in argv
     if "--write" in argv or "--check" in argv:
-        with open(PAGE) as f:
-            text = f.read()
-        new = page_with(text, tables())
-        if "--check" in argv:
-            if new != text:
-                print("docs/speed.md: its benchmark tables differ from bench/results; run python bench/docs_tables.py --write")
-                return 1
-            return 0
-        if new != text:
-            with open(PAGE, "w") as f:
-                f.write(new)
-        return 0
+        stale = 0
+        for page, made in ((PAGE, tables()), (README, readme_tables())):
+            name = os.path.relpath(page, ROOT)
+            with open(page) as f:
+                text = f.read()
+            new = page_with(text, made, name)
+            if new != text and "--check" in argv:
+                print("%s: its benchmark figures differ from bench/results; run python bench/docs_tables.py --write" % name)
+                stale = 1
+            elif new != text:
+                with open(page, "w") as f:
+                    f.write(new)
+        return stale
     for table in tables(everything).values():
         print(table + "\n")
     return 0

@@ -63,4 +63,6 @@ def test_the_benchmark_tables_are_the_results():
     spec.loader.exec_module(docs_tables)
     text = _read(docs_tables.PAGE)
     assert docs_tables.page_with(text, docs_tables.tables()) == text
+    readme = _read(docs_tables.README)
+    assert docs_tables.page_with(readme, docs_tables.readme_tables(), "README.md") == readme
     assert docs_tables.main(["--check"]) == 0
