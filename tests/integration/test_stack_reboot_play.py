@@ -60,6 +60,11 @@ def project(tmp_path):
       vars:
         stack_reboot_needed: "{{ inventory_hostname != 'g2' }}"
         stack_reboot_vendor: nvidia
+        # the caller's own variable, as roles/rocm and roles/ascend name theirs
+        stack_reboot_result_var: caller_reboot_result
+    - name: What the caller reads
+      ansible.builtin.debug:
+        msg: "REBOOTED {{ inventory_hostname }} {{ caller_reboot_result is changed }}"
 ''')
     return tmp_path
 
@@ -87,6 +92,9 @@ def test_reboots_go_in_batches_in_play_order(project):
     assert res.returncode == 0, res.stdout[-4000:]
     # g2 needs none; the others two at a time, one batch after another
     assert batches(res.stdout) == [["g1", "g3"], ["g4", "g5"], ["g6"]]
+    # each host's result in the variable its caller named
+    assert dict(re.findall(r"REBOOTED (\w+) (\w+)", res.stdout)) == dict(
+        (h, str(h != "g2")) for h in HOSTS)
 
 
 def test_a_host_still_wrong_after_its_reboot_stops_the_later_batches(project):
