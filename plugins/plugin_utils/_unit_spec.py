@@ -100,8 +100,9 @@ OPTIONS = (
          minimum=0, where="host/group", units=CONTAINERS),
     _opt("extra_container_args", "launchcard_extra_container_args", "list_str", [],
          "docker/podman - extra C(run) arguments before the image (a list; escaped for systemd like every argv "
-         "word). One that conflicts with a flag the units write (C(--shm-size) with C(--ipc host)) fails, naming "
-         "this variable.",
+         "word). One that conflicts with a flag the units write fails, naming the variable that brings the "
+         "other flag: C(--shm-size) here with the units' C(--ipc host) names this variable; C(--ipc host) here with "
+         "C(launchcard_container_shm_size) set names that one.",
          where="host/group", units=CONTAINERS),
     _opt("container_shm_size", "launchcard_container_shm_size", "size", None,
          "docker/podman - the size of each container's own C(/dev/shm) (C(16g), C(512m): a number and an optional "
