@@ -122,11 +122,11 @@ def scale_envelope(results):
         "{:,}".format(int(r["hosts"])), float(r["wall_s"]), float(r["controller_s_per_host"]),
         float(r["controller_s_per_host"]) / smallest) for r in results)
     largest = max(results, key=lambda r: int(r["hosts"]))
+    memory = " and %s GiB" % largest["mem_gib"] if largest.get("mem_gib") else ""
     return ("A deploy that changes nothing, wall time on the controller (CPU seconds per host beyond an 8-host run, "
             "against 24 hosts): %s; largest fleet measured %s hosts, on a controller of %s cores%s (%s, load average "
-            "%s to %s)." % (sizes, "{:,}".format(int(largest["hosts"])), largest["cores"],
-                             " and %s GiB" % largest["mem_gib"] if largest.get("mem_gib") else "",
-                             largest["date"][:10], largest["load_before"], largest["load_after"]))
+            "%s to %s)." % (sizes, "{:,}".format(int(largest["hosts"])), largest["cores"], memory,
+                            largest["date"][:10], largest["load_before"], largest["load_after"]))
 
 
 def tables(everything=False):
