@@ -147,8 +147,10 @@ def check_gpu_count(host):
         return None
     count = pci["count"] if bare else len(devices)
     ok = count >= needs["gpus"]
-    found = "%d %s GPU(s)%s" % (count, (pci.get("vendor") if bare else acc.get("vendor")) or "none",
-                                " on the PCI bus, no driver yet" if bare else "")
+    vendor = pci.get("vendor") if bare else acc.get("vendor")
+    # a host where no tool answered reads vendor "none" (_accelerators): say so, not "0 none GPU(s)"
+    found = "%d %s GPU(s)%s" % (count, vendor, " on the PCI bus, no driver yet" if bare else "") \
+        if count or vendor not in (None, "none") else "no GPU found"
     need = "%d GPU%s" % (needs["gpus"], "" if needs["gpus"] == 1 else "s")
     msg = "enough GPUs" if ok else "the recipes placed here need %s" % need
     if not devices and acc.get("errors") and not bare:

@@ -214,7 +214,7 @@ def test_gpu_count_check():
                                   "errors": ["nvidia-smi: NVIDIA-SMI has failed"]})
     r = _by_check(evaluate(broken, NEEDS))["gpu_count"]
     assert r["ok"] is False and "(nvidia-smi: NVIDIA-SMI has failed)" in r["message"]
-    assert r["found"] == "0 none GPU(s)"
+    assert r["found"] == "no GPU found"
     # a router-only host needs no GPU checks at all
     checks = _by_check(evaluate(broken, dict(NEEDS, gpus=0)))
     assert not set(checks) & {"gpu_count", "gpu_model", "memory_fit", "driver", "fabric"}
@@ -370,7 +370,7 @@ def test_bare_host_passes_on_its_pci_count_only_when_the_stack_is_installed_next
     assert _by_check(evaluate(four, NEEDS, {"install_driver": True}))["gpu_count"]["ok"] is False
     # without the stack install the host fails, and says what the bus shows
     r = _by_check(evaluate(bare, NEEDS))["gpu_count"]
-    assert (r["ok"], r["found"]) == (False, "0 none GPU(s)")
+    assert (r["ok"], r["found"]) == (False, "no GPU found")
     assert r["message"].endswith("(the PCI bus shows 8 nvidia accelerator(s) without a working driver: install its stack)")
     # a host whose driver works is judged on its driver's devices, whatever the bus shows
     good = _facts()
