@@ -580,7 +580,6 @@ class FilterModule(object):
             "podman_containers_conf": podman_containers_conf,
             "registry_credentials_digest": registry_credentials_digest,
             "deploy_summary": deploy_summary,
-            "pending_units": report.pending_units,
             "version_drift": versions.drift,
             "preflight_needs": preflight_needs,
             "preflight_report": preflight_report,
