@@ -317,7 +317,7 @@ def units_second_stage(gates, hostvars, hosts, check_mode=False, result_var=FIRS
     (a task run once) from every host's results in ``hostvars``: ``{host: {"endpoints", "peers_settled"}}``.
 
     ``endpoints``: what ``health_endpoints`` gives with ``stage="then"`` and the host's own converge, less the units
-    that converge would start or restart in check mode; ``peers_settled``: ``units_peers_settled``.
+    that converge would start or restart in check mode; ``peers_settled``: plugin_utils._report.peers_settled.
     """
     gates = gates or {}
     prior, pending, converges = {}, {}, {}
@@ -338,18 +338,6 @@ def units_second_stage(gates, hostvars, hosts, check_mode=False, result_var=FIRS
         own = report.pending_units(conv, check_mode)
         stage["endpoints"] = [ep for ep in _previous(stage["endpoints"], conv) if ep["name"] not in own]
     return out
-
-
-def units_peers_settled(plan, host, hostvars, result_var="units_converge"):
-    """Whether the peers of ``host``'s second-stage endpoints stayed as they were in this run (see
-    plugin_utils._report.peers_settled), from each host's registered ``result_var`` in ``hostvars``."""
-    converges = {}
-    for name in ((plan or {}).get("hosts") or {}):
-        if name in hostvars:
-            result = hostvars[name].get(result_var)
-            if result and not result.get("skipped"):
-                converges[name] = result
-    return report.peers_settled(plan, host, converges)
 
 
 def units_gate_first(host_plan, plan, host, timeout, interval, record=None, gates=None):
@@ -564,7 +552,6 @@ class FilterModule(object):
             "units_reads": units_reads,
             "units_settled": units_settled,
             "units_gate_first": units_gate_first,
-            "units_peers_settled": units_peers_settled,
             "units_second_stage": units_second_stage,
             "gate_table": gate_table,
             "foreign_peers": foreign_peers,
