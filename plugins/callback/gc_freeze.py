@@ -20,6 +20,9 @@ description:
     collection costs what the last task made, not what the fleet holds.
   - Its cost is memory; a cycle of objects frozen while still in use is never collected once it is
     garbage. docs/speed.md has the controller's peak memory with and without it.
+  - At the playbook's start, loads the collection's lookups that a play evaluates on every host and task
+    (C(launchcard.inference.host_entry), C(launchcard.inference.failure_budget_spent)), so the workers forked
+    later inherit them loaded instead of each finding them and parsing their documentation again.
   - Does nothing when the garbage collector is disabled (C(gc.disable())), as a profiler or an embedding
     program may do.
   - An installed collection's callback runs only when named in C(callbacks_enabled) (C([defaults]) of
@@ -49,6 +52,17 @@ def freeze():
     return True
 
 
+# the collection's lookups that a play evaluates on every host and task (plugins/lookup/)
+LOOKUPS = ("launchcard.inference.host_entry", "launchcard.inference.failure_budget_spent")
+
+
+def preload(loader=None):
+    """Load the collection's per-host lookups once in the controller, so forked workers inherit them loaded."""
+    if loader is None:
+        from ansible.plugins.loader import lookup_loader as loader
+    return [name for name in LOOKUPS if loader.get(name) is not None]
+
+
 class CallbackModule(CallbackBase):
     """Freeze the controller's heap at each task start (the strategy sends it in the controller, then forks)."""
 
@@ -64,6 +78,11 @@ class CallbackModule(CallbackBase):
     # plugins/strategy/__init__.py 376-390; utils/multiprocessing.py 15: the 'fork' start method)
     def v2_playbook_on_task_start(self, task, is_conditional):
         freeze()
+
+    # a worker's first load of a lookup finds it and parses its documentation (66 ms here the first time,
+    # 0.1 ms once loaded): done once before the first fork, not in every worker
+    def v2_playbook_on_start(self, playbook):
+        preload()
 
     def v2_playbook_on_handler_task_start(self, task):
         freeze()

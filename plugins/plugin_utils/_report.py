@@ -316,12 +316,13 @@ def failure_budget_spent(lost, hosts, percent=None):
     :param lost: names of the hosts lost so far (failed or unreachable; repeats count once), or their number (a
         task that every host runs passes ``ansible_play_hosts_all | length - ansible_play_hosts | length``: two
         lengths, where a set of the names would cost each host a pass over the fleet).
-    :param hosts: every host of the play (``ansible_play_hosts_all``): only its length is read.
+    :param hosts: every host of the play (``ansible_play_hosts_all``): only its length is read; or that length.
     :param percent: ``launchcard_max_fail_percentage`` (0-100; None: 0).
     :raises ValueError: a percentage that is not an integer from 0 to 100.
     """
     count = lost if isinstance(lost, int) and not isinstance(lost, bool) else len(set(lost or []))
-    return count * 100 > len(hosts or []) * failure_budget(percent)
+    total = hosts if isinstance(hosts, int) and not isinstance(hosts, bool) else len(hosts or [])
+    return count * 100 > total * failure_budget(percent)
 
 
 def hosts_by_settings(per_host):
