@@ -47,7 +47,7 @@ class ActionModule(ActionBase):
         del tmp
         args = self._task.args
         host = task_vars["inventory_hostname"]
-        host_plan = self._expr("launchcard_plan.hosts[inventory_hostname]")
+        host_plan = self._expr("lookup('launchcard.inference.host_entry', 'launchcard_plan.hosts')")
         options = self._expr("units_settings.options")
         desired = self._expr("units_converge_units")
         record = self._expr("units_record")

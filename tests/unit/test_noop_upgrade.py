@@ -15,10 +15,12 @@ import os
 
 import pytest
 import yaml
+from jinja2 import pass_context
 from jinja2.nativetypes import NativeEnvironment
 
 from ansible.module_utils.parsing.convert_bool import boolean
 from ansible_collections.launchcard.inference.plugins.filter.plan import setup_parts
+from ansible_collections.launchcard.inference.plugins.lookup import host_entry
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 DIGEST, STAMP = "3f786850e387550fdab836ed7e6dc881de23001b", "5f0c2d1e9b8a7c6d5e4f3a2b1c0d9e8f7a6b5c4d"
@@ -30,6 +32,16 @@ NOOP = {"stack_vendor": "none", "weights_staged": True, "recorded_runtime_setup"
 ENV = NativeEnvironment()
 ENV.filters["bool"] = lambda value: boolean(value, strict=False)
 ENV.filters["launchcard.inference.setup_parts"] = setup_parts
+
+
+@pass_context
+def _lookup(context, name, *terms, **options):
+    """The one lookup these variables call, the collection's own, over the variables rendered so far."""
+    assert name == "launchcard.inference.host_entry", name
+    return host_entry.LookupModule().run(list(terms), dict(context.get_all()), **options)[0]
+
+
+ENV.globals["lookup"] = _lookup
 
 
 def _load(path):
