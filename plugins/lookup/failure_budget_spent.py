@@ -7,7 +7,8 @@ from __future__ import annotations
 
 DOCUMENTATION = r"""
 name: failure_budget_spent
-author: launchcard.inference contributors
+author:
+  - launchcard.inference contributors (@launchcard)
 version_added: 1.0.0
 short_description: Whether the play has lost more hosts than its failure budget allows
 description:

@@ -7,7 +7,8 @@ from __future__ import annotations
 
 DOCUMENTATION = r"""
 name: host_entry
-author: launchcard.inference contributors
+author:
+  - launchcard.inference contributors (@launchcard)
 version_added: 1.0.0
 short_description: One host's entry of a fleet-wide table, without a copy of the table
 description:
