@@ -46,28 +46,21 @@ from ansible.errors import AnsibleLookupError
 from ansible.module_utils.common.text.converters import to_text
 from ansible.plugins.lookup import LookupBase
 
+from ansible_collections.launchcard.inference.plugins.plugin_utils import _play_vars as play_vars
 from ansible_collections.launchcard.inference.plugins.plugin_utils import _report as report
 
 
 class LookupModule(LookupBase):
     """The failure budget, from the play's host lists' lengths."""
 
-    def _var(self, variables, name):
-        value = variables.get(name)
-        # a play variable is stored as its template
-        return self._templar.template(value) if isinstance(value, str) and self._templar is not None else value
-
     def run(self, terms, variables=None, **kwargs):
         # option read directly: set_options() costs more than the lookup itself, evaluated on every host and task
-        unknown = sorted(set(kwargs) - {"percent"})
-        if unknown:
-            raise AnsibleLookupError("launchcard.inference.failure_budget_spent: unknown option(s) %s" % ", ".join(unknown))
-        variables = variables or {}
+        play_vars.check_options("launchcard.inference.failure_budget_spent", kwargs, ("percent",))
         percent = kwargs.get("percent")
         if percent is None:
-            percent = self._var(variables, "launchcard_max_fail_percentage")
-        every = self._var(variables, "ansible_play_hosts_all") or ()
-        left = self._var(variables, "ansible_play_hosts") or ()
+            percent = play_vars.variable(self._templar, variables, "launchcard_max_fail_percentage")
+        every = play_vars.variable(self._templar, variables, "ansible_play_hosts_all") or ()
+        left = play_vars.variable(self._templar, variables, "ansible_play_hosts") or ()
         try:
             return [report.failure_budget_spent(len(every) - len(left), len(every), percent)]
         except ValueError as exc:

@@ -60,23 +60,17 @@ from collections.abc import Mapping
 from ansible.errors import AnsibleLookupError
 from ansible.plugins.lookup import LookupBase
 
+from ansible_collections.launchcard.inference.plugins.plugin_utils import _play_vars as play_vars
+
 
 class LookupModule(LookupBase):
     """Index a fleet-wide table by host name, as stored."""
 
-    def _resolve(self, value):
-        # a play or role variable is stored as its template: render that step only
-        if isinstance(value, str) and self._templar is not None:
-            return self._templar.template(value)
-        return value
-
     def run(self, terms, variables=None, **kwargs):
         # options read directly: set_options() costs more than the lookup itself, evaluated on every host and task
-        unknown = sorted(set(kwargs) - {"host", "missing", "undefined"})
-        if unknown:
-            raise AnsibleLookupError("launchcard.inference.host_entry: unknown option(s) %s" % ", ".join(unknown))
+        play_vars.check_options("launchcard.inference.host_entry", kwargs, ("host", "missing", "undefined"))
         variables = variables or {}
-        host = kwargs.get("host") or self._resolve(variables.get("inventory_hostname"))
+        host = kwargs.get("host") or play_vars.variable(self._templar, variables, "inventory_hostname")
         if not host:
             raise AnsibleLookupError("launchcard.inference.host_entry: no host (inventory_hostname is not set)")
         missing, undefined = kwargs.get("missing"), kwargs.get("undefined")
@@ -85,9 +79,9 @@ class LookupModule(LookupBase):
             if not isinstance(term, str) or not term:
                 raise AnsibleLookupError("launchcard.inference.host_entry: a term must name a variable, found %r" % (term,))
             path = term.split(".")
-            value = self._resolve(variables[path[0]]) if path[0] in variables else None
+            value = play_vars.variable(self._templar, variables, path[0])
             for key in path[1:]:
-                value = self._resolve(value.get(key)) if isinstance(value, Mapping) else None
+                value = play_vars.stored(self._templar, value.get(key)) if isinstance(value, Mapping) else None
             if not isinstance(value, Mapping):
                 out.append(undefined)
             else:

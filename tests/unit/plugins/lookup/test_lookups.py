@@ -25,6 +25,8 @@ INVENTORY = "[fleet]\nh1\nh2\nh3\nh4\n\n[fleet:vars]\nansible_connection=local\n
 PLAYBOOK = '''
 - hosts: fleet
   gather_facts: false
+  # units_gates_here: the units role reads its host's gates with one lookup in a Jinja block
+  vars_files: ["{{ units_vars }}"]
   vars:
     # a play variable: stored as its template, rendered by the lookup
     table_var: "{{ {'h1': 'from-play', 'h2': 'two'} }}"
@@ -32,6 +34,7 @@ PLAYBOOK = '''
     - name: A table for the fleet, set once
       ansible.builtin.set_fact:
         plan: {hosts: {h1: {card: a}, h2: {card: b}, h3: null}}
+        launchcard_gates: {h1: [{port: 8000}], h2: []}
       run_once: true
     - name: h4 is lost
       ansible.builtin.fail:
@@ -48,7 +51,8 @@ PLAYBOOK = '''
               'play': lookup('launchcard.inference.host_entry', 'table_var'),
               'other': lookup('launchcard.inference.host_entry', 'plan.hosts', host='h2'),
               'spent': lookup('launchcard.inference.failure_budget_spent'),
-              'spent_50': lookup('launchcard.inference.failure_budget_spent', percent=50)} | to_json }}
+              'spent_50': lookup('launchcard.inference.failure_budget_spent', percent=50),
+              'gates_here': units_gates_here} | to_json }}
 '''
 
 
@@ -59,7 +63,8 @@ def _run(tmp_path, *extra):
     env = dict(os.environ, ANSIBLE_CONFIG=os.path.join(ROOT, "ansible.cfg"),
                ANSIBLE_CALLBACKS_ENABLED="launchcard.inference.gc_freeze", ANSIBLE_NOCOLOR="1", ANSIBLE_RETRY_FILES_ENABLED="0")
     proc = subprocess.run([os.path.join(BIN, "ansible-playbook"), "-i", str(tmp_path / "hosts.ini"),
-                           str(tmp_path / "play.yml"), "-e", "out_dir=%s" % tmp_path] + list(extra),
+                           str(tmp_path / "play.yml"), "-e", "out_dir=%s" % tmp_path,
+                           "-e", "units_vars=%s" % os.path.join(ROOT, "roles", "units", "vars", "main.yml")] + list(extra),
                           env=env, capture_output=True, text=True,
                           cwd=ROOT, check=False)
     assert proc.returncode == 2, proc.stderr  # h4 failed, as the play makes it
@@ -79,6 +84,8 @@ def test_entries_and_budget_in_a_real_run(tmp_path):
     assert got["h1"]["undefined"] is False
     assert got["h1"]["play"] == "from-play" and got["h3"]["play"] is None
     assert all(r["other"] == {"card": "b"} for r in got.values())
+    # a mapping, not its text; a host the table lacks has no gate
+    assert got["h1"]["gates_here"] == {"h1": [{"port": 8000}]} and got["h3"]["gates_here"] == {"h3": []}
     # 1 of 4 lost: over a budget of 0, within 50
     assert all(r["spent"] is True and r["spent_50"] is False for r in got.values())
 
