@@ -79,7 +79,7 @@ def project(tmp_path):
         "units_settings": {"secrets": {}, "secrets_file": "/nonexistent/secrets.env"},
         "upgrade_gate_timeout_s": 5, "units_health_interval_s": 1, "upgrade_router_timeout_s": 5,
         "upgrade_drain_s": 5, "launchcard_cards": {"card": {"model": {"repo": "r", "revision": "2" * 40}}},
-        "upgrade_runtime_record": {}, "preflight_result": {"lock": {"locks": []}},
+        "launchcard_runtime_record": {}, "preflight_result": {"lock": {"locks": []}},
         "launchcard_run": {"id": "test", "anchor": None}, "upgrade_failure": "", "upgrade_runs": "?",
         "upgrade_batch_failed": False}
     (tmp_path / "vars.json").write_text(json.dumps(play_vars))

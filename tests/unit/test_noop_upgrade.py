@@ -49,6 +49,16 @@ def _load(path):
         return yaml.safe_load(f)
 
 
+def _play_vars(playbook):
+    """The play's variables: its vars files' (relative to the playbook), then its own vars."""
+    play = _load(playbook)[0]
+    variables = {}
+    for path in play.get("vars_files", []):
+        variables.update(_load(os.path.join(os.path.dirname(playbook), path)))
+    variables.update(play.get("vars") or {})
+    return variables
+
+
 def _render(expr, variables):
     return ENV.from_string(expr).render(**variables) if isinstance(expr, str) else expr
 
@@ -62,14 +72,14 @@ def _tasks(tasks):
 
 def _runtime_vars(playbook, kind, preflight):
     """The runtime role's defaults under ``playbook``'s play variables (which outrank them), rendered for one host."""
-    defaults, play = _load("roles/runtime/defaults/main.yml"), _load(playbook)[0]["vars"]
+    defaults, play = _load("roles/runtime/defaults/main.yml"), _play_vars(playbook)
     variables = {"launchcard_plan": {"hosts": {"h": ENGINE_HOST}}, "inventory_hostname": "h",
                  "preflight_result": preflight,
                  "runtime_kind": kind, "runtime_native_stamp": STAMP, "runtime_setup_digest": DIGEST,
                  "ansible_run_tags": ["all"], "ansible_skip_tags": [],
                  # native.yml's stat, where no stamps were read: none there
                  "runtime_native_stamp_stat": {"stat": {"exists": False}}}
-    for name in ("runtime_native_stamps_found", "runtime_setup_recorded", "runtime_native_installed", "runtime_needed"):
+    for name in ("runtime_host_plan", "runtime_native_stamps_found", "runtime_setup_recorded", "runtime_native_installed", "runtime_needed"):
         variables[name] = _render(play.get(name, defaults[name]), variables)
     return variables, play
 
