@@ -75,6 +75,7 @@ def project(tmp_path):
                "units": {u["name"]: {"text": u["content"]} for u in host_units(hp, OPTS)}}
     play_vars = {
         "upgrade_batch": rollout["batches"][0], "upgrade_rollout": rollout, "launchcard_plan": plan,
+        "launchcard_host_plan": hp,
         "upgrade_current": {"record": records}, "upgrade_units_options": OPTS,
         "units_settings": {"secrets": {}, "secrets_file": "/nonexistent/secrets.env"},
         "upgrade_gate_timeout_s": 5, "units_health_interval_s": 1, "upgrade_router_timeout_s": 5,

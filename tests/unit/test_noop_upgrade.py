@@ -79,6 +79,7 @@ def _runtime_vars(playbook, kind, preflight):
                  "ansible_run_tags": ["all"], "ansible_skip_tags": [],
                  # native.yml's stat, where no stamps were read: none there
                  "runtime_native_stamp_stat": {"stat": {"exists": False}}}
+    variables["launchcard_host_plan"] = _render(play["launchcard_host_plan"], variables)
     for name in ("runtime_host_plan", "runtime_native_stamps_found", "runtime_setup_recorded", "runtime_native_installed", "runtime_needed"):
         variables[name] = _render(play.get(name, defaults[name]), variables)
     return variables, play
