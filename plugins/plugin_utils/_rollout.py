@@ -452,8 +452,14 @@ def _batch_fields(result, current, target, cards, twin_units):
                               for r in result["routers"] if (r["host"], r["unit"]) in left]
         ch["runs_before"] = runs_before(record)
         revision = (cards.get(ch["card"]) or {}).get("revision") or "?"
-        ch["runs_after"] = "nothing (retired)" if host not in thosts else "revision %s (%s)" % (
-            revision[:12], "restarted with its partner" if ch["action"] == "partner-restart" else "upgraded")
+        if host not in thosts:
+            ch["runs_after"] = "nothing (retired)"
+        elif ch["action"] == "none":
+            # its unit files are the new card's already; upgrade.yml rewrites only its record
+            ch["runs_after"] = "revision %s, %d unit(s) (unchanged)" % (revision[:12], len((record or {}).get("units") or {}))
+        else:
+            ch["runs_after"] = "revision %s (%s)" % (
+                revision[:12], "restarted with its partner" if ch["action"] == "partner-restart" else "upgraded")
     # each router a surge drives, once: upgrade.yml probes its worker API before anything is staged
     seen = []
     for s in result["surges"]:

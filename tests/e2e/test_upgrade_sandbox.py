@@ -173,13 +173,18 @@ def test_upgrade_under_load_loses_no_request(upgraded):
 
 
 def test_every_replica_runs_the_new_card_and_the_router_was_not_restarted(upgraded):
-    dummy, dummy2, pid = upgraded
+    res, dummy, pid = upgraded
     for host, address in WORKERS.items():
         execstart, revision, active = host_facts(address)
         assert "--max-running-requests 32" in execstart, (host, execstart)
         assert revision == REV2, host
         assert active == "active", host
+        assert "%s: revision %s (upgraded)" % (host, REV2[:12]) in res.stdout, host
     assert router_pid() == pid
+    # the untouched router's record now names the new revision, and the summary says what the record says
+    state = ssh(ROUTER, "cat /var/lib/launchcard/state.json").stdout
+    assert json.loads(state)["card"]["revision"] == REV2
+    assert "lc-up-router: revision %s, 1 unit(s) (unchanged)" % REV2[:12] in res.stdout, res.stdout[-3000:]
     status, body = http("GET", ROUTER_URL + "/workers")
     assert {w["url"] for w in json.loads(body)["workers"] if w["is_healthy"]} == WORKER_URLS
     # pre-staged: the new revision next to the one served before, on every replica

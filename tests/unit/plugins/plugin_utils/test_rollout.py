@@ -369,6 +369,9 @@ def test_each_batch_host_drains_what_it_stops_and_gates_the_routers_it_left():
     assert (ro["hosts"]["rt"]["drain"], ro["hosts"]["rt"]["gate_routers"], ro["surge_routers"]) == ([], [], [])
     assert sorted(ro["diff_lines"]) == ["w0", "w1", "w2", "w3"] and ro["diff_lines"]["w1"] == ch["diff"][0]["lines"]
     assert ro["unchanged"] == ["rt"] and "rt" in old["hosts"]
+    # the untouched router's record is rewritten to the new revision: the summary says so, not the old one
+    assert ro["hosts"]["rt"]["runs_before"] == "revision 111111111111, 1 unit(s)"
+    assert ro["hosts"]["rt"]["runs_after"] == "revision 222222222222, 1 unit(s) (unchanged)"
 
 
 def test_a_partner_restart_drains_its_restarted_units_and_says_so():
