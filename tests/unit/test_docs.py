@@ -6,6 +6,7 @@
 from __future__ import annotations
 
 import glob
+import json
 import importlib.util
 import os
 import re
@@ -66,3 +67,14 @@ def test_the_benchmark_tables_are_the_results():
     readme = _read(docs_tables.README)
     assert docs_tables.page_with(readme, docs_tables.readme_tables(), "README.md") == readme
     assert docs_tables.main(["--check"]) == 0
+
+
+@pytest.mark.parametrize("page", ["README.md", "docs/upgrades.md"])
+def test_the_sandbox_upgrade_example_moves_the_example_card_to_the_hubs_second_revision(page):
+    """The one-line upgrade a newcomer copies rewrites the card's revision to the one the sandbox Hub also serves."""
+    second = re.search(r'(?m)^SECOND_REVISION = "([0-9a-f]{40})"$',
+                       _read(os.path.join(ROOT, "tests", "sandbox", "sandbox_fleet", "hubproc.py"))).group(1)
+    card = json.loads(_read(os.path.join(ROOT, "cards", "glm-5.3-flash.json")))
+    found = re.findall(r"sed s/([0-9a-f]{40})/([0-9a-f]{40})/ cards/glm-5.3-flash.json", _read(os.path.join(ROOT, page)))
+    assert found == [(card["hf"]["revision"], second)]
+    assert "launchcard_upgrade_allow_outage=true" in _read(os.path.join(ROOT, page))
