@@ -23,6 +23,7 @@ Public API
 from __future__ import annotations
 
 import collections
+import difflib
 import json
 import math
 
@@ -321,9 +322,12 @@ def _unknown_keys(schema, value, parts, out):
                 if key in props:
                     _unknown_keys(props[key], value[key], parts + [key], out)
                 else:
+                    # a key one slip from a declared one is most likely that key misspelt
+                    near = difflib.get_close_matches(str(key), [k for k in props if k not in value], n=1, cutoff=0.75)
                     out.append(Issue(
                         format_path(parts + [key]),
-                        "unknown key %s (not part of %s); ignored" % (show(key), SCHEMA_ID)))
+                        "unknown key %s (not part of %s%s); ignored" % (
+                            show(key), SCHEMA_ID, "; did you mean %s?" % show(near[0]) if near else "")))
     elif isinstance(value, list):
         prefix = schema.get("prefixItems", [])
         items = schema.get("items")

@@ -23,8 +23,20 @@ def test_a_misspelt_key_is_shown_next_to_the_missing_one():
         load_card(json.dumps(doc), source="typo.json")
     text = str(err.value)
     assert "hf.revision: required key 'revision' is missing" in text
-    assert "(note) hf.revison: unknown key 'revison'" in text
+    assert "(note) hf.revison: unknown key 'revison' (not part of onefrontier.launch-card/v1; did you mean 'revision'?)" in text
     assert err.value.errors == [("hf.revision", "required key 'revision' is missing")]
+
+
+def test_an_unknown_key_far_from_every_declared_one_gets_no_guess():
+    with open(os.path.join(ROOT, "cards", "glm-5.3-flash.json")) as f:
+        doc = json.load(f)
+    doc["envs"][2]["imgae"] = doc["envs"][2].pop("image")
+    doc["envs"][2]["owner"] = "platform"
+    with pytest.raises(CardError) as err:
+        load_card(json.dumps(doc), source="typo.json")
+    text = str(err.value)
+    assert "envs[2].imgae: unknown key 'imgae' (not part of onefrontier.launch-card/v1; did you mean 'image'?)" in text
+    assert "envs[2].owner: unknown key 'owner' (not part of onefrontier.launch-card/v1); ignored" in text
 
 
 @pytest.mark.parametrize("env, flag, value", [(1, "--port", "-30000"), (4, "--disaggregation-bootstrap-port", "70000"),
