@@ -50,12 +50,14 @@ def _load(path):
 
 
 def _play_vars(playbook):
-    """The play's variables: its vars files' (relative to the playbook), then its own vars."""
+    """The play's variables as Ansible ranks them: its vars, its vars files' (relative to the playbook), then the
+    vars of the roles it lists (playbooks/roles/play_*)."""
     play = _load(playbook)[0]
-    variables = {}
+    variables = dict(play.get("vars") or {})
     for path in play.get("vars_files", []):
         variables.update(_load(os.path.join(os.path.dirname(playbook), path)))
-    variables.update(play.get("vars") or {})
+    for role in play.get("roles", []):
+        variables.update(_load(os.path.join(os.path.dirname(playbook), "roles", role, "vars", "main.yml")))
     return variables
 
 
