@@ -115,11 +115,13 @@ def test_a_host_whose_runtime_differs_runs_it(playbook, kind, preflight):
 def test_a_no_op_upgrade_includes_neither_the_runtime_nor_the_weights(preflight, expected):
     variables, play = _runtime_vars("playbooks/upgrade.yml", "docker", preflight)
     assert _render(play["upgrade_setup_parts"], variables) == expected
-    # and the upgrade reaches the two roles through that list only (the runtime's settings carry no task)
+    # and the upgrade reaches the two roles through that list only (the runtime's and the units' settings carry no task)
     roles = [(t.get("ansible.builtin.import_role") or t.get("ansible.builtin.include_role"), t.get("loop"))
              for t in _tasks(_load("playbooks/upgrade.yml")[0]["tasks"])
              if "ansible.builtin.import_role" in t or "ansible.builtin.include_role" in t]
     reached = [(r["name"], r.get("tasks_from"), loop) for r, loop in roles
                if r["name"] not in ("launchcard.inference.preflight",)]
-    assert reached == [("launchcard.inference.runtime", "settings", None),
+    assert reached == [("launchcard.inference.runtime", "settings", None), ("launchcard.inference.units", "settings", None),
                        ("launchcard.inference.{{ upgrade_setup_part }}", None, "{{ upgrade_setup_parts }}")]
+    for role in ("runtime", "units"):
+        assert _load("roles/%s/tasks/settings.yml" % role) == []
