@@ -86,7 +86,7 @@ def load_card(text, source="card"):
         except RecipeError as exc:
             errors.append((exc.path, exc.message))
     if errors:
-        raise CardError(errors, source)
+        raise CardError(errors, source, [(w.path, w.message) for w in report.warnings])
     name_recipes(recipes)
     hw = doc.get("hardware") or {}
     return {

@@ -322,8 +322,10 @@ def _unknown_keys(schema, value, parts, out):
                 if key in props:
                     _unknown_keys(props[key], value[key], parts + [key], out)
                 else:
-                    # a key one slip from a declared one is most likely that key misspelt
-                    near = difflib.get_close_matches(str(key), [k for k in props if k not in value], n=1, cutoff=0.75)
+                    # a key one slip from a declared one, or one that starts with it (enviroment), is most likely it
+                    absent = [k for k in props if k not in value]
+                    near = difflib.get_close_matches(str(key), absent, n=1, cutoff=0.75) or [
+                        k for k in absent if len(k) >= 3 and str(key).startswith(k)][:1]
                     out.append(Issue(
                         format_path(parts + [key]),
                         "unknown key %s (not part of %s%s); ignored" % (

@@ -39,6 +39,20 @@ def test_an_unknown_key_far_from_every_declared_one_gets_no_guess():
     assert "envs[2].owner: unknown key 'owner' (not part of onefrontier.launch-card/v1); ignored" in text
 
 
+def test_an_argv_error_keeps_the_unknown_key_notes_and_a_key_that_starts_with_a_declared_one_is_guessed():
+    with open(os.path.join(ROOT, "cards", "glm-5.3-flash.json")) as f:
+        doc = json.load(f)
+    i = next(n for n, e in enumerate(doc["envs"]) if "env" in e and "--tp-size" in e["argv"])
+    doc["envs"][i]["enviroment"] = doc["envs"][i].pop("env")
+    argv = doc["envs"][i]["argv"]
+    argv[argv.index("--tp-size") + 1] = "four"
+    with pytest.raises(CardError) as err:
+        load_card(json.dumps(doc), source="typo.json")
+    text = str(err.value)
+    assert "envs[%d].argv[%d]" % (i, argv.index("--tp-size") + 1) in text and "--tp-size expects an integer" in text
+    assert "(note) envs[%d].enviroment: unknown key 'enviroment' (not part of onefrontier.launch-card/v1; did you " \
+           "mean 'env'?)" % i in text
+
 @pytest.mark.parametrize("env, flag, value", [(1, "--port", "-30000"), (4, "--disaggregation-bootstrap-port", "70000"),
                                               (5, "--port", "thirty")])
 def test_a_port_that_is_not_a_tcp_port_names_its_argv_element(env, flag, value):
