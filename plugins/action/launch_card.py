@@ -218,7 +218,9 @@ class ActionModule(ActionBase):
         try:
             the_plan = plan_fleet(cards, {src: normalize_placement(e) for src, e in by_card.items()})
         except PlanError as exc:
-            raise AnsibleActionFail(to_text(exc))
+            # a card's unknown key (a misspelt env) is often why an override or a placement does not fit it
+            notes = ["(note) %s: %s" % (src, w) for src, card in sorted(cards.items()) for w in card["warnings"]]
+            raise AnsibleActionFail("\n".join([to_text(exc)] + notes))
         # each GPU instance runs an image built for its host's vendor (the card's, else launchcard_vendor_images)
         try:
             apply_vendor_images(the_plan, dict((name, {

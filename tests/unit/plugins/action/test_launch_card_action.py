@@ -23,6 +23,7 @@ import pytest
 from ansible.parsing.dataloader import DataLoader
 from ansible.playbook.play_context import PlayContext
 from ansible_collections.launchcard.inference.plugins.action.launch_card import ActionModule
+from ansible_collections.launchcard.inference.plugins.plugin_utils._card import load_card
 from ansible_collections.launchcard.inference.plugins.plugin_utils._rollout import card_sha256
 
 REPO_ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", "..", ".."))
@@ -233,4 +234,23 @@ def test_a_mini_lb_router_is_a_warning_of_the_plan_and_the_override_silences_it(
     assert not [w for w in result.get("warnings", []) if "--mini-lb" in w]
     router = result["ansible_facts"]["launchcard_plan"]["hosts"]["lc-router"]["instances"][0]
     assert "--mini-lb" not in router["argv"] and "--pd-disaggregation" in router["argv"]
+    assert_no_host_contacted(connection)
+
+
+def test_a_plan_error_shows_the_cards_unknown_keys_beside_it(tmp_path):
+    """A misspelt env on the card leaves the inventory's override of one of its variables nothing to act on: the
+    error names the override, and the card's note says why."""
+    with open(CARD) as f:
+        doc = json.load(f)
+    i = next(n for n, e in enumerate(doc["envs"]) if e.get("env"))
+    recipe = load_card(json.dumps(doc), "card.json")["recipes"][i]["name"]
+    name = sorted(doc["envs"][i]["env"])[0]
+    doc["envs"][i]["enviroment"] = doc["envs"][i].pop("env")
+    card = tmp_path / "typo.json"
+    card.write_text(json.dumps(doc))
+    plugin, connection = action()
+    result = plugin.run(task_vars=task_vars(card=str(card), launchcard_argv_overrides={recipe: {"env": {name: None}}}))
+    text = failure(result)
+    assert "(note) %s: envs[%d].enviroment: unknown key 'enviroment'" % (card, i) in text, text
+    assert "did you mean 'env'?" in text
     assert_no_host_contacted(connection)
