@@ -210,7 +210,8 @@ def host_change(host, record, target_host, target_units, cards):
     :param target_units: list of ``{"name", "content"}`` for the host (or []).
     :param cards: target cards, ``{key: {"sha256", "repo", "revision"}}``.
     :returns: ``{"host", "action", "write", "remove", "restart", "replaced", "diff",
-        "flags", "revision", "card", "recipes", "roles", "reasons"}``;
+        "flags", "revision", "card", "units", "recipes", "roles", "reasons"}`` (``units``: how many unit files the
+        host has after the upgrade);
         ``action`` is ``none``, ``new`` (nothing runs there yet),
         ``update`` (unit files change; a new model revision changes every engine's
         ``--revision``, so its unit file) or ``retire`` (units no longer planned); the
@@ -281,6 +282,7 @@ def host_change(host, record, target_host, target_units, cards):
         "flags": flags,
         "revision": revision,
         "card": (target_host or {}).get("card"),
+        "units": len(want),
         "recipes": sorted({i.get("recipe") for i in insts if i.get("recipe")}),
         "roles": sorted({i.get("role") for i in insts if i.get("role")}),
         "reasons": reasons,
@@ -454,12 +456,11 @@ def _batch_fields(result, current, target, cards, twin_units):
         revision = (cards.get(ch["card"]) or {}).get("revision") or "?"
         if host not in thosts:
             ch["runs_after"] = "nothing (retired)"
-        elif ch["action"] == "none":
-            # its unit files are the new card's already; upgrade.yml rewrites only its record
-            ch["runs_after"] = "revision %s, %d unit(s) (unchanged)" % (revision[:12], len((record or {}).get("units") or {}))
         else:
-            ch["runs_after"] = "revision %s (%s)" % (
-                revision[:12], "restarted with its partner" if ch["action"] == "partner-restart" else "upgraded")
+            # an unchanged host's files are the new card's already: upgrade.yml rewrites only its record
+            what = {"none": "unchanged", "partner-restart": "restarted with its partner"}.get(
+                ch["action"], "upgraded: %d unit file(s) written, %d removed" % (len(ch["write"]), len(ch["remove"])))
+            ch["runs_after"] = "revision %s, %d unit(s) (%s)" % (revision[:12], ch["units"], what)
     # each router a surge drives, once: upgrade.yml probes its worker API before anything is staged
     seen = []
     for s in result["surges"]:

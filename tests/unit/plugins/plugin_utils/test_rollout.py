@@ -363,7 +363,7 @@ def test_each_batch_host_drains_what_it_stops_and_gates_the_routers_it_left():
     assert ch["gate_routers"] == [{"host": "rt", "unit": router["unit"], "api": "http://127.0.0.1:30080",
                                    "model": router["served_model"]}]
     assert ch["runs_before"] == "revision 111111111111, 1 unit(s)"
-    assert ch["runs_after"] == "revision 222222222222 (upgraded)"
+    assert ch["runs_after"] == "revision 222222222222, 1 unit(s) (upgraded: 1 unit file(s) written, 0 removed)"
     assert (ch["twins"], ch["twin_ops"], ch["twin_ports"], ch["twin_units"], ch["twin_drain"]) == ([], [], [], [], [])
     # the router's host is untouched: nothing to drain, no router to gate, no diff; upgrade.yml records it as planned
     assert (ro["hosts"]["rt"]["drain"], ro["hosts"]["rt"]["gate_routers"], ro["surge_routers"]) == ([], [], [])
@@ -380,7 +380,7 @@ def test_a_partner_restart_drains_its_restarted_units_and_says_so():
     assert pre["action"] == "partner-restart" and pre["write"] == []
     assert [d["name"] for d in pre["drain"]] == ["launchcard-glm-5.3-flash-sglang-prefill-0.service"]
     assert [d["name"] for d in ro["hosts"]["dec"]["drain"]] == ["launchcard-glm-5.3-flash-sglang-decode-0.service"]
-    assert pre["runs_after"] == "revision %s (restarted with its partner)" % new_card["model"]["revision"][:12]
+    assert pre["runs_after"] == "revision %s, 1 unit(s) (restarted with its partner)" % new_card["model"]["revision"][:12]
     # a PD router cannot take the pair out, yet the changed host gates through it once the pair is back
     assert pre["gate_routers"] == []
     router = ro["routers"][0]
