@@ -174,17 +174,18 @@ def test_upgrade_under_load_loses_no_request(upgraded):
 
 def test_every_replica_runs_the_new_card_and_the_router_was_not_restarted(upgraded):
     res, dummy, pid = upgraded
+    flat = " ".join(res.stdout.split())  # the result's YAML folds long lines
     for host, address in WORKERS.items():
         execstart, revision, active = host_facts(address)
         assert "--max-running-requests 32" in execstart, (host, execstart)
         assert revision == REV2, host
         assert active == "active", host
-        assert "%s: revision %s, 1 unit(s) (upgraded: 1 unit file(s) written, 0 removed)" % (host, REV2[:12]) in res.stdout, host
+        assert "%s: revision %s, 1 unit(s) (upgraded: 1 unit file(s) written, 0 removed)" % (host, REV2[:12]) in flat, host
     assert router_pid() == pid
     # the untouched router's record now names the new revision, and the summary says what the record says
     state = ssh(ROUTER, "cat /var/lib/launchcard/state.json").stdout
     assert json.loads(state)["card"]["revision"] == REV2
-    assert "lc-up-router: revision %s, 1 unit(s) (unchanged)" % REV2[:12] in res.stdout, res.stdout[-3000:]
+    assert "lc-up-router: revision %s, 1 unit(s) (unchanged)" % REV2[:12] in flat, res.stdout[-3000:]
     status, body = http("GET", ROUTER_URL + "/workers")
     assert {w["url"] for w in json.loads(body)["workers"] if w["is_healthy"]} == WORKER_URLS
     # pre-staged: the new revision next to the one served before, on every replica
@@ -326,7 +327,7 @@ def test_a_revision_that_fails_its_gate_is_rolled_back_and_the_upgrade_stops(upg
     assert res.returncode != 0
     assert "upgrade stopped: lc-up-w1 failed" in res.stdout, res.stdout[-6000:]
     assert "health answered 503" in res.stdout  # why: the gate's reason
-    assert "lc-up-w1: revision %s, 1 unit(s) (rolled back, healthy)" % REV2[:12] in res.stdout
+    assert "lc-up-w1: revision %s, 1 unit(s) (rolled back, healthy)" % REV2[:12] in " ".join(res.stdout.split())
     assert load.failed == 0, load.errors[:5]
     assert min(load.capacity) >= len(WORKERS) - SERIAL, load.capacity
     # lc-up-w1 runs what it ran before, on the revision it loaded before; the later batches never started
