@@ -53,6 +53,7 @@ def test_an_argv_error_keeps_the_unknown_key_notes_and_a_key_that_starts_with_a_
     assert "(note) envs[%d].enviroment: unknown key 'enviroment' (not part of onefrontier.launch-card/v1; did you " \
            "mean 'env'?)" % i in text
 
+
 @pytest.mark.parametrize("env, flag, value", [(1, "--port", "-30000"), (4, "--disaggregation-bootstrap-port", "70000"),
                                               (5, "--port", "thirty")])
 def test_a_port_that_is_not_a_tcp_port_names_its_argv_element(env, flag, value):
