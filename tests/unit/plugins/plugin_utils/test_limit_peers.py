@@ -126,6 +126,9 @@ def test_the_filter_reads_each_run_hosts_record_where_its_call_returned_it():
     lines = filters.stranded_consumers(new, {"c": EX}, hostvars, ["pre"], source)
     assert len(lines) == 3 and "bootstrap port moves from 10.7.0.1:8998 to 10.7.0.1:8999" in lines[1]
     assert filters.stranded_consumers(new, {"c": EX}, hostvars, ["pre"], source, allowed="true")[0].startswith("WARNING: ")
+    # upgrade.yml's read of the record (host_state): the whole record, its instances as the deploy wrote them
+    upgraded = {"pre": {"upgrade_current": {"record": {"instances": old["hosts"]["pre"]["instances"]}}}}
+    assert filters.stranded_consumers(new, {"c": EX}, upgraded, ["pre"], "upgrade_current.record.instances") == lines
     # a full run reads no host; a host whose call returned nothing recorded nothing
     assert filters.stranded_consumers(new, {"c": EX}, {}, list(new["hosts"]), source) == []
     assert filters.stranded_consumers(new, {"c": EX}, {"pre": {}}, ["pre"], source) == []
