@@ -269,9 +269,10 @@ def converge_reads(spec, run, bin_path, record=None, probe=request):
     :param run: ``run(argv) -> (rc, stdout, stderr)``; one ``systemctl show`` of the units the files give.
     :param record: the host's record (``_state.parse``), or None.
     :returns: ``{"files": {file name: sha256}, "states": {unit: properties}, "dropins": [paths],
-        "secrets_in_place": bool, "endpoints": [results], "then": [results], "record_sha256": str or None}``, as
-        ``_systemd.settled_converge`` reads it; the endpoints' results are ``_health.wait_all``'s. No digest of
-        the secrets file is returned.
+        "secrets_in_place": bool, "endpoints": [results], "then": [results], "record_sha256": str or None,
+        "record_instances": [...]}``, as ``_systemd.settled_converge`` reads it (``record_instances``:
+        ``_state.record_instances``, for a ``--limit`` run's check of the consumers it leaves out); the endpoints'
+        results are ``_health.wait_all``'s. No digest of the secrets file is returned.
     """
     files = read_unit_files(spec["directory"], spec["quadlet_directory"], spec["prefix"])
     names = sorted(set(unit_of(n) for n in files))
@@ -287,4 +288,5 @@ def converge_reads(spec, run, bin_path, record=None, probe=request):
     return {"files": dict((n, state.sha256_text(t)) for n, t in sorted(files.items())), "states": states,
             "dropins": sorted(dropins),
             "secrets_in_place": secrets_in_place(spec["secrets_file"], spec["secrets_sha256"], spec["remove_secrets"]),
-            "endpoints": results[:len(first)], "then": results[len(first):], "record_sha256": state.state_sha256(record)}
+            "endpoints": results[:len(first)], "then": results[len(first):], "record_sha256": state.state_sha256(record),
+            "record_instances": state.record_instances(record)}

@@ -79,54 +79,59 @@ def peer_table(cards, plan):
                 for host, hp in ((plan or {}).get("hosts") or {}).items())
 
 
-def _peers(card, host_plan, plan, index=None):
-    """Ports on other hosts that this host's instances must reach (see :func:`host_needs`); ``index``:
-    :func:`_peer_index` of ``plan``, made once for the fleet by :func:`peer_table`."""
+def peer_links(card, host_plan, plan, index=None):
+    """Each connection an instance of this host opens to an instance on another host, as the plan places them:
+    ``(inst, peer, key, what)``, ``key`` the peer's field that holds the port (``port``, ``bootstrap_port``,
+    ``dist_init_port``), ``what`` its name in a report. The one rule of who reaches whom: :func:`_peers` (the ports
+    preflight probes) and plugin_utils/_limit_peers.py (the consumers a ``--limit`` run would strand) read it.
+    ``index``: :func:`_peer_index` of ``plan``, made once for the fleet by :func:`peer_table`."""
     recipes = {r["name"]: r for r in card["recipes"]}
-    mine = host_plan.get("instances", [])
     by_role, first_ranks = index or _peer_index(plan)
 
     def peers_of(inst, role):
         return [p for p in by_role.get(role, ()) if p.get("host") != inst.get("host")]
 
-    out, index = [], {}
-
-    def add(inst, peer, key, what):
-        port = peer.get(key)
-        if not port:
-            return
-        why = "%s -> %s %s" % (inst["recipe"], peer["recipe"], what)
-        k = (peer["address"], int(port))
-        if k in index:
-            if why not in index[k]["why"].split("; "):
-                index[k]["why"] += "; " + why
-            return
-        index[k] = {"address": peer["address"], "port": int(port), "why": why}
-        out.append(index[k])
-
-    for inst in mine:
+    for inst in host_plan.get("instances", []):
         r = dict(recipes.get(inst["recipe"]) or {}, **(inst.get("recipe_facts") or {}))
         if inst["role"] == "router":
             if r.get("pd_disaggregation"):
                 for p in peers_of(inst, "prefill"):
-                    add(inst, p, "port", "port")
-                    add(inst, p, "bootstrap_port", "bootstrap port")
+                    yield inst, p, "port", "port"
+                    yield inst, p, "bootstrap_port", "bootstrap port"
                 for p in peers_of(inst, "decode"):
-                    add(inst, p, "port", "port")
+                    yield inst, p, "port", "port"
             elif r.get("worker_urls"):
                 for p in peers_of(inst, "aggregated"):
-                    add(inst, p, "port", "port")
+                    yield inst, p, "port", "port"
         elif inst["role"] == "decode":
             for p in peers_of(inst, "prefill"):
-                add(inst, p, "bootstrap_port", "bootstrap port")
+                yield inst, p, "bootstrap_port", "bootstrap port"
         elif inst["role"] == "language" and r.get("encoder_urls"):
             for p in peers_of(inst, "encoder"):
-                add(inst, p, "port", "port")
+                yield inst, p, "port", "port"
         if inst.get("node_rank"):
             # a multi-node rank > 0 connects to its rank 0's init port (--dist-init-addr / --master-port)
             for p in first_ranks.get((inst["recipe"], inst.get("replica")), ()):
                 if p.get("host") != inst.get("host"):
-                    add(inst, p, "dist_init_port", "init port")
+                    yield inst, p, "dist_init_port", "init port"
+
+
+def _peers(card, host_plan, plan, index=None):
+    """Ports on other hosts that this host's instances must reach (see :func:`host_needs`); ``index``:
+    :func:`_peer_index` of ``plan``, made once for the fleet by :func:`peer_table`."""
+    out, seen = [], {}
+    for inst, peer, key, what in peer_links(card, host_plan, plan, index):
+        port = peer.get(key)
+        if not port:
+            continue
+        why = "%s -> %s %s" % (inst["recipe"], peer["recipe"], what)
+        k = (peer["address"], int(port))
+        if k in seen:
+            if why not in seen[k]["why"].split("; "):
+                seen[k]["why"] += "; " + why
+            continue
+        seen[k] = {"address": peer["address"], "port": int(port), "why": why}
+        out.append(seen[k])
     return out
 
 

@@ -137,6 +137,23 @@ def recorded_image_refs(text):
     return dict((k, v) for k, v in refs.items() if isinstance(k, str) and isinstance(v, str)) if isinstance(refs, dict) else {}
 
 
+def record_instances(record):
+    """Where each instance a record names served its peers when it was written: ``[{"unit", "url", "argv"}]`` (the
+    URL gives the address and port, the argv the bootstrap and init ports), for the controller's check of a
+    ``--limit`` run that would move an instance whose consumers it leaves out (plugin_utils/_limit_peers.py).
+
+    :param record: a parsed record (:func:`parse`), or None.
+    :returns: list; empty without a record or for one made up from unit files (it names no instance).
+    """
+    out = []
+    for inst in (record or {}).get("instances") or []:
+        if isinstance(inst, dict) and isinstance(inst.get("unit"), str):
+            argv = inst.get("argv")
+            out.append({"unit": inst["unit"], "url": inst.get("url") if isinstance(inst.get("url"), str) else None,
+                        "argv": [str(w) for w in argv] if isinstance(argv, list) else []})
+    return out
+
+
 def _command_words(unit_text):
     """The words of a unit's command line (``ExecStart=``; a Quadlet file's ``Exec=``, the container's command),
     continuation lines joined (systemd.syntax(7)), quotes and the ``%%``/``$$`` escapes undone

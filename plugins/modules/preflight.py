@@ -411,7 +411,8 @@ units_found:
       (C(systemctl show) of the units they give, C({unit: {property: value}})), C(dropins) (paths of their drop-ins),
       C(secrets_in_place) (bool, see O(units_reads.secrets_sha256)), C(endpoints) and C(then) (one probe of each
       endpoint, as M(launchcard.inference.http_health) reports them) and C(record_sha256) (of the running state
-      the record at O(record) describes, null without one). Null without O(units_reads)."
+      the record at O(record) describes, null without one), C(record_instances) (the unit, URL and argv of each
+      instance the record names: what its peers reach). Null without O(units_reads)."
   returned: always
   type: dict
   sample:
@@ -422,6 +423,7 @@ units_found:
     endpoints: [{name: launchcard-demo-vllm-aggregated-0.service, healthy: true, detail: health 200}]
     then: []
     record_sha256: 9c2e41...
+    record_instances: [{unit: launchcard-demo-vllm-aggregated-0.service, url: "http://10.0.0.5:8000", argv: [vllm, serve]}]
 recorded_images_missing:
   description:
     - The images of RV(recorded_image_refs) that this host runs (C(needs.images)) whose digest the engine's store does

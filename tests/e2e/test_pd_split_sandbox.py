@@ -67,3 +67,32 @@ def test_a_routed_completion_moves_kv_from_the_prefill_host_to_the_decode_host(d
     info = json.loads(body)["launchcard_standin"]
     # served by the decode on lc-pds-b, with the KV its prefill on lc-pds-a put on the bootstrap server
     assert (info["role"], info["decode"], info["prefill"]) == ("decode", "lc-pds-b:32000", "lc-pds-a:31000")
+
+
+# Issue 46: the decode's port moves under --limit lc-pds-b, which leaves its router (on lc-pds-a) out.
+MOVED = json.dumps({"launchcard_argv_overrides": {"sglang-decode": {"set": {"--port": "32100"}}}})
+REFUSAL = ("%s on lc-pds-b: its port moves from %s:32000 to %s:32100; %s on lc-pds-a still points at %s:32000"
+           % (UNITS % "decode", B, B, UNITS % "router", B))
+
+
+def test_a_limited_run_that_would_move_the_decode_its_router_names_is_refused(deployed):
+    show = "systemctl show -p ExecStart,ActiveState,InvocationID %s" % (UNITS % "decode")
+    before = FLEET.ssh(B, show)
+    assert before.returncode == 0 and "ActiveState=active" in before.stdout, before.stderr
+    res = FLEET.playbook("deploy", "--limit", "lc-pds-b", "-e", MOVED)
+    out = " ".join(res.stdout.split())
+    assert res.returncode != 0, out[-3000:]
+    assert "refusing this --limit run before any host changes" in out, out[-6000:]
+    assert REFUSAL in out and "Add lc-pds-a to --limit" in out, out[-6000:]
+    # nothing changed: the same unit, still the same process
+    assert FLEET.ssh(B, show).stdout == before.stdout
+    # check mode lists the same, in the task and the summary, and goes on
+    check = FLEET.playbook("deploy", "--limit", "lc-pds-b", "-e", MOVED, "--check")
+    out = " ".join(check.stdout.split())
+    assert check.returncode == 0, out[-6000:]
+    assert out.count(REFUSAL) == 2, out[-6000:]
+    assert FLEET.ssh(B, show).stdout == before.stdout
+    # the router still reaches the decode where it runs
+    status, body = http("POST", ROUTER + "/v1/completions", {"model": MODEL, "prompt": "hello", "max_tokens": 4},
+                        timeout=30)
+    assert status == 200, body
