@@ -41,6 +41,7 @@ class ActionModule(ActionBase):
             platform=dict(type="str", default=DEFAULT_PLATFORM),
             mirrors=dict(type="dict", default={}),
             credentials=dict(type="dict", default={}, no_log=True),
+            credentials_plain_http=dict(type="list", elements="str", default=[]),
             timeout=dict(type="float", default=30.0),
             qualified=dict(type="bool", default=True),
             hold=dict(type="dict", default={}),
@@ -51,8 +52,10 @@ class ActionModule(ActionBase):
         ), mutually_exclusive=[("images", "plan")], required_one_of=[("images", "plan")])
         images = args["images"] if args["images"] is not None else distinct_images(args["plan"])
         try:
-            client = RegistryClient(mirrors=args["mirrors"], credentials=args["credentials"],
-                                    timeout=args["timeout"], runtime=registry_client(args["runtime"]))
+            # a native fleet pulls no image: its credentials go nowhere
+            client = RegistryClient(mirrors=args["mirrors"], timeout=args["timeout"], runtime=registry_client(args["runtime"]),
+                                    credentials=args["credentials"] if args["runtime"] != "native" else {},
+                                    plain_http=args["credentials_plain_http"])
             # a plan file's digests (playbooks/plan.yml): every slice of one plan pins the same, whatever a tag does
             known = args["resolved"].get("image_refs") or {}
             asked = [image for image in images if image not in known]

@@ -186,10 +186,10 @@ def docker_daemon_config(current, mirrors):
         raise AnsibleFilterError("launchcard.inference.docker_daemon_config: %s" % to_text(exc))
 
 
-def registry_auth(credentials, mirrors=None):
+def registry_auth(credentials, mirrors=None, plain_http=None):
     """The hosts' podman auth file for the registry credentials (see plugin_utils._images.registry_auth)."""
     try:
-        return images.registry_auth(credentials, mirrors)
+        return images.registry_auth(credentials, mirrors, plain_http)
     except ValueError as exc:
         raise AnsibleFilterError("launchcard.inference.registry_auth: %s" % to_text(exc))
 

@@ -17,6 +17,10 @@ description:
     C(NAME@sha256:...). An image that already names a digest is used as written and costs no request.
   - Answers a registry's C(401) Bearer challenge with a token from its realm, sending O(credentials) for that
     registry as basic auth.
+  - Credentials go only where they were configured - a registry's to that registry and its token realm, a mirror
+    the entry of its own host only (podman; docker sends a mirror none), never over plain HTTP (an C(insecure)
+    mirror, an C(http://) realm) to a host that O(credentials_plain_http) does not list (the run stops, naming
+    C(launchcard_registry_credentials_plain_http)), never after a redirect.
   - With O(sizes), also reads each image's manifest by its digest (C(GET /v2/NAME/manifests/DIGEST); an index is
     followed to its O(platform) manifest) and returns its compressed size, the C(size) of its config and layers
     (OCI image-spec manifest.md), in RV(image_sizes). Docker Hub counts up to two manifest C(GET)s as one pull
@@ -102,9 +106,18 @@ options:
     type: bool
     default: true
   credentials:
-    description: Registry to C({username, password}). Never returned or logged.
+    description:
+      - Registry, or a mirror's C(HOST[:PORT]), to C({username, password}) (C(launchcard_registry_credentials)).
+        Never returned or logged. Ignored with O(runtime=native).
     type: dict
     default: {}
+  credentials_plain_http:
+    description:
+      - The hosts (C(HOST[:PORT])) that may be sent O(credentials) over plain HTTP
+        (C(launchcard_registry_credentials_plain_http)); none by default.
+    type: list
+    elements: str
+    default: []
   hold:
     description:
       - Image to the pinned reference (C(name@sha256:...)) the fleet runs now, as the hosts recorded it

@@ -466,42 +466,85 @@ def _credential(registry, value, var="launchcard_registry_credentials"):
     return out[0], out[1]
 
 
-def registry_auth(credentials, mirrors=None):
-    """The hosts' auth file (containers-auth.json(5)) for ``credentials``, keyed by every endpoint they contact.
+# The inventory variable that lets credentials go over plain HTTP, to the hosts it lists (HOST[:PORT]).
+PLAIN_HTTP_VAR = "launchcard_registry_credentials_plain_http"
 
-    Each credentialed registry is a key, and so is the host (``HOST[:PORT]``) of each of its mirrors
-    (``launchcard_registry_mirrors``): containers/image looks credentials up by the endpoint it contacts,
-    the mirror's own reference when it pulls through a mirror (containers/image docker/docker_image_src.go,
-    newImageSourceAttempt: the client is built from the mirror's ``physicalRef``, and credentials meant for the
-    primary registry are explicitly not passed on to a mirror). A mirror host that ``credentials`` names itself
-    keeps its own entry.
 
-    :param credentials: ``launchcard_registry_credentials``: ``{registry: {"username", "password"}}``.
-    :param mirrors: ``launchcard_registry_mirrors`` (the shapes :func:`pull_sources` takes).
-    :returns: ``{"auths": {endpoint: {"auth": base64("user:password")}}}``; ``{"auths": {}}`` without credentials.
-    :raises ImageError: an entry without a username or password, a bad mirror location, or one mirror host
-        that two registries' different credentials would share (names the registries, never a password).
+def plain_http_allowed(value):
+    """The hosts (``HOST[:PORT]``) of :data:`PLAIN_HTTP_VAR` that may receive credentials over plain HTTP.
+
+    :param value: a list of ``HOST[:PORT]`` (a single string is one host); None or empty: none.
+    :raises ImageError: an entry that is not ``HOST[:PORT]``, naming the variable.
     """
+    if value is None or value == "":
+        return frozenset()
+    if isinstance(value, str):
+        value = [value]
+    if not isinstance(value, (list, tuple, set, frozenset)):
+        raise ImageError("%s must be a list of HOST[:PORT], found %r" % (PLAIN_HTTP_VAR, value))
+    hosts = set()
+    for n, host in enumerate(value):
+        if not isinstance(host, str) or not re.match(r"^[A-Za-z0-9.-]+(:[0-9]{1,5})?$", host):
+            raise ImageError("%s[%d] must be HOST[:PORT] (no scheme, no path), found %r" % (PLAIN_HTTP_VAR, n, host))
+        hosts.add(host)
+    return frozenset(hosts)
+
+
+def plain_http_refusal(host, what):
+    """The sentence that refuses to send credentials to ``host`` over plain HTTP, naming :data:`PLAIN_HTTP_VAR`."""
+    # RFC 7617 section 4: basic auth sends the password in the clear unless the connection (TLS) protects it
+    return ("%s: %s is reached over plain HTTP, which would carry the credentials unencrypted: "
+            "they are not sent; serve it over HTTPS, or list %s in %s to send them anyway"
+            % (what, host, host, PLAIN_HTTP_VAR))
+
+
+def check_plain_http_credentials(credentials, mirrors=None, plain_http=None):
+    """Refuse credentials for a host the hosts reach over plain HTTP (a mirror with ``insecure``) that
+    :data:`PLAIN_HTTP_VAR` does not list: podman reads them from the auth file for that host and docker logs in to it.
+
+    :raises ImageError: naming the credentials' key and :data:`PLAIN_HTTP_VAR`, never a password.
+    """
+    allowed = plain_http_allowed(plain_http)
+    plain = set()
+    for registry in sorted(mirrors or {}, key=str):
+        plain.update(location.split("/", 1)[0] for location, insecure in _mirror_entries(registry, mirrors[registry])
+                     if insecure)
+    for key in sorted(str(k) for k in (credentials or {})):
+        if key in plain and key not in allowed:
+            raise ImageError(plain_http_refusal(key, "launchcard_registry_credentials.%s" % key))
+
+
+def _auths(credentials, mirrors):
     if credentials is None:
         credentials = {}
     if not hasattr(credentials, "items"):
         raise ImageError("launchcard_registry_credentials must be a mapping {registry: {username, password}}")
+    for registry in sorted(mirrors or {}, key=str):
+        _mirror_entries(registry, mirrors[registry])  # a bad location is named here too
     pairs = {str(registry): _credential(registry, value) for registry, value in credentials.items()}
-    auths, via = {}, {}
-    for registry in sorted(pairs):
-        auths[registry] = pairs[registry]
-    for registry in sorted(pairs):
-        for location, dummy in _mirror_entries(registry, (mirrors or {}).get(registry)):
-            host = location.split("/", 1)[0]
-            if host in pairs:
-                continue  # named in the credentials: its own entry
-            if host in via and auths[host] != pairs[registry]:
-                raise ImageError("launchcard_registry_credentials: %s and %s give different credentials to their "
-                                 "shared mirror %s; name %s in launchcard_registry_credentials"
-                                 % (via[host], registry, host, host))
-            auths[host], via[host] = pairs[registry], registry
-    return {"auths": {key: {"auth": base64.b64encode(("%s:%s" % auths[key]).encode("utf-8")).decode("ascii")}
-                      for key in sorted(auths)}}
+    return {"auths": {key: {"auth": base64.b64encode(("%s:%s" % pairs[key]).encode("utf-8")).decode("ascii")}
+                      for key in sorted(pairs)}}
+
+
+def registry_auth(credentials, mirrors=None, plain_http=None):
+    """The hosts' auth file (containers-auth.json(5)) for ``credentials``: each key of them, with its own credentials.
+
+    A mirror gets the credentials named for its own host (``HOST[:PORT]``) only, never its registry's:
+    containers/image looks credentials up by the endpoint it contacts (docker/docker_image_src.go
+    newImageSourceAttempt builds a mirror's client from its own reference; pkg/docker/config GetCredentialsForRef
+    reads the auth file's entry for that reference, then its parents, down to its host), so an entry keyed by a
+    mirror host is sent to that mirror.
+
+    :param credentials: ``launchcard_registry_credentials``: ``{registry or mirror host: {"username", "password"}}``.
+    :param mirrors: ``launchcard_registry_mirrors`` (the shapes :func:`pull_sources` takes): which hosts are plain HTTP.
+    :param plain_http: :data:`PLAIN_HTTP_VAR`, the plain-HTTP hosts that may have credentials.
+    :returns: ``{"auths": {key: {"auth": base64("user:password")}}}``; ``{"auths": {}}`` without credentials.
+    :raises ImageError: an entry without a username or password, a bad mirror location, or credentials for a
+        plain-HTTP mirror host not in :data:`PLAIN_HTTP_VAR` (names the key and the variable, never a password).
+    """
+    auth = _auths(credentials, mirrors)
+    check_plain_http_credentials(credentials, mirrors, plain_http)
+    return auth
 
 
 def registry_credentials_digest(credentials, mirrors=None, salt=""):
@@ -509,15 +552,16 @@ def registry_credentials_digest(credentials, mirrors=None, salt=""):
 
     The runtime role skips its container steps while the digest the host's record keeps
     (``runtime.setup`` of ``/var/lib/launchcard/state.json``) is unchanged; folding this in makes a new password
-    (or a new user, registry or mirror) run them again, which rewrites the auth file. The record and Ansible's
+    (or a new user or host) run them again, which rewrites the auth file. The record and Ansible's
     output must not let anyone test password guesses cheaply, so this is PBKDF2-HMAC-SHA256
     (:data:`CREDENTIALS_DIGEST_ROUNDS` rounds), salted with ``salt`` (the role passes the host's name), not a
     plain hash of the password.
 
     :returns: 64 hex digits; ``""`` without credentials.
-    :raises ImageError: as :func:`registry_auth`.
+    :raises ImageError: as :func:`registry_auth`, but for plain HTTP (the resolve_images action and the auth file
+        refuse that; the digest only follows the file's content).
     """
-    auths = registry_auth(credentials, mirrors)["auths"]
+    auths = _auths(credentials, mirrors)["auths"]
     if not auths:
         return ""
     text = json.dumps(auths, sort_keys=True).encode("utf-8")

@@ -17,6 +17,11 @@ is answered with a token from the realm (Docker's token protocol:
 https://distribution.github.io/distribution/spec/auth/token/), sending the
 registry's credentials, when given, as HTTP basic auth.
 
+Credentials go only where they were configured: a registry's to that registry and to the token realm it names,
+a mirror's own (keyed by its host) to that mirror, and none over plain HTTP to a host that
+``launchcard_registry_credentials_plain_http`` does not list. The ``Authorization`` header never follows a
+redirect.
+
 The image's size, for preflight's ``image_disk`` check, is read from its
 manifest, fetched by digest (``GET /v2/<name>/manifests/<digest>``): the
 config blob's ``size`` plus each layer's ``size``, the compressed bytes a
@@ -42,6 +47,9 @@ from ansible_collections.launchcard.inference.plugins.plugin_utils._images impor
     _DIGEST,
     ImageError,
     _is_hub,
+    check_plain_http_credentials,
+    plain_http_allowed,
+    plain_http_refusal,
     pull_sources,
 )
 
@@ -57,6 +65,8 @@ INDEX_TYPES = MANIFEST_TYPES[:2]
 DEFAULT_PLATFORM = "linux/amd64"
 # containers/image reads a manifest body of at most 4 MiB (internal/iolimits: MaxManifestBodySize)
 MAX_MANIFEST_BYTES = 4 << 20
+# containers/image reads a token service's answer of at most 1 MiB (internal/iolimits: MaxAuthTokenBodySize)
+MAX_TOKEN_BYTES = 1 << 20
 
 
 def is_index(doc):
@@ -172,17 +182,24 @@ class RegistryClient:
     """Manifest digests over the registry HTTP API, asked where and in the order the hosts' engine asks.
 
     :param mirrors: ``launchcard_registry_mirrors`` (see :func:`pull_sources`).
-    :param credentials: ``{registry: {"username", "password"}}``, sent where the runtime sends them: podman to the
-        registry and to its mirrors (keyed by the mirror's host in the hosts' auth file, :func:`registry_auth`;
-        a mirror host the credentials name itself gets its own), docker to the registry itself only.
+    :param credentials: ``{registry or mirror host: {"username", "password"}}``, sent where the runtime sends them:
+        a registry's to that registry (and its token realm); podman sends a mirror the entry of its own host
+        (``HOST[:PORT]``) only, as the hosts' auth file holds it (:func:`registry_auth`), docker sends a mirror none.
+    :param plain_http: ``launchcard_registry_credentials_plain_http``: the hosts (``HOST[:PORT]``) that may be sent
+        credentials over plain HTTP (a mirror with ``insecure``, a token realm ``http://``); none by default.
     :param runtime: ``docker`` or ``podman`` (:func:`pull_sources`).
     :param upstream: see :func:`pull_sources`.
     :param opener: a ``urllib.request.OpenerDirector`` (tests); default: ``urllib.request.build_opener()``.
+    :raises ImageError: credentials for a plain-HTTP mirror host that ``plain_http`` does not list (before any
+        request), naming the variable.
     """
 
-    def __init__(self, mirrors=None, credentials=None, timeout=30.0, opener=None, runtime="podman", upstream=None):
+    def __init__(self, mirrors=None, credentials=None, timeout=30.0, opener=None, runtime="podman", upstream=None,
+                 plain_http=None):
         self.mirrors = dict(mirrors or {})
         self.credentials = dict(credentials or {})
+        self.plain_http = plain_http_allowed(plain_http)
+        check_plain_http_credentials(self.credentials, self.mirrors, self.plain_http)
         self.timeout = timeout
         self.runtime = runtime
         self.upstream = upstream
@@ -203,33 +220,64 @@ class RegistryClient:
         mirrors = {registry: self.mirrors[key]} if key in self.mirrors else {}
         return pull_sources(registry, mirrors, self.runtime, self.upstream)
 
-    def _basic(self, registry, source):
-        if source["mirror"] and self.runtime == "docker":
-            return None
-        cred = self.credentials.get(source["host"]) if source["mirror"] else None
-        cred = cred or self.credentials.get(registry)
+    def _basic(self, registry, source, url):
+        """The ``Authorization`` value of the credentials ``source`` is sent at ``url``, or None.
+
+        A mirror gets its own host's entry only (containers/image docker/docker_image_src.go newImageSourceAttempt:
+        the credentials "intended for the primary endpoint" are not sent to mirrors; the auth file's entry for
+        the mirror's own reference is, pkg/docker/config GetCredentialsForRef); docker's, none (see :meth:`_ask`).
+
+        :raises ImageError: the credentials would go over plain HTTP to a host ``plain_http`` does not list.
+        """
+        if source["mirror"]:
+            key = source["host"] if self.runtime == "podman" else None
+        else:
+            key = registry
+        cred = self.credentials.get(key) if key else None
         if not cred:
             return None
+        parts = urllib.parse.urlsplit(url)
+        if parts.scheme != "https" and parts.netloc not in self.plain_http:
+            raise ImageError(plain_http_refusal(parts.netloc, "launchcard_registry_credentials.%s (%s, at %s)"
+                                                % (key, source["label"], url)))
         raw = ("%s:%s" % (cred.get("username", ""), cred.get("password", ""))).encode()
         return "Basic " + base64.b64encode(raw).decode()
 
-    def _open(self, method, url, headers):
+    def _open(self, method, url, headers, auth=None):
         self.requests += 1
         req = urllib.request.Request(url, method=method, headers=headers)
+        if auth:
+            # never after a redirect: urllib.request's redirect_request copies Request.headers to any host, not the
+            # unredirected ones (Go's src/net/http/client.go, under podman and dockerd, drops it for another domain)
+            req.add_unredirected_header("Authorization", auth)
         return self.opener.open(req, timeout=self.timeout)
 
     def _token(self, registry, source, challenge, image):
         realm = challenge.get("realm")
         if not realm:
             raise _Unanswered("image %s: %s asked for a token without a realm" % (image, source["label"]))
-        query = {k: challenge[k] for k in ("service", "scope") if challenge.get(k)}
-        url = realm + ("?" + urllib.parse.urlencode(query) if query else "")
-        headers = {}
-        if self._basic(registry, source):
-            headers["Authorization"] = self._basic(registry, source)
+        parts = urllib.parse.urlsplit(realm)
+        if parts.scheme not in ("http", "https") or not parts.netloc:
+            raise _Unanswered("image %s: %s named a token realm that is not an http(s) URL: %r"
+                              % (image, source["label"], realm))
+        query = urllib.parse.parse_qsl(parts.query) + [(k, challenge[k]) for k in ("service", "scope")
+                                                       if challenge.get(k)]
+        url = urllib.parse.urlunsplit(parts._replace(query=urllib.parse.urlencode(query), fragment=""))
+        # The token spec's realm is an authorization service, on another host as the registry's may be
+        # (distribution docs/spec/auth/token.md: registry.docker.io's is https://auth.docker.io/token), and the
+        # engines send it the registry's credentials wherever it is (containers/image docker/docker_client.go
+        # getBearerToken: SetBasicAuth on the realm's request, its scheme and host unchecked): so the realm gets
+        # them over HTTPS only (or to a host plain_http lists), and otherwise the run stops here, before a host pulls.
         try:
-            with self._open("GET", url, headers) as resp:
-                doc = json.loads(resp.read() or b"{}")
+            auth = self._basic(registry, source, url)
+        except ImageError as exc:
+            raise ImageError("image %s: %s names the token realm %s; %s" % (image, source["label"], realm, exc))
+        try:
+            with self._open("GET", url, {}, auth) as resp:
+                body = resp.read(MAX_TOKEN_BYTES + 1)
+                if len(body) > MAX_TOKEN_BYTES:
+                    raise ValueError("an answer over %d bytes" % MAX_TOKEN_BYTES)
+                doc = json.loads(body or b"{}")
         except urllib.error.HTTPError as exc:
             raise _Unanswered("image %s: the token service of %s refused (HTTP %d): check the registry credentials"
                               % (image, source["label"], exc.code))
@@ -253,10 +301,8 @@ class RegistryClient:
         key = (source["base"], source["namespace"] + ref["repository"])
         for attempt in (1, 2):
             headers = {"Accept": ", ".join(MANIFEST_TYPES)}
-            if key in self._auth:
-                headers["Authorization"] = self._auth[key]
             try:
-                with self._open(method, url, headers) as resp:
+                with self._open(method, url, headers, self._auth.get(key)) as resp:
                     return resp.headers, (resp.read(MAX_MANIFEST_BYTES + 1) if method == "GET" else b""), url
             except urllib.error.HTTPError as exc:
                 if exc.code == 401 and source["mirror"] and self.runtime == "docker":
@@ -266,15 +312,15 @@ class RegistryClient:
                         "image %s: %s asks for credentials (HTTP 401 at %s), and dockerd sends a registry mirror "
                         "none (its credentials are looked up for the image's own registry, not the mirror's host), "
                         "so the docker hosts would fall back to Docker Hub: use launchcard_runtime: podman "
-                        "(it sends launchcard_registry_credentials to the mirror), a mirror that needs none, or name "
-                        "the mirror's registry in the card's image with credentials for it"
+                        "(it sends the mirror the launchcard_registry_credentials of its own host), a mirror that "
+                        "needs none, or name the mirror's registry in the card's image with credentials for it"
                         % (image, source["label"], url))
                 if exc.code == 401 and attempt == 1 and key not in self._auth:
                     scheme, challenge = _parse_challenge(exc.headers.get("WWW-Authenticate"))
                     if scheme == "bearer":
                         self._auth[key] = "Bearer " + self._token(registry, source, challenge, image)
-                    elif scheme == "basic" and self._basic(registry, source):
-                        self._auth[key] = self._basic(registry, source)
+                    elif scheme == "basic" and self._basic(registry, source, url):
+                        self._auth[key] = self._basic(registry, source, url)
                     else:
                         raise _Unanswered("image %s: %s needs credentials (HTTP 401)" % (image, source["label"]))
                     continue

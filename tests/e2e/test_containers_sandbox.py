@@ -11,8 +11,10 @@ the prefill host runs Debian 12 (podman 4.3: `podman run` units in /etc/systemd/
 Debian 13 (podman 5.4: Quadlet .container files in /etc/containers/systemd, made into units by podman's generator).
 The registry's access log (.sandbox-containers/registry.log) tells what the hosts fetched. The fleet is purged
 before and after, so the check-mode run meets hosts that hold no image. The registry asks for basic auth
-(gpus.ini: sandbox_registry_auth) with the inventory's launchcard_registry_credentials, which the hosts get as a
-root-only auth file: their pulls authenticate, and no unit, `systemctl show` or playbook output holds the password.
+(gpus.ini: sandbox_registry_auth) with the inventory's launchcard_registry_credentials for the mirror's own host
+(sent over the bridge's plain HTTP as launchcard_registry_credentials_plain_http allows), which the hosts get as a
+root-only auth file keyed by that host alone: their pulls authenticate, and no unit, `systemctl show` or playbook
+output holds the password.
 """
 
 from __future__ import annotations
@@ -48,7 +50,7 @@ FETCH = re.compile(r'^(\S+) - - \[[^]]*\] "GET /v2/\S+/(?:manifests|blobs)/\S+ H
 CHALLENGE = re.compile(r'^(\S+) - - \[[^]]*\] "GET /v2/\S* HTTP/[0-9.]+" 401 ', re.M)
 # the sandbox-only credentials the registry asks for and the inventory gives the hosts (group_vars/all.yml)
 with open(os.path.join(ROOT, "inventories/containers/group_vars/all.yml")) as _f:
-    _CRED = yaml.safe_load(_f)["launchcard_registry_credentials"]["docker.io"]
+    _CRED = yaml.safe_load(_f)["launchcard_registry_credentials"]["198.18.10.1:5000"]
 AUTH = (_CRED["username"], _CRED["password"])
 PASSWORD = AUTH[1]
 AUTH_TOKEN = base64.b64encode(("%s:%s" % AUTH).encode()).decode()
@@ -178,7 +180,7 @@ def test_the_hosts_pull_with_the_credentials_which_nothing_shows(fleet, checked,
         out = ssh(host, cmd + name + ".service").stdout
         lines = out.splitlines()
         assert lines[0] == "root root 600", (host, out[:500])
-        assert lines[1] == str(sorted(["docker.io", REGISTRY])), (host, out[:500])
+        assert lines[1] == str([REGISTRY]), (host, out[:500])  # the mirror's own entry; Docker Hub gets none
         assert lines[2] == "grep: 0" and lines[3] == "record 644", (host, out[:500])
         assert PASSWORD not in out and AUTH_TOKEN not in out, host
         props = dict(line.split("=", 1) for line in lines[4:] if "=" in line)

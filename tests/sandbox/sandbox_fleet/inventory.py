@@ -41,7 +41,8 @@ DEFAULTS = {
     # driver (sandbox_driver_version: a current spec; another: one left by an earlier driver); "": no CDI spec
     "sandbox_cdi_spec": "",
     # true: the fleet's registry asks for basic auth, with the credentials the inventory gives the collection for
-    # Docker Hub (launchcard_registry_credentials["docker.io"], literal values); set on every host of the fleet
+    # it, keyed by its host as the first Docker Hub mirror names it (launchcard_registry_credentials["HOST:PORT"],
+    # literal values); set on every host of the fleet
     "sandbox_registry_auth": False,
     # true: the fleet runs the real vLLM (realvllm.py): its registry holds the real vLLM image under the cards' vLLM
     # image names, its wheelhouse the real vLLM's wheels, its hub the tiny real checkpoint as the example card's
@@ -87,12 +88,13 @@ class Host:
         self.real_vllm = get("sandbox_real_vllm", _bool)
         self.registry_auth = None
         if get("sandbox_registry_auth", _bool):
-            creds = hv.get("launchcard_registry_credentials")
-            cred = creds.get("docker.io") if isinstance(creds, dict) else None
+            creds, mirror = hv.get("launchcard_registry_credentials"), _hub_mirror_host(hv)
+            cred = creds.get(mirror) if isinstance(creds, dict) and mirror else None
             user, password = (cred.get("username"), cred.get("password")) if isinstance(cred, dict) else (None, None)
             if not all(isinstance(v, str) and v and "{{" not in v for v in (user, password)) or ":" in user:
-                raise FleetError(f"host {name}: sandbox_registry_auth needs launchcard_registry_credentials "
-                                 "with literal docker.io username and password (the registry's htpasswd)")
+                raise FleetError(f"host {name}: sandbox_registry_auth needs launchcard_registry_credentials with a "
+                                 "literal username and password for the host of the first docker.io mirror of "
+                                 "launchcard_registry_mirrors (the fleet's registry; its htpasswd)")
             self.registry_auth = (user, password)
         if self.rootfs not in ROOTFS_VARIANTS:
             raise FleetError(f"host {name}: sandbox_rootfs={self.rootfs!r} must be one of {', '.join(sorted(ROOTFS_VARIANTS))}")
@@ -128,6 +130,17 @@ class Host:
         return cfg
 
 
+def _hub_mirror_host(hv):
+    """HOST[:PORT] of the first Docker Hub mirror of ``launchcard_registry_mirrors`` (the fleet's registry), or None."""
+    mirrors = (hv.get("launchcard_registry_mirrors") or {}).get("docker.io") if isinstance(
+        hv.get("launchcard_registry_mirrors"), dict) else None
+    first = (mirrors[0] if isinstance(mirrors, list) and mirrors else mirrors) or None
+    location = first.get("location") if isinstance(first, dict) else first
+    if not isinstance(location, str) or not location:
+        return None
+    return location.split("://", 1)[-1].split("/", 1)[0]
+
+
 def _bool(value) -> bool:
     if isinstance(value, bool):
         return value
@@ -156,7 +169,7 @@ def read_inventory(inventory: str):
             raise FleetError(f"hosts {seen[h.address]} and {h.name} share the address {h.address}")
         seen[h.address] = h.name
     if len({h.registry_auth for h in hosts}) > 1:
-        raise FleetError("sandbox_registry_auth and the docker.io credentials must be the same on every host "
+        raise FleetError("sandbox_registry_auth and the registry's credentials must be the same on every host "
                          "(one registry per fleet)")
     if len({h.real_vllm for h in hosts}) > 1:
         raise FleetError("sandbox_real_vllm must be the same on every host (one registry, wheelhouse and hub per fleet)")

@@ -14,8 +14,9 @@ how the tests count what a deploy pulled.
 
 With ``auth`` (an inventory whose hosts set ``sandbox_registry_auth``) the registry asks for HTTP basic auth
 from an htpasswd file (bcrypt, the only hash docker-registry's htpasswd backend takes) holding the inventory's
-``launchcard_registry_credentials`` for Docker Hub, the credentials the collection gives the hosts; unauthenticated
-requests get ``401``. Plain HTTP, as everything on the bridge: a SANDBOX-ONLY credential.
+``launchcard_registry_credentials`` for this registry's host (the Docker Hub mirror), the credentials the collection
+gives the hosts; unauthenticated requests get ``401``. Plain HTTP, as everything on the bridge: a SANDBOX-ONLY
+credential, which the inventory lets cross it (``launchcard_registry_credentials_plain_http``).
 """
 
 import base64

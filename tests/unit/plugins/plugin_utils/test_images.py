@@ -149,9 +149,16 @@ def registry():
     srv.server_close()
 
 
+def mirror_client(registry, password="secret"):
+    """A podman client whose only source is the plain-HTTP mirror ``registry``, with credentials for its host,
+    which launchcard_registry_credentials_plain_http lets go over plain HTTP (a loopback test server)."""
+    host = registry[len("http://"):]
+    return rc.RegistryClient(upstream=OFFLINE, mirrors={"docker.io": registry}, plain_http=[host],
+                             credentials={host: {"username": "user", "password": password}})
+
+
 def test_the_registry_digest_through_a_bearer_token(registry):
-    creds = {"docker.io": {"username": "user", "password": "secret"}}
-    client = rc.RegistryClient(upstream=OFFLINE, mirrors={"docker.io": registry}, credentials=creds)
+    client = mirror_client(registry)
     refs = im.resolve_all(["ubuntu:24.04", "vllm/vllm-openai:nightly"], client.resolve)
     assert refs["ubuntu:24.04"] == "ubuntu@sha256:" + hashlib.sha256(UBUNTU).hexdigest()
     # no Docker-Content-Digest header: the manifest's own sha256
@@ -161,12 +168,10 @@ def test_the_registry_digest_through_a_bearer_token(registry):
 
 
 def test_errors_name_the_image_and_the_cause(registry):
-    good = {"docker.io": {"username": "user", "password": "secret"}}
     with pytest.raises(im.ImageError, match=r"ubuntu:99\.99: no such image or tag in mirror 127\.0\.0\.1:\d+ \(HTTP 404"):
-        im.resolve_all(["ubuntu:99.99"], rc.RegistryClient(upstream=OFFLINE, mirrors={"docker.io": registry}, credentials=good).resolve)
+        im.resolve_all(["ubuntu:99.99"], mirror_client(registry).resolve)
     with pytest.raises(im.ImageError, match=r"ubuntu:24\.04: the token service of mirror 127\.0\.0\.1:\d+ refused"):
-        im.resolve_all(["ubuntu:24.04"], rc.RegistryClient(upstream=OFFLINE, mirrors={"docker.io": registry}, credentials={
-            "docker.io": {"username": "user", "password": "x"}}).resolve)
+        im.resolve_all(["ubuntu:24.04"], mirror_client(registry, password="x").resolve)
     sock = socket.socket()
     sock.bind(("127.0.0.1", 0))
     port = sock.getsockname()[1]
@@ -316,8 +321,7 @@ def test_an_images_size_is_its_config_and_layers_as_its_manifest_lists_them(regi
          "platform": {"os": "linux", "architecture": "amd64"}}]}, tag="latest")
     _put("vllm/vllm-openai", dict(_image_manifest(50, 60), mediaType="application/vnd.docker.distribution.manifest.v2+json"),
          tag="v1")
-    creds = {"docker.io": {"username": "user", "password": "secret"}}
-    client = rc.RegistryClient(upstream=OFFLINE, mirrors={"docker.io": registry}, credentials=creds)
+    client = mirror_client(registry)
     refs = im.resolve_all(["lmsysorg/sglang", "vllm/vllm-openai:v1"], client.resolve, qualified=True)
     sizes, warnings = im.measure_all(refs, client.image_size)
     # the index is followed to its linux/amd64 manifest: config 300 + layers 1000 + 2000
@@ -334,7 +338,7 @@ def test_an_images_size_is_its_config_and_layers_as_its_manifest_lists_them(regi
 
 
 def test_an_image_whose_size_the_registry_does_not_give_is_left_out_with_a_warning(registry):
-    client = rc.RegistryClient(upstream=OFFLINE, mirrors={"docker.io": registry}, credentials={"docker.io": {"username": "user", "password": "secret"}})
+    client = mirror_client(registry)
     schema1 = _put("library/ubuntu", {"schemaVersion": 1, "fsLayers": [{"blobSum": D1}]})
     sizes, warnings = im.measure_all({"ubuntu:24.04": "docker.io/library/ubuntu@" + schema1,
                                       "ubuntu:gone": "docker.io/library/ubuntu@" + D2}, client.image_size)

@@ -27,30 +27,47 @@ def decoded(auth):
     return {key: base64.b64decode(value["auth"]).decode() for key, value in auth["auths"].items()}
 
 
-def test_the_auth_file_names_the_registry_and_the_host_of_each_of_its_mirrors():
+def test_the_auth_file_gives_each_host_its_own_credentials_and_a_mirror_none_of_its_registrys():
     auth = im.registry_auth(CREDS, MIRRORS)
     assert set(auth) == {"auths"}
-    # a mirror's path is not part of the key: containers/image looks credentials up by the host it contacts
-    assert decoded(auth) == {"docker.io": "puller:" + PASSWORD, "198.18.10.1:5000": "puller:" + PASSWORD,
-                             "mirror.example:8443": "puller:" + PASSWORD}
-    # mirrors of registries without credentials get nothing
-    assert decoded(im.registry_auth(CREDS, dict(MIRRORS, **{"quay.io": ["10.0.0.9:5000"]}))) == decoded(auth)
+    # the registry's credentials are keyed by the registry only: containers/image would send an entry keyed by a
+    # mirror's host to that mirror (it looks credentials up by the endpoint it contacts)
+    assert decoded(auth) == {"docker.io": "puller:" + PASSWORD}
     assert im.registry_auth({}, MIRRORS) == {"auths": {}} == im.registry_auth(None)
+    # a mirror gets credentials only when they are named for its own host (HOST[:PORT], not its path)
+    own = dict(CREDS, **{"mirror.example:8443": {"username": "mirror-user", "password": "other"}})
+    assert decoded(im.registry_auth(own, MIRRORS)) == {"docker.io": "puller:" + PASSWORD,
+                                                       "mirror.example:8443": "mirror-user:other"}
 
 
-def test_a_mirror_host_named_in_the_credentials_keeps_its_own_entry():
+def test_credentials_of_a_plain_http_mirror_are_refused_unless_the_variable_lists_its_host():
     creds = dict(CREDS, **{"198.18.10.1:5000": {"username": "mirror-user", "password": "other"}})
-    assert decoded(im.registry_auth(creds, MIRRORS))["198.18.10.1:5000"] == "mirror-user:other"
+    with pytest.raises(im.ImageError) as err:
+        im.registry_auth(creds, MIRRORS)
+    assert str(err.value).startswith("launchcard_registry_credentials.198.18.10.1:5000: 198.18.10.1:5000 is reached "
+                                      "over plain HTTP")
+    assert "launchcard_registry_credentials_plain_http" in str(err.value) and "other" not in str(err.value)
+    # listed: written, and nothing else changes
+    auth = im.registry_auth(creds, MIRRORS, ["198.18.10.1:5000"])
+    assert decoded(auth)["198.18.10.1:5000"] == "mirror-user:other"
+    # listing another host, or only the mirror's HTTPS sibling, allows nothing here
+    for other in (["198.18.10.1:5001"], ["mirror.example:8443"], "198.18.10.1"):
+        with pytest.raises(im.ImageError, match="launchcard_registry_credentials_plain_http"):
+            im.registry_auth(creds, MIRRORS, other)
+    # the same host reached over plain HTTP as any registry's mirror is plain HTTP
+    with pytest.raises(im.ImageError, match="198.18.10.1:5000 is reached over plain HTTP"):
+        im.registry_auth(creds, {"quay.io": "http://198.18.10.1:5000/quay", "docker.io": "https://198.18.10.1:5000"})
 
 
-def test_two_registries_that_would_give_one_mirror_different_credentials_are_refused():
-    creds = dict(CREDS, **{"quay.io": {"username": "q", "password": "qq"}})
-    mirrors = {"docker.io": ["http://10.0.0.5:5000"], "quay.io": ["http://10.0.0.5:5000/quay"]}
-    with pytest.raises(im.ImageError, match=r"docker.io and quay.io give different credentials to their shared "
-                                            r"mirror 10.0.0.5:5000"):
-        im.registry_auth(creds, mirrors)
-    same = dict(CREDS, **{"quay.io": dict(CREDS["docker.io"])})
-    assert decoded(im.registry_auth(same, mirrors))["10.0.0.5:5000"] == "puller:" + PASSWORD
+@pytest.mark.parametrize("value, message", [
+    (["http://198.18.10.1:5000"], r"launchcard_registry_credentials_plain_http\[0\] must be HOST\[:PORT\]"),
+    (["198.18.10.1:5000/hub"], r"launchcard_registry_credentials_plain_http\[0\] must be HOST\[:PORT\]"),
+    ([5000], r"launchcard_registry_credentials_plain_http\[0\] must be HOST\[:PORT\]"),
+    ({"198.18.10.1:5000": True}, r"launchcard_registry_credentials_plain_http must be a list of HOST\[:PORT\]"),
+])
+def test_a_bad_plain_http_list_is_named(value, message):
+    with pytest.raises(im.ImageError, match=message):
+        im.registry_auth(CREDS, MIRRORS, value)
 
 
 @pytest.mark.parametrize("creds, field", [
@@ -73,7 +90,10 @@ def test_the_digest_follows_a_rotated_password_and_is_no_plain_hash_of_it():
     assert before == im.registry_credentials_digest(CREDS, MIRRORS, "lc-ct-prefill")  # stable: a no-op stays one
     rotated = {"docker.io": {"username": "puller", "password": PASSWORD + "2"}}
     assert im.registry_credentials_digest(rotated, MIRRORS, "lc-ct-prefill") != before
-    assert im.registry_credentials_digest(CREDS, {}, "lc-ct-prefill") != before  # a new mirror: a new file
+    # the auth file does not depend on the mirrors (runtime_container_setup_digest folds those in itself)
+    assert im.registry_credentials_digest(CREDS, {}, "lc-ct-prefill") == before
+    assert im.registry_credentials_digest(dict(CREDS, **{"mirror.example:8443": CREDS["docker.io"]}), MIRRORS,
+                                          "lc-ct-prefill") != before  # a new host: a new file
     assert im.registry_credentials_digest(CREDS, MIRRORS, "lc-ct-decode") != before  # salted per host
     assert im.registry_credentials_digest({}, MIRRORS, "lc-ct-prefill") == ""
     assert len(before) == 64 and PASSWORD not in before

@@ -175,8 +175,9 @@ def harbor(registries):
     srv.server_close()
 
 
-def client(mirrors, runtime="podman", credentials=None):
-    return rc.RegistryClient(mirrors=mirrors, credentials=credentials, runtime=runtime, upstream=OFFLINE, timeout=5)
+def client(mirrors, runtime="podman", credentials=None, plain_http=None):
+    return rc.RegistryClient(mirrors=mirrors, credentials=credentials, runtime=runtime, upstream=OFFLINE, timeout=5,
+                             plain_http=plain_http)
 
 
 @needs_registry
@@ -337,24 +338,28 @@ def test_e_a_held_digest_the_registry_deleted_stops_the_run_naming_the_hosts(reg
 @needs_registry
 def test_g_docker_refuses_a_hub_mirror_that_needs_credentials(registries):
     """Case G(b) (moby/moby#30880, docker/for-linux#570): a Docker Hub mirror that asks for basic auth. podman sends
-    the registry's credentials to its mirrors (the hosts' auth file keys the mirror host); dockerd sends a mirror
-    none and falls back to Docker Hub, so the controller refuses it for docker, naming the limitation and the
-    alternatives, where it used to resolve through the mirror with credentials no docker host would send."""
+    a mirror the credentials of its own host (the hosts' auth file keys it), never the registry's; dockerd sends a
+    mirror none and falls back to Docker Hub, so the controller refuses it for docker, naming the limitation and
+    the alternatives, where it used to resolve through the mirror with credentials no docker host would send."""
     reg = registries(auth=("puller", "s3cret"))
     real = reg.push("lmsysorg/sglang", "latest", "one")
-    mirrors = {"docker.io": [{"location": reg.url[len("http://"):], "insecure": True}]}
-    creds = {"docker.io": {"username": "puller", "password": "s3cret"}}
-    assert client(mirrors, "podman", creds).resolve(im.parse_reference("lmsysorg/sglang:latest")) == real
-    assert im.registry_auth(creds, mirrors)["auths"][reg.url[len("http://"):]]  # the podman hosts' auth file
+    host = reg.url[len("http://"):]
+    mirrors = {"docker.io": [{"location": host, "insecure": True}]}
+    creds = {host: {"username": "puller", "password": "s3cret"}}
+    # a plain-HTTP mirror: its credentials go there only as launchcard_registry_credentials_plain_http allows
+    assert client(mirrors, "podman", creds, [host]).resolve(im.parse_reference("lmsysorg/sglang:latest")) == real
+    assert list(im.registry_auth(creds, mirrors, [host])["auths"]) == [host]  # the podman hosts' auth file
+    # Docker Hub's credentials are not the mirror's: podman sends it none, and the mirror refuses
+    with pytest.raises(im.ImageError, match="mirror %s needs credentials" % host):
+        client(mirrors, "podman", {"docker.io": creds[host]}).resolve(im.parse_reference("lmsysorg/sglang:latest"))
     with pytest.raises(im.ImageError) as exc:
-        client(mirrors, "docker", creds).resolve(im.parse_reference("lmsysorg/sglang:latest"))
+        client(mirrors, "docker", {"docker.io": creds[host]}).resolve(im.parse_reference("lmsysorg/sglang:latest"))
     msg = str(exc.value)
-    assert "mirror %s asks for credentials (HTTP 401" % reg.url[len("http://"):] in msg
+    assert "mirror %s asks for credentials (HTTP 401" % host in msg
     assert "dockerd sends a registry mirror none" in msg and "launchcard_runtime: podman" in msg
     # the credentials keyed by the mirror's own host do not help docker either (its pull asks for docker.io's)
-    host_creds = {reg.url[len("http://"):]: creds["docker.io"]}
     with pytest.raises(im.ImageError, match="dockerd sends a registry mirror none"):
-        client(mirrors, "docker", host_creds).resolve(im.parse_reference("lmsysorg/sglang:latest"))
+        client(mirrors, "docker", creds, [host]).resolve(im.parse_reference("lmsysorg/sglang:latest"))
 
 
 def test_d_the_url_of_a_mirror_with_a_path_per_runtime():
