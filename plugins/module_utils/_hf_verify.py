@@ -73,7 +73,7 @@ def escape(repo_dir, snapshot, path):
 
     Read with ``lstat`` only (no link is followed): the folders of the repository and each folder of ``path`` must
     not be symlinks; the entry itself may be one, huggingface_hub's layout (``../../blobs/<etag>``), when its target
-    lies in the repository's ``blobs`` folder.
+    is a file (not another link) in the repository's ``blobs`` folder.
     """
     blobs = os.path.join(repo_dir, "blobs")
     for folder in (repo_dir, os.path.dirname(snapshot), snapshot, blobs):
@@ -90,6 +90,8 @@ def escape(repo_dir, snapshot, path):
         target = os.path.normpath(os.path.join(os.path.dirname(entry), os.readlink(entry)))
         if os.path.dirname(target) != os.path.normpath(blobs):
             return "%s points at %s, outside %s" % (entry, target, blobs)
+        if _is_link(target):
+            return "%s, the blob of %s, is a symlink" % (target, entry)
     return None
 
 

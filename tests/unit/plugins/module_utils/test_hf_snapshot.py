@@ -581,6 +581,14 @@ def test_a_copy_of_other_content_is_fetched_from_the_hub_and_a_copied_link_out_i
         hs.ensure_snapshot(FakeClient(str(peer), FILES), str(peer), REPO, REV, copy_from="w1", copied=True)
     assert err.value.cause == "unsafe listing" and "points at %s, outside" % secret in err.value.message
     assert secret.read_bytes() == b"{}\n"
+    blob = os.path.realpath(_snap(peer) / "sub" / "tok.json")  # a blob the copy made a link out: never read
+    os.unlink(blob)
+    os.symlink(str(secret), blob)
+    os.unlink(_snap(peer) / "config.json")
+    with pytest.raises(hs.WeightsError) as err:
+        hs.ensure_snapshot(FakeClient(str(peer), FILES), str(peer), REPO, REV, copy_from="w1", copied=True)
+    assert err.value.cause == "unsafe listing" and "%s, the blob of %s, is a symlink" % (
+        blob, _snap(peer) / "sub" / "tok.json") in err.value.message
 
 
 def test_a_token_goes_to_plain_http_only_when_allowed():
