@@ -44,8 +44,8 @@ description:
     fails with V(truncated download), naming the file and both sizes. Neither leaves a partial file behind.
   - Errors carry a C(cause) - V(wrong revision), V(repository not found), V(hub unreachable), V(incomplete)
     (O(source=path)), V(truncated download), V(incomplete copy) (O(source=peer)), V(disk full), V(cache error) (the
-    cache cannot be written), V(xet unavailable) (see O(xet)), V(unsafe listing), V(checksum mismatch), V(token over http), V(hub error) - and a message naming the revision,
-    endpoint or files; a seed's message names the hosts that copy from it (O(copies)), a copy's the seed.
+    cache cannot be written), V(xet unavailable) (see O(xet)), V(unsafe listing), V(checksum mismatch),
+    V(token over http), V(hub error) - and a message naming the revision, endpoint or files; a seed's message names the hosts that copy from it (O(copies)), a copy's the seed.
 requirements:
   - huggingface_hub (on the managed host; the launchcard.inference.weights role installs it into a virtualenv)
 options:
