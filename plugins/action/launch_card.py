@@ -29,6 +29,7 @@ from ansible_collections.launchcard.inference.plugins.plugin_utils._planner impo
 from ansible_collections.launchcard.inference.plugins.plugin_utils._rollout import card_sha256
 from ansible_collections.launchcard.inference.plugins.plugin_utils._unit_spec import VARIABLES
 from ansible_collections.launchcard.inference.plugins.plugin_utils._vendors import VendorError, apply_vendor_images
+from ansible_collections.launchcard.inference.plugins.plugin_utils._weights import http_token_refusal
 
 
 display = Display()
@@ -168,6 +169,10 @@ class ActionModule(ActionBase):
                 "argv_overrides": hv["argv_overrides"],
             }))
         inventory = planfile.fingerprint(inputs, input_vars)
+        # the Hub token never goes to a plain-HTTP endpoint unless the inventory says so: refused here, before any host
+        refused = http_token_refusal([(name, hostvars.get(name, {}).get) for name, dummy in inputs])
+        if refused:
+            raise AnsibleActionFail(refused)
         var = "src" if args["src"] else args["card_var"]
         if args["plan_file"]:
             # apply a plan made before (playbooks/plan.yml), every card of it read again: also those no host of a

@@ -14,8 +14,11 @@ to the same ``hf_home`` and ``HF_HUB_OFFLINE=1``.
 
 Completeness is judged against the Hub's listing of the revision (one
 ``list_repo_tree`` call): every file must be present in the snapshot with
-exactly the size the Hub lists (bytes). :func:`ensure_snapshot` then
-downloads only what is missing or of the wrong size, and checks again.
+exactly the size the Hub lists (bytes) and the content its digest names
+(``_hf_verify``). :func:`ensure_snapshot` then downloads only what is missing,
+of the wrong size or of other content, and checks again. The listing is
+untrusted: a path that would lead outside the snapshot fails before any file
+is read.
 
 The ``peer`` source (roles/weights): one host per card (the seed) downloads;
 each other host first lists the revision and compares, like a download
@@ -33,7 +36,7 @@ Resuming is per file: a run keeps every file already complete. Within one
 file, huggingface_hub retries an interrupted transfer with a range request;
 the partial file of a killed run is discarded (:func:`remove_partials`).
 
-Progress (:class:`ProgressFile`, :func:`read_progress`): the bytes of the
+Progress (``_hf_progress``): the bytes of the
 revision on disk (complete files plus huggingface_hub's ``.incomplete`` files)
 are sampled while the download runs and written, atomically and readable by
 the owner only, to a file another module call reads between polls.
@@ -48,22 +51,23 @@ way; any other endpoint serves every byte over plain HTTP (:func:`xet_allowed`).
 from __future__ import annotations
 
 import errno
-import fcntl
 import importlib.util
-import json
 import os
 import re
 import shutil
 import socket
 import stat
-import tempfile
 import threading
 import time
 from contextlib import contextmanager
 from urllib.parse import urlsplit
 
+from ansible_collections.launchcard.inference.plugins.module_utils._hf_verify import (
+    escape, expected_digest, mismatches, unsafe_path)
+
 CAUSES = ("wrong revision", "repository not found", "hub unreachable", "incomplete", "truncated download",
-          "incomplete copy", "disk full", "cache error", "xet unavailable", "hub error")
+          "incomplete copy", "disk full", "cache error", "xet unavailable", "hub error", "unsafe listing",
+          "checksum mismatch", "token over http")
 XET_CHOICES = ("auto", "always", "never")
 # huggingface_hub 2.4.0 _snapshot_download.py:139: snapshot_download(..., max_workers: int = 8)
 DEFAULT_MAX_WORKERS = 8
@@ -107,10 +111,11 @@ def stamp_path(hf_home, repo, revision):
 
 
 def normalize_listing(entries):
-    """``[{"path": str, "size": int}]`` sorted by path, files only.
+    """``[{"path": str, "size": int, "digest": (kind, hex)}]`` sorted by path, files only.
 
     Accepts huggingface_hub ``RepoFile``/``RepoFolder`` objects or the tree
-    API's dicts (``{"type": "file", "path", "size"}``).
+    API's dicts (``{"type": "file", "path", "size", "oid", "lfs"}``); ``digest``: ``_hf_verify.expected_digest``.
+    Every path is checked before anything uses it (``unsafe listing``, naming the first bad one).
     """
     out = []
     for e in entries:
@@ -122,9 +127,17 @@ def normalize_listing(entries):
             if not hasattr(e, "size") or type(e).__name__ == "RepoFolder":
                 continue
             path, size = e.path, e.size
+        why = unsafe_path(path)
+        if why:
+            raise WeightsError("unsafe listing", "the hub listed the file %r, which is not a path inside the snapshot "
+                               "(%s); nothing was read, removed or downloaded" % (path, why))
         if size is None:
             raise WeightsError("hub error", "the hub listed %s without a size" % path)
-        out.append({"path": path, "size": int(size)})
+        digest = expected_digest(e)
+        if digest is None:
+            raise WeightsError("hub error", "the hub listed %s without a digest of its content (oid, or lfs.oid for an "
+                               "LFS file), so it cannot be verified" % path)
+        out.append({"path": path, "size": int(size), "digest": digest})
     return sorted(out, key=lambda f: f["path"])
 
 
@@ -313,11 +326,11 @@ def _gib(n):
 
 
 def describe_missing(status, limit=5):
-    """One line: ``3 of 5 files (1.20 GiB of 1.50 GiB) missing or of the wrong size: a (absent), b (10 of 20 bytes)``."""
+    """One line: ``3 file(s) missing or of the wrong size, ...: a (absent), b (10 of 20 bytes), c (content differs ...)``."""
     items = []
     for m in status["missing"][:limit]:
-        items.append("%s (%s)" % (m["path"], "absent" if m["found"] is None
-                                  else "%d of %d bytes" % (m["found"], m["size"])))
+        items.append("%s (%s)" % (m["path"], "absent" if m["found"] is None else "content differs from the hub's "
+                                  "listing" if "digest" in m else "%d of %d bytes" % (m["found"], m["size"])))
     more = len(status["missing"]) - limit
     return "%d file(s) missing or of the wrong size, %s present of %s: %s%s" % (
         len(status["missing"]), _gib(status["bytes_present"]), _gib(status["bytes_total"]), ", ".join(items),
@@ -399,6 +412,27 @@ class _Sampler(threading.Thread):
                 pass  # a progress file that cannot be written never stops the download
 
 
+def check_contained(hf_home, repo, revision, listing):
+    """Fail (``unsafe listing``) when a file of ``listing`` would reach outside the repository's folder through a
+    symlink in the cache (``_hf_verify.escape``), before any file is read, removed or downloaded."""
+    top, snap = repo_dir(hf_home, repo), snapshot_dir(hf_home, repo, revision)
+    for f in listing:
+        why = escape(top, snap, f["path"])
+        if why:
+            raise WeightsError("unsafe listing", "%s of %s at %s leads outside the cache: %s; nothing was read, removed "
+                               "or downloaded" % (f["path"], repo, revision, why))
+
+
+def _with_mismatches(status, listing, bad):
+    """``status`` with the files of ``bad`` (``{path: digest found}``) counted missing, their ``digest`` given."""
+    if not bad:
+        return status
+    missing = status["missing"] + [{"path": f["path"], "size": f["size"], "found": f["size"], "digest": bad[f["path"]]}
+                                   for f in listing if f["path"] in bad]
+    return dict(status, complete=False, missing=sorted(missing, key=lambda m: m["path"]),
+                bytes_present=status["bytes_present"] - sum(m["size"] for m in missing if "digest" in m))
+
+
 def ensure_snapshot(client, hf_home, repo, revision, check_mode=False, verify_only=False, progress=None,
                     copy_from=None, copied=False, max_workers=DEFAULT_MAX_WORKERS, progress_interval=1.0):
     """Make ``repo`` at ``revision`` complete under ``hf_home``.
@@ -415,29 +449,49 @@ def ensure_snapshot(client, hf_home, repo, revision, check_mode=False, verify_on
     :param copy_from: the ``peer`` source: the host (the seed) this one copies the revision from; nothing is
         downloaded. Before the copy (``copied`` false) an incomplete snapshot is reported, not an error: its
         files are listed in ``would_copy`` (``changed`` only in check mode: the copy itself is the change).
-    :param copied: the copy from ``copy_from`` is done: an incomplete snapshot fails (``incomplete copy``).
+    :param copied: the copy from ``copy_from`` is done: a short file fails (``incomplete copy``); a file whose
+        content differs from the listing is fetched from the Hub.
     :returns: ``{"changed", "complete", "bytes_total", "bytes_present" (before),
-        "bytes_done" (downloaded now), "files_total", "downloaded": [paths],
-        "would_download": [paths] (check mode), "would_copy": [paths] (``copy_from``), "seed"}``.
-    :raises WeightsError: the cause and what failed (the revision, the endpoint, each short file).
+        "bytes_done" (downloaded now), "files_total", "downloaded": [paths], "refetched": [paths] (their content
+        differed), "files_verified" (files whose content was checked), "would_download": [paths] (check mode),
+        "would_copy": [paths] (``copy_from``), "seed"}``.
+    :raises WeightsError: the cause and what failed (the revision, the endpoint, each short or altered file).
+
+    Paths are checked before anything is read (:func:`normalize_listing`, :func:`check_contained`). Content is
+    checked by the listing's digests (``_hf_verify``) before the snapshot counts as complete: every file after a
+    download or a copy, and a snapshot whose sizes match unless the completion stamp (:func:`stamp_path`, written
+    once it was verified) is there; the ``path`` source (a shared filesystem, read on every run) by size only.
+    A file that differs is fetched again once; if it differs again it fails (``checksum mismatch``).
     """
+    endpoint = getattr(client, "endpoint", "the hub")
     try:
         listing = normalize_listing(client.list_files(repo, revision))
     except Exception as exc:  # pylint: disable=broad-except  # every failure becomes a named cause
-        raise describe_error(exc, getattr(client, "endpoint", "the hub"), repo, revision) from exc
+        raise describe_error(exc, endpoint, repo, revision) from exc
     if not listing:
         raise WeightsError("hub error", "the hub lists no file in %s at %s" % (repo, revision))
+    check_contained(hf_home, repo, revision, listing)
+    snap = snapshot_dir(hf_home, repo, revision)
     before = local_status(hf_home, repo, revision, listing)
+    verified = set()
+    if before["complete"] and (copied or not (verify_only or os.path.exists(stamp_path(hf_home, repo, revision)))):
+        bad = mismatches(snap, listing)
+        verified = {f["path"] for f in listing} - set(bad)
+        before = _with_mismatches(before, listing, bad)
     result = {"changed": False, "complete": before["complete"], "bytes_total": before["bytes_total"],
               "bytes_present": before["bytes_present"], "bytes_done": 0, "files_total": len(listing),
-              "downloaded": [], "would_download": [], "would_copy": [], "seed": copy_from,
-              "snapshot": snapshot_dir(hf_home, repo, revision)}
+              "downloaded": [], "refetched": [], "files_verified": len(verified), "would_download": [],
+              "would_copy": [], "seed": copy_from, "snapshot": snap}
     if before["complete"]:
         return result
     if copy_from:
         if copied and not check_mode:
-            raise WeightsError("incomplete copy", "after copying %s at %s from the seed %s: %s"
-                               % (repo, revision, copy_from, describe_missing(before)))
+            if any("digest" not in m for m in before["missing"]):
+                raise WeightsError("incomplete copy", "after copying %s at %s from the seed %s: %s"
+                                   % (repo, revision, copy_from, describe_missing(before)))
+            # the right sizes, other bytes: the seed's copy is not the Hub's; those files come from the Hub
+            return _refetch(client, hf_home, repo, revision, listing, before, result, max_workers, progress,
+                            progress_interval, "copied from the seed %s" % copy_from)
         result["would_copy"] = [m["path"] for m in before["missing"]]
         result["changed"] = bool(check_mode)
         return result
@@ -448,21 +502,58 @@ def ensure_snapshot(client, hf_home, repo, revision, check_mode=False, verify_on
     result["changed"] = True
     if check_mode:
         result["would_download"] = todo
-        result["bytes_done"] = 0
         return result
+    _download(client, hf_home, repo, revision, listing, before["missing"], max_workers, progress, progress_interval)
+    result["downloaded"] = todo
+    result["bytes_done"] = sum(m["size"] for m in before["missing"])
+    # every file not verified yet: those just downloaded, and those a stamp-less snapshot held already
+    bad = mismatches(snap, listing, {f["path"] for f in listing} - verified)
+    status = _with_mismatches(local_status(hf_home, repo, revision, listing), listing, bad)
+    return _refetch(client, hf_home, repo, revision, listing, status, result, max_workers, progress, progress_interval,
+                    "downloaded from %s" % endpoint)
+
+
+def _refetch(client, hf_home, repo, revision, listing, status, result, max_workers, progress, interval, origin):
+    """Fetch once more the files of ``status`` whose content differs (``digest``), verify them, and finish ``result``."""
+    bad = [m for m in status["missing"] if "digest" in m]
+    if bad:
+        result["changed"] = True
+        _download(client, hf_home, repo, revision, listing, bad, max_workers, progress, interval)
+        result["refetched"] = [m["path"] for m in bad]
+        result["bytes_done"] += sum(m["size"] for m in bad)
+        again = mismatches(snapshot_dir(hf_home, repo, revision), listing, set(result["refetched"]))
+        if again:
+            digests = dict((f["path"], f["digest"]) for f in listing)
+            raise WeightsError("checksum mismatch", "%s of %s at %s, %s and fetched again from %s, differs from the "
+                               "hub's listing both times: %s; a mirror, proxy or disk that alters it serves a corrupt "
+                               "copy, and the snapshot is not marked complete" % (
+                                   ", ".join(sorted(again)), repo, revision, origin, getattr(client, "endpoint", "the hub"),
+                                   "; ".join("%s: %s %s listed, %s found" % (p, digests[p][0], digests[p][1], again[p])
+                                             for p in sorted(again))))
+    make_readable(hf_home, repo)
+    result["complete"] = True
+    result["files_verified"] = len(listing)
+    if progress:
+        progress({"state": "verified"})
+    return result
+
+
+def _download(client, hf_home, repo, revision, listing, missing, max_workers, progress, interval):
+    """Download the files of ``missing`` (``local_status`` entries), after removing what stands in their place;
+    fails naming each file that is still short."""
     sizes = {f["path"]: f["size"] for f in listing}
-    remove_broken(hf_home, repo, revision, [m["path"] for m in before["missing"] if m["found"] is not None])
+    remove_broken(hf_home, repo, revision, [m["path"] for m in missing if m["found"] is not None])
     remove_partials(hf_home, repo)
     remove_stamp(hf_home, repo, revision)
-    needed = sum(sizes[p] for p in todo)
+    needed = sum(m["size"] for m in missing)
     if needed > free_bytes(hf_home):  # huggingface_hub only warns (file_download.py:758-773), then fails mid-file
-        raise disk_full(hf_home, needed, "%s at %s (%d missing file(s))" % (repo, revision, len(todo)))
-    sampler = _Sampler(progress, hf_home, repo, revision, listing, progress_interval) if progress else None
+        raise disk_full(hf_home, needed, "%s at %s (%d missing file(s))" % (repo, revision, len(missing)))
+    sampler = _Sampler(progress, hf_home, repo, revision, listing, interval) if progress else None
     if sampler:
         progress(sampler.sample())
         sampler.start()
     try:
-        client.download_snapshot(repo, revision, todo, max_workers)
+        client.download_snapshot(repo, revision, [m["path"] for m in missing], max_workers)
     except Exception as exc:  # pylint: disable=broad-except
         remove_partials(hf_home, repo)
         path = failed_path(exc)
@@ -474,148 +565,12 @@ def ensure_snapshot(client, hf_home, repo, revision, check_mode=False, verify_on
             sampler.stop.set()
             sampler.join()
     after = local_status(hf_home, repo, revision, listing)
-    make_readable(hf_home, repo)
-    result["downloaded"] = [p for p in todo if p not in {m["path"] for m in after["missing"]}]
-    result["bytes_done"] = sum(sizes[p] for p in result["downloaded"])
-    result["complete"] = after["complete"]
     if progress:
-        progress(dict(sampler.sample(), state="verified" if after["complete"] else "incomplete"))
+        progress(dict(sampler.sample(), state="verifying" if after["complete"] else "incomplete"))
     if not after["complete"]:
+        make_readable(hf_home, repo)
         raise WeightsError("truncated download", "after downloading %s at %s: %s"
                            % (repo, revision, describe_missing(after)))
-    return result
-
-
-# --- progress, between a download running async and the module calls that poll it -------------------------
-
-PROGRESS_FINAL = ("done", "failed")
-
-
-def _lock_path(path):
-    return path + ".lock"
-
-
-class ProgressFile:
-    """The progress of one run of the module, in the JSON file ``path`` (owner-only, ``0600``).
-
-    Every write replaces the file whole (a temporary file in the same folder, then ``os.replace``), so a
-    reader sees one complete document or the previous one. While the run lasts it holds an exclusive
-    ``flock`` on ``path.lock`` (removed at the end); the kernel drops it when the process ends, however it ends, so a reader
-    tells a running download from one that was killed (:func:`read_progress`). The document holds
-    counts, the repository and the revision: never the token or the endpoint (a URL may carry credentials).
-    """
-
-    def __init__(self, path, repo, revision):
-        self.path, self.repo, self.revision = path, repo, revision
-        self.lock_fd = None
-        self.last = {}
-
-    def __enter__(self):
-        self.lock_fd = os.open(_lock_path(self.path), os.O_RDWR | os.O_CREAT, 0o600)
-        fcntl.flock(self.lock_fd, fcntl.LOCK_EX)
-        self.write({"state": "listing"})
-        return self
-
-    def __call__(self, doc):
-        self.write(doc)
-
-    def write(self, doc):
-        self.last = dict(self.last, **doc)
-        out = dict(self.last, repo=self.repo, revision=self.revision, pid=os.getpid(), updated=time.time())
-        fd, tmp = tempfile.mkstemp(prefix=".progress-", dir=os.path.dirname(self.path) or ".")
-        try:
-            os.fchmod(fd, 0o600)
-            with os.fdopen(fd, "w") as f:
-                json.dump(out, f)
-            os.replace(tmp, self.path)
-        except BaseException:
-            if os.path.exists(tmp):
-                os.unlink(tmp)
-            raise
-
-    def finish(self, state, **extra):
-        self.write(dict(extra, state=state))
-
-    def __exit__(self, exc_type, exc, tb):
-        try:
-            if self.last.get("state") not in PROGRESS_FINAL:
-                self.write({"state": "failed" if exc_type else "done"})
-        finally:
-            try:
-                os.unlink(_lock_path(self.path))  # a reader without the file reads "not running", as with a free lock
-            except OSError:
-                pass
-            os.close(self.lock_fd)  # releases the flock
-        return False
-
-
-def _running(path):
-    """Whether a process holds the lock of the progress file ``path``."""
-    try:
-        fd = os.open(_lock_path(path), os.O_RDONLY)
-    except OSError:
-        return False
-    try:
-        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
-    except OSError:
-        return True
-    finally:
-        os.close(fd)
-    return False
-
-
-def _load(path):
-    try:
-        with open(path) as f:
-            doc = json.load(f)
-    except (OSError, ValueError):
-        return None
-    return doc if isinstance(doc, dict) else None
-
-
-def _size(n):
-    for unit, scale in (("GiB", 2 ** 30), ("MiB", 2 ** 20), ("KiB", 2 ** 10)):
-        if n >= scale:
-            return "%.2f %s" % (n / float(scale), unit)
-    return "%d bytes" % n
-
-
-def describe_progress(doc):
-    """One line for the run's output: ``1.20 GiB of 3.40 GiB (35%), 4 of 9 files, 52.30 MiB/s``."""
-    state = doc.get("state")
-    if doc.get("bytes_total") is None:
-        return {"listing": "listing the revision on the hub", None: "not started"}.get(state, state or "not started")
-    total, done = doc["bytes_total"], doc.get("bytes_done", 0)
-    line = "%s of %s (%d%%), %d of %d files" % (_size(done), _size(total), 100 * done // total if total else 100,
-                                                doc.get("files_done", 0), doc.get("files_total", 0))
-    if doc.get("bytes_per_s"):
-        line += ", %s/s" % _size(doc["bytes_per_s"])
-    return line if state in (None, "downloading") else "%s: %s" % (state, line)
-
-
-def read_progress(path, wait=0.0, poll=0.25):
-    """The progress of the run writing ``path``, waiting up to ``wait`` seconds for it to end.
-
-    Returns the document (:class:`ProgressFile`) with ``running`` (a process holds its lock and it is not
-    final) and ``msg`` (:func:`describe_progress`). It returns at once when the run ends, and waits for a
-    file that does not exist yet (the async run may not have started). A run whose process is gone without a
-    final state (killed) is reported with ``state`` ``killed``.
-    """
-    deadline = time.time() + wait
-    while True:
-        doc = _load(path)
-        alive = _running(path)
-        if doc is not None and doc.get("state") not in PROGRESS_FINAL and not alive:
-            doc = dict(_load(path) or doc)  # it may have ended between the two reads
-            if doc.get("state") not in PROGRESS_FINAL:
-                doc["state"] = "killed"
-        done = doc is not None and (doc.get("state") in PROGRESS_FINAL or doc.get("state") == "killed")
-        if done or time.time() >= deadline:
-            doc = dict(doc or {"state": None})
-            doc["running"] = not done and doc["state"] is not None
-            doc["msg"] = describe_progress(doc)
-            return doc
-        time.sleep(min(poll, max(0.0, deadline - time.time())))
 
 
 def xet_allowed(endpoint, xet="auto"):

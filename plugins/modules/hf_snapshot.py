@@ -13,7 +13,18 @@ version_added: 1.0.0
 description:
   - Lists the files of O(repo) at O(revision) on the Hub (one C(list_repo_tree) call) and compares them with the
     Hugging Face cache under O(hf_home) (C(HF_HOME); the snapshot is C(hub/models--OWNER--NAME/snapshots/REVISION)).
-    A file counts as present when the snapshot holds it with exactly the size in bytes that the Hub lists.
+    A file counts as present when the snapshot holds it with exactly the size in bytes that the Hub lists and the
+    content the listing's digest names - the SHA-256 (C(lfs.oid)) of an LFS file, the git blob id (C(oid), the SHA-1
+    of C(blob SIZE), a NUL byte and the bytes) of any other. C(huggingface_hub) checks only sizes.
+  - The listing is untrusted. A path that is absolute, holds C(..), or leads through a symlink out of the
+    repository's folder in the cache fails with cause V(unsafe listing), naming it, before any file is read, removed
+    or downloaded.
+  - Content is checked after every download and copy, and when a snapshot of the right sizes has no completion stamp
+    (the C(.launchcard-complete-REVISION) file the launchcard.inference.weights role writes once it is verified);
+    with O(source=path) (a shared filesystem, read on every run) sizes only. A file whose content differs is
+    downloaded again once (after a copy, from O(endpoint)); differing again, it fails with cause
+    V(checksum mismatch), naming the file and both digests.
+  - A token is never sent to a plain C(http://) O(endpoint) (cause V(token over http)) unless O(allow_http_token).
   - When every file is present nothing is downloaded and the result is C(changed=false).
   - Otherwise only the missing files, and those whose size is wrong (their blob is removed first), are downloaded
     with C(huggingface_hub)'s C(snapshot_download), O(max_workers) files at once, and the snapshot is checked again.
@@ -26,15 +37,15 @@ description:
   - With O(source=peer) the host downloads nothing - another host, the seed named by O(seed), holds the revision
     and the launchcard.inference.weights role copies it from there. Before the copy the module lists the revision
     and reports the files the copy must bring (RV(would_copy)); after it (O(copied=true)) it verifies the copy
-    exactly as a download is verified (every file, the size the Hub lists), and fails when something is short.
+    exactly as a download is verified (every file, its size and content), and fails when something is short.
   - Before downloading, the bytes still missing are compared with the free space of the filesystem holding
     O(hf_home); a download that would not fit, or a disk that fills during it, fails with cause V(disk full), naming
     the mount, the bytes needed and the bytes free. A transfer that ends short (a mirror or proxy that cuts a file)
     fails with V(truncated download), naming the file and both sizes. Neither leaves a partial file behind.
   - Errors carry a C(cause) - V(wrong revision), V(repository not found), V(hub unreachable), V(incomplete)
     (O(source=path)), V(truncated download), V(incomplete copy) (O(source=peer)), V(disk full), V(cache error) (the
-    cache cannot be written), V(xet unavailable) (see O(xet)), V(hub error) - and a message naming the revision,
-    endpoint or files; a seed's message names the hosts that copy from it (O(copies)), a copy's the seed.
+    cache cannot be written), V(xet unavailable) (see O(xet)), V(unsafe listing), V(checksum mismatch),
+    V(token over http), V(hub error) - and a message naming the revision, endpoint or files; a seed's message names the hosts that copy from it (O(copies)), a copy's the seed.
 requirements:
   - huggingface_hub (on the managed host; the launchcard.inference.weights role installs it into a virtualenv)
 options:
@@ -58,6 +69,13 @@ options:
     description: Hugging Face token for gated or private repositories; empty for none. Never returned or logged.
     type: str
     default: ""
+  allow_http_token:
+    description:
+      - Send O(token) to an C(http://) O(endpoint) (plain HTTP, readable on the way). False - such a run fails with
+        cause V(token over http) before any request. The launchcard.inference.weights role sets it from
+        C(launchcard_hf_allow_http_token).
+    type: bool
+    default: false
   source:
     description:
       - V(hub) downloads what is missing.
@@ -110,7 +128,7 @@ options:
     description:
       - A file the module replaces, atomically and readable by its owner only (C(0600)),
         with the progress of the run - C(bytes_done), C(bytes_total), C(files_done), C(files_total),
-        C(bytes_per_s), a C(state) (V(listing), V(downloading), V(verified), V(done), V(failed)), the
+        C(bytes_per_s), a C(state) (V(listing), V(downloading), V(verifying), V(verified), V(done), V(failed)), the
         repository and the revision; never the token nor the endpoint. The module holds a lock on
         C(PROGRESS_FILE.lock) while it runs and removes it at the end. A missing folder is made (C(0700)).
       - Read it with M(launchcard.inference.hf_snapshot_progress), for example while this module runs with C(async).
@@ -188,7 +206,7 @@ EXAMPLES = r"""
 
 RETURN = r"""
 complete:
-  description: Whether every file of the revision is in the snapshot with its listed size.
+  description: Whether every file of the revision is in the snapshot with its listed size (and content, see the description).
   returned: success
   type: bool
 bytes_total:
@@ -212,6 +230,15 @@ downloaded:
   returned: success
   type: list
   elements: str
+refetched:
+  description: Repository paths downloaded again by this run because their content differed from the listing.
+  returned: success
+  type: list
+  elements: str
+files_verified:
+  description: Files of the revision whose content this run checked (0 when sizes were enough, see the description).
+  returned: success
+  type: int
 would_download:
   description: Check mode; the repository paths a real run would download.
   returned: success
@@ -245,8 +272,10 @@ from contextlib import nullcontext
 
 from ansible.module_utils.basic import AnsibleModule, missing_required_lib
 
+from ansible_collections.launchcard.inference.plugins.module_utils._hf_progress import ProgressFile
 from ansible_collections.launchcard.inference.plugins.module_utils._hf_snapshot import (
-    DEFAULT_MAX_WORKERS, HubClient, ProgressFile, WeightsError, describe_error, ensure_snapshot)
+    DEFAULT_MAX_WORKERS, HubClient, WeightsError, describe_error, ensure_snapshot)
+from ansible_collections.launchcard.inference.plugins.module_utils._hf_verify import plain_http_token
 
 _COMMIT = re.compile(r"^[0-9a-f]{40}$")
 
@@ -268,6 +297,7 @@ def main():
             hf_home=dict(type="path", required=True),
             endpoint=dict(type="str", default="https://huggingface.co"),
             token=dict(type="str", default="", no_log=True),
+            allow_http_token=dict(type="bool", default=False),
             source=dict(type="str", default="hub", choices=["hub", "path", "peer"]),
             seed=dict(type="str"),
             copied=dict(type="bool", default=False),
@@ -291,6 +321,9 @@ def main():
             module.fail_json(msg="%s has no %s: it was not made with this Python (%s)" % (p["venv"], site, sys.executable),
                              cause="hub error")
         sys.path.insert(0, site)
+    refused = plain_http_token(p["endpoint"], p["token"], p["allow_http_token"])
+    if refused:
+        module.fail_json(msg="token over http: %s" % refused, cause="token over http")
     if p["max_workers"] < 1:
         module.fail_json(msg="max_workers must be 1 or more, found %d" % p["max_workers"], cause="hub error")
     progress = p["progress_file"] if p["progress_file"] and not module.check_mode else None  # check mode writes nothing

@@ -87,7 +87,7 @@ msg:
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.launchcard.inference.plugins.module_utils._hf_snapshot import read_progress
+from ansible_collections.launchcard.inference.plugins.module_utils._hf_progress import read_progress
 
 _FIELDS = ("running", "state", "bytes_done", "bytes_total", "files_done", "files_total", "bytes_per_s", "msg")
 

@@ -3,11 +3,15 @@
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 """Who downloads a card's weights from the Hub and who copies them from a peer (the weights role's ``peer`` source).
 
-Pure Python, no Ansible import. The weights role (roles/weights) asks :func:`peer_plan` once per run, on
+Pure Python (ansible-core's boolean parsing aside). The weights role (roles/weights) asks :func:`peer_plan` once per run, on
 every host it stages, from the same inputs: so every host agrees on the seed of its card.
 """
 
 from __future__ import annotations
+
+from ansible.module_utils.parsing.convert_bool import boolean
+
+from ansible_collections.launchcard.inference.plugins.module_utils._hf_verify import ALLOW_HTTP_TOKEN, plain_http_token
 
 
 def engine_hosts(plan):
@@ -124,3 +128,27 @@ def peer_report(peers, repo_of=None):
             parts.append(("wave %d: %s" % (number, said)) if len(waves) > 1 else said)
         lines.append(head + ("; " + "; ".join(parts) if parts else "; no host copies it"))
     return lines
+
+
+# what http_token_refusal reads of each host: they refuse a run, they never shape its plan (no plan file input)
+HUB_TOKEN_VARS = ("launchcard_hf_endpoint", "launchcard_hf_token", ALLOW_HTTP_TOKEN)
+
+
+def http_token_refusal(hosts):
+    """The planning step's refusal of a token bound for a plain-HTTP Hub endpoint, or None.
+
+    :param hosts: ``[(name, read)]``; ``read(variable)`` is the host's value of each of :data:`HUB_TOKEN_VARS`
+        (None where unset). The rule is the module's own
+        (``_hf_verify.plain_http_token``), applied once on the controller, so the run stops before any host changes.
+    :returns: one message naming each endpoint and its hosts.
+    """
+    by_why = {}
+    for name, read in hosts:
+        endpoint = read("launchcard_hf_endpoint") or ""
+        allowed = boolean(read(ALLOW_HTTP_TOKEN) or False, strict=False)
+        if allowed or not endpoint.strip().lower().startswith("http://"):
+            continue  # the token is read only where it would matter
+        why = plain_http_token(endpoint, read("launchcard_hf_token"), allowed)
+        if why:
+            by_why.setdefault(why, []).append(name)
+    return "; ".join("%s: %s" % (", ".join(names), why) for why, names in sorted(by_why.items())) or None

@@ -21,7 +21,8 @@ FLEETS = (("sandbox", ("test_deploy_sandbox.py",)),
           ("preflight", ("test_preflight_sandbox.py",)),
           ("container-faults", ("test_container_faults_sandbox.py",)),
           ("pd-split", ("test_pd_split_sandbox.py",)),
-          ("slices", ("test_plan_slices_sandbox.py",)))
+          ("slices", ("test_plan_slices_sandbox.py",)),
+          ("hostile", ("test_hostile_sandbox.py",)))
 
 
 def _fleet_of(path):

@@ -65,7 +65,8 @@ def play(tmp_path, url):
         "launchcard_plan": {"hosts": {"localhost": {"card": "glm", "instances": [{"role": "prefill"}]}}},
         "launchcard_cards": {"glm": {"model": {"repo": REPO, "revision": REV}}},
         "weights_source": "hub", "weights_dir": str(tmp_path / "models"), "weights_hf_endpoint": url,
-        "weights_hf_token": TOKEN, "weights_venv": str(venv), "weights_venv_stamp": "test",
+        "weights_hf_token": TOKEN, "weights_hf_allow_http_token": True,  # the hub on 127.0.0.1: plain HTTP
+        "weights_venv": str(venv), "weights_venv_stamp": "test",
         "weights_progress_dir": str(tmp_path / "progress"), "weights_progress_interval_s": 1,
         "weights_max_workers": 1, "ansible_python_interpreter": sys.executable,
     }

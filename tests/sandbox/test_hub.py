@@ -88,6 +88,39 @@ def test_tree_and_model_info_list_every_file_with_its_size(hub):
     assert {s.rfilename: s.size for s in info.siblings} == {p: len(b) for p, b in files.items()}
 
 
+def test_the_tree_gives_each_files_digest_as_huggingface_hub_reads_it(hub):
+    """RepoFile (huggingface_hub hf_api.py) reads blob_id from oid and lfs.sha256 from lfs.oid: the git blob id of
+    a plain file, the sha256 of an LFS file's bytes (its pointer's oid)."""
+    import hashlib
+    dummy, url = hub
+    files = server.generate_repo(REPO, REV)
+    tree = {f.path: f for f in hf.HfApi(endpoint=url, token=False).list_repo_tree(REPO, revision=REV, recursive=True)}
+    shard, config = tree["model-00001-of-00002.safetensors"], tree["config.json"]
+    assert shard.lfs.sha256 == hashlib.sha256(files[shard.path]).hexdigest() and shard.lfs.pointer_size == 134
+    assert config.lfs is None
+    assert config.blob_id == hashlib.sha1(b"blob %d\0" % len(files["config.json"]) + files["config.json"]).hexdigest()
+
+
+def test_hostile_modes_list_paths_as_given_and_flip_one_byte(hub):
+    h, url = hub
+    files = server.generate_repo(REPO, REV)
+    h.list_extra[:] = ["../../../../x", "/abs/x"]
+    h.flip["config.json"] = 1
+    try:
+        with urllib.request.urlopen("%s/api/models/%s/tree/%s" % (url, REPO, REV), timeout=5) as resp:
+            listed = [e["path"] for e in json.loads(resp.read())]
+        assert listed == sorted(files) + ["../../../../x", "/abs/x"]
+        bodies = []
+        for dummy in range(2):
+            with urllib.request.urlopen("%s/%s/resolve/%s/config.json" % (url, REPO, REV), timeout=5) as resp:
+                bodies.append(resp.read())
+        data, n = files["config.json"], len(files["config.json"]) // 2
+        assert bodies == [data[:n] + bytes([data[n] ^ 0xFF]) + data[n + 1:], data]
+    finally:
+        h.list_extra[:] = []
+        h.flip.clear()
+
+
 def test_range_requests_answer_206_and_count_only_the_range(hub):
     h, url = hub
     before = stats(url)["bytes_served"]

@@ -5,7 +5,9 @@ requirements.txt) calls for ``snapshot_download``, ``hf_hub_download``, ``list_r
 ``model_info``, for small generated repositories, and counts the bytes of file content it serves:
 
 - ``GET /api/models/{repo}/tree/{revision}[/{path}]``: the files of the revision, each with
-  ``size``, git blob ``oid`` and, for ``*.safetensors``, ``lfs`` ``{oid (sha256), size}``.
+  ``size``, git blob ``oid`` and, for ``*.safetensors``, ``lfs`` ``{oid (sha256), size, pointerSize}``: the shape
+  huggingface_hub 2.4.0 reads (hf_api.py ``RepoFile.__init__``: ``blob_id`` from ``oid``, ``BlobLfsInfo`` from
+  ``lfs["size"]``, ``lfs["oid"]`` as ``sha256`` and ``lfs["pointerSize"]``).
 - ``GET /api/models/{repo}[/revision/{revision}]``: model info (``sha``, ``siblings``).
 - ``HEAD``/``GET /{repo}/resolve/{revision}/{path}``: the file, with ``ETag`` (the blob's git
   oid, or sha256 for LFS files, as the Hub names them), ``X-Repo-Commit``, ``Content-Length``,
@@ -27,6 +29,11 @@ requirements.txt) calls for ``snapshot_download``, ``hf_hub_download``, ``list_r
 - A shard cut short (``Hub.truncate = {path}`` / ``--truncate PATH``): every ``GET`` of that file sends the
   full ``Content-Length`` of what it answers but only the bytes of the file's first half, then closes the
   connection, as a proxy holding a truncated copy does (:func:`cut_body`).
+- Hostile answers (tests/unit/hostile, the hostile fleet's e2e): ``Hub.list_extra = [path]`` / ``--list-path PATH``
+  lists a file the repository does not hold at that path, as given (``../../x``, ``/abs/x``), with a size no file
+  there has (:func:`hostile_entries`); ``Hub.flip = {path: n}`` / ``--flip PATH`` (every ``GET``) /
+  ``--flip-once PATH`` serves the file with its middle byte inverted, the first ``n`` ``GET``s (``None``: every one),
+  same size, same headers (:func:`flip_body`); ``stats["flipped"]`` counts them.
 
 A revision is the repository's commit hash, or ``main`` (which resolves to it). Repositories are
 generated from ``repo@revision`` specs (:func:`generate_repo`): ``config.json``, a tokenizer
@@ -144,12 +151,14 @@ class Hub:
         self.repos = {}
         self.lock = threading.Lock()
         self.stats = {"bytes_served": 0, "file_requests": 0, "api_requests": 0, "xet_token_requests": 0, "files": {},
-                      "max_file_gets_at_once": 0}
+                      "max_file_gets_at_once": 0, "flipped": 0}
         self.gets_now = 0  # file GETs being answered now
         self.delay = 0.0  # seconds each file GET waits before its body
         self.before_body = None  # called with the path before each file GET's body
         self.xet = xet  # mark the safetensors Xet-backed, as huggingface.co does (xet_headers)
         self.truncate = set()  # repository paths whose GET is cut short (cut_body)
+        self.list_extra = []  # hostile paths the tree listing names (hostile_entries)
+        self.flip = {}  # repository path -> GETs left that get one byte inverted, None: every one (flip_body)
         for spec in specs:
             self.add(spec)
 
@@ -226,6 +235,24 @@ def cut_body(hub: Hub, path: str, size: int, start: int, body: bytes) -> bytes |
     return body[:max(0, size // 2 - start)]
 
 
+def hostile_entries(hub: Hub) -> list:
+    """The tree entries of ``hub.list_extra``: each path as given, 4096 bytes long, the blob id of that many zeros."""
+    return [{"type": "file", "oid": _git_blob_oid(bytes(4096)), "size": 4096, "path": p} for p in hub.list_extra]
+
+
+def flip_body(hub: Hub, path: str, size: int, start: int, body: bytes) -> bytes:
+    """``body`` (the bytes of ``path`` from ``start``) with the file's middle byte inverted while ``hub.flip`` says so."""
+    with hub.lock:
+        if path not in hub.flip or hub.flip[path] == 0 or not start <= size // 2 < start + len(body):
+            return body
+        if hub.flip[path] is not None:
+            hub.flip[path] -= 1
+        hub.stats["flipped"] += 1
+    out = bytearray(body)
+    out[size // 2 - start] ^= 0xFF
+    return bytes(out)
+
+
 class _Handler(BaseHTTPRequestHandler):
     server_version = "launchcard-sandbox-hub/1"
     protocol_version = "HTTP/1.1"
@@ -283,6 +310,7 @@ class _Handler(BaseHTTPRequestHandler):
             prefix = (m.group(3) or "").strip("/")
             entries = [dict(e, **xet_tree_fields(self.hub, repo, p))
                        for p, e in sorted(repo.meta.items()) if not prefix or p.startswith(prefix + "/")]
+            entries += hostile_entries(self.hub) if not prefix else []
             return self._json(entries)
         m = re.match(r"^/api/models/([^/]+/[^/]+)(?:/revision/([^/]+))?$", path)
         if m:
@@ -331,6 +359,7 @@ class _Handler(BaseHTTPRequestHandler):
                 if self.hub.before_body:
                     self.hub.before_body(fname)
                 time.sleep(self.hub.delay)
+                body = flip_body(self.hub, fname, len(data), start, body)
                 cut = cut_body(self.hub, fname, len(data), start, body)
                 if cut is not None:
                     return self._send_cut(status, body, cut, headers)
@@ -371,9 +400,15 @@ def main(argv=None) -> int:
                     help="owner/name@<40-hex commit>[=DIR] (DIR: serve its files), repeatable")
     ap.add_argument("--no-xet", action="store_true", help="serve the safetensors as plain (non-Xet) files")
     ap.add_argument("--truncate", action="append", default=[], help="a repository path whose GETs are cut short")
+    ap.add_argument("--list-path", action="append", default=[], help="a (hostile) path the tree listing names too")
+    ap.add_argument("--flip", action="append", default=[], help="a repository path served with one byte inverted")
+    ap.add_argument("--flip-once", action="append", default=[], help="the same, for its first GET only")
     args = ap.parse_args(argv)
     hub = Hub(args.repo, xet=not args.no_xet)
     hub.truncate.update(args.truncate)
+    hub.list_extra.extend(args.list_path)
+    hub.flip.update(dict.fromkeys(args.flip_once, 1))
+    hub.flip.update(dict.fromkeys(args.flip))
     handler = type("Handler", (_Handler,), {"hub": hub})
     server = ThreadingHTTPServer((args.bind, args.port), handler)
     server.daemon_threads = True

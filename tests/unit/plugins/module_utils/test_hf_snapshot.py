@@ -9,6 +9,7 @@ huggingface_hub client against the sandbox hub endpoint (tests/sandbox/hub) on 1
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import re
@@ -21,11 +22,21 @@ import urllib.request
 
 import pytest
 
+from ansible_collections.launchcard.inference.plugins.module_utils import _hf_progress as hp
 from ansible_collections.launchcard.inference.plugins.module_utils import _hf_snapshot as hs
+from ansible_collections.launchcard.inference.plugins.module_utils import _hf_verify as hv
 
 REPO = "zai-org/GLM-5.3-Flash"
 REV = "46a050bec13002ad29ee795c16e61cf4fa3c4a9c"
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))))
+
+
+def listed(path, data):
+    """A tree API entry as the Hub answers it: ``oid`` (git blob id), and ``lfs`` (sha256) for a safetensors file."""
+    entry = {"type": "file", "path": path, "size": len(data), "oid": hashlib.sha1(b"blob %d\0" % len(data) + data).hexdigest()}
+    if path.endswith(".safetensors"):
+        entry["lfs"] = {"oid": hashlib.sha256(data).hexdigest(), "size": len(data), "pointerSize": 134}
+    return entry
 
 
 class FakeClient:
@@ -33,14 +44,14 @@ class FakeClient:
 
     endpoint = "http://hub.test"
 
-    def __init__(self, hf_home, files, short=()):
+    def __init__(self, hf_home, files, short=(), flip=None):
         self.hf_home, self.files, self.short = hf_home, files, set(short)
+        self.flip = dict(flip or {})  # path -> downloads left that get their last byte inverted (None: every one)
         self.listed, self.downloads = 0, []
 
     def list_files(self, repo, revision):
         self.listed += 1
-        return [{"type": "file", "path": p, "size": len(b)} for p, b in self.files.items()] + [
-            {"type": "directory", "path": "sub"}]
+        return [listed(p, b) for p, b in self.files.items()] + [{"type": "directory", "path": "sub"}]
 
     def download_snapshot(self, repo, revision, paths, max_workers):
         for path in paths:
@@ -49,6 +60,9 @@ class FakeClient:
     def download(self, repo, revision, path):
         self.downloads.append(path)
         data = self.files[path][:-1] if path in self.short else self.files[path]
+        if self.flip.get(path, 0) != 0:
+            data = data[:-1] + bytes([data[-1] ^ 0xFF])
+            self.flip[path] = None if self.flip[path] is None else self.flip[path] - 1
         blobs = os.path.join(hs.repo_dir(self.hf_home, repo), "blobs")
         os.makedirs(blobs, exist_ok=True)
         blob = os.path.join(blobs, "blob-" + path.replace("/", "_"))
@@ -59,7 +73,8 @@ class FakeClient:
         os.symlink(os.path.relpath(blob, os.path.dirname(link)), link)
 
 
-FILES = {"config.json": b"{}\n", "model-00001-of-00002.safetensors": b"x" * 100, "sub/tok.json": b"[1,2]"}
+SHARD = "model-00001-of-00002.safetensors"
+FILES = {"config.json": b"{}\n", SHARD: b"x" * 100, "sub/tok.json": b"[1,2]"}
 
 
 def test_a_fresh_cache_gets_every_file_and_the_sizes_add_up(tmp_path):
@@ -483,6 +498,119 @@ def test_a_copy_of_a_revision_the_hub_does_not_have_fails_like_a_download(tmp_pa
     assert err.value.cause == "wrong revision"
 
 
+# --- untrusted listings and copies: paths inside the snapshot, content by the listing's digests (issue #42) ---
+
+@pytest.mark.parametrize("path, why", [
+    ("/etc/shadow", "it is an absolute path"), ("../../../../etc/x", "it climbs out with '..'"),
+    ("sub/../../x", "it climbs out with '..'"), ("sub//x", "it has an empty or '.' part"),
+    ("./x", "it has an empty or '.' part"), ("x\0y", "it holds a NUL byte"), ("", "it is not a file name")])
+def test_a_listed_path_that_is_not_inside_the_snapshot_is_refused_before_anything_is_read(tmp_path, path, why):
+    c = FakeClient(str(tmp_path), dict(FILES, **{path: b"x"}))
+    with pytest.raises(hs.WeightsError) as err:
+        hs.ensure_snapshot(c, str(tmp_path), REPO, REV)
+    assert err.value.cause == "unsafe listing" and "the hub listed the file %r" % path in err.value.message
+    assert "(%s)" % why in err.value.message and c.downloads == [] and not (tmp_path / "hub").exists()
+
+
+def test_a_listing_without_a_digest_is_refused_and_real_repofiles_give_theirs():
+    with pytest.raises(hs.WeightsError) as err:
+        hs.normalize_listing([{"type": "file", "path": "a.json", "size": 3}])
+    assert err.value.cause == "hub error" and "a.json without a digest of its content" in err.value.message
+    from huggingface_hub.hf_api import RepoFile  # the tree API's fields as huggingface_hub 2.4.0 reads them
+    lfs = listed(SHARD, b"x" * 100)
+    small = listed("config.json", b"{}\n")
+    got = hs.normalize_listing([RepoFile(**lfs), RepoFile(**small)])
+    assert [f["digest"] for f in got] == [("git-sha1", small["oid"]), ("sha256", lfs["lfs"]["oid"])]
+    assert hs.normalize_listing([lfs, small]) == got
+
+
+def test_the_git_blob_id_is_gits_own(tmp_path):
+    """git hash-object prints a file's blob id (gitformat-loose(5)): what the Hub lists as oid."""
+    import shutil
+    if not shutil.which("git"):
+        pytest.skip("no git")
+    data = b'{"a": 1}\n\0tail'
+    (tmp_path / "f").write_bytes(data)
+    want = subprocess.run(["git", "hash-object", str(tmp_path / "f")], capture_output=True, text=True, check=True).stdout.strip()
+    assert hv.mismatches(str(tmp_path), [{"path": "f", "size": len(data), "digest": ("git-sha1", want)}]) == {}
+    assert hv.mismatches(str(tmp_path), [{"path": "f", "size": len(data), "digest": ("sha256", "0" * 64)}]) == {
+        "f": hashlib.sha256(data).hexdigest()}
+
+
+def test_a_file_altered_once_in_transit_is_fetched_again_and_always_altered_fails_naming_it(tmp_path):
+    c = FakeClient(str(tmp_path), FILES, flip={"config.json": 1, SHARD: 1})
+    res = hs.ensure_snapshot(c, str(tmp_path), REPO, REV)
+    assert res["complete"] and res["refetched"] == ["config.json", SHARD] and sorted(c.downloads) == sorted(
+        list(FILES) + ["config.json", SHARD])
+    assert (_snap(tmp_path) / SHARD).read_bytes() == FILES[SHARD]
+    other = tmp_path / "other"
+    c = FakeClient(str(other), FILES, flip={"sub/tok.json": None})
+    with pytest.raises(hs.WeightsError) as err:
+        hs.ensure_snapshot(c, str(other), REPO, REV)
+    assert err.value.cause == "checksum mismatch" and c.downloads.count("sub/tok.json") == 2
+    assert err.value.message.startswith("sub/tok.json of %s at %s, downloaded from http://hub.test" % (REPO, REV))
+    assert "git-sha1 %s listed" % listed("sub/tok.json", FILES["sub/tok.json"])["oid"] in err.value.message
+
+
+def test_check_mode_finds_a_stampless_snapshot_of_other_content_and_reads_a_stamped_one_by_size(tmp_path):
+    hs.ensure_snapshot(FakeClient(str(tmp_path), FILES), str(tmp_path), REPO, REV)
+    _alter(_snap(tmp_path) / "config.json")
+    res = hs.ensure_snapshot(FakeClient(str(tmp_path), FILES), str(tmp_path), REPO, REV, check_mode=True)
+    assert res["would_download"] == ["config.json"] and not res["complete"] and res["files_verified"] == 2
+    _plant_stamp(str(tmp_path))
+    res = hs.ensure_snapshot(FakeClient(str(tmp_path), FILES), str(tmp_path), REPO, REV, check_mode=True)
+    assert res["complete"] and res["files_verified"] == 0
+
+
+def test_a_copy_of_other_content_is_fetched_from_the_hub_and_a_copied_link_out_is_refused(tmp_path):
+    """A seed's bytes are checked like the Hub's: a copied file of the right size and other content comes from the
+    Hub once (the seed is not asked again); an entry the copy made a link outside the cache fails, read by nobody."""
+    import shutil
+    seed, peer = _seed_and_copy(tmp_path)
+    _alter(_snap(seed) / SHARD)
+    shutil.copytree(seed / "hub", peer / "hub", symlinks=True)
+    c = FakeClient(str(peer), FILES)
+    res = hs.ensure_snapshot(c, str(peer), REPO, REV, copy_from="w1", copied=True)
+    assert res["complete"] and res["changed"] and res["refetched"] == [SHARD] and c.downloads == [SHARD]
+    assert (_snap(peer) / SHARD).read_bytes() == FILES[SHARD]
+    secret = tmp_path / "secret"
+    secret.write_bytes(b"{}\n")  # the size, even the bytes, of config.json
+    os.unlink(_snap(peer) / "config.json")
+    os.symlink(str(secret), _snap(peer) / "config.json")
+    with pytest.raises(hs.WeightsError) as err:
+        hs.ensure_snapshot(FakeClient(str(peer), FILES), str(peer), REPO, REV, copy_from="w1", copied=True)
+    assert err.value.cause == "unsafe listing" and "points at %s, outside" % secret in err.value.message
+    assert secret.read_bytes() == b"{}\n"
+    blob = os.path.realpath(_snap(peer) / "sub" / "tok.json")  # a blob the copy made a link out: never read
+    os.unlink(blob)
+    os.symlink(str(secret), blob)
+    os.unlink(_snap(peer) / "config.json")
+    with pytest.raises(hs.WeightsError) as err:
+        hs.ensure_snapshot(FakeClient(str(peer), FILES), str(peer), REPO, REV, copy_from="w1", copied=True)
+    assert err.value.cause == "unsafe listing" and "%s, the blob of %s, is a symlink" % (
+        blob, _snap(peer) / "sub" / "tok.json") in err.value.message
+
+
+def test_a_token_goes_to_plain_http_only_when_allowed():
+    assert hv.plain_http_token("https://hub.internal", "hf_x") is None
+    assert hv.plain_http_token("http://hub.internal", "") is None
+    assert hv.plain_http_token("http://hub.internal", "hf_x", allowed=True) is None
+    why = hv.plain_http_token("HTTP://me:pw@hub.internal:8080/", "hf_x")
+    assert why.startswith("the Hub endpoint http://hub.internal:8080 is plain HTTP") and "pw" not in why
+
+
+def _snap(hf_home):
+    return hf_home / "hub" / "models--zai-org--GLM-5.3-Flash" / "snapshots" / REV
+
+
+def _alter(entry):
+    """Invert the first byte of the blob ``entry`` points at: same size, other content."""
+    with open(os.path.realpath(entry), "r+b") as f:
+        first = f.read(1)
+        f.seek(0)
+        f.write(bytes([first[0] ^ 0xFF]))
+
+
 # --- snapshot_download: parallel workers, and the progress another module call reads -------------------------
 
 def test_files_download_in_parallel_with_max_workers_and_one_at_a_time_with_one(hub, tmp_path):
@@ -521,14 +649,14 @@ def test_the_progress_file_counts_the_bytes_on_disk_while_the_download_runs(hub,
 
     def watch():
         while True:
-            doc = hs.read_progress(path, wait=0.1, poll=0.02)
+            doc = hp.read_progress(path, wait=0.1, poll=0.02)
             seen.append(doc)
             if doc["state"] in ("done", "failed", "killed"):
                 return
 
     reader = threading.Thread(target=watch)
     try:
-        with hs.ProgressFile(path, REPO, REV) as report:
+        with hp.ProgressFile(path, REPO, REV) as report:
             reader.start()
             res = hs.ensure_snapshot(hs.HubClient(url, "hf_secretTOKEN", str(tmp_path)), str(tmp_path), REPO, REV,
                                      max_workers=1, progress=report, progress_interval=0.05)
@@ -540,11 +668,11 @@ def test_the_progress_file_counts_the_bytes_on_disk_while_the_download_runs(hub,
     assert running and all(d["bytes_total"] == total and d["files_total"] == len(files) for d in running)
     assert any(0 < d["bytes_done"] < total for d in running)
     assert [d["bytes_done"] for d in running] == sorted(d["bytes_done"] for d in running)
-    assert "of %s" % hs._size(total) in running[-1]["msg"] and "files" in running[-1]["msg"]
+    assert "of %s" % hp._size(total) in running[-1]["msg"] and "files" in running[-1]["msg"]
     final = seen[-1]
     assert final["state"] == "done" and not final["running"] and final["bytes_done"] == total
     assert final["files_done"] == len(files) and final["msg"].startswith("done: %s of %s (100%%), 5 of 5 files" % (
-        hs._size(total), hs._size(total)))
+        hp._size(total), hp._size(total)))
     assert os.stat(path).st_mode & 0o777 == 0o600
     with open(path) as f:
         text = f.read()
@@ -558,19 +686,19 @@ def test_a_killed_download_reads_as_killed_and_a_missing_file_is_waited_for(tmp_
     path = str(tmp_path / "progress.json")
     child = subprocess.Popen([sys.executable, "-c", (
         "import sys, time; sys.path[:0] = %r\n"
-        "from ansible_collections.launchcard.inference.plugins.module_utils import _hf_snapshot as hs\n"
-        "p = hs.ProgressFile(%r, 'o/n', 'r').__enter__()\n"
+        "from ansible_collections.launchcard.inference.plugins.module_utils import _hf_progress as hp\n"
+        "p = hp.ProgressFile(%r, 'o/n', 'r').__enter__()\n"
         "p({'state': 'downloading', 'bytes_done': 5, 'bytes_total': 10, 'files_done': 0, 'files_total': 2})\n"
         "print('ready', flush=True); time.sleep(60)\n") % (sys.path, path)], stdout=subprocess.PIPE, text=True)
     try:
         assert child.stdout.readline().strip() == "ready"
-        doc = hs.read_progress(path, wait=0.2)
+        doc = hp.read_progress(path, wait=0.2)
         assert doc["running"] and doc["state"] == "downloading" and doc["msg"] == "5 bytes of 10 bytes (50%), 0 of 2 files"
     finally:
         child.kill()
         child.wait()
-    doc = hs.read_progress(path, wait=5)
+    doc = hp.read_progress(path, wait=5)
     assert not doc["running"] and doc["state"] == "killed" and doc["msg"].startswith("killed: 5 bytes of 10 bytes")
     start = time.time()
-    doc = hs.read_progress(str(tmp_path / "absent.json"), wait=0.3)
+    doc = hp.read_progress(str(tmp_path / "absent.json"), wait=0.3)
     assert time.time() - start >= 0.3 and not doc["running"] and doc["state"] is None and doc["msg"] == "not started"

@@ -44,7 +44,8 @@ def run(capsys, **args):
 
 def test_check_mode_then_download_then_no_op(hub, tmp_path, capsys):
     url, files = hub
-    args = dict(repo=REPO, revision=REV, hf_home=str(tmp_path), endpoint=url, token=TOKEN)
+    args = dict(repo=REPO, revision=REV, hf_home=str(tmp_path), endpoint=url, token=TOKEN,
+                allow_http_token=True)  # the hub on 127.0.0.1 is plain HTTP
     rc, out = run(capsys, _ansible_check_mode=True, **args)
     assert rc == 0 and out["changed"] and sorted(out["would_download"]) == sorted(files)
     assert out["bytes_done"] == 0 and not (tmp_path / "hub" / "models--zai-org--GLM-5.3-Flash" / "snapshots").exists()
@@ -110,7 +111,7 @@ def test_progress_file_is_owner_only_holds_no_secret_and_the_progress_module_rea
     from ansible_collections.launchcard.inference.plugins.modules import hf_snapshot_progress
     url, files = hub
     progress = tmp_path / "progress.json"
-    args = dict(repo=REPO, revision=REV, hf_home=str(tmp_path / "models"), endpoint=url, token=TOKEN,
+    args = dict(repo=REPO, revision=REV, hf_home=str(tmp_path / "models"), endpoint=url, token=TOKEN, allow_http_token=True,
                 progress_file=str(progress), max_workers=2)
     rc, out = run(capsys, _ansible_check_mode=True, **args)
     assert rc == 0 and out["changed"] and not progress.exists()
