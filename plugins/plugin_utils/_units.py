@@ -16,7 +16,9 @@ from ansible_collections.launchcard.inference.plugins.plugin_utils._argv import 
 from ansible_collections.launchcard.inference.plugins.plugin_utils._unit_escape import (
     UnsafeValue, _check, _quadlet_value, _spec, env_assignment, exec_line)
 from ansible_collections.launchcard.inference.plugins.plugin_utils._unit_spec import (
-    CONTAINERS as CONTAINER_RUNTIMES, SPEC, OptionError, with_defaults)
+    CONTAINERS as CONTAINER_RUNTIMES, SPEC, START_MARGIN_S, STOP_UNIT_MARGIN_S, OptionError, with_defaults)
+from ansible_collections.launchcard.inference.plugins.plugin_utils._unit_times import (
+    VLLM_SHUTDOWN_FLAG, _card_shutdown_timeout, _ready_timeout, _start_timeout, drain_s, stop_timeout)
 from ansible_collections.launchcard.inference.plugins.plugin_utils._recipe import (
     ROUTER_DEFAULT_WORKER_STARTUP_TIMEOUT_S,
     ROUTER_STARTUP_FLAG,
@@ -80,6 +82,10 @@ HARDENING = (
     "SystemCallErrorNumber=EPERM",
     "UMask=0027",
 )
+# What HARDENING hides from a native engine (systemd.exec(5)): ProtectHome=yes makes /home, /root and /run/user
+# inaccessible, PrivateTmp=yes gives the unit an empty /tmp and /var/tmp of its own. Weights staged there are not
+# what the engine would see: such a weights directory is refused (:func:`check_hidden_paths`).
+HIDDEN_BY_HARDENING = (("ProtectHome=yes", ("/home", "/root", "/run/user")), ("PrivateTmp=yes", ("/tmp", "/var/tmp")))
 # Units after which an engine that uses GPUs starts at boot, so it does not fail (and burn its start limit)
 # while the GPUs are not usable yet. After= only orders, it starts nothing: a unit that is absent or not
 # enabled (no NVSwitch, no fabric manager) is skipped, one that is enabled is waited for.
@@ -158,92 +164,6 @@ def options_with_defaults(options):
     return with_defaults(options)
 
 
-# vllm/envs.py (0.32.0): VLLM_ENGINE_READY_TIMEOUT_S defaults to 600 s, how long vLLM waits for its engine to load
-VLLM_READY_TIMEOUT_DEFAULT_S = 600
-# what starting the process or the image adds to the engine's own load time
-START_MARGIN_S = 300
-# vllm/engine/arg_utils.py (0.32.0): --shutdown-timeout, "0 = abort, >0 = wait" (seconds; its default is 0)
-VLLM_SHUTDOWN_FLAG = "--shutdown-timeout"
-# what a container stop (podman/docker stop -t) gives beyond the engine's drain, for its own exit after the drain
-STOP_MARGIN_S = 15
-# what TimeoutStopSec gives beyond the container stop timeout (the client's own exit, ExecStopPost=)
-STOP_UNIT_MARGIN_S = 30
-
-
-def _ready_timeout(inst):
-    """The engine's own load budget: the recipe's ``VLLM_ENGINE_READY_TIMEOUT_S``, else vLLM's default (vLLM only)."""
-    ready = (inst.get("env") or {}).get("VLLM_ENGINE_READY_TIMEOUT_S")
-    try:
-        return int(ready)
-    except (TypeError, ValueError):
-        return VLLM_READY_TIMEOUT_DEFAULT_S if inst.get("launcher", inst.get("engine")) == "vllm" else 0
-
-
-def start_budget(inst, options=None):
-    """Seconds an instance may take to load and answer: its unit's ``TimeoutStartSec=``, its readiness wait and the
-    health gate's default budget (:func:`gate_timeout`), one number.
-
-    ``start_timeout_s``, raised to the engine's own load budget (the recipe's ``VLLM_ENGINE_READY_TIMEOUT_S``;
-    vLLM's default 600 s when a vLLM recipe does not set it) plus :data:`START_MARGIN_S`: systemd must not kill, and
-    the gate must not give up on, an engine that is still loading within what it allows itself.
-    """
-    opts = options_with_defaults(options)
-    return max(int(opts["start_timeout_s"]), _ready_timeout(inst) + START_MARGIN_S)
-
-
-def gate_timeout(host_plan, options=None, override=None):
-    """The health gate's timeout for one host: ``override`` when the operator sets one, else the largest
-    :func:`start_budget` of the host's instances (``start_timeout_s`` for a host without instances).
-
-    :raises ValueError: ``override`` is not a whole number of seconds above 0.
-    """
-    if override is not None and str(override).strip() != "":
-        try:
-            value = int(str(override).strip())
-        except ValueError:
-            raise ValueError("the gate timeout must be a whole number of seconds, found %r" % (override,))
-        if value <= 0:
-            raise ValueError("the gate timeout must be above 0 seconds, found %r" % (override,))
-        return value
-    opts = options_with_defaults(options)
-    budgets = [start_budget(i, opts) for i in (host_plan or {}).get("instances") or []]
-    return max(budgets) if budgets else int(opts["start_timeout_s"])
-
-
-def _start_timeout(inst, opts):
-    return start_budget(inst, opts)
-
-
-def _card_shutdown_timeout(argv):
-    """The ``--shutdown-timeout`` the card's argv sets (``N`` or ``=N``), or None."""
-    for i, word in enumerate(argv):
-        if word == VLLM_SHUTDOWN_FLAG and i + 1 < len(argv):
-            return argv[i + 1]
-        if word.startswith(VLLM_SHUTDOWN_FLAG + "="):
-            return word.split("=", 1)[1]
-    return None
-
-
-def drain_s(inst, options=None):
-    """Seconds the engine may take to finish its in-flight requests after SIGTERM.
-
-    vLLM: the card's ``--shutdown-timeout`` when it sets one, else ``engine_shutdown_timeout_s`` (which
-    :func:`engine_argv` renders). SGLang drains until no request is left, without a bound of its own
-    (python/sglang/srt/managers/tokenizer_manager.py 0.5.23, ``sigterm_watchdog``): ``engine_shutdown_timeout_s``
-    bounds it through the stop timeouts. Routers: 0.
-    """
-    opts = options_with_defaults(options)
-    if inst.get("launcher") == "router" or inst.get("role") == "router":
-        return 0
-    card = _card_shutdown_timeout(inst.get("argv") or []) if inst.get("launcher") == "vllm" else None
-    if card is not None:
-        try:
-            return max(0, int(card))
-        except ValueError:
-            raise UnsafeValue("argv %s %r is not a whole number of seconds" % (VLLM_SHUTDOWN_FLAG, card))
-    return int(opts["engine_shutdown_timeout_s"])
-
-
 def engine_argv(inst, options=None):
     """The card's argv with what a graceful stop needs: a vLLM engine gets ``--shutdown-timeout N``
     (:func:`drain_s`) unless the card sets it, because vLLM's default (0) aborts every in-flight request on SIGTERM
@@ -283,13 +203,6 @@ def _router_startup(argv, ready, options):
     return a.tokens
 
 
-def stop_timeout(inst, options=None):
-    """The container stop timeout (``podman/docker stop -t``, ``--stop-timeout``): ``stop_timeout_s``, raised to
-    the engine's drain (:func:`drain_s`) plus :data:`STOP_MARGIN_S`, so the runtime's SIGKILL never cuts the drain."""
-    opts = options_with_defaults(options)
-    return max(int(opts["stop_timeout_s"]), drain_s(inst, opts) + STOP_MARGIN_S)
-
-
 def _container_vendor_args(inst, opts):
     vendor = opts["vendor"]
     if not inst["gpus"] or vendor == "none":
@@ -299,8 +212,11 @@ def _container_vendor_args(inst, opts):
             return ["--gpus", '"device=%s"' % ",".join(str(g) for g in inst["gpu_ids"])]
         return ["--gpus", "all"]
     if vendor == "amd":
-        args = ["--device", "/dev/kfd", "--device", "/dev/dri", "--group-add", "video",
-                "--cap-add", "SYS_PTRACE", "--security-opt", "seccomp=unconfined"]
+        # ROCm's docker guide (install-on-linux how-to/docker.html): /dev/kfd and /dev/dri are what a container needs;
+        # seccomp=unconfined is "(optional)", and SYS_PTRACE is for debuggers: both only when asked (amd_unconfined)
+        args = ["--device", "/dev/kfd", "--device", "/dev/dri", "--group-add", "video"]
+        if opts.get("amd_unconfined"):
+            args += ["--cap-add", "SYS_PTRACE", "--security-opt", "seccomp=unconfined"]
         if opts["amd_render_gid"] is not None:
             args += ["--group-add", str(opts["amd_render_gid"])]
         return args
@@ -620,6 +536,7 @@ def render(inst, options=None):
         # stop; systemd ends every process of the unit, so remove it here too ("-": none left is fine).
         lines.append("ExecStopPost=-%s" % exec_line([start[0], "rm", "-f", inst["id"]]))
     if opts["runtime"] == "native":
+        check_hidden_paths(opts)
         lines += ["User=%s" % ENGINE_USER, "Group=%s" % ENGINE_USER]
         groups = DEVICE_GROUPS.get(opts["vendor"], ())
         if groups and inst["gpus"]:
@@ -644,6 +561,23 @@ def render(inst, options=None):
 
 # The end of every unit: enabled for boot.
 INSTALL_SECTION = ["", "[Install]", "WantedBy=multi-user.target", ""]
+
+
+def check_hidden_paths(opts):
+    """Refuse, for native units, a weights directory under a path :data:`HARDENING` hides from the engine
+    (:data:`HIDDEN_BY_HARDENING`).
+
+    :raises OptionError: naming the variable, the path and the directive that hides it.
+    """
+    if opts.get("runtime") != "native":
+        return
+    path = str(opts.get("weights_dir") or "").rstrip("/") + "/"
+    for directive, hidden in HIDDEN_BY_HARDENING:
+        under = [h for h in hidden if path.startswith(h + "/")]
+        if under and directive in HARDENING:
+            raise OptionError("%s: %r is under %s, which the native units' %s hides from the engine (systemd.exec(5)); "
+                              "choose a path outside %s" % (SPEC["weights_dir"].variable, opts["weights_dir"], under[0],
+                                                            directive, ", ".join(hidden)))
 
 
 def _ready_lines(inst, opts):

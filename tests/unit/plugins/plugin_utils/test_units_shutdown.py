@@ -11,12 +11,11 @@ import copy
 import pytest
 
 from ansible_collections.launchcard.inference.plugins.plugin_utils import _unit_options as uo
+from ansible_collections.launchcard.inference.plugins.plugin_utils._unit_times import gate_timeout, start_budget
 from ansible_collections.launchcard.inference.plugins.plugin_utils._units import (
     drain_s,
     engine_argv,
-    gate_timeout,
     render,
-    start_budget,
     stop_timeout,
 )
 
