@@ -105,8 +105,10 @@ OPTIONS = (
     _opt("podman_bin", "launchcard_podman_bin", "path", "/usr/bin/podman",
          "The podman the units run.", units=("podman",)),
     _opt("secrets_env_file", "launchcard_secrets_env_file", "path", None,
-         "Where C(launchcard_hf_token) is written (mode 0600); every unit names it as optional "
-         "(C(EnvironmentFile=-)), token or not. Unset - C(/etc/launchcard/secrets.env)."),
+         "Where C(launchcard_hf_token) is written (mode 0600); the unit of every engine that may download (not "
+         "offline: C(launchcard_hf_offline) false and no C(HF_HUB_OFFLINE=1) in the card) names it as optional "
+         "(C(EnvironmentFile=-)), token or not; offline engines never get the token. Unset - "
+         "C(/etc/launchcard/secrets.env)."),
     _opt("amd_render_gid", "launchcard_amd_render_gid", "int_or_none", None,
          "AMD containers - id of the host's C(render) group (C(--group-add)). Unset - the id preflight read from the "
          "host's C(/etc/group), else none.",

@@ -5,11 +5,12 @@
 gate) and drain (``--shutdown-timeout``, the container stop timeout, ``TimeoutStopSec=``). ``_units`` renders them.
 
 Pure Python, no Ansible import. Every value stays within what systemd parses (``_unit_spec.SYSTEMD_MAX_SECONDS``):
-the options by their spec's maximum, the card's ``--shutdown-timeout`` by :func:`drain_s`.
+the options by their spec's maximum, the card's by :mod:`._env_policy` and :func:`drain_s`.
 """
 
 from __future__ import annotations
 
+from ansible_collections.launchcard.inference.plugins.plugin_utils import _env_policy as env_policy
 from ansible_collections.launchcard.inference.plugins.plugin_utils._unit_escape import UnsafeValue
 from ansible_collections.launchcard.inference.plugins.plugin_utils._unit_spec import (
     MAX_SECONDS, START_MARGIN_S, STOP_MARGIN_S, with_defaults as options_with_defaults)
@@ -22,12 +23,18 @@ VLLM_SHUTDOWN_FLAG = "--shutdown-timeout"
 
 
 def _ready_timeout(inst):
-    """The engine's own load budget: the recipe's ``VLLM_ENGINE_READY_TIMEOUT_S``, else vLLM's default (vLLM only)."""
-    ready = (inst.get("env") or {}).get("VLLM_ENGINE_READY_TIMEOUT_S")
-    try:
-        return int(ready)
-    except (TypeError, ValueError):
+    """The engine's own load budget: the recipe's ``VLLM_ENGINE_READY_TIMEOUT_S``, else vLLM's default (vLLM only).
+
+    :raises UnsafeValue: the variable is not a whole number of seconds that the unit's ``TimeoutStartSec=`` can carry
+        (:func:`._env_policy.seconds_issue`; the card's checks refuse such a card first).
+    """
+    ready = (inst.get("env") or {}).get(env_policy.READY_TIMEOUT)
+    if ready is None:
         return VLLM_READY_TIMEOUT_DEFAULT_S if inst.get("launcher", inst.get("engine")) == "vllm" else 0
+    issue = env_policy.seconds_issue(env_policy.READY_TIMEOUT, ready)
+    if issue:
+        raise UnsafeValue("env.%s: %s" % (env_policy.READY_TIMEOUT, issue))
+    return int(ready)
 
 
 def start_budget(inst, options=None):

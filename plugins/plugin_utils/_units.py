@@ -12,13 +12,15 @@ import hashlib
 import re
 
 from ansible_collections.launchcard.inference.plugins.module_utils._preflight import needs_rdma
+from ansible_collections.launchcard.inference.plugins.plugin_utils import _env_policy as env_policy
 from ansible_collections.launchcard.inference.plugins.plugin_utils._argv import Argv
 from ansible_collections.launchcard.inference.plugins.plugin_utils._unit_escape import (
-    UnsafeValue, _check, _quadlet_value, _spec, env_assignment, exec_line)
+    UnsafeValue, _check, _quadlet_value, _spec, exec_line)
 from ansible_collections.launchcard.inference.plugins.plugin_utils._unit_spec import (
     CONTAINERS as CONTAINER_RUNTIMES, SPEC, START_MARGIN_S, STOP_UNIT_MARGIN_S, OptionError, with_defaults)
 from ansible_collections.launchcard.inference.plugins.plugin_utils._unit_times import (
-    VLLM_SHUTDOWN_FLAG, _card_shutdown_timeout, _ready_timeout, _start_timeout, drain_s, stop_timeout)
+    VLLM_SHUTDOWN_FLAG, _card_shutdown_timeout, _ready_timeout, _start_timeout, drain_s,
+    stop_timeout)
 from ansible_collections.launchcard.inference.plugins.plugin_utils._recipe import (
     ROUTER_DEFAULT_WORKER_STARTUP_TIMEOUT_S,
     ROUTER_STARTUP_FLAG,
@@ -42,7 +44,7 @@ RESTART_SEC = 30
 # "Started" means ready: ExecStartPost= runs this helper (shipped by the units role) until the
 # engine's health URL answers 200, bounded by TimeoutStartSec=. vLLM and SGLang do not call
 # sd_notify(3), so Type=notify is not possible.
-# -I: isolated mode, so a card's PYTHONHOME/PYTHONPATH (the unit's Environment=) cannot break it.
+# -I: isolated mode, so no PYTHON* variable of the unit's own environment changes what it imports.
 WAIT_READY = ("/usr/bin/python3", "-I", "/usr/local/libexec/launchcard/wait-ready.py")
 # native runtime: the engines' system user (created by the units role, owner of the weights
 # directory) and the groups that own each vendor's device nodes. NVIDIA's /dev/nvidia* are
@@ -132,6 +134,10 @@ NVIDIA_MODPROBE = ("/usr/bin/nvidia-modprobe", "-u", "-c=0")
 WAIT_ACCELERATORS_VENDORS = ("nvidia",)
 # Variables the secrets file (secrets_env_file) may hold, passed into containers by name.
 SECRET_ENV_NAMES = ("HF_TOKEN",)
+# A native engine's environment is set on its process alone: env(1) (coreutils) sets each NAME=VALUE and execs the
+# program in its place (same PID, so KillMode= and $MAINPID still name the engine); the unit's other commands
+# (nvidia-modprobe, the readiness helper) run without it. systemd.exec(5) Environment= would reach every command.
+ENV_PROGRAM = "/usr/bin/env"
 START_LIMIT_BURST = 10
 START_LIMIT_INTERVAL_S = 600
 
@@ -412,10 +418,10 @@ def container_options(inst, opts, env):
         words += _container_vendor_args(inst, opts)
     if rdma(inst, opts):
         words += list(RDMA_CONTAINER_ARGS)
-    passing = []
-    for name in sorted(env):
-        passing += ["-e", name]
-    if opts["secrets_env_file"]:
+    # docker-run(1), podman-run(1) --env NAME=VALUE: the container's environment, never the client's (the unit has
+    # no Environment=), so no card variable reaches the docker or podman client, conmon or the unit's helpers
+    passing = [w for name in sorted(engine_env(env)) for w in ("--env", "%s=%s" % (name, env[name]))]
+    if passes_secrets(env, opts):
         # The unit reads the secrets file (EnvironmentFile=-, a missing file is fine) into the
         # client's environment and -e NAME passes each secret on, if set, without its value on the
         # command line; --env-file would fail the start when the file is absent.
@@ -424,10 +430,30 @@ def container_options(inst, opts, env):
     return words, passing + list(opts["extra_container_args"])
 
 
+def engine_env(env):
+    """``env``, checked: a name :mod:`._env_policy` refuses (``LD_PRELOAD``, ``DOCKER_HOST``, ...) raises here too, for
+    a plan that did not come through the card's checks (a plan file, a planner's own variable).
+
+    :raises UnsafeValue: naming ``env.NAME`` and why.
+    """
+    for name in env:
+        why = env_policy.refusal_message(name)
+        if why:
+            raise UnsafeValue("env.%s: %s" % (name, why))
+    return env
+
+
+def passes_secrets(env, opts):
+    """Whether a unit hands the secrets file's token to its engine: only one that may download from the Hub, i.e.
+    not one whose environment sets ``HF_HUB_OFFLINE`` true (``launchcard_hf_offline``, the default, or the card)."""
+    return bool(opts["secrets_env_file"]) and not env_policy.offline(env)
+
+
 def command(inst, options=None):
     """Return ``(exec_start_argv, exec_stop_argv_or_None, environment)``.
 
-    - ``native``: ``<venv>/bin/<argv[0]>`` then the card's argv; GPUs chosen
+    - ``native``: ``/usr/bin/env NAME=VALUE... <venv>/bin/<argv[0]>`` then the card's argv (the environment on the
+      engine's process alone, :data:`ENV_PROGRAM`); GPUs chosen
       with the vendor's visible-devices variable for vLLM, ``--base-gpu-id``
       (already in argv) for SGLang.
     - ``docker``/``podman``: ``run --rm --name <id> --network host --ipc host``
@@ -439,12 +465,13 @@ def command(inst, options=None):
       GPUs, AMD/Ascend vLLM selects with the visible-devices variable), the
       weights directory
       mounted as the HF cache, ``--entrypoint argv[0]``, the image (by digest
-      when ``image_refs`` maps it), then ``argv[1:]``. Card env travels as
-      ``-e NAME`` (value from the unit's ``Environment=``), secrets as
-      ``-e HF_TOKEN`` (value from the unit's ``EnvironmentFile=``), never on
-      the command line.
+      when ``image_refs`` maps it), then ``argv[1:]``. The engine's environment
+      travels as ``--env NAME=VALUE`` (the container's, not the client's), the
+      secrets as ``-e HF_TOKEN`` (value from the unit's ``EnvironmentFile=``,
+      never on the command line), and only to an engine that may download
+      (:func:`passes_secrets`).
 
-    :raises UnsafeValue: argv[0] is not a plain program name (native).
+    :raises UnsafeValue: argv[0] is not a plain program name (native), or a variable name :mod:`._env_policy` refuses.
     """
     opts = options_with_defaults(options)
     env = _gpu_env(inst, opts)
@@ -458,7 +485,8 @@ def command(inst, options=None):
         env.setdefault("XDG_CACHE_HOME", ENGINE_CACHE)
         if opts["hf_offline"]:
             env.setdefault("HF_HUB_OFFLINE", "1")
-        return ["%s/bin/%s" % (opts["native_venv"].rstrip("/"), exe)] + argv[1:], None, env
+        assign = ["%s=%s" % (name, env[name]) for name in sorted(engine_env(env))]
+        return [ENV_PROGRAM] + assign + ["%s/bin/%s" % (opts["native_venv"].rstrip("/"), exe)] + argv[1:], None, env
     binary = opts["docker_bin"] if opts["runtime"] == "docker" else opts["podman_bin"]
     image = opts["image_refs"].get(inst["image"], inst["image"])
     env["HF_HOME"] = CONTAINER_HF_HOME
@@ -516,9 +544,7 @@ def render(inst, options=None):
     lines.append("RequiresMountsFor=%s" % _spec(opts["weights_dir"], "weights_dir"))
     lines += ["StartLimitIntervalSec=%d" % START_LIMIT_INTERVAL_S, "StartLimitBurst=%d" % START_LIMIT_BURST,
               "", "[Service]", "Type=exec"]
-    for name in sorted(env):
-        lines.append("Environment=%s" % env_assignment(name, env[name]))
-    if opts["secrets_env_file"]:
+    if passes_secrets(env, opts):
         # The same line whether or not a token is given (a run without the vault changes no
         # unit); "-": a missing file is no error. EnvironmentFile= takes a literal path
         # (specifiers only, no quotes).
@@ -609,9 +635,10 @@ def render_quadlet(inst, options=None):
       into words by systemd's rules (quotes group, backslash escapes) and writes them into ``ExecStart=``,
       where ``%`` and ``$`` are systemd's: every word is escaped by :func:`exec_word`, as in a ``run``
       unit, so the engine gets the card's exact argv and no value adds a key or a directive;
-    - card variables are ``Environment=`` of ``[Service]`` (the ``run`` units' escaping) handed on by name
-      (``-e NAME``), the secrets come from ``EnvironmentFile=-`` the same way: no value is in the file's
-      ``[Container]`` section or on the command line;
+    - the engine's environment is ``--env NAME=VALUE`` words of ``PodmanArgs=`` (escaped as every word there), never
+      ``[Container] Environment=`` (Quadlet's own parser splits and drops values: podman #26259, #26542) nor
+      ``[Service] Environment=`` (which would reach podman, conmon and the unit's helpers too); the secrets come
+      from ``EnvironmentFile=-`` by name (``-e HF_TOKEN``), only to an engine that may download;
     - ``Image=`` and ``ContainerName=`` take one literal value, so they must be plain references.
 
     :raises UnsafeValue: a value would break out of its key, or the image is not a plain reference.
@@ -646,9 +673,7 @@ def render_quadlet(inst, options=None):
     if len(argv) > 1:
         lines.append(_quadlet_key("Exec", exec_line(argv[1:], wrap=True)))
     lines += ["", "[Service]"]
-    for name in sorted(env):
-        lines.append("Environment=%s" % env_assignment(name, env[name]))
-    if opts["secrets_env_file"]:
+    if passes_secrets(env, opts):
         lines.append("EnvironmentFile=-%s" % _spec(opts["secrets_env_file"], "secrets_env_file"))
     lines += _service_pre_lines(inst, opts)
     if inst.get("health_url"):

@@ -24,6 +24,7 @@ from ansible_collections.launchcard.inference.tests.unit.plugins.plugin_utils.te
     _inst,
     _plan,
     directives,
+    native_env,
     parse_exec,
 )
 
@@ -43,7 +44,7 @@ def _engine_words(text, flavour):
         return parse_exec(value)
     (value,) = directives(text, "ExecStart")
     words = parse_exec(value)
-    return words[1:] if flavour == "native" else words[words.index("--entrypoint") + 3:]
+    return native_env(words)[1][1:] if flavour == "native" else words[words.index("--entrypoint") + 3:]
 
 
 @pytest.mark.parametrize("flavour", sorted(FLAVOURS))
