@@ -20,6 +20,7 @@ from ansible_collections.launchcard.inference.plugins.plugin_utils import _image
 from ansible_collections.launchcard.inference.plugins.plugin_utils import _planfile as planfile
 from ansible_collections.launchcard.inference.plugins.plugin_utils import _report as report
 from ansible_collections.launchcard.inference.plugins.plugin_utils import _unit_options as unit_options
+from ansible_collections.launchcard.inference.plugins.plugin_utils import _unit_times as unit_times
 from ansible_collections.launchcard.inference.plugins.plugin_utils import _units as units
 from ansible_collections.launchcard.inference.plugins.plugin_utils import _vendors as vendors
 from ansible_collections.launchcard.inference.plugins.plugin_utils import _weights as weights
@@ -37,7 +38,7 @@ def host_units(host_plan, options=None):
 def gate_timeout(host_plan, options=None, override=None):
     """The health gate's timeout for one host: ``override`` when set, else what its engines need to load."""
     try:
-        return units.gate_timeout(host_plan or {}, options, override)
+        return unit_times.gate_timeout(host_plan or {}, options, override)
     except ValueError as exc:
         raise AnsibleFilterError("launchcard.inference.gate_timeout: %s" % to_text(exc))
 

@@ -36,6 +36,7 @@ except ImportError:  # pragma: no cover - exercised only without the library
     Draft202012Validator = None
     best_match = None
 
+from ansible_collections.launchcard.inference.plugins.plugin_utils import _env_policy as env_policy
 from ansible_collections.launchcard.inference.plugins.plugin_utils._card_issues import (
     Issue,
     ValidationReport,
@@ -259,8 +260,8 @@ def _command_size_issues(envs, out):
 
 
 def _semantic_issues(doc):
-    """Rules JSON Schema can't say: finite numbers, command sizes, checkpoint
-    references and uniqueness."""
+    """Rules JSON Schema can't say: finite numbers, command sizes, the environment's names and values
+    (:mod:`._env_policy`), checkpoint references and uniqueness."""
     issues = []
     _non_finite_issues(doc, [], issues)
     _command_size_issues(doc.get("envs"), issues)
@@ -279,6 +280,11 @@ def _semantic_issues(doc):
             else:
                 names[name] = i
     envs = doc.get("envs")
+    for i, env in enumerate(envs if isinstance(envs, list) else []):
+        if isinstance(env, dict):
+            # names that change what a process loads or where it connects; values a unit cannot carry (_env_policy)
+            issues.extend(Issue(path, message) for path, message in env_policy.env_issues(
+                env.get("env"), lambda name, i=i: format_path(["envs", i, "env", name])))
     if names and isinstance(envs, list):
         known = ", ".join(show(n) for n in sorted(names))
         for i, env in enumerate(envs):

@@ -30,7 +30,8 @@ is: one that changes the recipe's role (its name) is refused.
 
 ``env`` sets a variable of the recipe's environment (``null`` removes one the card sets; a name the card
 does not set is then an error). Names follow the card's grammar (``ENV_NAME_PATTERN``), values are strings
-or numbers without control characters, as the card's. Secrets have their own route (``launchcard_hf_token``,
+or numbers without control characters, as the card's, under the card's rules of :mod:`._env_policy` (no name that
+changes what a process loads or where it connects). Secrets have their own route (``launchcard_hf_token``,
 written to the secrets file, never into a unit), so an override cannot name one.
 """
 
@@ -43,6 +44,7 @@ import re
 from ansible_collections.launchcard.inference.plugins.plugin_utils import _card_issues as card_issues
 from ansible_collections.launchcard.inference.plugins.plugin_utils import _card_schema as card_schema
 from ansible_collections.launchcard.inference.plugins.plugin_utils import _card_validate as card_validate
+from ansible_collections.launchcard.inference.plugins.plugin_utils import _env_policy as env_policy
 from ansible_collections.launchcard.inference.plugins.plugin_utils._argv import is_option
 from ansible_collections.launchcard.inference.plugins.plugin_utils._units import SECRET_ENV_NAMES
 from ansible_collections.launchcard.inference.plugins.plugin_utils._recipe import (
@@ -217,6 +219,11 @@ def _env(raw, variable, name, errors):
             continue
         if value is None:
             out.append([var, None])
+            continue
+        issue = env_policy.refusal_message(var) or (
+            env_policy.seconds_issue(var, value) if isinstance(value, (str, int)) and not isinstance(value, bool) else None)
+        if issue:
+            errors.append((where, issue))
             continue
         if isinstance(value, (bool, list, dict)):
             errors.append((where, "expected a string, a number or null (remove the card's variable), found %s" %

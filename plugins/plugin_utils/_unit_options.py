@@ -49,6 +49,7 @@ from ansible_collections.launchcard.inference.plugins.plugin_utils._units import
     QUADLET_MIN_PODMAN,
     WAIT_READY,
     check_container_flags,
+    check_hidden_paths,
 )
 
 # What the runtime role installs into the native virtualenv (roles/runtime/defaults/main.yml,
@@ -181,9 +182,10 @@ def host_options(host_vars, host_plan=None):
     :returns: a full options dict for :func:`_units.render` (every key of
         :data:`._unit_spec.DEFAULTS`); ``secrets_env_file`` is always set (the
         units name it as optional), token or not.
-    :raises OptionError: a variable's value fails its spec (:func:`._unit_spec.value`), or the operator's
-        container arguments conflict with the units' own (:func:`._units.check_container_flags`); the message
-        names the variable.
+    :raises OptionError: a variable's value fails its spec (:func:`._unit_spec.value`), the operator's
+        container arguments conflict with the units' own (:func:`._units.check_container_flags`), or a native
+        host's weights directory is where the units' hardening hides it (:func:`._units.check_hidden_paths`);
+        the message names the variable.
     """
     found = detected(host_vars)
     opts = dict(DEFAULTS)
@@ -194,6 +196,7 @@ def host_options(host_vars, host_plan=None):
         if raw is not None:
             opts[opt.key] = value(opt.key, raw)
     check_container_flags(opts)
+    check_hidden_paths(opts)
     if opts["runtime"] == "podman" and host_vars.get(CREDENTIALS_VARIABLE):
         # the file the runtime role writes (roles/runtime: runtime_registry_auth_file)
         opts["podman_auth_file"] = REGISTRY_AUTH_FILE

@@ -29,22 +29,43 @@ CONTAINERS = ("docker", "podman")
 # the roles that read every option, through the unit_settings filter (units) and the render_fleet module (render)
 OPTION_ROLES = ("units", "render")
 
-Option = collections.namedtuple("Option", "key variable kind default doc choices minimum where roles units example")
+Option = collections.namedtuple("Option", "key variable kind default doc choices minimum where roles units example "
+                                           "maximum")
 Option.__doc__ = """One unit option.
 
 key: its name in the options dict; variable: the ``launchcard_*`` variable that sets it, None for one the collection
 fills in itself; kind: ``str``, ``path``, ``size`` (docker's and podman's ``16g``), ``bool``, ``int``,
 ``int_or_none``, ``list_str``, ``list_int_or_none`` or ``dict``; default: its value when neither the variable nor
 preflight sets it; doc: what it means (Ansible markup, ``C()``); choices: the allowed values or None; minimum: the
-least integer (each item of a list) or None; where: where the variable is meant to be set (``all``, ``host/group``);
+least integer (each item of a list) or None; maximum: the largest, or None; where: where the variable is meant to be set (``all``, ``host/group``);
 roles: the roles besides units and render whose defaults, tasks or vars read the variable; units: the runtimes whose
 units it can change; example: a value other than the default that it takes, which the spec's tests render on those
 runtimes (None: they make one from its kind)."""
 
 
 def _opt(key, variable, kind, default, doc, choices=None, minimum=None, where="all", roles=(), units=ALL_UNITS,
-         example=None):
-    return Option(key, variable, kind, default, doc, choices, minimum, where, roles, units, example)
+         example=None, maximum=None):
+    return Option(key, variable, kind, default, doc, choices, minimum, where, roles, units, example, maximum)
+
+
+# The longest time span systemd parses, in seconds: src/basic/time-util.c parse_time() refuses with ERANGE a value
+# whose microseconds reach USEC_INFINITY (2^64 - 1); `systemd-analyze timespan` (systemd 252) takes 18446744073708
+# and refuses 18446744073709 ("Numerical result out of range"). A TimeoutStartSec= it refuses is ignored (the
+# default applies), so every seconds option and what the units add to it must stay at or below this.
+SYSTEMD_MAX_SECONDS = 18446744073708
+# what starting the process or the image adds to the engine's own load time (TimeoutStartSec = load budget + this)
+START_MARGIN_S = 300
+# what a container stop (podman/docker stop -t) gives beyond the engine's drain, for its own exit after the drain
+STOP_MARGIN_S = 15
+# what TimeoutStopSec gives beyond the container stop timeout (the client's own exit, ExecStopPost=)
+STOP_UNIT_MARGIN_S = 30
+# The largest seconds value an option or a card may give: what the units add to it still parses.
+MAX_SECONDS = SYSTEMD_MAX_SECONDS - max(START_MARGIN_S, STOP_MARGIN_S + STOP_UNIT_MARGIN_S)
+# A group id: Linux's gid_t is 32 bits and (gid_t) -1 means "no change" (chown(2)), so 2^32 - 2 is the largest.
+MAX_GID = (1 << 32) - 2
+# Device numbers and counts: each becomes a `--device /dev/davinciN` word of ExecStart=, whose logical line systemd
+# reads up to LONG_LINE_MAX (1 MiB, _card_schema.MAX_COMMAND_BYTES); 4096 devices stay far below it.
+MAX_DEVICES = 4096
 
 
 OPTIONS = (
@@ -69,35 +90,44 @@ OPTIONS = (
          "C(true) - units set C(HF_HUB_OFFLINE=1), so engines serve the staged snapshot without network."),
     _opt("start_timeout_s", "launchcard_unit_start_timeout_s", "int", 1800,
          "Minimum C(TimeoutStartSec), raised to the card's C(VLLM_ENGINE_READY_TIMEOUT_S) + 300.",
-         minimum=0),
+         minimum=0, maximum=MAX_SECONDS),
     _opt("stop_timeout_s", "launchcard_unit_stop_timeout_s", "int", 60,
          "Minimum seconds a container gets to stop (C(stop -t), C(--stop-timeout)), raised to the engine's drain "
          "(C(launchcard_engine_shutdown_timeout_s)) + 15; C(TimeoutStopSec) is 30 s more.",
-         minimum=0),
+         minimum=0, maximum=MAX_SECONDS),
     _opt("engine_shutdown_timeout_s", "launchcard_engine_shutdown_timeout_s", "int", 30,
          "Seconds an engine may finish its in-flight requests after SIGTERM - vLLM gets C(--shutdown-timeout N) unless "
          "the card's argv sets it (vLLM's own default 0 aborts them); SGLang drains without a bound of its own, bounded "
          "by the stop timeouts. 0 writes no flag, for vLLM before 0.18, which has no C(--shutdown-timeout).",
-         minimum=0),
+         minimum=0, maximum=MAX_SECONDS),
     _opt("docker_bin", "launchcard_docker_bin", "path", "/usr/bin/docker",
          "The docker client the units run.", units=("docker",)),
     _opt("podman_bin", "launchcard_podman_bin", "path", "/usr/bin/podman",
          "The podman the units run.", units=("podman",)),
     _opt("secrets_env_file", "launchcard_secrets_env_file", "path", None,
-         "Where C(launchcard_hf_token) is written (mode 0600); every unit names it as optional "
-         "(C(EnvironmentFile=-)), token or not. Unset - C(/etc/launchcard/secrets.env)."),
+         "Where C(launchcard_hf_token) is written (mode 0600); the unit of every engine that may download (not "
+         "offline: C(launchcard_hf_offline) false and no C(HF_HUB_OFFLINE=1) in the card) names it as optional "
+         "(C(EnvironmentFile=-)), token or not; offline engines never get the token. Unset - "
+         "C(/etc/launchcard/secrets.env)."),
     _opt("amd_render_gid", "launchcard_amd_render_gid", "int_or_none", None,
          "AMD containers - id of the host's C(render) group (C(--group-add)). Unset - the id preflight read from the "
          "host's C(/etc/group), else none.",
-         minimum=0, where="host/group", roles=("preflight",), units=CONTAINERS),
+         minimum=0, where="host/group", roles=("preflight",), units=CONTAINERS, maximum=MAX_GID),
+    _opt("amd_unconfined", "launchcard_amd_container_unconfined", "bool", False,
+         "AMD containers - C(true) adds C(--cap-add SYS_PTRACE --security-opt seccomp=unconfined). ROCm's guide "
+         "(Running ROCm Docker containers) needs only C(--device /dev/kfd --device /dev/dri) and marks "
+         "C(seccomp=unconfined) optional, for memory mapping (numactl) in HPC environments; C(SYS_PTRACE) is for "
+         "debuggers (ptrace(2)). Unset - neither: the engine runs under the runtime's seccomp profile and "
+         "capabilities.",
+         where="host/group", units=CONTAINERS),
     _opt("ascend_devices", "launchcard_ascend_devices", "list_int_or_none", None,
          "Ascend containers - the C(/dev/davinciN) numbers passed with C(--device) (e.g. C([0, 1, 2, 3])). Unset - "
          "the devices preflight found on the host, else C(0) .. C(launchcard_ascend_device_count) - 1.",
-         minimum=0, where="host/group", roles=("preflight",), units=CONTAINERS),
+         minimum=0, where="host/group", roles=("preflight",), units=CONTAINERS, maximum=MAX_DEVICES),
     _opt("ascend_device_count", "launchcard_ascend_device_count", "int", 8,
          "Ascend containers - how many C(/dev/davinciN) when neither C(launchcard_ascend_devices) nor preflight "
          "names them.",
-         minimum=0, where="host/group", units=CONTAINERS),
+         minimum=0, where="host/group", units=CONTAINERS, maximum=MAX_DEVICES),
     _opt("extra_container_args", "launchcard_extra_container_args", "list_str", [],
          "docker/podman - extra C(run) arguments before the image (a list; escaped for systemd like every argv "
          "word). One that conflicts with a flag the units write fails, naming the variable that brings the "
@@ -178,7 +208,7 @@ def _true(value, var):
     raise OptionError("%s must be a boolean, found %r" % (var, value))
 
 
-def _int(value, var, minimum=None):
+def _int(value, var, minimum=None, maximum=None):
     if isinstance(value, bool):
         raise OptionError("%s must be an integer, found %r" % (var, value))
     if not isinstance(value, int):
@@ -188,6 +218,8 @@ def _int(value, var, minimum=None):
             raise OptionError("%s must be an integer, found %r" % (var, value))
     if minimum is not None and value < minimum:
         raise OptionError("%s must be %d or more, found %r" % (var, minimum, value))
+    if maximum is not None and value > maximum:
+        raise OptionError("%s must be %d or less, found %r" % (var, maximum, value))
     return value
 
 
@@ -209,6 +241,29 @@ def _str(value, var):
     return str(value)
 
 
+# A path option is written into unit directives (RequiresMountsFor=, ReadWritePaths=, EnvironmentFile=, ExecStart=)
+# and the containers' -v HOST:CONTAINER[:OPTIONS]: it must be absolute (systemd.service(5) "Command lines": a first
+# word that starts with "@", "-", ":", "+" or "!" is a prefix, and "+" runs the command with full privileges), and
+# hold no ":" (the volume separator of docker-run(1) and podman-run(1) -v), no "=" (env(1) reads NAME=VALUE words
+# before the program it runs), no control character and no ".." part. Whitespace is escaped where a directive can
+# carry it (_unit_escape) and refused where it cannot (the weights directory: _units).
+_PATH_REFUSED = re.compile(r"[:=\x00-\x1f\x7f]")
+
+
+def _path(value, var):
+    text = _str(value, var)
+    if not text.startswith("/"):
+        raise OptionError("%s must be an absolute path (starting with /; systemd reads a leading +, -, @, ! or : as a "
+                          "prefix that changes how a command runs), found %r" % (var, value))
+    bad = _PATH_REFUSED.search(text)
+    if bad:
+        raise OptionError("%s must be a path without ':', '=' or control characters, found %r in %r (docker and podman "
+                          "read ':' as the volume separator, env(1) '=' as an assignment)" % (var, bad.group(0), text))
+    if ".." in text.split("/"):
+        raise OptionError("%s must be a path without '..' parts, found %r" % (var, text))
+    return text
+
+
 # docker/go-units size.go RAMInBytes, which both docker's --shm-size (docker/cli opts/opts.go MemBytes.Set) and
 # podman's (pkg/specgenutil/specgen.go) parse: a number, then b or k/m/g/t/p with an optional b or ib, any case; the
 # subset both go-units v0.4 (its regex) and v0.5+ (parseSize) take, without the space they allow before the unit
@@ -226,20 +281,22 @@ def _size(value, var):
     return text
 
 
-def coerce(kind, value, var, minimum=None):
+def coerce(kind, value, var, minimum=None, maximum=None):
     """``value`` as an option of type ``kind`` (strings from INI files parsed); errors name ``var``."""
-    if kind in ("str", "path"):
+    if kind == "str":
         return _str(value, var)
+    if kind == "path":
+        return _path(value, var)
     if kind == "size":
         return _size(value, var)
     if kind == "bool":
         return _true(value, var)
     if kind in ("int", "int_or_none"):
-        return _int(value, var, minimum)
+        return _int(value, var, minimum, maximum)
     if kind == "list_str":
         return [_str(item, "%s[%d]" % (var, i)) for i, item in enumerate(_list(value, var))]
     if kind == "list_int_or_none":
-        return [_int(item, "%s[%d]" % (var, i), minimum) for i, item in enumerate(_list(value, var))]
+        return [_int(item, "%s[%d]" % (var, i), minimum, maximum) for i, item in enumerate(_list(value, var))]
     if kind == "dict":
         if not hasattr(value, "items"):
             raise OptionError("%s must be a mapping, found %r" % (var, value))
@@ -255,7 +312,7 @@ def value(key, raw):
     """
     opt = SPEC[key]
     var = opt.variable or key
-    out = coerce(opt.kind, raw, var, opt.minimum)
+    out = coerce(opt.kind, raw, var, opt.minimum, opt.maximum)
     if opt.choices is not None and out not in opt.choices:
         raise OptionError("%s must be one of %s, found %r" % (var, ", ".join(opt.choices), out))
     return out
@@ -281,10 +338,12 @@ def _valid(opt):
     exact = {"str": str, "path": str, "bool": bool, "int": int, "int_or_none": int}.get(opt.kind)
     if exact is None:
         return None
-    choices, minimum = opt.choices, opt.minimum
+    if opt.kind == "path":
+        return None
+    choices, minimum, maximum = opt.choices, opt.minimum, opt.maximum
     # the exact class: a bool (an int's subclass) or Ansible's tagged str takes value()'s way
     return lambda raw: raw.__class__ is exact and (choices is None or raw in choices) and (
-        minimum is None or raw >= minimum)
+        minimum is None or raw >= minimum) and (maximum is None or raw <= maximum)
 
 
 # The renderer checks its options at every call; most are already of their type.

@@ -12,11 +12,15 @@ import hashlib
 import re
 
 from ansible_collections.launchcard.inference.plugins.module_utils._preflight import needs_rdma
+from ansible_collections.launchcard.inference.plugins.plugin_utils import _env_policy as env_policy
 from ansible_collections.launchcard.inference.plugins.plugin_utils._argv import Argv
 from ansible_collections.launchcard.inference.plugins.plugin_utils._unit_escape import (
-    UnsafeValue, _check, _quadlet_value, _spec, env_assignment, exec_line)
+    UnsafeValue, _check, _quadlet_value, _spec, exec_line)
 from ansible_collections.launchcard.inference.plugins.plugin_utils._unit_spec import (
-    CONTAINERS as CONTAINER_RUNTIMES, SPEC, OptionError, with_defaults)
+    CONTAINERS as CONTAINER_RUNTIMES, SPEC, START_MARGIN_S, STOP_UNIT_MARGIN_S, OptionError, with_defaults)
+from ansible_collections.launchcard.inference.plugins.plugin_utils._unit_times import (
+    VLLM_SHUTDOWN_FLAG, _card_shutdown_timeout, _ready_timeout, _start_timeout, drain_s,
+    stop_timeout)
 from ansible_collections.launchcard.inference.plugins.plugin_utils._recipe import (
     ROUTER_DEFAULT_WORKER_STARTUP_TIMEOUT_S,
     ROUTER_STARTUP_FLAG,
@@ -40,7 +44,7 @@ RESTART_SEC = 30
 # "Started" means ready: ExecStartPost= runs this helper (shipped by the units role) until the
 # engine's health URL answers 200, bounded by TimeoutStartSec=. vLLM and SGLang do not call
 # sd_notify(3), so Type=notify is not possible.
-# -I: isolated mode, so a card's PYTHONHOME/PYTHONPATH (the unit's Environment=) cannot break it.
+# -I: isolated mode, so no PYTHON* variable of the unit's own environment changes what it imports.
 WAIT_READY = ("/usr/bin/python3", "-I", "/usr/local/libexec/launchcard/wait-ready.py")
 # native runtime: the engines' system user (created by the units role, owner of the weights
 # directory) and the groups that own each vendor's device nodes. NVIDIA's /dev/nvidia* are
@@ -80,6 +84,10 @@ HARDENING = (
     "SystemCallErrorNumber=EPERM",
     "UMask=0027",
 )
+# What HARDENING hides from a native engine (systemd.exec(5)): ProtectHome=yes makes /home, /root and /run/user
+# inaccessible, PrivateTmp=yes gives the unit an empty /tmp and /var/tmp of its own. Weights staged there are not
+# what the engine would see: such a weights directory is refused (:func:`check_hidden_paths`).
+HIDDEN_BY_HARDENING = (("ProtectHome=yes", ("/home", "/root", "/run/user")), ("PrivateTmp=yes", ("/tmp", "/var/tmp")))
 # Units after which an engine that uses GPUs starts at boot, so it does not fail (and burn its start limit)
 # while the GPUs are not usable yet. After= only orders, it starts nothing: a unit that is absent or not
 # enabled (no NVSwitch, no fabric manager) is skipped, one that is enabled is waited for.
@@ -126,6 +134,10 @@ NVIDIA_MODPROBE = ("/usr/bin/nvidia-modprobe", "-u", "-c=0")
 WAIT_ACCELERATORS_VENDORS = ("nvidia",)
 # Variables the secrets file (secrets_env_file) may hold, passed into containers by name.
 SECRET_ENV_NAMES = ("HF_TOKEN",)
+# A native engine's environment is set on its process alone: env(1) (coreutils) sets each NAME=VALUE and execs the
+# program in its place (same PID, so KillMode= and $MAINPID still name the engine); the unit's other commands
+# (nvidia-modprobe, the readiness helper) run without it. systemd.exec(5) Environment= would reach every command.
+ENV_PROGRAM = "/usr/bin/env"
 START_LIMIT_BURST = 10
 START_LIMIT_INTERVAL_S = 600
 
@@ -156,92 +168,6 @@ def options_with_defaults(options):
         variable).
     """
     return with_defaults(options)
-
-
-# vllm/envs.py (0.32.0): VLLM_ENGINE_READY_TIMEOUT_S defaults to 600 s, how long vLLM waits for its engine to load
-VLLM_READY_TIMEOUT_DEFAULT_S = 600
-# what starting the process or the image adds to the engine's own load time
-START_MARGIN_S = 300
-# vllm/engine/arg_utils.py (0.32.0): --shutdown-timeout, "0 = abort, >0 = wait" (seconds; its default is 0)
-VLLM_SHUTDOWN_FLAG = "--shutdown-timeout"
-# what a container stop (podman/docker stop -t) gives beyond the engine's drain, for its own exit after the drain
-STOP_MARGIN_S = 15
-# what TimeoutStopSec gives beyond the container stop timeout (the client's own exit, ExecStopPost=)
-STOP_UNIT_MARGIN_S = 30
-
-
-def _ready_timeout(inst):
-    """The engine's own load budget: the recipe's ``VLLM_ENGINE_READY_TIMEOUT_S``, else vLLM's default (vLLM only)."""
-    ready = (inst.get("env") or {}).get("VLLM_ENGINE_READY_TIMEOUT_S")
-    try:
-        return int(ready)
-    except (TypeError, ValueError):
-        return VLLM_READY_TIMEOUT_DEFAULT_S if inst.get("launcher", inst.get("engine")) == "vllm" else 0
-
-
-def start_budget(inst, options=None):
-    """Seconds an instance may take to load and answer: its unit's ``TimeoutStartSec=``, its readiness wait and the
-    health gate's default budget (:func:`gate_timeout`), one number.
-
-    ``start_timeout_s``, raised to the engine's own load budget (the recipe's ``VLLM_ENGINE_READY_TIMEOUT_S``;
-    vLLM's default 600 s when a vLLM recipe does not set it) plus :data:`START_MARGIN_S`: systemd must not kill, and
-    the gate must not give up on, an engine that is still loading within what it allows itself.
-    """
-    opts = options_with_defaults(options)
-    return max(int(opts["start_timeout_s"]), _ready_timeout(inst) + START_MARGIN_S)
-
-
-def gate_timeout(host_plan, options=None, override=None):
-    """The health gate's timeout for one host: ``override`` when the operator sets one, else the largest
-    :func:`start_budget` of the host's instances (``start_timeout_s`` for a host without instances).
-
-    :raises ValueError: ``override`` is not a whole number of seconds above 0.
-    """
-    if override is not None and str(override).strip() != "":
-        try:
-            value = int(str(override).strip())
-        except ValueError:
-            raise ValueError("the gate timeout must be a whole number of seconds, found %r" % (override,))
-        if value <= 0:
-            raise ValueError("the gate timeout must be above 0 seconds, found %r" % (override,))
-        return value
-    opts = options_with_defaults(options)
-    budgets = [start_budget(i, opts) for i in (host_plan or {}).get("instances") or []]
-    return max(budgets) if budgets else int(opts["start_timeout_s"])
-
-
-def _start_timeout(inst, opts):
-    return start_budget(inst, opts)
-
-
-def _card_shutdown_timeout(argv):
-    """The ``--shutdown-timeout`` the card's argv sets (``N`` or ``=N``), or None."""
-    for i, word in enumerate(argv):
-        if word == VLLM_SHUTDOWN_FLAG and i + 1 < len(argv):
-            return argv[i + 1]
-        if word.startswith(VLLM_SHUTDOWN_FLAG + "="):
-            return word.split("=", 1)[1]
-    return None
-
-
-def drain_s(inst, options=None):
-    """Seconds the engine may take to finish its in-flight requests after SIGTERM.
-
-    vLLM: the card's ``--shutdown-timeout`` when it sets one, else ``engine_shutdown_timeout_s`` (which
-    :func:`engine_argv` renders). SGLang drains until no request is left, without a bound of its own
-    (python/sglang/srt/managers/tokenizer_manager.py 0.5.23, ``sigterm_watchdog``): ``engine_shutdown_timeout_s``
-    bounds it through the stop timeouts. Routers: 0.
-    """
-    opts = options_with_defaults(options)
-    if inst.get("launcher") == "router" or inst.get("role") == "router":
-        return 0
-    card = _card_shutdown_timeout(inst.get("argv") or []) if inst.get("launcher") == "vllm" else None
-    if card is not None:
-        try:
-            return max(0, int(card))
-        except ValueError:
-            raise UnsafeValue("argv %s %r is not a whole number of seconds" % (VLLM_SHUTDOWN_FLAG, card))
-    return int(opts["engine_shutdown_timeout_s"])
 
 
 def engine_argv(inst, options=None):
@@ -283,13 +209,6 @@ def _router_startup(argv, ready, options):
     return a.tokens
 
 
-def stop_timeout(inst, options=None):
-    """The container stop timeout (``podman/docker stop -t``, ``--stop-timeout``): ``stop_timeout_s``, raised to
-    the engine's drain (:func:`drain_s`) plus :data:`STOP_MARGIN_S`, so the runtime's SIGKILL never cuts the drain."""
-    opts = options_with_defaults(options)
-    return max(int(opts["stop_timeout_s"]), drain_s(inst, opts) + STOP_MARGIN_S)
-
-
 def _container_vendor_args(inst, opts):
     vendor = opts["vendor"]
     if not inst["gpus"] or vendor == "none":
@@ -299,8 +218,11 @@ def _container_vendor_args(inst, opts):
             return ["--gpus", '"device=%s"' % ",".join(str(g) for g in inst["gpu_ids"])]
         return ["--gpus", "all"]
     if vendor == "amd":
-        args = ["--device", "/dev/kfd", "--device", "/dev/dri", "--group-add", "video",
-                "--cap-add", "SYS_PTRACE", "--security-opt", "seccomp=unconfined"]
+        # ROCm's docker guide (install-on-linux how-to/docker.html): /dev/kfd and /dev/dri are what a container needs;
+        # seccomp=unconfined is "(optional)", and SYS_PTRACE is for debuggers: both only when asked (amd_unconfined)
+        args = ["--device", "/dev/kfd", "--device", "/dev/dri", "--group-add", "video"]
+        if opts.get("amd_unconfined"):
+            args += ["--cap-add", "SYS_PTRACE", "--security-opt", "seccomp=unconfined"]
         if opts["amd_render_gid"] is not None:
             args += ["--group-add", str(opts["amd_render_gid"])]
         return args
@@ -496,10 +418,10 @@ def container_options(inst, opts, env):
         words += _container_vendor_args(inst, opts)
     if rdma(inst, opts):
         words += list(RDMA_CONTAINER_ARGS)
-    passing = []
-    for name in sorted(env):
-        passing += ["-e", name]
-    if opts["secrets_env_file"]:
+    # docker-run(1), podman-run(1) --env NAME=VALUE: the container's environment, never the client's (the unit has
+    # no Environment=), so no card variable reaches the docker or podman client, conmon or the unit's helpers
+    passing = [w for name in sorted(engine_env(env)) for w in ("--env", "%s=%s" % (name, env[name]))]
+    if passes_secrets(env, opts):
         # The unit reads the secrets file (EnvironmentFile=-, a missing file is fine) into the
         # client's environment and -e NAME passes each secret on, if set, without its value on the
         # command line; --env-file would fail the start when the file is absent.
@@ -508,10 +430,30 @@ def container_options(inst, opts, env):
     return words, passing + list(opts["extra_container_args"])
 
 
+def engine_env(env):
+    """``env``, checked: a name :mod:`._env_policy` refuses (``LD_PRELOAD``, ``DOCKER_HOST``, ...) raises here too, for
+    a plan that did not come through the card's checks (a plan file, a planner's own variable).
+
+    :raises UnsafeValue: naming ``env.NAME`` and why.
+    """
+    for name in env:
+        why = env_policy.refusal_message(name)
+        if why:
+            raise UnsafeValue("env.%s: %s" % (name, why))
+    return env
+
+
+def passes_secrets(env, opts):
+    """Whether a unit hands the secrets file's token to its engine: only one that may download from the Hub, i.e.
+    not one whose environment sets ``HF_HUB_OFFLINE`` true (``launchcard_hf_offline``, the default, or the card)."""
+    return bool(opts["secrets_env_file"]) and not env_policy.offline(env)
+
+
 def command(inst, options=None):
     """Return ``(exec_start_argv, exec_stop_argv_or_None, environment)``.
 
-    - ``native``: ``<venv>/bin/<argv[0]>`` then the card's argv; GPUs chosen
+    - ``native``: ``/usr/bin/env NAME=VALUE... <venv>/bin/<argv[0]>`` then the card's argv (the environment on the
+      engine's process alone, :data:`ENV_PROGRAM`); GPUs chosen
       with the vendor's visible-devices variable for vLLM, ``--base-gpu-id``
       (already in argv) for SGLang.
     - ``docker``/``podman``: ``run --rm --name <id> --network host --ipc host``
@@ -523,12 +465,13 @@ def command(inst, options=None):
       GPUs, AMD/Ascend vLLM selects with the visible-devices variable), the
       weights directory
       mounted as the HF cache, ``--entrypoint argv[0]``, the image (by digest
-      when ``image_refs`` maps it), then ``argv[1:]``. Card env travels as
-      ``-e NAME`` (value from the unit's ``Environment=``), secrets as
-      ``-e HF_TOKEN`` (value from the unit's ``EnvironmentFile=``), never on
-      the command line.
+      when ``image_refs`` maps it), then ``argv[1:]``. The engine's environment
+      travels as ``--env NAME=VALUE`` (the container's, not the client's), the
+      secrets as ``-e HF_TOKEN`` (value from the unit's ``EnvironmentFile=``,
+      never on the command line), and only to an engine that may download
+      (:func:`passes_secrets`).
 
-    :raises UnsafeValue: argv[0] is not a plain program name (native).
+    :raises UnsafeValue: argv[0] is not a plain program name (native), or a variable name :mod:`._env_policy` refuses.
     """
     opts = options_with_defaults(options)
     env = _gpu_env(inst, opts)
@@ -542,7 +485,8 @@ def command(inst, options=None):
         env.setdefault("XDG_CACHE_HOME", ENGINE_CACHE)
         if opts["hf_offline"]:
             env.setdefault("HF_HUB_OFFLINE", "1")
-        return ["%s/bin/%s" % (opts["native_venv"].rstrip("/"), exe)] + argv[1:], None, env
+        assign = ["%s=%s" % (name, env[name]) for name in sorted(engine_env(env))]
+        return [ENV_PROGRAM] + assign + ["%s/bin/%s" % (opts["native_venv"].rstrip("/"), exe)] + argv[1:], None, env
     binary = opts["docker_bin"] if opts["runtime"] == "docker" else opts["podman_bin"]
     image = opts["image_refs"].get(inst["image"], inst["image"])
     env["HF_HOME"] = CONTAINER_HF_HOME
@@ -600,9 +544,7 @@ def render(inst, options=None):
     lines.append("RequiresMountsFor=%s" % _spec(opts["weights_dir"], "weights_dir"))
     lines += ["StartLimitIntervalSec=%d" % START_LIMIT_INTERVAL_S, "StartLimitBurst=%d" % START_LIMIT_BURST,
               "", "[Service]", "Type=exec"]
-    for name in sorted(env):
-        lines.append("Environment=%s" % env_assignment(name, env[name]))
-    if opts["secrets_env_file"]:
+    if passes_secrets(env, opts):
         # The same line whether or not a token is given (a run without the vault changes no
         # unit); "-": a missing file is no error. EnvironmentFile= takes a literal path
         # (specifiers only, no quotes).
@@ -620,6 +562,7 @@ def render(inst, options=None):
         # stop; systemd ends every process of the unit, so remove it here too ("-": none left is fine).
         lines.append("ExecStopPost=-%s" % exec_line([start[0], "rm", "-f", inst["id"]]))
     if opts["runtime"] == "native":
+        check_hidden_paths(opts)
         lines += ["User=%s" % ENGINE_USER, "Group=%s" % ENGINE_USER]
         groups = DEVICE_GROUPS.get(opts["vendor"], ())
         if groups and inst["gpus"]:
@@ -644,6 +587,23 @@ def render(inst, options=None):
 
 # The end of every unit: enabled for boot.
 INSTALL_SECTION = ["", "[Install]", "WantedBy=multi-user.target", ""]
+
+
+def check_hidden_paths(opts):
+    """Refuse, for native units, a weights directory under a path :data:`HARDENING` hides from the engine
+    (:data:`HIDDEN_BY_HARDENING`).
+
+    :raises OptionError: naming the variable, the path and the directive that hides it.
+    """
+    if opts.get("runtime") != "native":
+        return
+    path = str(opts.get("weights_dir") or "").rstrip("/") + "/"
+    for directive, hidden in HIDDEN_BY_HARDENING:
+        under = [h for h in hidden if path.startswith(h + "/")]
+        if under and directive in HARDENING:
+            raise OptionError("%s: %r is under %s, which the native units' %s hides from the engine (systemd.exec(5)); "
+                              "choose a path outside %s" % (SPEC["weights_dir"].variable, opts["weights_dir"], under[0],
+                                                            directive, ", ".join(hidden)))
 
 
 def _ready_lines(inst, opts):
@@ -675,9 +635,10 @@ def render_quadlet(inst, options=None):
       into words by systemd's rules (quotes group, backslash escapes) and writes them into ``ExecStart=``,
       where ``%`` and ``$`` are systemd's: every word is escaped by :func:`exec_word`, as in a ``run``
       unit, so the engine gets the card's exact argv and no value adds a key or a directive;
-    - card variables are ``Environment=`` of ``[Service]`` (the ``run`` units' escaping) handed on by name
-      (``-e NAME``), the secrets come from ``EnvironmentFile=-`` the same way: no value is in the file's
-      ``[Container]`` section or on the command line;
+    - the engine's environment is ``--env NAME=VALUE`` words of ``PodmanArgs=`` (escaped as every word there), never
+      ``[Container] Environment=`` (Quadlet's own parser splits and drops values: podman #26259, #26542) nor
+      ``[Service] Environment=`` (which would reach podman, conmon and the unit's helpers too); the secrets come
+      from ``EnvironmentFile=-`` by name (``-e HF_TOKEN``), only to an engine that may download;
     - ``Image=`` and ``ContainerName=`` take one literal value, so they must be plain references.
 
     :raises UnsafeValue: a value would break out of its key, or the image is not a plain reference.
@@ -712,9 +673,7 @@ def render_quadlet(inst, options=None):
     if len(argv) > 1:
         lines.append(_quadlet_key("Exec", exec_line(argv[1:], wrap=True)))
     lines += ["", "[Service]"]
-    for name in sorted(env):
-        lines.append("Environment=%s" % env_assignment(name, env[name]))
-    if opts["secrets_env_file"]:
+    if passes_secrets(env, opts):
         lines.append("EnvironmentFile=-%s" % _spec(opts["secrets_env_file"], "secrets_env_file"))
     lines += _service_pre_lines(inst, opts)
     if inst.get("health_url"):

@@ -78,9 +78,11 @@ def test_the_native_virtualenv_holds_the_pinned_real_vllm(deployed):
     assert installed["vllm"] == "0.32.0+cpu" and installed["torch"] == "2.13.0+cpu", freeze.stdout
     assert "triton" not in installed
     assert {k: installed.get(k) for k in pins} == pins  # every pin, exactly
-    unit = ssh("systemctl show -p ExecStart --value launchcard-*.service; systemctl show -p Environment --value "
-               "launchcard-*.service")
-    assert "path=/opt/launchcard/venv/bin/vllm" in unit.stdout and "HF_HUB_OFFLINE=1" in unit.stdout, unit.stdout
+    unit = ssh("systemctl show -p ExecStart --value launchcard-*.service")
+    # env(1) sets the engine's environment on its process alone, then runs the virtualenv's vllm (no Environment=)
+    assert "path=/usr/bin/env" in unit.stdout and " /opt/launchcard/venv/bin/vllm " in unit.stdout, unit.stdout
+    assert "HF_HUB_OFFLINE=1" in unit.stdout, unit.stdout
+    assert ssh("systemctl show -p Environment --value launchcard-*.service").stdout.strip() == ""
     # the card's VLLM_USE_RUST_FRONTEND, removed by the site's env override (group_vars/vllm_cpu.yml)
     assert "VLLM_USE_RUST_FRONTEND" not in unit.stdout and "VLLM_ENGINE_READY_TIMEOUT_S=3600" in unit.stdout
 

@@ -252,8 +252,9 @@ def test_check_mode_prints_the_rollout_and_touches_nothing(upgraded):
     assert res.returncode == 0, res.stdout[-6000:]
     assert "batch 1 (server): lc-up-w1" in res.stdout and "batch 4 (server): lc-up-w4" in res.stdout
     assert "model revision %s -> %s" % (REV2[:12], REV3[:12]) in res.stdout
-    # the diff line, as the YAML (or JSON) result format prints it
-    assert re.search(r'\+Environment=\\?"LAUNCHCARD_STANDIN_FAIL_HEALTH=1\\?"', res.stdout), res.stdout[-4000:]
+    # the diff line, as the YAML (or JSON) result format prints it: the engine's environment is on its command line
+    # (env(1) before the engine), never an Environment= of the unit
+    assert re.search(r'\+ExecStart=/usr/bin/env [^\n]*LAUNCHCARD_STANDIN_FAIL_HEALTH=1', res.stdout), res.stdout[-4000:]
     assert "out of router lc-up-router while it switches (http://198.18.9.11:30000)" in res.stdout
     assert "drains lc-up-w1, lc-up-w2, lc-up-w3, lc-up-w4 through its worker API" in res.stdout
     assert {a: ssh(a, snap).stdout for a in before} == before
@@ -336,7 +337,7 @@ def test_a_revision_that_fails_its_gate_is_rolled_back_and_the_upgrade_stops(upg
         assert (revision, active) == (REV2, "active"), host
         assert "--revision %s" % REV2 in execstart, (host, execstart)
         assert served_snapshot(address) == "%s/%s" % (SNAPSHOTS, REV2), host
-        env = ssh(address, "systemctl show -p Environment --value 'launchcard-*'").stdout
+        env = ssh(address, "systemctl show -p ExecStart --value 'launchcard-*'").stdout
         assert "LAUNCHCARD_STANDIN_FAIL_HEALTH" not in env, host
     status, body = http("GET", ROUTER_URL + "/workers")
     assert {w["url"] for w in json.loads(body)["workers"] if w["is_healthy"]} == WORKER_URLS

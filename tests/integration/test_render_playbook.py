@@ -87,7 +87,9 @@ def test_render_writes_verified_units(inventory, venv, tmp_path):
         for inst in hp["instances"]:
             with open(os.path.join(out, host, inst["unit"])) as f:
                 text = f.read()
-            assert "ExecStart=%s/bin/%s " % (venv, inst["argv"][0]) in text
+            # env(1) sets the engine's environment on its process alone, then runs the virtualenv's program
+            (start,) = [line for line in text.splitlines() if line.startswith("ExecStart=")]
+            assert start.startswith("ExecStart=/usr/bin/env ") and " %s/bin/%s " % (venv, inst["argv"][0]) in start
     verify(units)
 
 

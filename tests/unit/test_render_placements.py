@@ -145,9 +145,16 @@ def _render(placement, runtime):
     return p, {host: host_units(hp, RUNTIMES[runtime]) for host, hp in p["hosts"].items()}
 
 
+def _native_command(words):
+    """A native ExecStart's words after env(1) and its NAME=VALUE words: the engine's program and argv."""
+    assert words[0] == "/usr/bin/env", words
+    return words[next(i for i, w in enumerate(words[1:], 1) if "=" not in w):]
+
+
 def _engine_argv(words, runtime):
     """The engine's own argv from the ExecStart words (argv[0] as the card wrote it)."""
     if runtime == "native":
+        words = _native_command(words)
         return [words[0].rsplit("/", 1)[-1]] + words[1:]
     k = words.index("--entrypoint")
     return [words[k + 1]] + words[k + 3:]
@@ -194,7 +201,7 @@ def test_exec_start_carries_the_peer_urls(placement, runtime):
                 image = words[words.index("--entrypoint") + 2]
                 assert image == RUNTIMES["docker"]["image_refs"].get(inst["image"], inst["image"])
             else:
-                assert words[0] == "/opt/launchcard/venv/bin/" + CARD_ARGV[inst["recipe"]][0]
+                assert _native_command(words)[0] == "/opt/launchcard/venv/bin/" + CARD_ARGV[inst["recipe"]][0]
     assert seen == set(EXPECT_PEERS[placement])
 
 

@@ -94,7 +94,7 @@ def test_vendor_comes_from_preflight_unless_the_inventory_sets_it():
 
 def test_amd_render_group_from_the_host_else_the_variable():
     words = _run_words(_facts("amd", render_gid=110))
-    assert words[words.index("video") + 1:words.index("video") + 3] == ["--cap-add", "SYS_PTRACE"]
+    assert words[words.index("video") + 1:words.index("video") + 3] == ["--group-add", "110"]
     assert words.count("--group-add") == 2 and "110" in words
     assert "109" in _run_words(dict(_facts("amd", render_gid=110), launchcard_amd_render_gid=109))
     assert "109" in _run_words(dict(_facts("amd", devices=False), launchcard_amd_render_gid="109"))

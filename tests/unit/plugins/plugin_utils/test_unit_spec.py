@@ -187,6 +187,10 @@ def test_an_option_changes_no_unit_of_a_runtime_its_units_field_leaves_out(opt):
             assert _fleet_units(base) == _fleet_units(dict(base, **{opt.key: _sample(opt, base)})), (runtime, vendor)
 
 
+# options that change a unit only beside another: the secrets file reaches only engines that may download
+ONLY_WITH = {"secrets_env_file": {"hf_offline": False}}
+
+
 @pytest.mark.parametrize("opt", spec.OPTIONS, ids=lambda o: o.key)
 def test_every_option_renders_and_changes_a_unit_of_its_runtimes(opt):
     # a value breaks no rule of the renderer (a flag conflict, a Quadlet key) and reaches the units its field names
@@ -194,7 +198,7 @@ def test_every_option_renders_and_changes_a_unit_of_its_runtimes(opt):
     for runtime in opt.units:
         for quadlet in ((False, True) if runtime == "podman" else (False,)):
             for vendor in spec.VENDORS:
-                base = {"runtime": runtime, "podman_quadlet": quadlet, "vendor": vendor}
+                base = dict(ONLY_WITH.get(opt.key, {}), runtime=runtime, podman_quadlet=quadlet, vendor=vendor)
                 if _fleet_units(base) != _fleet_units(dict(base, **{opt.key: _sample(opt, base)})):
                     changed.add(runtime)
     assert changed == set(opt.units)

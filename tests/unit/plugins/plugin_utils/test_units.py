@@ -128,6 +128,27 @@ def parse_environment(value):
     return dict(w.split("=", 1) for w in words)
 
 
+def native_env(words):
+    """``(environment, command)`` of a native ExecStart's words: env(1)'s ``NAME=VALUE`` words, then the engine."""
+    assert words[0] == "/usr/bin/env", words
+    k = next(i for i, w in enumerate(words[1:], 1) if "=" not in w)
+    return dict(w.split("=", 1) for w in words[1:k]), words[k:]
+
+
+def container_env(words):
+    """The ``--env NAME=VALUE`` pairs of a container's run words (docker/podman run, Quadlet's PodmanArgs=)."""
+    return dict(words[i + 1].split("=", 1) for i, w in enumerate(words) if w == "--env")
+
+
+def engine_environment(text):
+    """What a rendered unit (any runtime) gives its engine as environment, parsed the way systemd and the runtime do."""
+    podman_args = directives(text, "PodmanArgs")
+    if podman_args:
+        return container_env(parse_exec(podman_args[0]))
+    words = parse_exec(directives(text, "ExecStart")[0])
+    return native_env(words)[0] if words[0] == "/usr/bin/env" else container_env(words)
+
+
 def directives(text, key):
     """Values of ``key=`` lines, continuation lines joined as systemd does (systemd.syntax(7))."""
     joined = text.replace("\\\n", " ")
@@ -218,7 +239,7 @@ def test_special_card_execstart_parses_back_to_the_card_argv_native(special):
     # the card's argv, then the revision pin the planner appends, then the graceful stop vLLM needs (vLLM's default
     # --shutdown-timeout 0 aborts)
     tail = ["--revision", card["model"]["revision"], "--shutdown-timeout", "30"]
-    assert parse_exec(line) == ["/opt/lc venv%/bin/vllm"] + card["recipes"][0]["argv"][1:] + tail
+    assert native_env(parse_exec(line))[1] == ["/opt/lc venv%/bin/vllm"] + card["recipes"][0]["argv"][1:] + tail
 
 
 def test_special_card_execstart_parses_back_to_the_card_argv_docker(special):
@@ -234,13 +255,13 @@ def test_special_card_execstart_parses_back_to_the_card_argv_docker(special):
 
 def test_special_card_environment_parses_back(special):
     card, inst = special
-    for runtime in ("native", "docker"):
-        text = render(inst, {"runtime": runtime})
-        env = {}
-        for value in directives(text, "Environment"):
-            env.update(parse_environment(value))
+    for options in ({"runtime": "native"}, {"runtime": "docker"}, {"runtime": "podman", "podman_quadlet": True}):
+        text = render(inst, options)
+        # on the engine's command line only (env(1) or --env): no Environment= reaches the unit's other commands
+        assert directives(text, "Environment") == [], options
+        env = engine_environment(text)
         for name, value in card["recipes"][0]["env"].items():
-            assert env[name] == value, (runtime, name)
+            assert env[name] == value, (options, name)
 
 
 def _native_venv(tmp_path):
@@ -282,10 +303,11 @@ def test_systemd_analyze_verifies_rendered_native_units(tmp_path):
 
 @pytest.mark.skipif(shutil.which("systemd-analyze") is None, reason="systemd-analyze is not installed")
 def test_systemd_analyze_rejects_a_missing_executable(tmp_path):
-    """The verify test above can fail: a unit whose binary is absent does."""
+    """The verify test above can fail: a unit whose binary is absent does (a native unit starts /usr/bin/env, so the
+    container client's path stands in)."""
     inst = _inst(EX, "vllm-aggregated")
     path = tmp_path / inst["unit"]
-    path.write_text(render(inst, {"runtime": "native", "native_venv": str(tmp_path / "nowhere")}))
+    path.write_text(render(inst, {"runtime": "docker", "docker_bin": str(tmp_path / "nowhere" / "docker")}))
     res = subprocess.run(["systemd-analyze", "verify", "--man=no", str(path)], capture_output=True, text=True,
                          timeout=60, check=False)
     assert res.returncode != 0
@@ -337,13 +359,15 @@ def test_docker_vllm_unit():
     k = start.index("--gpus")
     assert start[k + 1] == '"device=0,1,2,3,4,5,6,7"'
     assert start[start.index("-v") + 1] == "/var/lib/launchcard/models:/root/.cache/huggingface"
-    names = [start[j + 1] for j, w in enumerate(start) if w == "-e"]
-    assert names == sorted(env) + ["HF_TOKEN"]
+    # the engine's environment is the container's (--env NAME=VALUE), never the docker client's
+    assert container_env(start) == env
     assert sorted(env) == ["DG_CACHE_DIR", "FLASHINFER_WORKSPACE_BASE", "HF_HOME", "HF_HUB_OFFLINE",
                            "TORCHINDUCTOR_CACHE_DIR", "TRITON_CACHE_DIR", "VLLM_ENGINE_READY_TIMEOUT_S",
                            "VLLM_USE_RUST_FRONTEND", "XDG_CACHE_HOME"]
-    assert not [w for w in start if "=" in w and w.split("=")[0] in env]  # names only, no values
-    assert "--env-file" not in start and start[start.index("HF_TOKEN") - 1] == "-e"  # value from EnvironmentFile=
+    # offline (launchcard_hf_offline, the default): the engine never downloads, so it gets no token
+    assert "-e" not in start and "HF_TOKEN" not in start
+    online = command(inst, {"runtime": "docker", "hf_offline": False, "secrets_env_file": "/etc/launchcard/secrets.env"})
+    assert "--env-file" not in online[0] and online[0][online[0].index("HF_TOKEN") - 1] == "-e"  # from EnvironmentFile=
     k = start.index("--entrypoint")
     assert start[k:k + 3] == ["--entrypoint", "vllm", digest]
     assert start[k + 3:] == inst["argv"][1:] + ["--shutdown-timeout", "30"]
@@ -418,8 +442,7 @@ def test_container_gpu_selection_per_vendor():
     start, dummy, env = command(second, {"runtime": "docker", "vendor": "amd", "amd_render_gid": 109})
     assert env["HIP_VISIBLE_DEVICES"] == "2,3" and "CUDA_VISIBLE_DEVICES" not in env
     assert ["--device", "/dev/kfd"] == start[start.index("/dev/kfd") - 1:start.index("/dev/kfd") + 1]
-    assert start[start.index("video") + 1:start.index("video") + 3] == ["--cap-add", "SYS_PTRACE"]
-    assert "109" in start
+    assert "--cap-add" not in start and "seccomp=unconfined" not in start and "109" in start
     start, dummy, env = command(second, {"runtime": "docker", "vendor": "ascend", "ascend_device_count": 4})
     assert env["ASCEND_RT_VISIBLE_DEVICES"] == "2,3"
     assert [w for w in start if w.startswith("/dev/davinci") and w[-1].isdigit()] == [
@@ -433,13 +456,13 @@ def test_container_gpu_selection_per_vendor():
 def test_native_vllm_unit():
     inst = _inst(EX, "vllm-aggregated", [("h", "10.0.0.1", ["sglang-encoder", "vllm-aggregated"])])
     start, stop, env = command(inst, {"runtime": "native", "native_venv": "/opt/lc/venv/"})
-    assert start == ["/opt/lc/venv/bin/vllm"] + inst["argv"][1:] + ["--shutdown-timeout", "30"]
+    assert native_env(start) == (env, ["/opt/lc/venv/bin/vllm"] + inst["argv"][1:] + ["--shutdown-timeout", "30"])
     assert stop is None
     assert env["CUDA_VISIBLE_DEVICES"] == "0,1,2,3,4,5,6,7"
     assert env["HF_HOME"] == "/var/lib/launchcard/models" and env["HF_HUB_OFFLINE"] == "1"
     text = render(inst, {"runtime": "native", "native_venv": "/opt/lc/venv"})
-    assert 'Environment="CUDA_VISIBLE_DEVICES=0,1,2,3,4,5,6,7"' in text.splitlines()
-    assert "docker" not in text
+    assert engine_environment(text)["CUDA_VISIBLE_DEVICES"] == "0,1,2,3,4,5,6,7"
+    assert directives(text, "Environment") == [] and "docker" not in text
     assert directives(text, "ExecStop") == [] and "rm" not in " ".join(directives(text, "ExecStartPre"))
 
 
@@ -450,15 +473,16 @@ def test_native_sglang_selects_gpus_in_argv_only():
     assert start[start.index("--base-gpu-id") + 1] == "8"
     rtr = _inst(EX, "sglang-router", [("h", "10.0.0.1", ["sglang-prefill", "sglang-decode", "sglang-router"])])
     start = command(rtr, {"runtime": "native"})[0]
-    assert start[:3] == ["/opt/launchcard/venv/bin/python", "-m", "sglang_router.launch_router"]
+    assert native_env(start)[1][:3] == ["/opt/launchcard/venv/bin/python", "-m", "sglang_router.launch_router"]
 
 
 def test_native_secrets_file():
     inst = _inst(EX, "vllm-aggregated")
-    text = render(inst, {"runtime": "native", "secrets_env_file": "/etc/launch card/secrets$1.env"})
+    online = {"runtime": "native", "hf_offline": False}
+    text = render(inst, dict(online, secrets_env_file="/etc/launch card/secrets$1.env"))
     # EnvironmentFile= is a literal path: no quotes, no $$; % doubled
     assert directives(text, "EnvironmentFile") == ["-/etc/launch card/secrets$1.env"]
-    text = render(inst, {"runtime": "native", "secrets_env_file": "/etc/100%/s.env"})
+    text = render(inst, dict(online, secrets_env_file="/etc/100%/s.env"))
     assert directives(text, "EnvironmentFile") == ["-/etc/100%%/s.env"]
     assert directives(render(inst, {"runtime": "native"}), "EnvironmentFile") == []
 
@@ -467,7 +491,6 @@ def test_native_secrets_file():
     ("docker", "3600", 1800, 3900),
     ("native", "3600", 5000, 5000),
     ("docker", None, 1800, 1800),
-    ("docker", "soon", 1800, 1800),
 ])
 def test_timeout_start_exceeds_the_engine_ready_timeout(runtime, ready, start, expect):
     inst = dict(_inst(EX, "vllm-aggregated"))
@@ -476,6 +499,14 @@ def test_timeout_start_exceeds_the_engine_ready_timeout(runtime, ready, start, e
         inst["env"]["VLLM_ENGINE_READY_TIMEOUT_S"] = ready
     text = render(inst, {"runtime": runtime, "start_timeout_s": start})
     assert directives(text, "TimeoutStartSec") == [str(expect)]
+
+
+@pytest.mark.parametrize("ready", ["soon", "-5", "9" * 400])
+def test_a_ready_timeout_the_unit_cannot_carry_is_refused(ready):
+    inst = dict(_inst(EX, "vllm-aggregated"))
+    inst["env"] = dict(inst["env"], VLLM_ENGINE_READY_TIMEOUT_S=ready)
+    with pytest.raises(UnsafeValue, match="^env.VLLM_ENGINE_READY_TIMEOUT_S: expected"):
+        render(inst, {"runtime": "docker"})
 
 
 def test_card_ready_timeout_gives_a_start_timeout_above_it():
@@ -498,10 +529,13 @@ def test_secret_token_never_in_a_unit(tmp_path):
                    ("c", "10.0.0.3", ["sglang-prefill", "sglang-decode", "sglang-router"])])
     for runtime in ("docker", "podman", "native"):
         for host, hp in p["hosts"].items():
-            for u in host_units(hp, {"runtime": runtime, "secrets_env_file": str(secrets)}):
+            for u in host_units(hp, {"runtime": runtime, "secrets_env_file": str(secrets), "hf_offline": False}):
                 assert TOKEN not in u["content"]
                 assert "HF_TOKEN=" not in u["content"]  # containers get the name (-e HF_TOKEN), never a value
                 assert str(secrets) in u["content"]
+            # offline engines never download: no unit of theirs reads the token
+            for u in host_units(hp, {"runtime": runtime, "secrets_env_file": str(secrets)}):
+                assert str(secrets) not in u["content"] and "HF_TOKEN" not in u["content"]
 
 
 def test_host_units_names_and_order():

@@ -26,10 +26,10 @@ from ansible_collections.launchcard.inference.plugins.plugin_utils._card import 
 from ansible_collections.launchcard.inference.plugins.plugin_utils._planner import normalize_placement, plan
 from ansible_collections.launchcard.inference.plugins.plugin_utils._units import (
     HARDENING,
-    UnsafeValue,
     WAIT_READY,
     render,
 )
+from ansible_collections.launchcard.inference.tests.unit.plugins.plugin_utils.test_units import engine_environment
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))))
 WAIT_READY_SRC = os.path.join(ROOT, "roles", "units", "files", "wait-ready.py")
@@ -56,7 +56,8 @@ def _directives(text, section):
 @pytest.mark.parametrize("runtime", ["native", "docker", "podman"])
 def test_every_unit_requires_the_weights_mount_and_checks_readiness(runtime):
     for inst in INST.values():
-        text = render(inst, {"runtime": runtime, "weights_dir": "/srv/hf", "secrets_env_file": SECRETS})
+        text = render(inst, {"runtime": runtime, "weights_dir": "/srv/hf", "secrets_env_file": SECRETS,
+                             "hf_offline": False})
         assert "RequiresMountsFor=/srv/hf" in _directives(text, "Unit")
         post = [d for d in _directives(text, "Service") if d.startswith("ExecStartPost=")]
         timeout = [d for d in _directives(text, "Service") if d.startswith("TimeoutStartSec=")][0].split("=")[1]
@@ -65,11 +66,14 @@ def test_every_unit_requires_the_weights_mount_and_checks_readiness(runtime):
         assert WAIT_READY[:2] == ("/usr/bin/python3", "-I")  # the card's PYTHON* variables do not reach it
         # the same secrets line with or without a token: the option is always set by the role
         assert ("EnvironmentFile=-%s" % SECRETS) in _directives(text, "Service")
+        # an offline engine (the default) never downloads: its unit does not read the token
+        offline = render(inst, {"runtime": runtime, "weights_dir": "/srv/hf", "secrets_env_file": SECRETS})
+        assert not [d for d in _directives(offline, "Service") if d.startswith("EnvironmentFile=")]
 
 
 def test_weights_dir_that_cannot_be_a_mount_dependency_is_refused():
     for bad in ("/srv/h f", "relative/dir"):
-        with pytest.raises(UnsafeValue, match="weights_dir"):
+        with pytest.raises(ValueError, match="weights_dir"):
             render(INST["vllm-aggregated"], {"runtime": "native", "weights_dir": bad})
 
 
@@ -80,7 +84,7 @@ def test_native_engines_run_as_the_launchcard_user_sandboxed():
     assert "SupplementaryGroups=render video" in service  # AMD's /dev/kfd and /dev/dri
     assert "ReadWritePaths=/srv/hf" in service and "CacheDirectory=launchcard" in service
     assert set(HARDENING) <= set(service)
-    assert 'Environment="HOME=/var/cache/launchcard"' in service
+    assert engine_environment(text)["HOME"] == "/var/cache/launchcard"
     for unsafe in ("PrivateDevices=", "DevicePolicy=", "ProtectClock=", "MemoryDenyWriteExecute=", "RemoveIPC="):
         assert not [d for d in service if d.startswith(unsafe)], unsafe  # GPUs, JIT, shared memory
     # the router has no GPUs: no device groups; NVIDIA nodes are world-usable: none either

@@ -22,7 +22,8 @@ from ansible_collections.launchcard.inference.plugins.plugin_utils import _unit_
 from ansible_collections.launchcard.inference.plugins.plugin_utils import _units as units
 from ansible_collections.launchcard.inference.plugins.plugin_utils._units import render
 
-from ansible_collections.launchcard.inference.tests.unit.plugins.plugin_utils.test_units import parse_exec
+from ansible_collections.launchcard.inference.tests.unit.plugins.plugin_utils.test_units import (
+    engine_environment, parse_exec)
 from ansible_collections.launchcard.inference.tests.unit.plugins.plugin_utils.test_units_hardening import (
     INST, ROOT, WAIT_READY_SRC, _directives)
 
@@ -202,9 +203,9 @@ def test_container_engines_keep_a_jit_cache_per_engine_and_image(flavour):
     assert cache_a != cache_b and cache_a.startswith(units.ENGINE_CACHE + "/jit/vllm-")
     # systemd creates the directory before the start (podman run -v refuses a missing source)
     assert _values(text_a, "Service", "CacheDirectory") == [cache_a[len("/var/cache/"):]]
-    env = " ".join(_values(text_a, "Service", "Environment"))
+    env = engine_environment(text_a)
     for name in ("XDG_CACHE_HOME", "TRITON_CACHE_DIR", "TORCHINDUCTOR_CACHE_DIR", "FLASHINFER_WORKSPACE_BASE",
                  "DG_CACHE_DIR"):
-        assert '"%s=%s' % (name, units.CONTAINER_JIT_CACHE) in env, name
+        assert env[name].startswith(units.CONTAINER_JIT_CACHE), name
     assert units.CONTAINER_JIT_CACHE not in _render("sglang-router", flavour)
     assert units.CONTAINER_JIT_CACHE not in _render("vllm-aggregated", flavour, jit_cache=False)

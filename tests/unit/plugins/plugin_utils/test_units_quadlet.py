@@ -25,7 +25,7 @@ from ansible_collections.launchcard.inference.plugins.plugin_utils._units import
 
 # the reference parsers of systemd lines and the cards, shared with test_units.py
 from ansible_collections.launchcard.inference.tests.unit.plugins.plugin_utils.test_units import (
-    EX, SPECIAL, TOKEN, _inst, _load, _plan, directives, parse_environment, parse_exec)
+    EX, SPECIAL, TOKEN, _inst, _load, _plan, directives, engine_environment, parse_exec)
 
 QUADLET = {"runtime": "podman", "podman_quadlet": True, "secrets_env_file": "/etc/launchcard/secrets.env"}
 
@@ -53,13 +53,12 @@ def test_a_hostile_card_reaches_the_engine_as_written():
     assert words[-2:] == ["--entrypoint", recipe["argv"][0]]
     assert words[words.index("--label") + 1] == 'a b$x%y"z'
     assert "--cgroups=disabled" in words and words[words.index("--stop-timeout") + 1] == "60"
-    # card variables: [Service] Environment= (systemd's rules), handed on by name; no value on the command line
-    env = {}
-    for value in directives(text, "Environment"):
-        env.update(parse_environment(value))
+    # card variables: the container's --env NAME=VALUE in PodmanArgs= (escaped as every word there), never an
+    # Environment= of the unit, which would reach podman, conmon and the readiness helper too
+    assert directives(text, "Environment") == []
+    env = engine_environment(text)
     for name, value in recipe["env"].items():
         assert env[name] == value
-        assert words[words.index(name) - 1] == "-e"
     # the sections Quadlet knows and no other: no value opened a section or a key of its own
     assert set(sections(text)) == {"Unit", "Container", "Service", "Install"}
     assert [line.split("=", 1)[0] for line in sections(text)["Container"]] == [
@@ -79,7 +78,7 @@ def test_the_pinned_digest_is_the_image_and_the_secrets_file_is_named_not_read()
     p = _plan(EX, [("c", "10.0.0.3", ["sglang-prefill", "sglang-decode", "sglang-router"])])
     digest = "docker.io/lmsysorg/sglang@sha256:" + "b" * 64
     hv = {"launchcard_runtime": "podman", "launchcard_podman_quadlet": True, "launchcard_hf_token": TOKEN,
-          "runtime_image_refs": {"lmsysorg/sglang:latest": digest}}
+          "runtime_image_refs": {"lmsysorg/sglang:latest": digest}, "launchcard_hf_offline": False}
     settings = uo.host_settings(hv)
     assert settings["secrets"] == {"HF_TOKEN": TOKEN}  # the converge writes it to the 0600 file, not a unit
     units = host_units(p["hosts"]["c"], settings["options"])

@@ -9,12 +9,12 @@ pkg/systemd/parser/unitfile.go): the generated service is a copy of the ``.conta
 ``podman run`` words; ``[Container] Environment=`` is read by ``LookupAllKeyVal``, which splits the
 value into words and silently skips a line it cannot split (podman #26259: ``extra_params=--a --b``
 became two ``--env`` words; #26542: a line skipped with no unit). ``[Service]`` lines are copied as
-they are and read by systemd. So card values must never reach Quadlet's parser: they travel in
-``[Service] Environment=`` (systemd's rules) and reach the container by name, ``-e NAME``, which podman
-fills from its own environment (containers/libpod #3648).
+they are and read by systemd, for every command of the unit (podman, conmon, the readiness helper), so
+card values go in neither: they are ``--env NAME=VALUE`` words of ``PodmanArgs=``, escaped as every
+word there (systemd's rules, which Quadlet's word splitting follows), so podman gets each value whole.
 
-This test fails if a card value is moved into ``[Container]`` (Quadlet's parser) or onto the
-``podman run`` command line (``-e NAME=VALUE``).
+This test fails if a card value is moved into ``[Container] Environment=`` (Quadlet's parser) or into
+``[Service] Environment=`` (every command of the unit).
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ import pytest
 from ansible_collections.launchcard.inference.plugins.plugin_utils._units import render
 
 from ansible_collections.launchcard.inference.tests.unit.plugins.plugin_utils.test_units import (
-    EX, _inst, directives, parse_environment, parse_exec)
+    EX, _inst, container_env, directives, parse_exec)
 from ansible_collections.launchcard.inference.tests.unit.plugins.plugin_utils.test_units_quadlet import QUADLET
 
 # podman #26259's value, and every character that systemd or Quadlet would read as syntax
@@ -61,21 +61,17 @@ def test_card_values_never_reach_quadlets_environment_parser(rendered):
     container = quadlet_service(rendered)["X-Container"]
     keys = [line.split("=", 1)[0] for line in container]
     assert "Environment" not in keys and "EnvironmentFile" not in keys, container
+    # only in PodmanArgs= (podman run words, split by systemd's rules), never a key Quadlet parses as KEY=VALUE
+    others = "\n".join(line for line in container if not line.startswith("PodmanArgs="))
     for value in CARD_ENV.values():
-        assert value not in "\n".join(container)
+        assert value not in others
 
 
-def test_card_values_reach_the_container_intact_by_name(rendered):
+def test_card_values_reach_the_container_intact_and_nothing_else(rendered):
     service = quadlet_service(rendered)["Service"]
-    env = {}
-    for line in service:
-        if line.startswith("Environment="):
-            env.update(parse_environment(line.split("=", 1)[1]))
+    # no Environment= in [Service]: podman, conmon and the readiness helper never see a card variable
+    assert not [line for line in service if line.startswith("Environment=")], service
+    (args,) = directives(rendered, "PodmanArgs")
+    env = container_env(parse_exec(args))
     for name, value in CARD_ENV.items():
         assert env[name] == value, name
-    (args,) = directives(rendered, "PodmanArgs")
-    words = parse_exec(args)
-    for name in CARD_ENV:
-        # handed on by name: podman reads the value from the environment systemd gave it
-        assert words[words.index(name) - 1] == "-e", words
-    assert not [w for w in words if w.split("=", 1)[0] in CARD_ENV and "=" in w], words

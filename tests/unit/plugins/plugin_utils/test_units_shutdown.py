@@ -11,12 +11,11 @@ import copy
 import pytest
 
 from ansible_collections.launchcard.inference.plugins.plugin_utils import _unit_options as uo
+from ansible_collections.launchcard.inference.plugins.plugin_utils._unit_times import gate_timeout, start_budget
 from ansible_collections.launchcard.inference.plugins.plugin_utils._units import (
     drain_s,
     engine_argv,
-    gate_timeout,
     render,
-    start_budget,
     stop_timeout,
 )
 
@@ -25,6 +24,7 @@ from ansible_collections.launchcard.inference.tests.unit.plugins.plugin_utils.te
     _inst,
     _plan,
     directives,
+    native_env,
     parse_exec,
 )
 
@@ -44,7 +44,7 @@ def _engine_words(text, flavour):
         return parse_exec(value)
     (value,) = directives(text, "ExecStart")
     words = parse_exec(value)
-    return words[1:] if flavour == "native" else words[words.index("--entrypoint") + 3:]
+    return native_env(words)[1][1:] if flavour == "native" else words[words.index("--entrypoint") + 3:]
 
 
 @pytest.mark.parametrize("flavour", sorted(FLAVOURS))
