@@ -18,7 +18,7 @@ from ansible.module_utils.urls import open_url
 from ansible.plugins.action import ActionBase
 from ansible.utils.display import Display
 
-from ansible_collections.launchcard.inference.plugins.plugin_utils._card import CardError, load_card
+from ansible_collections.launchcard.inference.plugins.plugin_utils._card import MAX_CARD_BYTES, CardError, load_card
 from ansible_collections.launchcard.inference.plugins.plugin_utils import _planfile as planfile
 from ansible_collections.launchcard.inference.plugins.plugin_utils._outages import mini_lb_notes
 from ansible_collections.launchcard.inference.plugins.plugin_utils._planner import (
@@ -72,19 +72,28 @@ class ActionModule(ActionBase):
     _requires_connection = False
 
     def _read(self, src, validate_certs, var="src"):
+        # a card over the limit is refused unparsed: at most one byte more than the limit is read
+        over = "%s: %s holds more than %d bytes (%d MiB), the most a card may hold; it was not read further" % (
+            var, src, MAX_CARD_BYTES, MAX_CARD_BYTES >> 20)
         if src.startswith("https://") or src.startswith("http://"):
             if not src.startswith("https://"):
                 raise AnsibleActionFail("%s: only https:// URLs are fetched, found %s" % (var, src))
             try:
-                return open_url(src, validate_certs=validate_certs, timeout=30).read()
+                raw = open_url(src, validate_certs=validate_certs, timeout=30).read(MAX_CARD_BYTES + 1)
             except Exception as exc:
                 raise AnsibleActionFail("%s: could not fetch %s: %s" % (var, src, to_native(exc)))
+            if len(raw) > MAX_CARD_BYTES:
+                raise AnsibleActionFail(over)
+            return raw
         path = self._find_needle("files", src) if not os.path.isabs(src) else src
         try:
             with open(path, "rb") as f:
-                return f.read()
+                raw = f.read(MAX_CARD_BYTES + 1)
         except (IOError, OSError) as exc:
             raise AnsibleActionFail("%s: cannot read %s: %s" % (var, src, to_native(exc)))
+        if len(raw) > MAX_CARD_BYTES:
+            raise AnsibleActionFail(over)
+        return raw
 
     def _card(self, src, checksum, validate_certs, var):
         raw = self._read(src, validate_certs, var)

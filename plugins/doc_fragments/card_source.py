@@ -19,6 +19,8 @@ options:
     description:
       - Path of the card on the controller, or an C(https://) URL fetched from the controller, for
         every host. When omitted each host's O(card_var) variable names its card.
+      - A card of more than 4 MiB (4194304 bytes) is refused before it is parsed, naming O(src) or O(card_var);
+        at most one byte more is read of a file or a URL.
     type: str
   checksum:
     description:
