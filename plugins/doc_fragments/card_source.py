@@ -30,6 +30,9 @@ options:
   card_var:
     description:
       - Host variable naming the host's card (path or https URL), used when O(src) is omitted.
+      - A relative path is read from the host's inventory directory (C(inventory_dir)), never looked up in the
+        playbook's or the collection's folders; a host with none (added by M(ansible.builtin.add_host)) is refused,
+        naming the variable.
     type: str
     default: launchcard_card_src
   checksum_var:
