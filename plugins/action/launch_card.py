@@ -18,7 +18,8 @@ from ansible.module_utils.urls import open_url
 from ansible.plugins.action import ActionBase
 from ansible.utils.display import Display
 
-from ansible_collections.launchcard.inference.plugins.plugin_utils._card import CardError, load_card
+from ansible_collections.launchcard.inference.plugins.plugin_utils._card import MAX_CARD_BYTES, CardError, load_card
+from ansible_collections.launchcard.inference.plugins.plugin_utils import _inventory_check as inventory_check
 from ansible_collections.launchcard.inference.plugins.plugin_utils import _planfile as planfile
 from ansible_collections.launchcard.inference.plugins.plugin_utils._outages import mini_lb_notes
 from ansible_collections.launchcard.inference.plugins.plugin_utils._planner import (
@@ -72,19 +73,28 @@ class ActionModule(ActionBase):
     _requires_connection = False
 
     def _read(self, src, validate_certs, var="src"):
+        # a card over the limit is refused unparsed: at most one byte more than the limit is read
+        over = "%s: %s holds more than %d bytes (%d MiB), the most a card may hold; it was not read further" % (
+            var, src, MAX_CARD_BYTES, MAX_CARD_BYTES >> 20)
         if src.startswith("https://") or src.startswith("http://"):
             if not src.startswith("https://"):
                 raise AnsibleActionFail("%s: only https:// URLs are fetched, found %s" % (var, src))
             try:
-                return open_url(src, validate_certs=validate_certs, timeout=30).read()
+                raw = open_url(src, validate_certs=validate_certs, timeout=30).read(MAX_CARD_BYTES + 1)
             except Exception as exc:
                 raise AnsibleActionFail("%s: could not fetch %s: %s" % (var, src, to_native(exc)))
+            if len(raw) > MAX_CARD_BYTES:
+                raise AnsibleActionFail(over)
+            return raw
         path = self._find_needle("files", src) if not os.path.isabs(src) else src
         try:
             with open(path, "rb") as f:
-                return f.read()
+                raw = f.read(MAX_CARD_BYTES + 1)
         except (IOError, OSError) as exc:
             raise AnsibleActionFail("%s: cannot read %s: %s" % (var, src, to_native(exc)))
+        if len(raw) > MAX_CARD_BYTES:
+            raise AnsibleActionFail(over)
+        return raw
 
     def _card(self, src, checksum, validate_certs, var):
         raw = self._read(src, validate_certs, var)
@@ -140,6 +150,7 @@ class ActionModule(ActionBase):
             facts=dict(type="bool", default=True),
             plan_file=dict(type="path"),
             plan_run=dict(type="bool", default=False),
+            strict_variables=dict(type="bool", default=False),
         ))
         hostvars = task_vars.get("hostvars", {})
         # The fleet is the inventory: plan every host, also those outside
@@ -147,11 +158,20 @@ class ActionModule(ActionBase):
         names = args["hosts"] or (task_vars.get("groups") or {}).get("all") or []
         # every variable of a host the planner reads, read here only: the plan file's fingerprint holds them all
         input_vars = planfile.input_vars(args, VARIABLES["vendor"])
+        # each host's variables read once (HostVars computes them per lookup)
+        host_vars = dict((name, hostvars.get(name) or {}) for name in names)
+        self._check_inventory(result, host_vars, args["strict_variables"])
         by_card, checksums, inputs = {}, {}, []
         for name in names:
-            hv = planfile.host_inputs(hostvars.get(name, {}), input_vars)
+            hv = planfile.host_inputs(host_vars[name], input_vars)
             recipes = hv["recipes"] or []
             src = args["src"] or hv["card"]
+            if src and not args["src"]:
+                # a relative card path is the inventory's, not a file of the installed collection's roles
+                src, problem = inventory_check.card_path(src, host_vars[name].get("inventory_dir"),
+                                                         "%s of %s" % (args["card_var"], name))
+                if problem:
+                    raise AnsibleActionFail(problem)
             if src and "://" not in src:
                 src = os.path.normpath(src)
             if not src:
@@ -170,7 +190,7 @@ class ActionModule(ActionBase):
             }))
         inventory = planfile.fingerprint(inputs, input_vars)
         # the Hub token never goes to a plain-HTTP endpoint unless the inventory says so: refused here, before any host
-        refused = http_token_refusal([(name, hostvars.get(name, {}).get) for name, dummy in inputs])
+        refused = http_token_refusal([(name, host_vars[name].get) for name, dummy in inputs])
         if refused:
             raise AnsibleActionFail(refused)
         var = "src" if args["src"] else args["card_var"]
@@ -188,13 +208,16 @@ class ActionModule(ActionBase):
         else:
             if not by_card:
                 raise AnsibleActionFail("no card: set src or the %s variable" % args["card_var"])
+            if not any(hv["recipes"] for dummy, hv in inputs):
+                raise AnsibleActionFail(inventory_check.no_recipe([n for n, dummy in inputs], args["recipes_var"],
+                                                                  var))
             loaded = dict((src, self._card(src, checksums[src], args["validate_certs"], var)) for src in by_card)
             digests = dict((src, d) for src, (dummy, d) in loaded.items())
             cards = dict((src, card) for src, (card, dummy) in loaded.items())
             the_plan = self._plan_cards(cards, by_card, dict(inputs))
         for msg in the_plan.get("deprecations", ()):
             display.deprecated(msg, version="2.0.0", collection_name="launchcard.inference")
-        warnings = ["%s: %s" % (src, w) for src, card in cards.items() for w in card["warnings"]]
+        warnings = result.pop("warnings", []) + ["%s: %s" % (src, w) for src, card in cards.items() for w in card["warnings"]]
         # what a --mini-lb router costs at each upgrade, and how to run the regular one instead
         warnings += mini_lb_notes(the_plan)
         if warnings:
@@ -216,6 +239,28 @@ class ActionModule(ActionBase):
             sum(len(h["instances"]) for h in the_plan["hosts"].values() if h["card"] == src),
             sum(1 for h in the_plan["hosts"].values() if h["card"] == src)) for src, card in sorted(cards.items()))
         return result
+
+    @staticmethod
+    def _check_inventory(result, host_vars, strict):
+        """Name the inventory's mistakes before planning: unknown ``launchcard_*`` variables (warnings, errors
+        with ``strict``), and the registry credentials and Hub endpoint the hosts would use."""
+        unknown = inventory_check.unknown_variables(
+            dict((name, list(hv)) for name, hv in host_vars.items()), inventory_check.known_variables())
+        if unknown and strict:
+            raise AnsibleActionFail("\n".join(unknown + ["(%s is true: an unknown variable is an error)" % (
+                inventory_check.STRICT_VARIABLE)]))
+        problems, seen = [], set()
+        for hv in host_vars.values():
+            for var, check in (("launchcard_registry_credentials", inventory_check.registry_credentials),
+                               ("launchcard_hf_endpoint", inventory_check.hub_endpoint)):
+                for line in check(hv.get(var), var):
+                    if line not in seen:
+                        seen.add(line)
+                        problems.append(line)
+        if problems:
+            raise AnsibleActionFail("\n".join(problems))
+        if unknown:
+            result["warnings"] = unknown
 
     @staticmethod
     def _plan_cards(cards, by_card, inputs):

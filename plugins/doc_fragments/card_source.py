@@ -19,6 +19,8 @@ options:
     description:
       - Path of the card on the controller, or an C(https://) URL fetched from the controller, for
         every host. When omitted each host's O(card_var) variable names its card.
+      - A card of more than 4 MiB (4194304 bytes) is refused before it is parsed, naming O(src) or O(card_var);
+        at most one byte more is read of a file or a URL.
     type: str
   checksum:
     description:
@@ -28,6 +30,9 @@ options:
   card_var:
     description:
       - Host variable naming the host's card (path or https URL), used when O(src) is omitted.
+      - A relative path is read from the host's inventory directory (C(inventory_dir)), never looked up in the
+        playbook's or the collection's folders; a host with none (added by M(ansible.builtin.add_host)) is refused,
+        naming the variable.
     type: str
     default: launchcard_card_src
   checksum_var:

@@ -34,6 +34,7 @@ from ansible_collections.launchcard.inference.plugins.module_utils._preflight_ch
     check_rocm_release,
     check_shm,
 )
+from ansible_collections.launchcard.inference.plugins.module_utils._preflight_removal import check_removal
 from ansible_collections.launchcard.inference.plugins.module_utils._preflight_runtime_checks import (
     check_container_amd_devices,
     check_container_ascend_devices,
@@ -170,7 +171,8 @@ def host_needs(card, host_plan, plan=None, peers=None):
         decode's port, or every aggregated worker with ``--worker-urls``; a
         decode every prefill's bootstrap port; a language-only server every
         encoder; a multi-node rank > 0 its rank 0's init port; empty without
-        ``plan``), ``rdma`` (sorted units that move data between hosts: :func:`needs_rdma`).
+        ``plan``), ``rdma`` (sorted units that move data between hosts: :func:`needs_rdma`), ``units`` and ``former_units``
+        (sorted: the units of the instances placed here, and their names in earlier releases).
     :param plan: the whole plan (``launchcard_plan``), to find the peers;
         optional for backward compatibility.
     :param peers: this host's entry of :func:`peer_table`, made once for the fleet (``plan`` is then not read).
@@ -220,6 +222,9 @@ def host_needs(card, host_plan, plan=None, peers=None):
         "images": sorted({i["image"] for i in host_plan.get("instances", []) if i.get("image")}),
         "peers": list(peers) if peers is not None else _peers(card, host_plan, plan) if plan else [],
         "rdma": sorted(i["unit"] for i in host_plan.get("instances", []) if needs_rdma(i)),
+        # what the removal check keeps of the host's record (an instance's unit, or its name in an earlier release)
+        "units": sorted(i["unit"] for i in host_plan.get("instances", [])),
+        "former_units": sorted(u for i in host_plan.get("instances", []) for u in i.get("former_units") or ()),
     }
 
 
@@ -255,6 +260,7 @@ REGISTRY = (
     ("container_cdi_spec", check_container_cdi_spec),
     ("container_amd_devices", check_container_amd_devices),
     ("container_ascend_devices", check_container_ascend_devices),
+    ("removal", check_removal),
 )
 """Every check, in report order: ``(name, function)``. A function takes the host view
 (facts, needs, options) and returns one result dict, or ``None`` where it does not apply."""

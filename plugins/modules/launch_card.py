@@ -27,7 +27,12 @@ description:
   - A host's O(argv_overrides_var) variable changes its card's recipes' argv on that host (remove a flag, set its
     values, append it) and their environment (set or remove a variable); the plan is made from the effective argv, and every instance's C(changes) lists them.
   - Never contacts a managed host. Run it once (C(run_once=true)); the facts reach every host of the play.
-  - Hosts without a card variable and without recipes are left out of the plan.
+  - Hosts without a card variable and without recipes are left out of the plan. An inventory whose hosts name a
+    card but where no host names a recipe fails, saying so.
+  - A port that a host's O(argv_overrides_var) sets (C(--port), C(--disaggregation-bootstrap-port),
+    C(--prometheus-port)) is never moved - one another instance on the host already holds fails the task,
+    naming the override; a card's own port that collides is moved to the next free one (the instance's
+    C(changes) say so).
   - Each GPU instance runs an image built for its host's accelerator vendor (C(launchcard_accelerator_vendor); unset - the card's image
     stays, preflight holds it to the vendor the host shows) - the card's where its name says it serves that vendor (a word starting C(rocm) - AMD; C(ascend),
     C(npu) or starting C(cann) - Ascend; else NVIDIA) or O(image_vendors_var) declares it, else the host's
@@ -71,6 +76,19 @@ options:
         C(plan-<16 hex>) of the file's sha256 (the same for every slice of the plan, another for another plan) and
         C(launchcard_run.plan) names that digest. V(false) - one run id per C(ansible-playbook) run.
       - C(playbooks/deploy.yml) sets it (docs/operations.md, "A workflow - plan, sliced apply, routers").
+    type: bool
+    default: false
+    version_added: 1.0.0
+  strict_variables:
+    description:
+      - Before planning, every C(launchcard_*) variable of the inventory's hosts (inventory, group, host and extra
+        variables) that no role or playbook of the collection reads is named, with the variable it most likely
+        means (C(launchcard_recipe) - did you mean C(launchcard_recipes)?). V(false) - warnings; V(true) - the task
+        fails. The known names are read from the collection's roles (C(meta/argument_specs.yml),
+        C(defaults/main.yml)) and playbooks.
+      - Checked in the same step, whatever this option - an entry of C(launchcard_registry_credentials) with an
+        empty or missing C(username) or C(password), and a C(launchcard_hf_endpoint) that is not an C(http://)
+        or C(https://) URL with a host, fail the task naming the variable (never a secret's value).
     type: bool
     default: false
     version_added: 1.0.0

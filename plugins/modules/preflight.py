@@ -51,7 +51,13 @@ options:
       - Checks to run; any left out stays on. Keys C(os), C(disk), C(gpu_count), C(gpu_model),
         C(memory_fit), C(driver), C(driver_branch), C(rocm_release), C(cann_driver), C(fabric), C(ports), C(peers),
         C(shm), C(rdma), C(container_engine), C(image_disk), C(image_vendor), C(native_install),
-        C(container_nvidia_runtime), C(container_cdi_spec), C(container_amd_devices), C(container_ascend_devices).
+        C(container_nvidia_runtime), C(container_cdi_spec), C(container_amd_devices), C(container_ascend_devices),
+        C(removal).
+      - C(removal) - with O(record) and O(allow_removal) set - every instance the host's record names is still placed
+        here (C(needs.units), or C(needs.former_units) - its unit under an earlier release's name). One the plan no
+        longer places (a host or group that lost its C(launchcard_recipes), a misspelt variable) fails, naming it,
+        so the deploy stops before any host changes and nothing that serves is pruned; with O(allow_removal) true a
+        warning names what the deploy removes.
       - C(rdma) - a warning where the host's PD prefills or decodes or multi-node ranks find no RDMA device
         (C(/sys/class/infiniband) and C(/dev/infiniband)), naming the TCP fallback.
       - C(image_vendor) - docker/podman with accelerators placed - every GPU instance's image serves the host's vendor
@@ -285,6 +291,13 @@ options:
         so a deploy holds a fleet at the digests it runs when a tag moved, without a round trip of its own.
       - Unset (the default) reads nothing.
     type: path
+  allow_removal:
+    description:
+      - With O(record) - V(false) - the C(removal) check fails when the plan no longer places an instance the
+        record names here; V(true) - it warns, naming them (the converge then removes them). Unset - not checked
+        (C(playbooks/upgrade.yml) removes the instances it replaces itself). C(playbooks/deploy.yml) sets it from
+        C(launchcard_allow_removal) (default V(false)).
+    type: bool
 author:
   - launchcard.inference contributors (@launchcard)
 extends_documentation_fragment:
@@ -557,6 +570,7 @@ from ansible_collections.launchcard.inference.plugins.module_utils._image_store 
     stored_image_digests,
 )
 from ansible_collections.launchcard.inference.plugins.module_utils._preflight import evaluate, failed
+from ansible_collections.launchcard.inference.plugins.module_utils._preflight_removal import recorded_units
 from ansible_collections.launchcard.inference.plugins.module_utils._preflight_checks import GIB, bare_host, stack_vendor
 from ansible_collections.launchcard.inference.plugins.module_utils._preflight_runtime_checks import DEFAULT_IMAGE_UNPACK_FACTOR
 from ansible_collections.launchcard.inference.plugins.module_utils._preflight_reads import (
@@ -681,6 +695,7 @@ def main():
             users=dict(type="list", elements="str", default=[]),
             lock=dict(type="dict"),
             record=dict(type="path"),
+            allow_removal=dict(type="bool"),
             container_vendor=dict(type="str", choices=["", "nvidia", "amd", "ascend", "none"], default=""),
             container_toolkit=dict(type="bool", default=True),
             amd_render_gid=dict(type="int"),
@@ -707,6 +722,8 @@ def main():
         "image_disk": image_disk(root, in_place) if on["image_disk"] else None,
         "runtime_devices": dict(runtime_devices(), **rdma_and_selinux()),
         "engines": {"docker": module.get_bin_path("docker")},
+        # what the record says the host runs, for the removal check (popped below: the record has its own returns)
+        "recorded_units": recorded_units(record_text) if p["record"] else None,
     }
     facts["container_access"] = container_access(
         p["runtime"], p["container_vendor"] or stack_vendor(facts["accelerators"]),
@@ -731,8 +748,10 @@ def main():
         "container_toolkit": p["container_toolkit"],
         "amd_render_gid": p["amd_render_gid"],
         "ascend_devices": p["ascend_devices"],
+        "allow_removal": p["allow_removal"],
     })
     facts["listening"] = dict((str(k), v) for k, v in facts["listening"].items())
+    facts.pop("recorded_units", None)
     staged = False
     if p["repo"] and p["revision"] and _COMMIT.match(p["revision"]):
         staged = weights_staged(_read(stamp_path(p["weights_dir"], p["repo"], p["revision"])),

@@ -80,6 +80,15 @@ options:
         that start with O(prefix) and are not in O(units).
     type: bool
     default: true
+  allow_removal:
+    description:
+      - V(false) - with O(units) empty (a host the plan gives nothing, though its units run - a host or group that
+        lost its C(launchcard_recipes), a misspelt variable), a unit O(prune) would stop while it runs fails the
+        call, naming each, before anything changes (in check mode too). A host that keeps some units is checked
+        by M(launchcard.inference.preflight)'s C(removal) check instead, before any host changes.
+      - The units role sets it from C(launchcard_allow_removal) (default V(false)); C(undeploy.yml) removes a fleet.
+    type: bool
+    default: true
   prefix:
     description:
       - Name prefix that marks the collection's own units; only these are ever pruned.
@@ -435,6 +444,7 @@ def main():
             state=dict(type="str", choices=["started", "stopped"], default="started"),
             restart=dict(type="list", elements="str", default=[]),
             prune=dict(type="bool", default=True),
+            allow_removal=dict(type="bool", default=True),
             prefix=dict(type="str", default="launchcard-"),
             directory=dict(type="path", default="/etc/systemd/system"),
             quadlet_directory=dict(type="path", default="/etc/containers/systemd"),
@@ -541,6 +551,13 @@ def main():
     stale_enabled = {n for n, st in stale.items() if st.get("UnitFileState") in ("enabled", "enabled-runtime")}
     todo["stop"] = sorted(set(todo["stop"]) | stale_active)
     todo["disable"] = sorted(set(todo["disable"]) | stale_enabled)
+    serving = sorted(n for n in stale_active if stale[n].get("ActiveState") in ("active", "activating"))
+    if serving and not desired and not p["allow_removal"]:
+        them = "it" if len(serving) == 1 else "them"
+        module.fail_json(msg="refusing to stop %s: the plan places nothing on this host any more (a host or group "
+                             "without its launchcard_recipes, a misspelt variable?); nothing was changed. Fix the "
+                             "inventory, or set launchcard_allow_removal=true to remove %s (undeploy.yml removes a "
+                             "whole fleet)" % (", ".join(serving), them), removals=serving)
     found = find_dropins(wanted, p["dropin_directories"])
     dropins = dropin_verdicts(found, p["allowed_dropins"])
     for path in dropins["remove"]:

@@ -21,6 +21,9 @@ from ansible_collections.launchcard.inference.plugins.plugin_utils._recipe impor
 )
 
 GIB = 1 << 30
+# The most bytes a card may hold: the example card is 11 KiB, and a larger one is refused before it is parsed
+# (json.loads reads a document whole into memory, and every key of it is walked by the schema).
+MAX_CARD_BYTES = 4 << 20
 
 
 class CardError(ValueError):
@@ -64,6 +67,9 @@ def load_card(text, source="card"):
     :raises CardError: the text is not JSON, breaks the schema, or a recipe's
         argv cannot be understood. Nothing is partially returned.
     """
+    if len(text) > MAX_CARD_BYTES:
+        raise CardError([("$", "%d bytes, over the %d a card may hold (%d MiB); it was not parsed" % (
+            len(text), MAX_CARD_BYTES, MAX_CARD_BYTES >> 20))], source)
     if isinstance(text, bytes):
         try:
             text = text.decode("utf-8")

@@ -15,15 +15,26 @@ Public API
     Render a JSON path (``["envs", 4, "argv", 7]`` -> ``envs[4].argv[7]``).
 ``show(value) -> str``
     The short, escaped rendering of a card value used in messages.
+``near(name, candidates) -> str | None``
+    The candidate a mistyped name most likely meant (a card key, an inventory variable).
 """
 
 from __future__ import annotations
 
 import collections
+import difflib
 import json
 import re
 
 from ansible_collections.launchcard.inference.plugins.plugin_utils._card_schema import _CONTROL_RE
+
+
+def near(name, candidates):
+    """The candidate ``name`` most likely meant: one slip from it, or one it starts with (enviroment); else None."""
+    name = str(name)
+    found = difflib.get_close_matches(name, list(candidates), n=1, cutoff=0.75) or [
+        k for k in candidates if len(k) >= 3 and name.startswith(k)][:1]
+    return found[0] if found else None
 
 
 # ---------------------------------------------------------------------------

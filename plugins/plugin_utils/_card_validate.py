@@ -23,7 +23,6 @@ Public API
 from __future__ import annotations
 
 import collections
-import difflib
 import json
 import math
 
@@ -45,6 +44,7 @@ from ansible_collections.launchcard.inference.plugins.plugin_utils._card_issues 
     _escape,
     _found,
     format_path,
+    near,
     show,
 )
 from ansible_collections.launchcard.inference.plugins.plugin_utils._card_schema import (
@@ -329,13 +329,11 @@ def _unknown_keys(schema, value, parts, out):
                     _unknown_keys(props[key], value[key], parts + [key], out)
                 else:
                     # a key one slip from a declared one, or one that starts with it (enviroment), is most likely it
-                    absent = [k for k in props if k not in value]
-                    near = difflib.get_close_matches(str(key), absent, n=1, cutoff=0.75) or [
-                        k for k in absent if len(k) >= 3 and str(key).startswith(k)][:1]
+                    guess = near(key, [k for k in props if k not in value])
                     out.append(Issue(
                         format_path(parts + [key]),
                         "unknown key %s (not part of %s%s); ignored" % (
-                            show(key), SCHEMA_ID, "; did you mean %s?" % show(near[0]) if near else "")))
+                            show(key), SCHEMA_ID, "; did you mean %s?" % show(guess) if guess else "")))
     elif isinstance(value, list):
         prefix = schema.get("prefixItems", [])
         items = schema.get("items")

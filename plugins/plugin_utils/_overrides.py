@@ -239,6 +239,12 @@ def _env(raw, variable, name, errors):
     return out
 
 
+def set_paths(kind, recipe_name, spec, variable=VARIABLE):
+    """``{flag as kind's parser names it: the override's path}`` for each flag ``spec`` sets (a port it pins)."""
+    reader = argv_reader(kind, [])
+    return dict((reader.name(flag), _path(variable, recipe_name, "set", flag)) for flag, dummy in (spec or {}).get("set") or ())
+
+
 def spec_key(spec):
     """A hashable, order-preserving identity of one recipe's overrides (equal overrides, equal key)."""
     return json.dumps(spec, sort_keys=True)

@@ -224,8 +224,11 @@ def plan(card, placement):
             groups = [[h] for h in placed]
         for replica, group in enumerate(groups):
             for rank, host in enumerate(group):
-                instances.append(_instance(effective(host, card_recipe), model, host, hosts[host]["address"], replica, rank,
-                                           group))
+                inst = _instance(effective(host, card_recipe), model, host, hosts[host]["address"], replica, rank, group)
+                # a port the site pins is never moved (_take_port): a collision is the override's error
+                inst["_pinned"] = overrides.set_paths(inst["launcher"], card_recipe["name"],
+                                                      host_specs.get(host, {}).get(card_recipe["name"]))
+                instances.append(inst)
     if errors:
         raise PlanError(errors)
 
@@ -253,6 +256,7 @@ def plan(card, placement):
         inst.pop("_recipe")
         inst.pop("_group")
         inst.pop("_opened_for_decodes", None)
+        inst.pop("_pinned", None)
         facts = inst.pop("_recipe_facts")
         if facts is not None:
             inst["recipe_facts"] = facts
@@ -447,7 +451,8 @@ def _take_port(used, inst, what, want, argv, flag, span=1):
     """Give ``inst`` the first port at or above ``want`` that no earlier
     instance on the host holds (``span`` consecutive ports when the process
     opens a block), record it in ``inst["ports"]`` and, when ``argv`` is
-    given, rewrite ``flag`` to it."""
+    given, rewrite ``flag`` to it. A port a site override pins (``inst["_pinned"]``) is never moved: taken, it is
+    a PlanError naming the override."""
     port = want
     while any(p in used for p in range(port, port + span)):
         port += 1
@@ -458,6 +463,10 @@ def _take_port(used, inst, what, want, argv, flag, span=1):
         inst["ports"].append({"port": p, "what": what if span == 1 else "%s + %d" % (what, p - port)})
     if port != want:
         taken = next(used[p] for p in range(want, want + span) if used[p] != inst["id"])
+        pinned = (inst.get("_pinned") or {}).get(argv_reader(inst["launcher"], []).name(flag)) if flag else None
+        if pinned:
+            raise PlanError([(inst["host"], "%s: %s %d is taken on this host by %s; an overridden port is not moved, "
+                              "choose a free one" % (pinned, flag, want, taken))])
         inst["changes"].append("%s %d (card: %d, taken by %s)" % (flag or what, port, want, taken))
         if argv is not None:
             argv.set(flag, port)

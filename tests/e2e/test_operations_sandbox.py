@@ -409,3 +409,51 @@ def test_upgrade_moves_the_prefill_decode_pair_as_one_batch_and_the_router_answe
     assert "prefill=" in text and "decode=" in text, text
     res = playbook()  # back to the example card
     assert res.returncode == 0, res.stdout[-4000:]
+
+
+def misspelt_inventory(tmp_path, group):
+    """The operations inventory with ``group``'s recipes under a misspelt name (``launchcard_recipe``), beside the
+    real group_vars, cards and fleet key (``{{ inventory_dir }}/../..`` reads them)."""
+    inv = tmp_path / "inventories" / "operations"
+    inv.mkdir(parents=True)
+    for name in ("cards", STATE):
+        os.symlink(os.path.join(ROOT, name), str(tmp_path / name))
+    os.symlink(os.path.join(ROOT, "inventories", "operations", "group_vars"), str(inv / "group_vars"))
+    with open(os.path.join(ROOT, INVENTORY)) as f:
+        text = f.read()
+    marker = "[%s:vars]\nlaunchcard_recipes=" % group
+    assert marker in text
+    (inv / "gpus.ini").write_text(text.replace(marker, "[%s:vars]\nlaunchcard_recipe=" % group))
+    return str(inv / "gpus.ini")
+
+
+def test_a_host_whose_recipes_vanish_keeps_serving_unless_removal_is_allowed(fleet, plan, deployed, tmp_path):
+    """Issue 42 (inventory mistakes): a group's launchcard_recipes misspelt leaves its host out of the plan. The
+    deploy names the variable, and, check mode or not, refuses to stop the engine the host serves: the unit
+    keeps running the same process. With launchcard_allow_removal=true it is removed; the example inventory then
+    restores it."""
+    host = "lc-ops-cp"
+    (cp,) = plan["hosts"][host]["instances"]
+    addr = fleet[host]
+    inventory = misspelt_inventory(tmp_path, "sglang_cp")
+    deploy = [os.path.join(BIN, "ansible-playbook"), "playbooks/deploy.yml", "-i", inventory]
+    before = show(addr, [cp["unit"]], ["ActiveState", "InvocationID"])[cp["unit"]]
+    assert before["ActiveState"] == "active", before
+    for extra in (["--check"], []):
+        res = run(deploy + extra)
+        # one line per message: the warning and the YAML result are wrapped at the terminal's width
+        out = " ".join((res.stdout + res.stderr).split())
+        assert res.returncode != 0, out[-6000:]
+        assert "launchcard_recipe (lc-ops-cp): not a variable of launchcard.inference, ignored; did you mean " \
+               "launchcard_recipes?" in out, out[-6000:]
+        assert "refusing to stop %s: the plan places nothing on this host any more" % cp["unit"] in out, out[-6000:]
+        after = show(addr, [cp["unit"]], ["ActiveState", "InvocationID"])[cp["unit"]]
+        assert after == before, (extra, before, after)
+        assert ssh(addr, "test -f /etc/systemd/system/%s" % cp["unit"]).returncode == 0
+    res = run(deploy + ["-e", "launchcard_allow_removal=true"])
+    assert res.returncode == 0, res.stdout[-6000:] + res.stderr[-2000:]
+    assert ssh(addr, "test -e /etc/systemd/system/%s" % cp["unit"]).returncode != 0
+    assert show(addr, [cp["unit"]], ["ActiveState"])[cp["unit"]]["ActiveState"] == "inactive"
+    res = playbook()  # the example inventory places it again
+    assert res.returncode == 0, res.stdout[-4000:]
+    assert show(addr, [cp["unit"]], ["ActiveState"])[cp["unit"]]["ActiveState"] == "active"

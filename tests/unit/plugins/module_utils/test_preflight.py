@@ -123,13 +123,15 @@ def test_needs_of_the_minimal_card():
                      "weights_per_gpu_spread_mib": None,
                      "ports": [{"port": 8000, "owner": "launchcard-smollm2-1.7b-instruct-vllm-aggregated-0.service",
                                 "former_owners": ["launchcard-smollm2-1.7b-instruct-vllm-monolithic-0.service"]}],
-                     "images": [p["hosts"]["a"]["instances"][0]["image"]], "peers": [], "rdma": []}
+                     "images": [p["hosts"]["a"]["instances"][0]["image"]], "peers": [], "rdma": [],
+                     "units": ["launchcard-smollm2-1.7b-instruct-vllm-aggregated-0.service"],
+                     "former_units": ["launchcard-smollm2-1.7b-instruct-vllm-monolithic-0.service"]}
 
 
 def test_needs_of_an_empty_host():
     assert host_needs(EX, {}) == {"disk_bytes": None, "gpus": 0, "validated_models": [],
                                   "weights_per_gpu_mib": None, "weights_per_gpu_spread_mib": None, "ports": [],
-                                  "images": [], "peers": [], "rdma": []}
+                                  "images": [], "peers": [], "rdma": [], "units": [], "former_units": []}
 
 
 # -- evaluate --------------------------------------------------------------------------------------
@@ -165,11 +167,12 @@ def test_every_check_passes_on_a_good_host():
     res = _by_check(evaluate(_facts(), NEEDS))
     # peers, shm and image_disk need facts/options this host does not have (test_preflight_more.py);
     # rocm_release and cann_driver are for AMD and Ascend hosts (test_preflight_compat.py)
-    # the container_* checks need a container runtime (test_preflight_containers.py)
+    # the container_* checks need a container runtime (test_preflight_containers.py), removal a record
+    # (tests/unit/plugins/modules/test_preflight_removal.py)
     assert sorted(res) == sorted(set(CHECKS) - {"peers", "shm", "rdma", "container_engine", "image_disk", "rocm_release",
                                                 "cann_driver", "image_vendor", "native_install",
                                                 "container_nvidia_runtime", "container_cdi_spec",
-                                                "container_amd_devices", "container_ascend_devices"})
+                                                "container_amd_devices", "container_ascend_devices", "removal"})
     for r in res.values():
         assert r["ok"] is True and r["severity"] == "ok", r
     assert res["disk"]["need"] == "417.0 GiB free on /var/lib/launchcard/models"

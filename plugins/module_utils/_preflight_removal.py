@@ -1,0 +1,61 @@
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, launchcard.inference contributors
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Preflight's ``removal`` check: a deploy never stops an instance a host serves today only because the plan no
+longer places it there (a dropped group, a misspelt variable); the converge would prune its unit.
+
+Pure Python, no Ansible import. Read from the host's record (``_state.py``, written by the deploy that started the
+instance) in the preflight call, so the refusal comes before any host changes and costs no round trip.
+"""
+
+from __future__ import annotations
+
+from ansible_collections.launchcard.inference.plugins.module_utils._preflight_checks import _result
+from ansible_collections.launchcard.inference.plugins.module_utils._state import parse
+
+# the variable that lets a deploy remove them (undeploy.yml removes a whole fleet)
+ALLOW_VARIABLE = "launchcard_allow_removal"
+
+
+def recorded_units(record_text):
+    """``[(unit, instance id), ...]`` the host's record says it runs; empty without a record or one that does not
+    parse (the converge's record call replaces it and says so)."""
+    try:
+        record = parse(record_text)
+    except ValueError:
+        return []
+    out = []
+    for inst in (record or {}).get("instances") or []:
+        if isinstance(inst, dict) and isinstance(inst.get("unit"), str):
+            out.append((inst["unit"], inst.get("id") if isinstance(inst.get("id"), str) else inst["unit"]))
+    return out
+
+
+def removals(recorded, needs):
+    """The recorded instances whose unit the plan gives this host no more, under this name or a former one
+    (``needs.units``, ``needs.former_units``: an instance renamed by a release is kept, not removed)."""
+    kept = set(needs.get("units") or ()) | set(needs.get("former_units") or ())
+    return [(unit, iid) for unit, iid in recorded if unit not in kept]
+
+
+def check_removal(host):
+    """``removal``: no instance the host's record names is left out of the plan, unless the deploy allows it
+    (``options.allow_removal``; None: not checked, as for an upgrade, which removes its own)."""
+    allow = host.options.get("allow_removal")
+    recorded = host.facts.get("recorded_units")
+    if allow is None or recorded is None:
+        return None
+    gone = removals(recorded, host.needs)
+    if not gone:
+        return _result("removal", True, "every recorded instance planned", "%d recorded" % len(recorded),
+                       "the plan keeps every instance this host runs")
+    names = ", ".join(iid for dummy, iid in gone)
+    if allow:
+        return _result("removal", False, "every recorded instance planned", names,
+                       "the plan no longer places %s here: this deploy stops and removes %s (%s is true)" % (
+                           names, "it" if len(gone) == 1 else "them", ALLOW_VARIABLE), severity="warning")
+    return _result("removal", False, "every recorded instance planned", names,
+                   "this host serves %s, which the plan no longer places here (a host or group without its "
+                   "launchcard_recipes, a misspelt variable?): nothing is stopped; fix the inventory, or set "
+                   "%s=true to remove %s (undeploy.yml removes a whole fleet)" % (
+                       names, ALLOW_VARIABLE, "it" if len(gone) == 1 else "them"))

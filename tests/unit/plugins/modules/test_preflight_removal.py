@@ -1,0 +1,84 @@
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, launchcard.inference contributors
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Preflight's removal check (docs/untrusted-input.md, "Inventory mistakes"): an instance a host serves today that
+the plan no longer places there fails the host in its preflight call, before any host changes.
+
+The module in-process (test_preflight_module.py's fake host), the host's record written as host_state writes it;
+the needs made by the same filter the preflight role calls, from a plan of the example card.
+"""
+
+from __future__ import annotations
+
+import json
+
+from ansible_collections.launchcard.inference.plugins.module_utils._preflight import host_needs
+from ansible_collections.launchcard.inference.tests.unit.plugins.modules.test_preflight_module import (
+    by_check,
+    run_module,
+)
+
+UNIT_A = "launchcard-glm-5.3-flash-sglang-aggregated-0.service"
+UNIT_B = "launchcard-glm-5.3-flash-sglang-aggregated-1.service"
+
+
+def record(host, *units):
+    path = host["tmp"] / "state.json"
+    path.write_text(json.dumps({"version": 1, "card": {}, "previous": None, "runtime": {}, "units": {},
+                                "instances": [{"id": u[len("launchcard-"):-len(".service")], "unit": u} for u in units]}))
+    return str(path)
+
+
+def needs_for(*units, former=()):
+    """What preflight_needs gives a host that runs ``units`` (routers only: no GPU, no disk, no port to check)."""
+    instances = [{"unit": u, "recipe": "sglang-router", "role": "router", "gpus": 0, "image": None, "ports": [],
+                  "former_units": list(former)} for u in units]
+    card = {"recipes": [{"name": "sglang-router"}], "hardware": {}, "checkpoints": {}, "model": {}}
+    return host_needs(card, {"instances": instances})
+
+
+def removal(capsys, host, rec, needs, allow):
+    args = dict(needs=needs, record=rec, checks={"os": False, "disk": False})
+    if allow is not None:
+        args["allow_removal"] = allow
+    return run_module(capsys, host, **args)
+
+
+def test_an_instance_the_plan_drops_fails_the_host_naming_it(host, capsys):
+    result = removal(capsys, host, record(host, UNIT_A, UNIT_B), needs_for(UNIT_A), False)
+    check = by_check(result)["removal"]
+    assert result["failed_checks"] == ["removal"]
+    assert check["found"] == "glm-5.3-flash-sglang-aggregated-1"
+    assert check["message"].startswith("this host serves glm-5.3-flash-sglang-aggregated-1, which the plan no longer "
+                                       "places here")
+    assert "set launchcard_allow_removal=true to remove it" in check["message"]
+
+
+def test_check_mode_lists_it_the_same_way(host, capsys):
+    args = dict(needs=needs_for(UNIT_A), record=record(host, UNIT_A, UNIT_B), checks={"os": False, "disk": False},
+                allow_removal=False, _ansible_check_mode=True)
+    result = run_module(capsys, host, **args)
+    assert result["failed_checks"] == ["removal"]
+    assert by_check(result)["removal"]["found"] == "glm-5.3-flash-sglang-aggregated-1"
+
+
+def test_allowed_removal_is_a_warning_naming_what_goes(host, capsys):
+    result = removal(capsys, host, record(host, UNIT_A, UNIT_B), needs_for(UNIT_A), True)
+    check = by_check(result)["removal"]
+    assert result["failed_checks"] == [] and check["severity"] == "warning"
+    assert "this deploy stops and removes it (launchcard_allow_removal is true)" in check["message"]
+
+
+def test_a_kept_or_renamed_instance_and_a_first_deploy_pass(host, capsys):
+    assert by_check(removal(capsys, host, record(host, UNIT_A), needs_for(UNIT_A), False))["removal"]["ok"] is True
+    # the record names the unit under a former role name, the plan its new name: a rename, not a removal
+    renamed = needs_for(UNIT_B, former=[UNIT_A])
+    assert by_check(removal(capsys, host, record(host, UNIT_A), renamed, False))["removal"]["ok"] is True
+    # no record yet (a first deploy), a record that does not parse
+    missing = str(host["tmp"] / "none.json")
+    assert by_check(removal(capsys, host, missing, needs_for(UNIT_A), False))["removal"]["ok"] is True
+
+
+def test_not_checked_unless_asked(host, capsys):
+    # playbooks/upgrade.yml removes what it replaces itself: no allow_removal, no check
+    assert "removal" not in by_check(removal(capsys, host, record(host, UNIT_A, UNIT_B), needs_for(UNIT_A), None))
