@@ -533,7 +533,6 @@ def _router(a, path):
         "decode_urls": [v[0] for v in a.groups("--decode") if v],
         "worker_urls": a.values("--worker-urls"),
         "prometheus_port": a.get_port("--prometheus-port", ROUTER_DEFAULT_PROMETHEUS_PORT, path),
-        "prometheus_host": a.get("--prometheus-host", ROUTER_DEFAULT_PROMETHEUS_HOST),
         "worker_startup_timeout_s": a.get_int(ROUTER_STARTUP_FLAG, None, path),
         "served_model_name": None,
         "model_arg": a.get("--model-path"),

@@ -17,7 +17,8 @@ Where metrics are served (each fact cited beside the code that uses it):
 - SGLang: ``/metrics`` on its API port with ``--enable-metrics`` (the planner adds it, ``_recipe.METRICS_FLAGS``);
 - sglang-router: its own listener, ``--prometheus-host``/``--prometheus-port`` (``_recipe`` defaults, the port
   planned like every other port);
-- headless ranks (vLLM ``--headless``, SGLang ranks > 0) serve no API and no ``/metrics``: no target.
+- headless ranks (vLLM ``--headless``, SGLang ranks > 0) serve no API and no ``/metrics``, nor does a router run
+  with ``--mini-lb``: no target.
 
 A target is addressed as the monitoring host reaches it: on the monitoring host itself through loopback, elsewhere
 through the host's address (a listener bound to one interface: that interface). A listener bound to loopback on
@@ -55,6 +56,9 @@ def listener(inst):
     kind = inst["launcher"]
     a = argv_reader(kind, inst["argv"])
     if kind == "router":
+        if a.has("--mini-lb"):
+            # sglang_router/launch_router.py (0.3.2) starts mini_lb.MiniLoadBalancer instead, which has no metrics
+            return None, "the --mini-lb balancer serves no metrics"
         return a.get("--prometheus-host", ROUTER_DEFAULT_PROMETHEUS_HOST), inst["prometheus_port"]
     if inst.get("url") is None or inst.get("port") is None:
         return None, "a headless rank serves no API and no /metrics"

@@ -32,8 +32,13 @@ def _by_instance(groups):
     return dict((g["labels"]["instance"], g) for g in groups)
 
 
+# the card's PD router runs --mini-lb, which serves no metrics; the regular router does
+REGULAR = [(h, dict(v, argv_overrides={"sglang-router": {"remove": ["--mini-lb"]}}) if h == "lc-router" else v)
+           for h, v in SANDBOX]
+
+
 def test_every_engine_and_router_of_the_sandbox_fleet_is_a_target_labelled_from_the_plan():
-    p = _fleet()
+    p = _fleet(hosts=REGULAR)
     refs = {"vllm/vllm-openai:nightly": "docker.io/vllm/vllm-openai@" + DIGEST}
     groups, notes = st.engine_targets(p, refs)
     assert notes == []
@@ -56,8 +61,14 @@ def test_every_engine_and_router_of_the_sandbox_fleet_is_a_target_labelled_from_
         assert set(g["labels"]) <= set(st.LABELS)
 
 
+def test_a_mini_lb_router_serves_no_metrics_so_it_gets_no_target():
+    groups, notes = st.engine_targets(_fleet())
+    assert "glm-5.3-flash-sglang-router-0" not in _by_instance(groups) and len(groups) == 6
+    assert notes == ["lc-router: glm-5.3-flash-sglang-router-0: no target, the --mini-lb balancer serves no metrics"]
+
+
 def test_the_monitoring_host_scrapes_its_own_instances_through_loopback():
-    groups, dummy = st.engine_targets(_fleet(), monitor="lc-router")
+    groups, dummy = st.engine_targets(_fleet(hosts=REGULAR), monitor="lc-router")
     got = _by_instance(groups)
     assert got["glm-5.3-flash-sglang-router-0"]["targets"] == ["127.0.0.1:29000"]
     assert got["glm-5.3-flash-sglang-decode-0"]["targets"] == ["198.18.0.16:32000"]
@@ -68,6 +79,7 @@ def test_the_monitoring_host_scrapes_its_own_instances_through_loopback():
 def test_a_listener_bound_to_loopback_is_reached_only_from_its_own_host():
     def loopback(doc):
         doc["envs"][0]["argv"] += ["--host", "127.0.0.1"]
+        doc["envs"][6]["argv"].remove("--mini-lb")
         doc["envs"][6]["argv"] += ["--prometheus-host", "127.0.0.1"]
     card = _variant(loopback)
     hosts = [_h("v", "10.0.0.1", ["vllm-aggregated"]), _h("pd", "10.0.0.2", ["sglang-prefill", "sglang-decode",
@@ -104,8 +116,8 @@ def test_metrics_turned_off_leave_the_instance_out_with_a_note():
 
 
 def test_the_files_are_stable_json_an_unchanged_plan_rewrites_nothing():
-    one, dummy = st.file_sd_files(_fleet(), monitor="lc-router")
-    two, dummy = st.file_sd_files(_fleet(), monitor="lc-router")
+    one, dummy = st.file_sd_files(_fleet(hosts=REGULAR), monitor="lc-router")
+    two, dummy = st.file_sd_files(_fleet(hosts=REGULAR), monitor="lc-router")
     assert one == two and sorted(one) == [st.ENGINES_FILE, st.NODES_FILE]
     assert all(text.endswith("\n") and isinstance(json.loads(text), list) for text in one.values())
     # an upgraded card's series carry the new revision
