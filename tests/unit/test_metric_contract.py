@@ -16,6 +16,7 @@ from ansible_collections.launchcard.inference.plugins.plugin_utils import _alert
 from ansible_collections.launchcard.inference.plugins.plugin_utils import _metric_contract as contract
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+SCRAPES = os.path.join(ROOT, "tests", "unit", "fixtures", "metrics")
 CONTRACTS = contract.load()
 # the sandbox cache's engine environments (tests/sandbox/sandbox_fleet: vllm.py, sglang_env.py), once built
 CACHE = os.environ.get("LAUNCHCARD_SANDBOX_CACHE", "/var/cache/launchcard-sandbox")
@@ -88,3 +89,18 @@ def test_each_router_metric_is_a_name_in_the_pinned_router_library():
         assert name.encode() in data, name
     # a former name of the same metric is not: a rule on it would never fire
     assert b"sgl_router_worker_health" not in data
+
+
+@pytest.mark.parametrize("component", ["vllm", "sglang-router"])
+def test_a_real_scrape_of_the_pinned_release_holds_every_contract_metric_with_its_type(component):
+    """tests/unit/fixtures/metrics/: the real vLLM and router, started on loopback, scraped once (its README)."""
+    with open(os.path.join(SCRAPES, "%s-%s.prom" % (component, CONTRACTS[component]["version"]))) as f:
+        text = f.read()
+    samples = set(re.findall(r"^([A-Za-z_:][A-Za-z0-9_:]*)[{ ]", text, re.M))
+    types = dict(re.findall(r"^# TYPE (\S+) (\S+)$", text, re.M))
+    for name, entry in CONTRACTS[component]["metrics"].items():
+        assert name in samples, name
+        family = entry.get("defined_as", name)
+        if entry["type"] == "counter" and family == name:
+            family = name[:-len("_total")]  # the text format names a counter's family without _total
+        assert types.get(family, types.get(name)) == entry["type"], (name, family)
