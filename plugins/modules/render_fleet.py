@@ -113,7 +113,7 @@ dest:
   type: str
 scrape_notes:
   description: One line per planned instance that gets no scrape target, and why (a headless rank, metrics turned
-    off, metrics bound to loopback).
+    off, a --mini-lb router, metrics bound to loopback on another host).
   returned: success
   type: list
   elements: str
