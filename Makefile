@@ -52,8 +52,8 @@ help: ## List the targets
 	@grep -E '^[a-z][a-z0-9-]*:.*## ' $(MAKEFILE_LIST) | sed -E 's/^([a-z0-9-]+):.*## (.*)/\1\t\2/' | \
 	  awk -F'\t' '{ printf "  %-16s %s\n", $$1, $$2 }'
 
-host-deps: ## Debian packages the sandbox needs (root)
-	@missing=""; for c in systemd-nspawn:systemd-container debootstrap:debootstrap ip:iproute2 ssh:openssh-client mkfs.ext4:e2fsprogs curl:curl skopeo:skopeo docker-registry:docker-registry; do \
+host-deps: ## Debian packages the sandbox and the tests need (root; prometheus: promtool)
+	@missing=""; for c in systemd-nspawn:systemd-container debootstrap:debootstrap ip:iproute2 ssh:openssh-client mkfs.ext4:e2fsprogs curl:curl skopeo:skopeo docker-registry:docker-registry promtool:prometheus; do \
 	  command -v $${c%%:*} >/dev/null || missing="$$missing $${c#*:}"; done; \
 	[ -f /usr/share/misc/pci.ids ] || missing="$$missing pci.ids"; \
 	if [ -n "$$missing" ]; then echo "installing:$$missing"; \
@@ -85,8 +85,9 @@ undeploy: ## Stop and remove the card's units on $(INVENTORY) (weights and image
 units: ## Unit tests of the pure-Python core and the modules
 	$(BIN)/python -m pytest -q -n 2 tests/unit tests/sandbox
 
-docs: ## Rewrite the lists of unit options in the docs from plugins/plugin_utils/_unit_spec.py (tools/unit_docs.py)
+docs: ## Rewrite the lists of unit options in the docs (tools/unit_docs.py) and the alert rules file (tools/alert_rules.py)
 	$(BIN)/python tools/unit_docs.py
+	$(BIN)/python tools/alert_rules.py
 
 lint: ## ansible-lint (production profile) and the changelog fragments
 	$(BIN)/ansible-lint --offline --profile production

@@ -14,6 +14,7 @@ from ansible.errors import AnsibleActionFail
 from ansible.module_utils.common.text.converters import to_native, to_text
 from ansible.plugins.action import ActionBase
 
+from ansible_collections.launchcard.inference.plugins.plugin_utils import _scrape_targets as scrape_targets
 from ansible_collections.launchcard.inference.plugins.plugin_utils import _unit_options as unit_options
 from ansible_collections.launchcard.inference.plugins.plugin_utils import _units as units
 
@@ -22,6 +23,9 @@ PLAN_ARGS = ("src", "checksum", "card_var", "checksum_var", "recipes_var", "argv
              "plan_file")
 UNIT_PREFIX = "launchcard-"
 UNIT_SUFFIXES = (".service", ".container")  # .container: a Quadlet file (podman >= 4.4)
+FILE_SD = (scrape_targets.ENGINES_FILE, scrape_targets.NODES_FILE)
+#: The inventory group whose hosts run Prometheus: each gets the targets as it reaches them.
+MONITORING_GROUP = "launchcard_monitoring"
 
 
 def plan_json(host_plan):
@@ -108,6 +112,13 @@ class ActionModule(ActionBase):
             except ValueError as exc:
                 raise AnsibleActionFail("%s: %s" % (host, to_text(exc)))
             files[host] = [("plan.json", plan_json(host_plan))] + [(u["name"], u["content"]) for u in rendered]
+        # Prometheus file_sd on each monitoring host, as it reaches the targets
+        monitors = set((task_vars.get("groups") or {}).get(MONITORING_GROUP) or ())
+        sd_notes = []
+        for host in hosts:
+            if host in monitors:
+                sd, sd_notes = scrape_targets.file_sd_files(the_plan, plan_refs, monitor=host)
+                files[host] += sorted(sd.items())
 
         written, removed = [], []
         dest = args["dest"]
@@ -116,8 +127,8 @@ class ActionModule(ActionBase):
             names = set(name for name, dummy in host_files)
             stale = []
             if os.path.isdir(folder):
-                stale = sorted(n for n in os.listdir(folder)
-                               if n.startswith(UNIT_PREFIX) and n.endswith(UNIT_SUFFIXES) and n not in names)
+                stale = sorted(n for n in os.listdir(folder) if n.startswith(UNIT_PREFIX) and (
+                    n.endswith(UNIT_SUFFIXES) or n in FILE_SD) and n not in names)
             todo = [(n, t.encode("utf-8")) for n, t in host_files]
             todo = [(n, data) for n, data in todo if _read(os.path.join(folder, n)) != data]
             written += [os.path.join(host, n) for n, dummy in todo]
@@ -134,9 +145,10 @@ class ActionModule(ActionBase):
             except (IOError, OSError) as exc:
                 raise AnsibleActionFail("cannot write %s: %s" % (folder, to_native(exc)))
 
-        n_units = sum(len(f) - 1 for f in files.values())
+        n_units = sum(len([n for n, dummy in f[1:] if n not in FILE_SD]) for f in files.values())
         result.update(changed=bool(written or removed), written=sorted(written), removed=sorted(removed),
                       hosts=len(files), units=n_units, dest=dest)
+        result["scrape_notes"] = sd_notes
         if planned.get("warnings"):
             result["warnings"] = planned["warnings"]
         result["msg"] = "%s; %d host(s), %d unit(s) in %s, %d file(s) %s, %d stale unit(s) %s" % (

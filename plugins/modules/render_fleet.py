@@ -39,6 +39,10 @@ description:
   - Every file is rendered before any is written, so a bad card or variable writes nothing. A file is
     rewritten only when its content changes; unit files the plan no longer places on a host are removed
     from its folder.
+  - Prometheus scrape targets as file-based service discovery files (C(launchcard-engines.json), every engine
+    and router the plan places, and C(launchcard-nodes.json), every host's node exporter; see
+    C(docs/observability.md)), in the folder of each host of the inventory group C(launchcard_monitoring), as that
+    host reaches them (its own instances through loopback).
 options:
   dest:
     description:
@@ -107,4 +111,10 @@ dest:
   description: The output directory.
   returned: success
   type: str
+scrape_notes:
+  description: One line per planned instance that gets no scrape target, and why (a headless rank, metrics turned
+    off, a --mini-lb router, metrics bound to loopback on another host).
+  returned: success
+  type: list
+  elements: str
 """

@@ -49,6 +49,7 @@ from ansible_collections.launchcard.inference.plugins.plugin_utils._argv import 
 from ansible_collections.launchcard.inference.plugins.plugin_utils._units import SECRET_ENV_NAMES
 from ansible_collections.launchcard.inference.plugins.plugin_utils._recipe import (
     ALIASES,
+    METRICS_FLAGS,
     RecipeError,
     argv_reader,
     current_name,
@@ -326,6 +327,10 @@ def apply(recipe, spec, variable=VARIABLE):
         where = _path(variable, name, "remove", i)
         names = _names(t.kind, flag)
         found = t.spans(names)
+        if not found and METRICS_FLAGS.get(t.kind) in names:
+            # the planner adds it when the card does not write it: removing it turns the metrics off
+            notes.append("%s: remove %s (metrics off)" % (variable, flag))
+            continue
         if not found:
             near = [(j, o) for j, o in t.options() if o.startswith("--") and t.reader.name(flag).startswith(o)]
             errors.append((where, "%r is not in the recipe's argv%s" % (flag, (
@@ -425,5 +430,7 @@ def effective_recipe(recipe, spec, variable=VARIABLE, hub=None):
                               "override may change how a recipe runs, not its role" % (recipe["role"], model["role"]))])
     model["name"] = recipe["name"]
     model["card_port"] = recipe.get("card_port", recipe["port"])
+    model["metrics_off"] = any(METRICS_FLAGS.get(recipe["launcher"]) in _names(recipe["launcher"], f)
+                               for f in spec["remove"])
     model["overrides"] = notes
     return model

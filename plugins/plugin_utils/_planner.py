@@ -26,6 +26,8 @@ tokens change, and each change is listed in the instance's ``changes``:
   finds only by that hash;
 - ``--port`` / ``--disaggregation-bootstrap-port`` / router ``--prometheus-port``
   when the card's port is taken on that host by an earlier instance;
+- ``--enable-metrics`` appended to every SGLang engine that does not write it (``_recipe.METRICS_FLAGS``):
+  metrics on by default, unless the host's overrides ``remove`` it;
 - ``--base-gpu-id`` (SGLang) to the first GPU the planner assigned;
 - ``--encoder-urls``, router ``--prefill URL PORT`` / ``--decode URL`` /
   ``--worker-urls``: one entry per placed peer instance;
@@ -61,6 +63,7 @@ from urllib.parse import urlsplit
 from ansible_collections.launchcard.inference.plugins.plugin_utils import _overrides as overrides
 from ansible_collections.launchcard.inference.plugins.plugin_utils._recipe import (
     FORMER_ROLES,
+    METRICS_FLAGS,
     VLLM_DEFAULT_NIXL_SIDE_CHANNEL_PORT,
     VLLM_DP_GROUP_FLAGS,
     argv_reader,
@@ -347,6 +350,10 @@ def _instance(r, model, host, address, replica, rank, group):
             name = "%s-%s%s" % (r["engine"], old, r["name"][len("%s-%s" % (r["engine"], new)):])
             rank_part = "-rank%d" % rank if r["nnodes"] > 1 else ""
             former.append("%s%s-%s-%d%s.service" % (UNIT_PREFIX, model["slug"], name, replica, rank_part))
+    metrics = METRICS_FLAGS.get(r["launcher"])
+    # metrics on by default (Prometheus scrapes /metrics); an override's remove of the flag turns them off
+    metrics = [metrics] if metrics and not r.get("metrics_off") and not argv_reader(r["launcher"], r["argv"]).has(
+        metrics) else []
     return {
         "id": iid,
         "unit": UNIT_PREFIX + iid + ".service",
@@ -374,9 +381,10 @@ def _instance(r, model, host, address, replica, rank, group):
         "checkpoint": r["checkpoint"],
         "served_model": r.get("served_model_name") or r.get("model_arg") or model["repo"],
         # the revision options the engine needs to load the staged snapshot offline (recipe.hub_pins)
-        "argv": list(r["argv"]) + [tok for pin in r["hub_pins"] for tok in pin],
+        "argv": list(r["argv"]) + metrics + [tok for pin in r["hub_pins"] for tok in pin],
         "env": dict(r["env"]),
         "changes": list(r.get("overrides") or ()) + [
+            "%s (metrics on by default; %s remove turns them off)" % (m, overrides.VARIABLE) for m in metrics] + [
             "%s %s (hf.revision: the staged snapshot, loaded offline)" % tuple(pin) for pin in r["hub_pins"]],
         "_recipe": r,
         "_recipe_facts": None if r.get("overrides") is None else dict(

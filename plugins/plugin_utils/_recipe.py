@@ -46,6 +46,19 @@ SGLANG_DEFAULT_DIST_INIT_PORT = 5000
 #: ``python/sglang/srt/server_args.py``); with ``--enable-dp-attention`` one
 #: more per DP rank, up to P+5+dp_size.
 SGLANG_DIST_INIT_PORT_SPAN = 7
+#: Where each launcher binds when its argv names no ``--host`` (the sources above).
+DEFAULT_BIND = {"vllm": "0.0.0.0", "sglang": "127.0.0.1", "router": "127.0.0.1"}
+#: sglang_router/router_args.py (0.3.2) add_cli_args: ``--prometheus-port`` default 29000, ``--prometheus-host``
+#: default "0.0.0.0" (all interfaces: a monitoring host reaches the router's metrics listener).
+ROUTER_DEFAULT_PROMETHEUS_PORT = 29000
+ROUTER_DEFAULT_PROMETHEUS_HOST = "0.0.0.0"
+#: The option each launcher needs to serve ``/metrics``, added by the planner unless the card writes it (metrics on
+#: by default; an override's ``remove`` turns it off). SGLang 0.5.23: sglang/srt/arg_groups/fields/observability.py:70
+#: ``enable_metrics`` defaults to False, and sglang/srt/entrypoints/http_server.py:314 mounts ``/metrics`` only when
+#: it is set (the encoder's server too: sglang/srt/disaggregation/encoder/http_server.py). vLLM serves ``/metrics``
+#: on its API port unconditionally (vllm/entrypoints/serve/instrumentator/metrics.py, 0.32.0); the router always
+#: listens on ``--prometheus-port``.
+METRICS_FLAGS = {"sglang": "--enable-metrics"}
 
 #: What a recipe does. ``aggregated``: one server does prefill and decode
 #: (aggregated serving, the engines' own term, as opposed to prefill/decode
@@ -89,10 +102,10 @@ KNOWN_OPTIONS = {
         "--language-only", "--enable-dp-attention", "--base-gpu-id", "--disaggregation-bootstrap-port",
         "--disaggregation-transfer-backend", "--dist-init-addr", "--served-model-name", "--quantization",
         "--encoder-urls", "--revision", "--speculative-draft-model-path", "--speculative-draft-model",
-        "--speculative-draft-model-revision")),
+        "--speculative-draft-model-revision", "--enable-metrics")),
     "router": frozenset((
         "--prefill", "--decode", "--port", "--host", "--pd-disaggregation", "--worker-urls",
-        "--prometheus-port", "--model-path", ROUTER_STARTUP_FLAG)),
+        "--prometheus-port", "--prometheus-host", "--model-path", ROUTER_STARTUP_FLAG)),
 }
 #: Spellings of one option, per dialect: ``-tp 8`` and ``--tensor-parallel-size 8`` set the same thing.
 #: Site argv overrides (:mod:`_overrides`) match a flag through these, as the dialects read them.
@@ -351,7 +364,7 @@ def _vllm(a, path):
     dp = _size(a, _V_DP, path, "data parallel size")
     # vllm/config/parallel.py: "PCP expands the process world size" (world_size = PP x TP x PCP)
     pcp = _size(a, _V_PCP, path, "prefill context parallel size")
-    m = _base(a, path, tp, pp, dp, a.get_port("--port", VLLM_DEFAULT_PORT, path), a.get("--host", "0.0.0.0"))
+    m = _base(a, path, tp, pp, dp, a.get_port("--port", VLLM_DEFAULT_PORT, path), a.get("--host", DEFAULT_BIND["vllm"]))
     kv_raw = a.get("--kv-transfer-config")
     kv = None
     if kv_raw is not None:
@@ -440,7 +453,8 @@ def _sglang(a, path):
     tp = _size(a, _S_TP, path, "tensor parallel size")
     pp = _size(a, _S_PP, path, "pipeline parallel size")
     dp = _size(a, _S_DP, path, "data parallel size")
-    m = _base(a, path, tp, pp, dp, a.get_port("--port", SGLANG_DEFAULT_PORT, path), a.get("--host", "127.0.0.1"))
+    m = _base(a, path, tp, pp, dp, a.get_port("--port", SGLANG_DEFAULT_PORT, path),
+               a.get("--host", DEFAULT_BIND["sglang"]))
     mode = a.get("--disaggregation-mode", "null")
     if mode not in ("null", "prefill", "decode"):
         where, written = a.where("--disaggregation-mode", path)
@@ -509,7 +523,7 @@ def _router(a, path):
         "gpus": 0,
         "gpus_total": 0,
         "port": a.get_port("--port", ROUTER_DEFAULT_PORT, path),
-        "bind_host": a.get("--host", "127.0.0.1"),
+        "bind_host": a.get("--host", DEFAULT_BIND["router"]),
         "pd_disaggregation": a.has("--pd-disaggregation"),
         "bootstrap_port": None,
         "base_gpu_id": None,
@@ -518,7 +532,7 @@ def _router(a, path):
         "prefill_urls": prefill,
         "decode_urls": [v[0] for v in a.groups("--decode") if v],
         "worker_urls": a.values("--worker-urls"),
-        "prometheus_port": a.get_port("--prometheus-port", 29000, path),
+        "prometheus_port": a.get_port("--prometheus-port", ROUTER_DEFAULT_PROMETHEUS_PORT, path),
         "worker_startup_timeout_s": a.get_int(ROUTER_STARTUP_FLAG, None, path),
         "served_model_name": None,
         "model_arg": a.get("--model-path"),

@@ -14,9 +14,10 @@ import tarfile
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 BIN = os.path.dirname(sys.executable)
-# What a Galaxy user gets: the collection's own parts, and nothing of the repository's tooling.
+# What a Galaxy user gets: the collection's own parts, and nothing of the repository's tooling (monitoring: the
+# alert rules, their promtool cases and the metric contracts).
 TOP_LEVEL = {"MANIFEST.json", "FILES.json", "README.md", "LICENSE", "CHANGELOG.rst", "cards", "changelogs", "docs",
-             "extensions", "meta", "playbooks", "plugins", "roles"}
+             "extensions", "meta", "monitoring", "playbooks", "plugins", "roles"}
 # A credential's value in the shape the repository's sandbox and tests write them (a Jinja reference is none).
 CREDENTIAL = re.compile(r"""hf_[A-Za-z0-9]{16,}|^\s*password:\s*(?!["']?\{\{)\S|sandbox-only-registry-pass""", re.M)
 

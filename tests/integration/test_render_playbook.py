@@ -101,8 +101,10 @@ def test_card_own_placement_keeps_the_card_argv(venv, tmp_path):
     for inst in pd:
         # engines load the staged revision offline (--revision); the router loads no weights
         pin = [] if inst["recipe"] == "sglang-router" else ["--revision", CARD["hf"]["revision"]]
-        assert inst["argv"] == CARD["envs"][inst["recipe_index"]]["argv"] + pin
-        assert [c.split(" (")[0] for c in inst["changes"]] == ([" ".join(pin)] if pin else [])
+        # SGLang engines serve /metrics (metrics on by default)
+        metrics = [] if inst["recipe"] == "sglang-router" else ["--enable-metrics"]
+        assert inst["argv"] == CARD["envs"][inst["recipe_index"]]["argv"] + metrics + pin
+        assert [c.split(" (")[0] for c in inst["changes"]] == metrics + ([" ".join(pin)] if pin else [])
     assert [i["gpu_ids"] for i in pd] == [[0, 1], [2, 3], []]
 
 
@@ -478,3 +480,49 @@ def test_native_hosts_install_their_vendors_engine(venv, tmp_path):
             digests[host] = re.search(r"^# Native virtualenv requirements: sha256 (\w+)$", f.read(), re.M).group(1)
     # three vendors, three requirement sets (the CUDA wheel, vLLM's ROCm wheel, vllm-ascend)
     assert len(set(digests.values())) == 3, digests
+
+
+def test_monitoring_hosts_get_file_sd_targets_promtool_accepts(venv, tmp_path):
+    """Issue 43, item 1: each launchcard_monitoring host's folder holds the Prometheus file_sd files of every engine
+    and router the plan places, labelled from the plan, as that host reaches them; Prometheus's own promtool reads
+    them (``check config`` checks a config's file_sd files)."""
+    out = str(tmp_path / "out")
+    res = render("tests/integration/render/monitoring.ini", out, venv)
+    assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-2000:]
+    assert sorted(n for n in os.listdir(os.path.join(out, "r-prom"))) == [
+        "launchcard-engines.json", "launchcard-nodes.json", "plan.json"]
+    assert not os.path.exists(os.path.join(out, "r-p1", "launchcard-engines.json"))
+    with open(os.path.join(out, "r-prom", "launchcard-engines.json")) as f:
+        engines = json.load(f)
+    with open(os.path.join(out, "r-router", "launchcard-engines.json")) as f:
+        from_router = json.load(f)
+    by_instance = dict((g["labels"]["instance"], g) for g in engines)
+    # r-d2's override turned its metrics off: no target for it
+    assert sorted(by_instance) == ["glm-5.3-flash-sglang-decode-0", "glm-5.3-flash-sglang-prefill-0",
+                                   "glm-5.3-flash-sglang-prefill-1", "glm-5.3-flash-sglang-router-0"]
+    router = by_instance["glm-5.3-flash-sglang-router-0"]
+    assert router == {"targets": ["10.20.1.30:29000"], "labels": {
+        "card": "glm-5.3-flash", "revision": CARD["hf"]["revision"], "recipe": "sglang-router",
+        "instance": "glm-5.3-flash-sglang-router-0", "role": "router", "engine": "sglang", "host": "r-router"}}
+    assert by_instance["glm-5.3-flash-sglang-decode-0"]["targets"] == ["10.20.1.21:32000"]
+    # the router's own host scrapes it through loopback
+    assert [g["targets"] for g in from_router if g["labels"]["role"] == "router"] == [["127.0.0.1:29000"]]
+    with open(os.path.join(out, "r-d2", "launchcard-glm-5.3-flash-sglang-decode-1.service")) as f:
+        assert "--enable-metrics" not in f.read()
+    promtool = shutil.which("promtool")
+    assert promtool, "promtool is missing: make host-deps installs Debian's prometheus package"
+    config = tmp_path / "prometheus.yml"
+    config.write_text(yaml.safe_dump({"scrape_configs": [
+        {"job_name": "launchcard-" + kind, "file_sd_configs": [
+            {"files": [os.path.join(out, "r-prom", "launchcard-%s.json" % kind)]}]} for kind in ("engines", "nodes")]}))
+    check = subprocess.run([promtool, "check", "config", str(config)], capture_output=True, text=True, check=False)
+    assert check.returncode == 0, check.stdout + check.stderr
+    # leaving the group removes the files, as a stale unit is
+    with open(os.path.join(HERE, "monitoring.ini")) as f:
+        text = f.read().replace("{{ inventory_dir }}/../../../cards", os.path.join(ROOT, "cards"))
+    inventory = tmp_path / "no-monitor.ini"
+    inventory.write_text(text.replace("[launchcard_monitoring]\nr-router\n", "[launchcard_monitoring]\n"))
+    again = render(str(inventory), out, venv)
+    assert again.returncode == 0, again.stdout[-3000:]
+    assert sorted(os.listdir(os.path.join(out, "r-router"))) == [
+        "launchcard-glm-5.3-flash-sglang-router-0.service", "plan.json"]

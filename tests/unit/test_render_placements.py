@@ -21,9 +21,10 @@ UNIT = "launchcard-glm-5.3-flash-%s.service"
 
 with open(EXAMPLE) as _f:
     EX = load_card(_f.read(), EXAMPLE)
-# the card's argv, plus the revision pin on every engine (routers load no weights)
-CARD_ARGV = {r["name"]: r["argv"] + ([] if r["launcher"] == "router" else ["--revision", EX["model"]["revision"]])
-             for r in EX["recipes"]}
+# the card's argv, plus SGLang's metrics flag (metrics on by default) and the revision pin on every engine (routers
+# load no weights)
+CARD_ARGV = {r["name"]: r["argv"] + (["--enable-metrics"] if r["launcher"] == "sglang" else []) + (
+    [] if r["launcher"] == "router" else ["--revision", EX["model"]["revision"]]) for r in EX["recipes"]}
 
 
 def _h(name, address, recipes):

@@ -35,13 +35,15 @@ PIN_CHANGE = "--revision %s (hf.revision: the staged snapshot, loaded offline)" 
 
 
 def _pinned(recipe, revision=REV):
-    """The argv a recipe gets where nothing moves: the card's, plus --revision on an engine (routers load no weights)."""
-    return recipe["argv"] + ([] if recipe["launcher"] == "router" else ["--revision", revision])
+    """The argv a recipe gets where nothing moves: the card's, plus --revision on an engine (routers load no weights)
+    and --enable-metrics on an SGLang engine that does not write it (metrics on by default)."""
+    metrics = ["--enable-metrics"] if recipe["launcher"] == "sglang" and "--enable-metrics" not in recipe["argv"] else []
+    return recipe["argv"] + metrics + ([] if recipe["launcher"] == "router" else ["--revision", revision])
 
 
 def _moved(inst):
-    """The instance's changes besides the revision pin (which every engine gets)."""
-    return [c for c in inst["changes"] if not c.startswith("--revision ")]
+    """The instance's changes besides the revision pin (which every engine gets) and the metrics flag."""
+    return [c for c in inst["changes"] if not c.startswith(("--revision ", "--enable-metrics "))]
 
 
 # the argv of each recipe of the example card where the placement moves nothing

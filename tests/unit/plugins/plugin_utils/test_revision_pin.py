@@ -141,7 +141,7 @@ def test_a_local_model_path_is_served_as_it_is(model):
     tokens = list(DOC["envs"][1]["argv"])
     tokens[3] = model
     inst = _plan_all(_card(_argv(1, tokens)))["hosts"]["h1"]["instances"][0]
-    assert inst["argv"] == tokens
+    assert inst["argv"] == tokens + ["--enable-metrics"]  # no pin; the metrics flag only (test_metrics_flag.py)
     assert not any(c.startswith("--revision") for c in inst["changes"])
 
 

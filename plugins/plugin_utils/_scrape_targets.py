@@ -1,0 +1,140 @@
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, launchcard.inference contributors
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Prometheus scrape targets from the plan: every engine and router the plan places, and every host's node exporter.
+
+Pure Python, no Ansible import. The output is Prometheus file-based service discovery (``file_sd_configs``,
+https://prometheus.io/docs/prometheus/latest/configuration/configuration/#file_sd_config): a JSON list of
+``{"targets": ["HOST:PORT"], "labels": {NAME: VALUE}}``. Each target is its own group, labelled with what the plan
+knows of it (:data:`LABELS`), so every series scraped from it carries the card, revision, recipe, instance, role,
+engine, host and, when the image was resolved, its digest. ``instance`` is the plan's instance id (not Prometheus's
+default ``HOST:PORT``), stable across redeploys and moves.
+
+Where metrics are served (each fact cited beside the code that uses it):
+
+- vLLM: ``/metrics`` on its API port, always (vllm/entrypoints/serve/instrumentator/metrics.py, 0.32.0,
+  ``attach_router`` mounts it on the API app);
+- SGLang: ``/metrics`` on its API port with ``--enable-metrics`` (the planner adds it, ``_recipe.METRICS_FLAGS``);
+- sglang-router: its own listener, ``--prometheus-host``/``--prometheus-port`` (``_recipe`` defaults, the port
+  planned like every other port);
+- headless ranks (vLLM ``--headless``, SGLang ranks > 0) serve no API and no ``/metrics``, nor does a router run
+  with ``--mini-lb``: no target.
+
+A target is addressed as the monitoring host reaches it: on the monitoring host itself through loopback, elsewhere
+through the host's address (a listener bound to one interface: that interface). A listener bound to loopback on
+another host cannot be scraped from there: it is left out and named in the notes.
+"""
+
+from __future__ import annotations
+
+import json
+
+from ansible_collections.launchcard.inference.plugins.plugin_utils._recipe import (
+    DEFAULT_BIND,
+    METRICS_FLAGS,
+    ROUTER_DEFAULT_PROMETHEUS_HOST,
+    argv_reader,
+)
+
+#: The labels every engine and router target carries (``image_digest`` only when the image was resolved).
+LABELS = ("card", "revision", "recipe", "instance", "role", "engine", "host", "image_digest")
+#: The file_sd files the collection writes: engines and routers, and the hosts' node exporters.
+ENGINES_FILE = "launchcard-engines.json"
+NODES_FILE = "launchcard-nodes.json"
+#: Debian's prometheus-node-exporter (1.5.0, ``--help``): ``--web.listen-address=:9100``.
+NODE_EXPORTER_PORT = 9100
+LOOPBACK = ("127.0.0.1", "localhost", "::1", "[::1]")
+WILDCARD = ("0.0.0.0", "::", "[::]", "")
+
+
+def _bracket(host):
+    return "[%s]" % host if ":" in host and not host.startswith("[") else host
+
+
+def listener(inst):
+    """``(bind, port)`` where ``inst`` serves ``/metrics``, or ``(None, why)`` when it serves none."""
+    kind = inst["launcher"]
+    a = argv_reader(kind, inst["argv"])
+    if kind == "router":
+        if a.has("--mini-lb"):
+            # sglang_router/launch_router.py (0.3.2) starts mini_lb.MiniLoadBalancer instead, which has no metrics
+            return None, "the --mini-lb balancer serves no metrics"
+        return a.get("--prometheus-host", ROUTER_DEFAULT_PROMETHEUS_HOST), inst["prometheus_port"]
+    if inst.get("url") is None or inst.get("port") is None:
+        return None, "a headless rank serves no API and no /metrics"
+    flag = METRICS_FLAGS.get(kind)
+    if flag and not a.has(flag):
+        return None, "metrics are off (%s removed by launchcard_argv_overrides)" % flag
+    return a.get("--host", DEFAULT_BIND[kind]), inst["port"]
+
+
+def _address(inst, bind, monitor):
+    """The address ``monitor`` (a host of the plan, or None: a host outside it) scrapes ``inst`` at, or None."""
+    if inst["host"] == monitor:
+        if bind in WILDCARD or bind in ("127.0.0.1", "localhost"):
+            return "127.0.0.1"
+        return "[::1]" if bind in ("::1", "[::1]") else _bracket(bind)
+    if bind in LOOPBACK:
+        return None
+    return _bracket(inst["address"] if bind in WILDCARD else bind)
+
+
+def _digest(inst, image_refs):
+    ref = inst.get("image_ref") or (image_refs or {}).get(inst.get("image") or "")
+    return ref.rsplit("@", 1)[1] if ref and "@" in ref else None
+
+
+def engine_targets(fleet_plan, image_refs=None, monitor=None):
+    """The engines' and routers' targets as ``monitor`` reaches them.
+
+    :param fleet_plan: the plan (``_planner.plan_fleet``: ``cards`` and ``hosts``, each host naming its ``card``).
+    :param image_refs: ``{image: "REPO@sha256:..."}`` when the images were resolved (a plan file's, the runtime
+        role's); an instance's own ``image_ref`` wins.
+    :param monitor: the monitoring host's inventory name when it is a host of the plan (its own instances are
+        scraped through loopback), else None.
+    :returns: ``(groups, notes)``: the file_sd groups, sorted by instance; one line per instance left out.
+    """
+    groups, notes = [], []
+    cards = fleet_plan.get("cards") or {}
+    for host in sorted(fleet_plan.get("hosts") or {}):
+        hp = fleet_plan["hosts"][host]
+        card = cards.get(hp.get("card")) or fleet_plan.get("model") or {}
+        for inst in hp["instances"]:
+            bind, port = listener(inst)
+            if bind is None:
+                notes.append("%s: %s: no target, %s" % (host, inst["id"], port))
+                continue
+            addr = _address(inst, bind, monitor)
+            if addr is None:
+                notes.append("%s: %s: no target, its metrics listen on %s:%d only, which a monitoring host on "
+                              "another machine cannot reach" % (host, inst["id"], bind, port))
+                continue
+            labels = {"card": card.get("slug", ""), "revision": card.get("revision", ""), "recipe": inst["recipe"],
+                      "instance": inst["id"], "role": inst["role"], "engine": inst["engine"], "host": host}
+            digest = _digest(inst, image_refs)
+            if digest:
+                labels["image_digest"] = digest
+            groups.append({"targets": ["%s:%d" % (addr, port)], "labels": labels})
+    groups.sort(key=lambda g: (g["labels"]["card"], g["labels"]["instance"]))
+    return groups, notes
+
+
+def node_targets(fleet_plan, monitor=None, port=NODE_EXPORTER_PORT):
+    """One node exporter target per host of the plan, labelled with its card, revision and host."""
+    groups = []
+    cards = fleet_plan.get("cards") or {}
+    for host in sorted(fleet_plan.get("hosts") or {}):
+        hp = fleet_plan["hosts"][host]
+        card = cards.get(hp.get("card")) or fleet_plan.get("model") or {}
+        addr = "127.0.0.1" if host == monitor else _bracket(hp["address"])
+        groups.append({"targets": ["%s:%d" % (addr, port)],
+                       "labels": {"card": card.get("slug", ""), "revision": card.get("revision", ""), "host": host}})
+    return groups
+
+
+def file_sd_files(fleet_plan, image_refs=None, monitor=None):
+    """``({file name: text}, notes)``: the file_sd files a monitoring host gets (:data:`ENGINES_FILE`,
+    :data:`NODES_FILE`), as sorted JSON with a final newline, so an unchanged plan rewrites nothing."""
+    engines, notes = engine_targets(fleet_plan, image_refs, monitor)
+    files = {ENGINES_FILE: engines, NODES_FILE: node_targets(fleet_plan, monitor)}
+    return dict((name, json.dumps(groups, indent=2, sort_keys=True) + "\n") for name, groups in files.items()), notes
