@@ -553,6 +553,7 @@ import re
 from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.launchcard.inference.plugins.module_utils import _accelerators as accelerators
+from ansible_collections.launchcard.inference.plugins.module_utils._preflight_gpu_checks import gpu_owners
 from ansible_collections.launchcard.inference.plugins.module_utils._hf_snapshot import stamp_path
 from ansible_collections.launchcard.inference.plugins.module_utils._platforms import engine_package
 from ansible_collections.launchcard.inference.plugins.module_utils import _gate as gate
@@ -725,6 +726,7 @@ def main():
         # what the record says the host runs, for the removal check (popped below: the record has its own returns)
         "recorded_units": recorded_units(record_text) if p["record"] else None,
     }
+    facts["gpu_owners"] = gpu_owners(facts["accelerators"])
     facts["container_access"] = container_access(
         p["runtime"], p["container_vendor"] or stack_vendor(facts["accelerators"]),
         docker_info=lambda: _docker_info(module, facts["engines"]["docker"]))

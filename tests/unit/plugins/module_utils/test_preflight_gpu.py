@@ -1,0 +1,246 @@
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, launchcard.inference contributors
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The engine's memory budget, GPUs held by other processes and GPU health, from real nvidia-smi outputs.
+
+The H200 recording (tests/unit/fixtures/real-inputs/h200-vm/) is one real host; the error states are that
+recording with the one element a public report showed changed (tests/unit/fixtures/real-inputs/README.md).
+"""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+from ansible_collections.launchcard.inference.plugins.module_utils import _accel_health as health
+from ansible_collections.launchcard.inference.plugins.module_utils._accelerators import summarize
+from ansible_collections.launchcard.inference.plugins.module_utils._preflight import evaluate, failed
+from ansible_collections.launchcard.inference.plugins.module_utils._preflight_gpu_checks import (
+    CUDA_CONTEXT_MIB,
+    gpu_owners,
+    sglang_default_fraction,
+)
+from ansible_collections.launchcard.inference.plugins.plugin_utils import _memory_budget as budget
+
+FIXTURES = os.path.join(os.path.dirname(__file__), "..", "..", "fixtures")
+REAL = os.path.join(FIXTURES, "real-inputs")
+H200 = os.path.join(REAL, "h200-vm")
+
+# A Llama-3.1-70B-shaped config.json (80 layers, 8 KV heads of 128, bfloat16)
+LLAMA_70B = {"architectures": ["LlamaForCausalLM"], "num_hidden_layers": 80, "num_attention_heads": 64,
+             "num_key_value_heads": 8, "hidden_size": 8192, "torch_dtype": "bfloat16",
+             "max_position_embeddings": 131072}
+
+
+def text(path):
+    with open(path) as handle:
+        return handle.read()
+
+
+def h200(xml="nvidia-smi-q.xml", folder=H200):
+    """The H200 host's summary: its recorded query and fabric outputs, and an -q -x output."""
+    return summarize("nvidia", {
+        "nvidia_smi": (0, text(os.path.join(H200, "nvidia-smi-query-gpu.csv")), ""),
+        "nvidia_fabric": (0, text(os.path.join(H200, "nvidia-smi-fabric.csv")), ""),
+        "nvidia_smi_q": (0, text(os.path.join(folder, xml)), ""),
+        "nvidia_proc_version": text(os.path.join(H200, "proc-driver-nvidia-version.txt")),
+    })
+
+
+def vllm(argv=(), weights_mib=30000, config=None, gpu_ids=(0,)):
+    inst = {"unit": "launchcard-m-vllm-0.service", "recipe": "vllm-tp1", "launcher": "vllm", "gpus": len(gpu_ids),
+            "gpu_ids": list(gpu_ids), "argv": ["vllm", "serve", "m"] + list(argv)}
+    return budget.instance_needs(inst, weights_mib, config)
+
+
+def needs(*entries):
+    return {"gpus": 1, "validated_models": ["h200"], "weights_per_gpu_mib": max(e["weights_mib"] for e in entries),
+            "disk_bytes": None, "memory": list(entries)}
+
+
+def facts(acc, owners=None):
+    return {"os": {"id": "ubuntu", "version_id": "24.04"}, "accelerators": acc, "listening": {},
+            "gpu_owners": owners or {}}
+
+
+def by_check(results):
+    return dict((r["check"], r) for r in results)
+
+
+# --- the H200 recording --------------------------------------------------------------------------------------------
+
+def test_h200_recording_facts_unchanged_and_health_filled():
+    acc = h200()
+    assert acc["errors"] == [] and acc["count"] == 1 and acc["models"] == ["h200"]
+    device = acc["devices"][0]
+    assert (device["memory_mib"], device["fabric_state"], device["bus_id"]) == (143771, None, "0000:00:06.0")
+    assert (device["memory_reserved_mib"], device["memory_free_mib"], device["processes"]) == (616, 143156, [])
+    assert (device["health"], device["health_issues"]) == ("ok", [])
+    assert acc["driver"]["lost_gpus"] == [] and acc["driver"]["loaded_version"] == "580.159.04"
+    # CUDA's total on that GPU: memory.total less memory.reserved (the README's 143155 MiB)
+    assert device["memory_mib"] - device["memory_reserved_mib"] == 143155
+
+
+def test_h200_recording_passes_preflight_with_a_one_gpu_vllm_recipe():
+    results = evaluate(facts(h200()), needs(vllm(["--max-model-len", "32768"], 30000, LLAMA_70B)))
+    checks = by_check(results)
+    assert failed(results) == []
+    assert checks["memory_budget"]["severity"] == "ok"
+    # 0.92 (vLLM 0.32.0's default) of the 143155 MiB CUDA reports
+    assert "GPU 0 share 131702 MiB (--gpu-memory-utilization 0.920 of 143155 MiB)" in checks["memory_budget"]["found"]
+    assert "KV 10240 for 32768 tokens (--max-model-len)" in checks["memory_budget"]["need"]
+    assert checks["gpu_in_use"]["severity"] == "ok" and checks["gpu_health"]["severity"] == "ok"
+
+
+# --- the engine's share, not memory.total ---------------------------------------------------------------------------
+
+def test_weights_that_fit_memory_total_but_not_the_share_fail_naming_the_flag():
+    entry = vllm(weights_mib=128000)
+    checks = by_check(evaluate(facts(h200()), needs(entry)))
+    # the check before this one compares with memory.total only, and passes
+    assert checks["memory_fit"]["severity"] == "ok"
+    result = checks["memory_budget"]
+    assert result["severity"] == "error"
+    assert "vllm-tp1 needs %d MiB per GPU but the engine's share of GPU 0 is 131702 MiB" % (
+        128000 + 4096 + CUDA_CONTEXT_MIB) in result["message"]
+    assert "raise --gpu-memory-utilization to 0.93" in result["message"]
+
+
+def test_weights_beyond_any_share_ask_for_more_tensor_parallel():
+    result = by_check(evaluate(facts(h200()), needs(vllm(weights_mib=135168))))["memory_budget"]
+    assert result["severity"] == "error"
+    assert "use more tensor parallel (--tensor-parallel-size)" in result["message"]
+    assert "raise" not in result["message"]
+
+
+def test_a_kv_cache_for_the_max_model_len_that_does_not_fit_fails_naming_max_model_len():
+    entry = vllm(["--max-model-len", "131072"], 100000, LLAMA_70B)
+    # 2 x 80 layers x 8 heads x 128 x 2 bytes = 320 KiB a token: 40960 MiB for 131072 tokens
+    assert entry["kv_mib"] == 40960 and entry["kv_mib_per_1k_tokens"] == 320.0
+    result = by_check(evaluate(facts(h200()), needs(entry)))["memory_budget"]
+    assert result["severity"] == "error"
+    room = 131702 - 100000 - 4096 - CUDA_CONTEXT_MIB
+    assert "lower --max-model-len to %d" % int(room / 320.0 * 1024) in result["message"]
+    # the same recipe with a shorter context fits
+    short = by_check(evaluate(facts(h200()), needs(vllm(["--max-model-len", "65536"], 100000, LLAMA_70B))))
+    assert short["memory_budget"]["severity"] == "ok"
+
+
+def test_without_max_model_len_the_models_max_position_embeddings_counts():
+    entry = vllm([], 100000, LLAMA_70B)
+    assert (entry["tokens"], entry["tokens_from"], entry["kv_mib"]) == (131072, "max_position_embeddings", 40960)
+
+
+def test_without_the_models_config_the_kv_cache_is_a_warning():
+    result = by_check(evaluate(facts(h200()), needs(vllm(weights_mib=30000))))["memory_budget"]
+    assert result["severity"] == "warning"
+    assert "KV cache not checked (the model's config.json was not read at planning)" in result["message"]
+
+
+def test_sglang_default_mem_fraction_follows_its_server_args_on_the_h200():
+    # server_args.py _handle_gpu_memory_settings: H200 tier (chunk 8192, graph bs 256 at TP < 4),
+    # reserved 512 + 8192 x 1.5 + 256 x 2 + 1/8 x 1024 = 13440 MiB, fraction round((143771 - 13440) / 143771, 3)
+    assert sglang_default_fraction(143771, {"tp": 1, "pp": 1}) == 0.907
+    # 80 GiB H100, TP 8: graph bs 512, reserved 512 + 12288 + 1024 + 1024 = 14848
+    assert sglang_default_fraction(81559, {"tp": 8, "pp": 1}) == round((81559 - 14848) / 81559.0, 3)
+    # a 24 GiB card: no 10 GiB floor, reserved 512 + 3072 + 48 + 128
+    assert sglang_default_fraction(24564, {"tp": 1, "pp": 1}) == round((24564 - 3760) / 24564.0, 3)
+
+
+def test_sglang_recipe_reads_mem_fraction_static_and_context_length():
+    inst = {"unit": "u", "recipe": "sg", "launcher": "sglang", "gpus": 1, "gpu_ids": [0],
+            "argv": ["python3", "-m", "sglang.launch_server", "--context-length", "8192", "--tp-size", "1"]}
+    entry = budget.instance_needs(inst, 130000, LLAMA_70B)
+    assert (entry["fraction"], entry["fraction_flag"], entry["tokens"]) == (None, "--mem-fraction-static", 8192)
+    result = by_check(evaluate(facts(h200()), needs(entry)))["memory_budget"]
+    # 0.907 of 143155 = 129841 < 130000 + 2560: SGLang's fraction holds weights and KV only
+    assert result["severity"] == "error" and "the engine's share of GPU 0 is 129841 MiB" in result["message"]
+    assert "raise --mem-fraction-static to 0.93" in result["message"]
+
+
+@pytest.mark.parametrize("config, kv, tp, per_token", [
+    (LLAMA_70B, "auto", 1, 2 * 80 * 8 * 128 * 2),
+    (LLAMA_70B, "fp8", 1, 2 * 80 * 8 * 128),
+    (LLAMA_70B, "auto", 8, 2 * 80 * 1 * 128 * 2),
+    # TP beyond the KV heads: each rank keeps one (replicated) KV head
+    (LLAMA_70B, "auto", 16, 2 * 80 * 1 * 128 * 2),
+    # MLA (DeepSeek V3): one latent of kv_lora_rank + qk_rope_head_dim per layer, on every TP rank
+    ({"num_hidden_layers": 61, "kv_lora_rank": 512, "qk_rope_head_dim": 64, "num_attention_heads": 128,
+      "torch_dtype": "bfloat16"}, "auto", 8, 61 * 576 * 2),
+    # a multimodal model's text_config
+    ({"text_config": {"num_hidden_layers": 4, "num_attention_heads": 8, "hidden_size": 512}, "torch_dtype": "float16"},
+     "auto", 1, 2 * 4 * 8 * 64 * 2),
+])
+def test_kv_bytes_per_token(config, kv, tp, per_token):
+    assert budget.kv_bytes_per_token(config, kv, tp) == per_token
+
+
+def test_a_config_without_layers_is_named():
+    with pytest.raises(budget.MemoryConfigError, match="num_hidden_layers"):
+        budget.kv_bytes_per_token({"hidden_size": 4}, "auto")
+
+
+# --- GPUs in use ----------------------------------------------------------------------------------------------------
+
+def test_a_gpu_another_process_holds_fails_naming_the_process():
+    acc = h200("nvidia-smi-q-process-60g.xml", REAL)
+    assert acc["devices"][0]["processes"] == [{"pid": 4242, "name": "/usr/bin/python3", "used_mib": 61440, "type": "C"}]
+    result = by_check(evaluate(facts(acc), needs(vllm())))["gpu_in_use"]
+    assert result["severity"] == "error"
+    assert result["found"] == "GPU 0: %d MiB free, vllm-tp1 needs 131702 MiB, held by pid 4242 /usr/bin/python3 " \
+        "(61440 MiB)" % (81716 - CUDA_CONTEXT_MIB)
+
+
+def test_the_collections_own_engine_on_the_gpu_does_not_count():
+    acc = h200("nvidia-smi-q-process-60g.xml", REAL)
+    owners = gpu_owners(acc, read=lambda path: "0::/system.slice/launchcard-m-vllm-0.service\n"
+                        if path == "/proc/4242/cgroup" else None)
+    assert owners == {"4242": "launchcard-m-vllm-0.service"}
+    assert by_check(evaluate(facts(acc, owners), needs(vllm())))["gpu_in_use"]["severity"] == "ok"
+
+
+# --- GPU health -----------------------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("xml, what", [
+    ("nvidia-smi-q-ecc-uncorrectable.xml", "2 uncorrectable ECC error(s) since the driver loaded"),
+    ("nvidia-smi-q-remap-pending.xml", "a row remap is pending"),
+])
+def test_a_gpu_with_uncorrectable_ecc_or_a_pending_remap_fails_naming_the_gpu(xml, what):
+    acc = h200(xml, REAL)
+    assert acc["devices"][0]["health"] == "error"
+    result = by_check(evaluate(facts(acc), needs(vllm())))["gpu_health"]
+    assert result["severity"] == "error"
+    assert result["message"].startswith("GPU 0 (0000:00:06.0): %s: drain the host and reset the GPU (nvidia-smi -r -i 0"
+                                        % what)
+
+
+def test_a_narrow_pcie_link_and_hw_slowdown_warn():
+    acc = h200("nvidia-smi-q-pcie-x8-slowdown.xml", REAL)
+    result = by_check(evaluate(facts(acc), needs(vllm())))["gpu_health"]
+    assert result["severity"] == "warning"
+    assert "PCIe link x8, below its maximum x16" in result["message"]
+    assert "hardware slowdown active" in result["message"]
+
+
+def test_an_idle_gpu_trained_down_to_a_lower_pcie_gen_is_not_a_warning():
+    xml = text(os.path.join(H200, "nvidia-smi-q.xml")).replace(
+        "<current_link_gen>5</current_link_gen>", "<current_link_gen>1</current_link_gen>")
+    assert list(health.parse_nvidia_smi_xml(xml).values())[0]["issues"] == []
+
+
+def test_a_gpu_fallen_off_the_bus_fails_naming_its_bus_id():
+    # eight H100s, the last one lost (NVIDIA/dcgm-exporter#604, NVIDIA/open-gpu-kernel-modules#387)
+    acc = summarize("nvidia", {"nvidia_smi": (0, text(os.path.join(FIXTURES, "accelerators",
+                                                                     "nvidia-smi-lost-gpu.csv")), "")})
+    assert acc["driver"]["lost_gpus"] == ["0000:db:00.0"]
+    result = by_check(evaluate(facts(acc), {"gpus": 1, "validated_models": [], "disk_bytes": None}))["gpu_health"]
+    assert result["severity"] == "error"
+    assert result["message"].startswith("GPU at 0000:db:00.0: nvidia-smi cannot reach it (fallen off the bus, Xid 79)")
+
+
+def test_not_xml_is_an_error_not_a_crash():
+    acc = summarize("nvidia", {"nvidia_smi": (0, text(os.path.join(H200, "nvidia-smi-query-gpu.csv")), ""),
+                               "nvidia_smi_q": (0, "<nope", "")})
+    assert acc["count"] == 1 and acc["devices"][0]["health"] is None
+    assert acc["errors"][0].startswith("nvidia-smi -q -x: not XML")
