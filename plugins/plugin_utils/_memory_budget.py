@@ -91,14 +91,14 @@ def _number(value):
         return None
 
 
-def instance_needs(inst, weights_mib, model_config):
+def instance_needs(inst, weights_mib, model_config, config_error=None):
     """One GPU instance's memory needs (an entry of ``needs.memory``).
 
     :param inst: the planned instance (``launcher``, ``argv`` - the effective argv -, ``unit``, ``recipe``,
         ``gpus``, ``gpu_ids``).
     :param weights_mib: the weights per GPU (``host_needs``' arithmetic), or None when the card states no size.
-    :param model_config: the model's ``config.json`` at the card's revision (the plan's ``model_configs``), or
-        None: the KV cache is then unknown and the check says so.
+    :param model_config: the model's ``config.json`` facts at the card's revision (the plan's ``model_configs``),
+        or None: the KV cache is then unknown and the check says so (``config_error``: why).
     :returns: ``{"unit", "recipe", "launcher", "gpu_ids", "weights_mib", "fraction", "fraction_flag",
         "context_flag", "tokens", "tokens_from", "kv_mib_per_1k_tokens", "kv_mib", "kv_error", "sglang"}``:
         ``fraction`` None is the engine's default (vLLM's constant; SGLang's from the GPU's memory, computed on
@@ -120,7 +120,7 @@ def instance_needs(inst, weights_mib, model_config):
         tokens, tokens_from = cfg["max_position_embeddings"], "max_position_embeddings"
     per_token, error = None, None
     if model_config is None:
-        error = "the model's config.json was not read at planning"
+        error = config_error or "the model's config.json was not read at planning"
     else:
         try:
             per_token = kv_bytes_per_token(model_config, a.get("--kv-cache-dtype", "auto"), tp, pp)
@@ -155,3 +155,55 @@ def instance_needs(inst, weights_mib, model_config):
 def _int(value):
     number = _number(value)
     return int(number) if number is not None else None
+
+
+# The config.json fields the KV cache is computed from: only these, as positive integers (or the dtype's name), are
+# kept in the plan; the rest of an untrusted config.json never leaves this function.
+CONFIG_INTS = ("num_hidden_layers", "num_attention_heads", "num_key_value_heads", "head_dim", "hidden_size",
+               "kv_lora_rank", "qk_rope_head_dim", "max_position_embeddings")
+CONFIG_DTYPES = ("torch_dtype", "dtype")
+
+
+def config_facts(config):
+    """The fields of a ``config.json`` (and of its ``text_config``/``llm_config``/``language_config``) that
+    :func:`kv_bytes_per_token` reads, each a positive integer below 2**31 or a short dtype name; others dropped."""
+    if not isinstance(config, dict):
+        raise MemoryConfigError("config.json is not a JSON object")
+    out = {}
+    for key in CONFIG_INTS:
+        value = config.get(key)
+        if isinstance(value, int) and not isinstance(value, bool) and 0 < value < 2 ** 31:
+            out[key] = value
+    for key in CONFIG_DTYPES:
+        value = config.get(key)
+        if isinstance(value, str) and value.replace("_", "").isalnum() and len(value) < 32:
+            out[key] = value
+    for key in ("text_config", "llm_config", "language_config"):
+        if isinstance(config.get(key), dict):
+            out[key] = config_facts(config[key])
+    return out
+
+
+def model_configs(cards, fetch):
+    """Each card's model ``config.json`` facts at its revision, for the plan (``model_configs``).
+
+    :param cards: card source -> card model (``model.repo``, ``model.revision``).
+    :param fetch: ``fetch(repo, revision) -> parsed config.json``; raises on any failure (the Hub's, the
+        network's, JSON's).
+    :returns: ``{card: {"repo", "revision", "config": facts}}`` or ``{..., "error": text}``: a config that could
+        not be read makes the ``memory_budget`` check warn, never stops the plan.
+    """
+    out, seen = {}, {}
+    for src, card in sorted((cards or {}).items()):
+        model = card.get("model") or {}
+        key = (model.get("repo"), model.get("revision"))
+        if key not in seen:
+            entry = {"repo": key[0], "revision": key[1]}
+            try:
+                entry["config"] = config_facts(fetch(*key))
+            except Exception as exc:  # pylint: disable=broad-except
+                entry["error"] = "config.json of %s@%s not read: %s" % (key[0], key[1], str(exc).splitlines()[0][:200]
+                                                                           if str(exc) else type(exc).__name__)
+            seen[key] = entry
+        out[src] = seen[key]
+    return out

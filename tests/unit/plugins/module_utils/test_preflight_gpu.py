@@ -244,3 +244,62 @@ def test_not_xml_is_an_error_not_a_crash():
                                "nvidia_smi_q": (0, "<nope", "")})
     assert acc["count"] == 1 and acc["devices"][0]["health"] is None
     assert acc["errors"][0].startswith("nvidia-smi -q -x: not XML")
+
+
+def test_the_sandbox_stand_in_answers_q_x_in_each_state(tmp_path):
+    import json
+    import subprocess
+    import sys
+    standin = os.path.join(os.path.dirname(__file__), "..", "..", "..", "sandbox", "nvidia_smi_standin.py")
+    gpu = {"index": 0, "name": "NVIDIA H200", "uuid": "GPU-1", "pci.bus_id": "00000000:18:00.0",
+           "memory.total": 143771, "memory.reserved": 616, "memory.used": 61440, "remapped_rows.pending": True,
+           "ecc.uncorrectable.volatile": 3, "processes": [{"pid": 4242, "name": "python3", "used_mib": 61440}]}
+    (tmp_path / "gpus.json").write_text(json.dumps({"driver_version": "580.95.05", "gpus": [gpu]}))
+    out = subprocess.run([sys.executable, standin, "-q", "-x"], capture_output=True, text=True, check=True,
+                         env=dict(os.environ, LAUNCHCARD_SANDBOX_GPUS_JSON=str(tmp_path / "gpus.json"))).stdout
+    facts = health.parse_nvidia_smi_xml(out)["0000:18:00.0"]
+    assert facts["memory"] == {"total_mib": 143771, "reserved_mib": 616, "used_mib": 61440, "free_mib": 81715}
+    assert [i["what"] for i in facts["issues"]] == ["3 uncorrectable ECC error(s) since the driver loaded",
+                                                    "a row remap is pending"]
+    assert facts["processes"] == [{"pid": 4242, "name": "python3", "used_mib": 61440, "type": "C"}]
+
+
+# --- model names: family and variant whatever suffix the tool prints -----------------------------------------------
+
+@pytest.mark.parametrize("name, model_id", [
+    # torch_npu's soc_version table (Ascend910B1..B4, Ascend910B2C, Ascend910B4-1, Ascend910_93xx)
+    ("Ascend910B2C", "ascend_910b"),
+    ("910B2C", "ascend_910b"),
+    ("Ascend910B4-1", "ascend_910b"),
+    ("910B3", "ascend_910b"),
+    ("Ascend910_9391", "ascend_910c"),
+    ("Ascend910_9382", "ascend_910c"),
+    ("Ascend310P3", "ascend_310p"),
+    ("Ascend310B4", "ascend_310b"),
+])
+def test_ascend_names_with_a_suffix_after_the_variant_number(name, model_id):
+    from ansible_collections.launchcard.inference.plugins.module_utils._accel_tables import normalize_model
+    assert normalize_model(name) == model_id
+
+
+# --- the model's config.json at planning ----------------------------------------------------------------------------
+
+def test_model_configs_keep_only_the_numbers_the_kv_cache_needs_and_record_a_failure():
+    cards = {"a.json": {"model": {"repo": "o/m", "revision": "r1"}},
+             "b.json": {"model": {"repo": "o/gone", "revision": "r2"}}}
+
+    def fetch(repo, revision):
+        if repo == "o/gone":
+            raise OSError("404 Client Error: Entry Not Found\nmore")
+        return dict(LLAMA_70B, auto_map={"AutoModel": "evil.py"}, num_hidden_layers=80, head_dim="128; rm -rf /",
+                    torch_dtype="bfloat16")
+
+    out = budget.model_configs(cards, fetch)
+    assert out["a.json"]["config"] == {"num_hidden_layers": 80, "num_attention_heads": 64, "num_key_value_heads": 8,
+                                       "hidden_size": 8192, "max_position_embeddings": 131072,
+                                       "torch_dtype": "bfloat16"}
+    assert out["b.json"]["error"] == "config.json of o/gone@r2 not read: 404 Client Error: Entry Not Found"
+    entry = vllm([], 30000, None)
+    assert entry["kv_error"] == "the model's config.json was not read at planning"
+    inst = {"unit": "u", "recipe": "r", "launcher": "vllm", "gpus": 1, "gpu_ids": [0], "argv": ["vllm", "serve", "m"]}
+    assert budget.instance_needs(inst, 1, None, out["b.json"]["error"])["kv_error"] == out["b.json"]["error"]
