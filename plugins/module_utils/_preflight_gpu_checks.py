@@ -37,32 +37,64 @@ def _result(check, ok, need, found, message, severity="error"):
             "severity": "ok" if ok else severity}
 
 
-def sglang_default_fraction(gpu_mem_mib, args):
-    """SGLang's ``--mem-fraction-static`` when the argv sets none: python/sglang/srt/server_args.py
-    ``_handle_gpu_memory_settings`` (0.5.23): ``chunked_prefill_size`` and ``cuda_graph_max_bs`` by GPU memory
-    tier and TP, then ``reserved_mem`` = 512 + max(chunked_prefill_size, 2048) x 1.5 + cuda_graph_max_bs x 2
-    + TP x PP / 8 x 1024 (+ DP attention's padding), at least 10 GiB above 60 GiB of GPU memory, and the fraction
-    ``round((gpu_mem - reserved_mem) / gpu_mem, 3)`` (its multimodal and speculative adjustments are left out).
+# python/sglang/srt/arg_groups/memory_hook.py (0.5.23) handle_gpu_memory_settings: by GPU memory (MiB, below the
+# limit), the default chunked_prefill_size and decode CUDA graph max_bs at TP < 4 and at TP >= 4.
+_SGLANG_TIERS = ((20 * 1024, 2048, 8, 8), (35 * 1024, 4096, 48, 160), (60 * 1024, 4096, 32, 160),
+                 (90 * 1024, 8192, 256, 512), (160 * 1024, 8192, 256, 512), (None, 16384, 512, 512))
 
-    :param gpu_mem_mib: the GPU's memory (SGLang reads nvidia-smi's ``memory.total``), MiB.
-    :param args: ``needs.memory[].sglang``: ``tp``, ``pp``, ``chunked_prefill_size``, ``cuda_graph_max_bs``,
-        ``dp_size``, ``dp_attention``.
+
+def _prefill_graph_sizes(max_bs):
+    """arg_groups/cuda_graph_hook.py (0.5.23) generate_prefill_cuda_graph_batch_sizes: how many token counts the
+    prefill CUDA graph captures up to ``max_bs``."""
+    sizes = (list(range(4, 33, 4)) + list(range(48, 257, 16)) + list(range(288, 513, 32)) +
+             list(range(576, 1025, 64)) + list(range(1280, 4097, 256)) + list(range(4608, max_bs + 1, 512)))
+    return len([s for s in sizes if s <= max_bs])
+
+
+def sglang_default_fraction(gpu_mem_mib, args, cuda=True):
+    """SGLang's ``--mem-fraction-static`` when the argv sets none: python/sglang/srt/arg_groups/memory_hook.py
+    (0.5.23) ``handle_gpu_memory_settings`` and ``reserve_for_graph_mb``: ``reserved_mem`` = 512 + 1.5 x the
+    activation tokens (``max(chunked_prefill_size, 2048)``; a PD decode server's running requests) + TP x PP / 8 x
+    1024 + the CUDA graphs' reserve (decode: 2 x max_bs, DP attention's padding; prefill, on CUDA only: 8 per
+    captured size, 1.5 GiB with MLA), at least 10 GiB above 60 GiB of GPU memory, + 2 GiB for DeepEP; the fraction
+    is ``round((gpu_mem - reserved_mem) / gpu_mem, 3)``. Left out: its multimodal adjustment and the opt-in
+    post-capture sizing (``SGLANG_ENABLE_POST_CAPTURE_KV_SIZING``, off by default).
+
+    :param gpu_mem_mib: the GPU's memory (SGLang reads nvidia-smi's ``memory.total``, the smallest GPU's), MiB.
+    :param args: ``needs.memory[].sglang`` (``plugin_utils/_memory_budget.py``): what the argv sets.
+    :param cuda: an NVIDIA GPU (the prefill graph's default backend is breakable on CUDA, disabled elsewhere).
     """
     tp, pp = args.get("tp") or 1, args.get("pp") or 1
-    gib = 1024
-    tiers = ((20 * gib, 2048, 8, 8), (35 * gib, 2048, 24, 80), (60 * gib, 4096, 32, 160),
-             (90 * gib, 8192, 256, 512), (160 * gib, 8192, 256, 512), (None, 16384, 512, 512))
-    for limit, chunk, small_bs, large_bs in tiers:
+    for limit, chunk, small_bs, large_bs in _SGLANG_TIERS:
         if limit is None or gpu_mem_mib < limit:
             break
     chunk = args.get("chunked_prefill_size") or chunk
-    graph_bs = args.get("cuda_graph_max_bs") or (small_bs if tp < 4 else large_bs)
-    reserved = 512 + (max(chunk, 2048) * 1.5 if chunk > 0 else 2048 * 1.5) + graph_bs * 2 + tp * pp / 8.0 * 1024
-    if args.get("dp_attention"):
-        dp = args.get("dp_size") or 1
-        reserved += graph_bs * dp * 3 + (graph_bs * dp * 1.5 if graph_bs > 300 else 0)
-    if gpu_mem_mib > 60 * gib:
-        reserved = max(reserved, 10 * gib)
+    decode_bs = args.get("decode_max_bs")
+    if decode_bs is None:
+        decode_bs = small_bs if tp < 4 else large_bs
+        if args.get("max_running_requests") and decode_bs > args["max_running_requests"]:
+            decode_bs = args["max_running_requests"]
+    mode = args.get("disaggregation_mode") or "null"
+    if mode == "decode":
+        activation = max(args.get("max_running_requests") or decode_bs or 1, 2048)
+    else:
+        activation = max(chunk if chunk > 0 else args.get("max_prefill_tokens") or 16384, 2048)
+    reserved = 512 + activation * 1.5 + tp * pp / 8.0 * 1024
+    decode_graph = mode != "prefill" and not args.get("disable_decode_graph")
+    if decode_graph:
+        reserved += decode_bs * 2
+    if args.get("dp_attention") and mode != "prefill":
+        dp = args.get("attn_dp_size") or 1
+        reserved += decode_bs * dp * 3 + (decode_bs * dp * 1.5 if decode_bs > 300 else 0)
+    if mode != "decode" and cuda and not args.get("disable_prefill_graph"):
+        if args.get("mla"):
+            reserved += 1.5 * 1024
+        else:
+            reserved += _prefill_graph_sizes(args.get("prefill_max_bs") or chunk) * 8
+    if gpu_mem_mib > 60 * 1024:
+        reserved = max(reserved, 10 * 1024)
+    if args.get("deepep") and decode_graph:
+        reserved += 2 * 1024
     return round((gpu_mem_mib - reserved) / float(gpu_mem_mib), 3)
 
 
@@ -73,7 +105,7 @@ def _placed(devices, gpu_ids):
     return [d for d in devices if d.get("index") in gpu_ids]
 
 
-def _share(entry, device, stated):
+def _share(entry, device, stated, cuda=True):
     """``(visible, fraction, budget)`` of one GPU for one instance, or None when its memory is unknown."""
     total = device.get("memory_mib") if device.get("memory_mib") is not None else stated
     if not total:
@@ -82,10 +114,11 @@ def _share(entry, device, stated):
     visible = total - (device.get("memory_reserved_mib") or 0)
     fraction = entry.get("fraction")
     if fraction is None and entry.get("launcher") == "sglang":
-        fraction = sglang_default_fraction(total, entry.get("sglang") or {})
+        fraction = sglang_default_fraction(total, entry.get("sglang") or {}, cuda)
     if fraction is None:
         return None
-    return visible, fraction, int(visible * fraction)
+    # vllm/v1/worker/utils.py (0.32.0) request_memory: math.ceil(total_memory * gpu_memory_utilization)
+    return visible, fraction, int(math.ceil(visible * fraction))
 
 
 def _floor(entry, headroom):
@@ -124,7 +157,8 @@ def check_memory_budget(host):
     for e in entries:
         floor = _floor(e, head)
         need = e["weights_mib"] + (e.get("kv_mib") or 0) + floor
-        shares = [(d, _share(e, d, stated)) for d in _placed(host.devices, e.get("gpu_ids"))]
+        shares = [(d, _share(e, d, stated, host.acc.get("vendor") == "nvidia"))
+                  for d in _placed(host.devices, e.get("gpu_ids"))]
         shares = [(d, s) for d, s in shares if s]
         if not shares:
             continue
@@ -177,7 +211,9 @@ def _ours(owner):
 
 def check_gpu_in_use(host):
     """``gpu_in_use``: every GPU an instance is placed on has the engine's share free (vLLM refuses to start
-    otherwise: vllm/v1/worker/utils.py "Free memory on device ... is less than desired GPU memory utilization"),
+    otherwise: vllm/v1/worker/utils.py (0.32.0) request_memory, "Free memory on device ... is less than desired GPU
+    memory utilization"; SGLang's pool then has no room: "Not enough memory. Please try to increase
+    --mem-fraction-static"),
     naming the processes that hold it; the collection's own engines do not count (this run stops or restarts
     them)."""
     entries = host.needs.get("memory") or ()
@@ -189,7 +225,7 @@ def check_gpu_in_use(host):
     short, needs = {}, []
     for e in entries:
         for d in _placed(devices, e.get("gpu_ids")):
-            share = _share(e, d, stated)
+            share = _share(e, d, stated, host.acc.get("vendor") == "nvidia")
             if not share:
                 continue
             procs = d.get("processes") or []
@@ -232,7 +268,14 @@ def check_gpu_health(host):
         errors.append("GPU at %s: nvidia-smi cannot reach it (fallen off the bus, Xid 79): drain the host and reboot "
                       "it; if it stays off the bus, reseat or RMA it" % bus)
     for d in judged:
-        for issue in d.get("health_issues") or ():
+        issues = list(d.get("health_issues") or ())
+        if not issues and d.get("health") != "ok":
+            # npu-smi's Health column (Ascend) reads OK on a healthy chip; any other word is its alarm level
+            issues = [{"severity": "warning" if d["health"] == "warning" else "error",
+                       "what": "npu-smi reports health %s" % d["health"],
+                       "action": "read its alarms (npu-smi info -t health -i INDEX), then drain the host and reboot "
+                                 "it, or replace the NPU"}]
+        for issue in issues:
             line = "GPU %s (%s): %s: %s" % (d.get("index"), d.get("bus_id"), issue["what"],
                                             issue["action"].replace("INDEX", str(d.get("index"))))
             serious = issue["severity"] == "error" and (not placed or d.get("index") in placed)

@@ -25,8 +25,8 @@ FRACTION_FLAGS = {"vllm": "--gpu-memory-utilization", "sglang": "--mem-fraction-
 CONTEXT_FLAG = {"vllm": "--max-model-len", "sglang": "--context-length"}
 
 # Bytes per KV element by --kv-cache-dtype: vllm/utils/torch_utils.py (0.32.0) STR_DTYPE_TO_TORCH_DTYPE (fp8* and
-# int8 are one byte, float16/bfloat16 two); SGLang server_args.py --kv-cache-dtype choices (fp8_e4m3, fp8_e5m2, bf16,
-# fp4_e2m1). nvfp4 / 4-bit kinds: half a byte (their per-block scales are left out).
+# int8 are one byte, float16/bfloat16 two); SGLang 0.5.23's --kv-cache-dtype choices (auto, fp8_e5m2, fp8_e4m3, mxfp8,
+# bf16, bfloat16, nvfp4, fp4_mx_block16). nvfp4 / 4-bit kinds: half a byte (their per-block scales are left out).
 _KV_BYTES = {"float16": 2, "half": 2, "bfloat16": 2, "bf16": 2, "float32": 4, "float": 4, "fp32": 4}
 _MODEL_DTYPE_BYTES = {"float16": 2, "bfloat16": 2, "float32": 4, "float8_e4m3fn": 1}
 
@@ -42,9 +42,11 @@ def kv_element_bytes(kv_cache_dtype, model_dtype):
         return _MODEL_DTYPE_BYTES.get(str(model_dtype or "").lower(), 2)
     if dtype in _KV_BYTES:
         return _KV_BYTES[dtype]
-    if dtype.startswith(("fp8", "int8")) or dtype.endswith("8_per_token_head"):
+    if dtype.startswith(("fp8", "int8", "mxfp8")):
         return 1
-    if "4" in dtype:
+    if dtype == "turboquant_k8v4":
+        return 0.75
+    if dtype.startswith(("nvfp4", "fp4", "int4", "ultraquant_4bit", "turboquant_")):
         return 0.5
     return 2
 
@@ -142,12 +144,23 @@ def instance_needs(inst, weights_mib, model_config, config_error=None):
         "kv_error": error,
     }
     if launcher == "sglang":
+        # what SGLang's default --mem-fraction-static reads (module_utils/_preflight_gpu_checks.py computes it on the
+        # host, from the GPU's memory): python/sglang/srt/arg_groups/memory_hook.py (0.5.23)
+        dp = _int(a.get(("--data-parallel-size", "--dp-size", "--dp"))) or 1
         out["sglang"] = {
             "tp": tp, "pp": pp,
             "chunked_prefill_size": _int(a.get("--chunked-prefill-size")),
-            "cuda_graph_max_bs": _int(a.get("--cuda-graph-max-bs")),
-            "dp_size": _int(a.get(("--data-parallel-size", "--dp-size", "--dp"))) or 1,
+            "max_prefill_tokens": _int(a.get("--max-prefill-tokens")),
+            "max_running_requests": _int(a.get("--max-running-requests")),
+            "decode_max_bs": _int(a.get("--cuda-graph-max-bs-decode")),
+            "prefill_max_bs": _int(a.get("--cuda-graph-max-bs-prefill")),
+            "disable_decode_graph": a.has(("--disable-cuda-graph", "--disable-decode-cuda-graph")),
+            "disable_prefill_graph": a.has(("--disable-cuda-graph", "--disable-prefill-cuda-graph")),
+            "disaggregation_mode": a.get("--disaggregation-mode"),
             "dp_attention": a.has("--enable-dp-attention"),
+            "attn_dp_size": _int(a.get(("--attn-dp-size", "--attention-data-parallel-size"))) or dp,
+            "deepep": str(a.get("--moe-a2a-backend") or "").startswith("deepep"),
+            "mla": bool(text_config(model_config or {}).get("kv_lora_rank")),
         }
     return out
 

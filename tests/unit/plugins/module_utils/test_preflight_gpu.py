@@ -88,7 +88,7 @@ def test_h200_recording_passes_preflight_with_a_one_gpu_vllm_recipe():
     assert failed(results) == []
     assert checks["memory_budget"]["severity"] == "ok"
     # 0.92 (vLLM 0.32.0's default) of the 143155 MiB CUDA reports
-    assert "GPU 0 share 131702 MiB (--gpu-memory-utilization 0.920 of 143155 MiB)" in checks["memory_budget"]["found"]
+    assert "GPU 0 share 131703 MiB (--gpu-memory-utilization 0.920 of 143155 MiB)" in checks["memory_budget"]["found"]
     assert "KV 10240 for 32768 tokens (--max-model-len)" in checks["memory_budget"]["need"]
     assert checks["gpu_in_use"]["severity"] == "ok" and checks["gpu_health"]["severity"] == "ok"
 
@@ -102,7 +102,7 @@ def test_weights_that_fit_memory_total_but_not_the_share_fail_naming_the_flag():
     assert checks["memory_fit"]["severity"] == "ok"
     result = checks["memory_budget"]
     assert result["severity"] == "error"
-    assert "vllm-tp1 needs %d MiB per GPU but the engine's share of GPU 0 is 131702 MiB" % (
+    assert "vllm-tp1 needs %d MiB per GPU but the engine's share of GPU 0 is 131703 MiB" % (
         128000 + 4096 + CUDA_CONTEXT_MIB) in result["message"]
     assert "raise --gpu-memory-utilization to 0.93" in result["message"]
 
@@ -120,7 +120,7 @@ def test_a_kv_cache_for_the_max_model_len_that_does_not_fit_fails_naming_max_mod
     assert entry["kv_mib"] == 40960 and entry["kv_mib_per_1k_tokens"] == 320.0
     result = by_check(evaluate(facts(h200()), needs(entry)))["memory_budget"]
     assert result["severity"] == "error"
-    room = 131702 - 100000 - 4096 - CUDA_CONTEXT_MIB
+    room = 131703 - 100000 - 4096 - CUDA_CONTEXT_MIB
     assert "lower --max-model-len to %d" % int(room / 320.0 * 1024) in result["message"]
     # the same recipe with a shorter context fits
     short = by_check(evaluate(facts(h200()), needs(vllm(["--max-model-len", "65536"], 100000, LLAMA_70B))))
@@ -138,14 +138,25 @@ def test_without_the_models_config_the_kv_cache_is_a_warning():
     assert "KV cache not checked (the model's config.json was not read at planning)" in result["message"]
 
 
-def test_sglang_default_mem_fraction_follows_its_server_args_on_the_h200():
-    # server_args.py _handle_gpu_memory_settings: H200 tier (chunk 8192, graph bs 256 at TP < 4),
-    # reserved 512 + 8192 x 1.5 + 256 x 2 + 1/8 x 1024 = 13440 MiB, fraction round((143771 - 13440) / 143771, 3)
-    assert sglang_default_fraction(143771, {"tp": 1, "pp": 1}) == 0.907
-    # 80 GiB H100, TP 8: graph bs 512, reserved 512 + 12288 + 1024 + 1024 = 14848
-    assert sglang_default_fraction(81559, {"tp": 8, "pp": 1}) == round((81559 - 14848) / 81559.0, 3)
-    # a 24 GiB card: no 10 GiB floor, reserved 512 + 3072 + 48 + 128
-    assert sglang_default_fraction(24564, {"tp": 1, "pp": 1}) == round((24564 - 3760) / 24564.0, 3)
+def test_sglang_default_mem_fraction_follows_its_memory_hook_on_the_h200():
+    # memory_hook.py (0.5.23) on the H200 (143771 MiB), TP 1: chunked_prefill_size 8192, decode max_bs 256;
+    # reserved 512 + 8192 x 1.5 + 1/8 x 1024 + 256 x 2 + 58 prefill graph sizes (4..8192) x 8 = 13904
+    assert sglang_default_fraction(143771, {"tp": 1, "pp": 1}) == round((143771 - 13904) / 143771.0, 3) == 0.903
+    # MLA: the prefill graphs reserve 1.5 GiB instead
+    assert sglang_default_fraction(143771, {"tp": 1, "pp": 1, "mla": True}) == round(
+        (143771 - (512 + 12288 + 128 + 512 + 1536)) / 143771.0, 3)
+    # 80 GiB H100, TP 8: decode max_bs 512, reserved 512 + 12288 + 1024 + 1024 + 464 = 15312
+    assert sglang_default_fraction(81559, {"tp": 8, "pp": 1}) == round((81559 - 15312) / 81559.0, 3)
+    # a 24 GiB card: chunk 4096, max_bs 48, 50 prefill sizes, no 10 GiB floor: 512 + 6144 + 128 + 96 + 400 = 7280
+    assert sglang_default_fraction(24564, {"tp": 1, "pp": 1}) == round((24564 - 7280) / 24564.0, 3)
+    # not CUDA (ROCm): no prefill graph by default; the 10 GiB floor holds on a 192 GiB MI300X
+    assert sglang_default_fraction(196592, {"tp": 1, "pp": 1}, cuda=False) == round((196592 - 26240) / 196592.0, 3)
+    # --disable-cuda-graph, a PD decode server with 128 running requests
+    assert sglang_default_fraction(143771, {"tp": 1, "pp": 1, "disable_decode_graph": True,
+                                            "disable_prefill_graph": True}) == round((143771 - 12928) / 143771.0, 3)
+    assert sglang_default_fraction(24564, {"tp": 1, "pp": 1, "disaggregation_mode": "decode",
+                                           "max_running_requests": 128}) == round(
+        (24564 - (512 + 3072 + 128 + 48 * 2)) / 24564.0, 3)
 
 
 def test_sglang_recipe_reads_mem_fraction_static_and_context_length():
@@ -154,8 +165,8 @@ def test_sglang_recipe_reads_mem_fraction_static_and_context_length():
     entry = budget.instance_needs(inst, 130000, LLAMA_70B)
     assert (entry["fraction"], entry["fraction_flag"], entry["tokens"]) == (None, "--mem-fraction-static", 8192)
     result = by_check(evaluate(facts(h200()), needs(entry)))["memory_budget"]
-    # 0.907 of 143155 = 129841 < 130000 + 2560: SGLang's fraction holds weights and KV only
-    assert result["severity"] == "error" and "the engine's share of GPU 0 is 129841 MiB" in result["message"]
+    # 0.903 of 143155 = 129269 < 130000 + 2560: SGLang's fraction holds weights and KV only
+    assert result["severity"] == "error" and "the engine's share of GPU 0 is 129269 MiB" in result["message"]
     assert "raise --mem-fraction-static to 0.93" in result["message"]
 
 
@@ -188,7 +199,7 @@ def test_a_gpu_another_process_holds_fails_naming_the_process():
     assert acc["devices"][0]["processes"] == [{"pid": 4242, "name": "/usr/bin/python3", "used_mib": 61440, "type": "C"}]
     result = by_check(evaluate(facts(acc), needs(vllm())))["gpu_in_use"]
     assert result["severity"] == "error"
-    assert result["found"] == "GPU 0: %d MiB free, vllm-tp1 needs 131702 MiB, held by pid 4242 /usr/bin/python3 " \
+    assert result["found"] == "GPU 0: %d MiB free, vllm-tp1 needs 131703 MiB, held by pid 4242 /usr/bin/python3 " \
         "(61440 MiB)" % (81716 - CUDA_CONTEXT_MIB)
 
 
@@ -303,3 +314,20 @@ def test_model_configs_keep_only_the_numbers_the_kv_cache_needs_and_record_a_fai
     assert entry["kv_error"] == "the model's config.json was not read at planning"
     inst = {"unit": "u", "recipe": "r", "launcher": "vllm", "gpus": 1, "gpu_ids": [0], "argv": ["vllm", "serve", "m"]}
     assert budget.instance_needs(inst, 1, None, out["b.json"]["error"])["kv_error"] == out["b.json"]["error"]
+
+
+def test_an_ascend_npu_in_alarm_fails_naming_it():
+    info = text(os.path.join(FIXTURES, "accelerators", "npu-smi-info-910b3x8.txt"))
+    alarm = info.replace("| 0     910B3               | OK    ", "| 0     910B3               | Alarm ", 1)
+    assert alarm != info
+    acc = summarize("ascend", {"npu_smi_info": (0, alarm, "")})
+    assert acc["devices"][0]["health"] == "alarm"
+    result = by_check(evaluate(facts(acc), {"gpus": 8, "validated_models": [], "disk_bytes": None}))["gpu_health"]
+    assert result["severity"] == "error"
+    assert result["message"].startswith("GPU 0 (0000:c1:00.0): npu-smi reports health alarm: read its alarms "
+                                        "(npu-smi info -t health -i 0)")
+    # the recorded host itself has NPU 5 in Warning: a warning, naming it
+    recorded = by_check(evaluate(facts(summarize("ascend", {"npu_smi_info": (0, info, "")})),
+                                 {"gpus": 8, "validated_models": [], "disk_bytes": None}))["gpu_health"]
+    assert recorded["severity"] == "warning"
+    assert recorded["message"].startswith("GPU 5 (0000:41:00.0): npu-smi reports health warning")
