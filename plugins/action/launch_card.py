@@ -69,12 +69,18 @@ def run_identity(cards, plan, now=None, plan_digest=None):
 
 
 def hub_config_fetch(endpoint, token):
-    """``fetch(repo, revision)`` of a model's ``config.json`` through huggingface_hub (its cache: a revision read
-    once is not fetched again)."""
+    """``fetch(repo, revision)`` of a model's ``config.json`` through huggingface_hub: from its cache when a run
+    read that revision before, else one metadata request without retries (an unreachable Hub fails at once, not
+    after hf_hub_download's five backoffs), then the download into the cache."""
     def fetch(repo, revision):
-        from huggingface_hub import hf_hub_download  # the controller's requirements.txt; imported only when asked
-        path = hf_hub_download(repo_id=repo, filename="config.json", revision=revision,
-                               endpoint=endpoint or None, token=token or False)
+        # the controller's requirements.txt; imported only when asked for
+        from huggingface_hub import get_hf_file_metadata, hf_hub_download, hf_hub_url, try_to_load_from_cache
+        path = try_to_load_from_cache(repo, "config.json", revision=revision)
+        if not isinstance(path, str):
+            get_hf_file_metadata(hf_hub_url(repo, "config.json", revision=revision, endpoint=endpoint or None),
+                                 token=token or False, timeout=10, endpoint=endpoint or None, retry_on_errors=False)
+            path = hf_hub_download(repo_id=repo, filename="config.json", revision=revision,
+                                   endpoint=endpoint or None, token=token or False)
         with open(path, "rb") as handle:
             return json.loads(handle.read(1 << 20).decode("utf-8"))
     return fetch

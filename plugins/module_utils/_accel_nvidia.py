@@ -274,6 +274,8 @@ def summarize_nvidia(sources, errors):
                 health = parse_nvidia_smi_xml(sources["nvidia_smi_q"][1])
             except AcceleratorOutputError as exc:
                 errors.append(str(exc))
+        elif sources.get("nvidia_smi_q") is not None:
+            errors.append(tool_failed("nvidia-smi -q -x", sources["nvidia_smi_q"]))
         for gpu in gpus:
             devices.append(
                 make_device(
