@@ -331,3 +331,30 @@ def test_an_ascend_npu_in_alarm_fails_naming_it():
                                  {"gpus": 8, "validated_models": [], "disk_bytes": None}))["gpu_health"]
     assert recorded["severity"] == "warning"
     assert recorded["message"].startswith("GPU 5 (0000:41:00.0): npu-smi reports health warning")
+
+
+def test_the_filter_gives_each_gpu_instance_its_memory_needs_from_the_plans_model_config():
+    from ansible_collections.launchcard.inference.plugins.filter.plan import preflight_needs
+    from ansible_collections.launchcard.inference.plugins.plugin_utils._card import load_card
+    from ansible_collections.launchcard.inference.plugins.plugin_utils._planner import normalize_placement, plan
+    path = os.path.join(FIXTURES, "..", "..", "..", "cards", "glm-5.3-flash.json")
+    card = load_card(text(path), path)
+    the_plan = plan(card, normalize_placement([("v", {"address": "10.0.0.1", "recipes": ["vllm-aggregated"]}),
+                                               ("s", {"address": "10.0.0.2", "recipes": ["sglang-aggregated"]})]))
+    src = "cards/glm-5.3-flash.json"
+    for host_plan in the_plan["hosts"].values():
+        host_plan["card"] = src  # as plan_fleet tags each host with its card
+    the_plan["model_configs"] = {src: {"repo": "r", "revision": "x", "config": budget.config_facts(LLAMA_70B)}}
+    (vllm_entry,) = preflight_needs(card, the_plan["hosts"]["v"], the_plan)["memory"]
+    # TP 8 of 305.8 GiB; the recipe sets no --gpu-memory-utilization nor --max-model-len
+    assert (vllm_entry["weights_mib"], vllm_entry["fraction"], vllm_entry["gpu_ids"]) == (39142, 0.92, list(range(8)))
+    assert (vllm_entry["tokens"], vllm_entry["tokens_from"]) == (131072, "max_position_embeddings")
+    assert vllm_entry["kv_mib"] == 40960 // 8  # one KV head of eight per TP rank
+    (sglang_entry,) = preflight_needs(card, the_plan["hosts"]["s"], the_plan)["memory"]
+    # no --mem-fraction-static: SGLang's default, computed on the host from what the argv sets
+    assert (sglang_entry["fraction"], sglang_entry["fraction_flag"]) == (None, "--mem-fraction-static")
+    assert (sglang_entry["sglang"]["tp"], sglang_entry["sglang"]["mla"], sglang_entry["kv_mib"]) == (4, False, 40960 // 2 // 4)
+    # without the plan's model_configs the KV cache is unknown, and says why
+    del the_plan["model_configs"]
+    assert preflight_needs(card, the_plan["hosts"]["v"], the_plan)["memory"][0]["kv_error"] == \
+        "the model's config.json was not read at planning"
