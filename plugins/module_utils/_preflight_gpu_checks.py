@@ -140,8 +140,8 @@ def _advice(entry, need, visible, budget, floor):
     if entry.get("fraction_flag") and wanted <= MAX_SUGGESTED_FRACTION:
         out.append("raise %s to %.2f" % (entry["fraction_flag"], wanted))
     if weights + floor > int(visible * MAX_SUGGESTED_FRACTION) or not out:
-        out.append("use more tensor parallel (%s) to split the weights" % TP_FLAGS.get(entry.get("launcher"),
-                                                                                         "--tensor-parallel-size"))
+        flag = TP_FLAGS.get(entry.get("launcher"), "--tensor-parallel-size")
+        out.append("use more tensor parallel (%s) to split the weights" % flag)
     return " or ".join(out)
 
 

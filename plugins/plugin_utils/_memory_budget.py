@@ -215,8 +215,8 @@ def model_configs(cards, fetch):
             try:
                 entry["config"] = config_facts(fetch(*key))
             except Exception as exc:  # pylint: disable=broad-except
-                entry["error"] = "config.json of %s@%s not read: %s" % (key[0], key[1], str(exc).splitlines()[0][:200]
-                                                                           if str(exc) else type(exc).__name__)
+                why = str(exc).splitlines()[0][:200] if str(exc) else type(exc).__name__
+                entry["error"] = "config.json of %s@%s not read: %s" % (key[0], key[1], why)
             seen[key] = entry
         out[src] = seen[key]
     return out

@@ -242,8 +242,8 @@ def test_an_idle_gpu_trained_down_to_a_lower_pcie_gen_is_not_a_warning():
 
 def test_a_gpu_fallen_off_the_bus_fails_naming_its_bus_id():
     # eight H100s, the last one lost (NVIDIA/dcgm-exporter#604, NVIDIA/open-gpu-kernel-modules#387)
-    acc = summarize("nvidia", {"nvidia_smi": (0, text(os.path.join(FIXTURES, "accelerators",
-                                                                     "nvidia-smi-lost-gpu.csv")), "")})
+    lost = text(os.path.join(FIXTURES, "accelerators", "nvidia-smi-lost-gpu.csv"))
+    acc = summarize("nvidia", {"nvidia_smi": (0, lost, "")})
     assert acc["driver"]["lost_gpus"] == ["0000:db:00.0"]
     result = by_check(evaluate(facts(acc), {"gpus": 1, "validated_models": [], "disk_bytes": None}))["gpu_health"]
     assert result["severity"] == "error"
