@@ -358,3 +358,23 @@ def test_the_filter_gives_each_gpu_instance_its_memory_needs_from_the_plans_mode
     del the_plan["model_configs"]
     assert preflight_needs(card, the_plan["hosts"]["v"], the_plan)["memory"][0]["kv_error"] == \
         "the model's config.json was not read at planning"
+
+
+def test_npus_another_vllm_holds_fail_naming_its_processes():
+    # npu-smi info of 8 x 910B2 under a running vLLM, posted in vllm-project/vllm-ascend#4866
+    acc = summarize("ascend", {"npu_smi_info": (0, text(os.path.join(REAL, "npu-smi-info-910b2x8-vllm-held.txt")), "")})
+    assert acc["errors"] == [] and acc["models"] == ["ascend_910b"]
+    first = acc["devices"][0]
+    # used 60126, of which the process 56293: the rest is the driver's, as on an idle NPU
+    assert (first["memory_mib"], first["memory_free_mib"], first["memory_reserved_mib"]) == (65536, 65536 - 60126,
+                                                                                             60126 - 56293)
+    assert first["processes"] == [{"pid": 2759218, "name": "VLLMWorker_DP", "used_mib": 56293, "type": None}]
+    entry = vllm(["--tensor-parallel-size", "8"], 20000, None, gpu_ids=range(8))
+    result = by_check(evaluate(facts(acc), needs(entry)))["gpu_in_use"]
+    assert result["severity"] == "error"
+    assert result["found"].startswith("GPU 0: %d MiB free, vllm-tp1 needs 56767 MiB, held by pid 2759218 VLLMWorker_DP "
+                                      "(56293 MiB); GPU 1:" % (65536 - 60126 - CUDA_CONTEXT_MIB))
+    # the idle 910B3 host's npu-smi (no process) leaves the share free
+    idle_text = text(os.path.join(FIXTURES, "accelerators", "npu-smi-info-910b3x8.txt"))
+    idle = summarize("ascend", {"npu_smi_info": (0, idle_text, "")})
+    assert by_check(evaluate(facts(idle), needs(entry)))["gpu_in_use"]["severity"] == "ok"
