@@ -450,8 +450,9 @@ def preflight_needs(card, host_plan, plan=None, image_vendors=None, native_packa
     needs = preflight.host_needs(card, host_plan or {}, plan, peers)
     # what each GPU instance needs of its GPUs' memory, from its argv and the model's config.json in the plan
     model = ((plan or {}).get("model_configs") or {}).get((host_plan or {}).get("card")) or {}
-    needs["memory"] = [memory_budget.instance_needs(i, needs["weights_by_unit"].get(i.get("unit")),
-                                                    model.get("config"), model.get("error"))
+    needs["memory"] = [dict(memory_budget.instance_needs(i, needs["weights_by_unit"].get(i.get("unit")),
+                                                         model.get("config"), model.get("error")),
+                            weights_spread_mib=needs["weights_spread_by_unit"].get(i.get("unit")))
                        for i in (host_plan or {}).get("instances", []) if i.get("gpus")]
     try:
         needs["image_vendors"] = vendors.image_vendor_needs(host_plan or {}, image_vendors or {})

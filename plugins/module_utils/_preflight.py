@@ -185,7 +185,7 @@ def host_needs(card, host_plan, plan=None, peers=None):
     recipes = {r["name"]: r for r in card["recipes"]}
     validated = set()
     per_gpu = spread_per_gpu = None
-    ports, by_unit = [], {}
+    ports, by_unit, spread_by_unit = [], {}, {}
     for inst in host_plan.get("instances", []):
         # an instance whose host overrides its recipe's argv carries what its effective argv says (the planner)
         r = dict(recipes[inst["recipe"]], **(inst.get("recipe_facts") or {}))
@@ -204,6 +204,7 @@ def host_needs(card, host_plan, plan=None, peers=None):
                 spread = shards * _expert_spread(r)
                 if spread > shards:
                     spread_per_gpu = max(spread_per_gpu or 0, int(mib * shards / spread))
+                    spread_by_unit[inst["unit"]] = int(mib * shards / spread)
         if "ports" in inst:
             # every port the planner gave the instance (server, bootstrap, Prometheus,
             # NIXL side channel, multi-node init ports)
@@ -226,6 +227,7 @@ def host_needs(card, host_plan, plan=None, peers=None):
         "weights_per_gpu_spread_mib": spread_per_gpu,
         # each GPU instance's own share, for the memory_budget check's needs (plugin_utils/_memory_budget.py)
         "weights_by_unit": by_unit,
+        "weights_spread_by_unit": spread_by_unit,
         "ports": ports,
         "images": sorted({i["image"] for i in host_plan.get("instances", []) if i.get("image")}),
         "peers": list(peers) if peers is not None else _peers(card, host_plan, plan) if plan else [],

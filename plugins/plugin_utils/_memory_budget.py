@@ -13,6 +13,7 @@ an activation floor and the KV cache of one sequence of ``--max-model-len`` toke
 from __future__ import annotations
 
 import math
+import re
 
 from ansible_collections.launchcard.inference.plugins.plugin_utils._recipe import argv_reader
 
@@ -86,6 +87,23 @@ def kv_bytes_per_token(config, kv_cache_dtype, tp=1, pp=1):
     return 2 * per_gpu_layers * max(1, math.ceil(kv_heads / float(max(1, tp)))) * head_dim * elem
 
 
+# vllm/utils/argparse_utils.py (0.32.0) human_readable_int_or_auto: --max-model-len takes 1k (10**3), 1K (2**10),
+# ... up to t/T, and -1 or "auto" (vLLM fits the length to the memory)
+_SUFFIXES = {"k": 10 ** 3, "m": 10 ** 6, "g": 10 ** 9, "t": 10 ** 12, "K": 2 ** 10, "M": 2 ** 20, "G": 2 ** 30, "T": 2 ** 40}
+AUTO = "auto"
+
+
+def context_tokens(value):
+    """vLLM's ``--max-model-len`` as its parser reads it: an int, :data:`AUTO`, or None (unset or unreadable)."""
+    text = str(value).strip() if value is not None else ""
+    if text.lower() == "auto" or text == "-1":
+        return AUTO
+    match = re.match(r"^(\d+(?:\.\d+)?)([kKmMgGtT]?)$", text)
+    if not match:
+        return None
+    return int(float(match.group(1)) * _SUFFIXES.get(match.group(2), 1))
+
+
 def _number(value):
     try:
         return float(value)
@@ -115,19 +133,25 @@ def instance_needs(inst, weights_mib, model_config, config_error=None):
     tp = int(_number(a.get(("--tensor-parallel-size", "-tp", "--tp-size", "--tp"))) or 1)
     pp = int(_number(a.get(("--pipeline-parallel-size", "-pp", "--pp-size"))) or 1)
     ctx_flag = CONTEXT_FLAG.get(launcher, "--max-model-len")
-    tokens = _number(a.get(ctx_flag))
+    written = a.get(ctx_flag)
+    tokens = context_tokens(written) if launcher == "vllm" else _number(written)
     tokens_from = ctx_flag
     cfg = text_config(model_config or {})
     if tokens is None and cfg.get("max_position_embeddings"):
         tokens, tokens_from = cfg["max_position_embeddings"], "max_position_embeddings"
     per_token, error = None, None
-    if model_config is None:
+    if tokens == AUTO:
+        # vLLM then fits the context to the memory left: no sequence length to hold
+        tokens, tokens_from = None, None
+    elif model_config is None:
         error = config_error or "the model's config.json was not read at planning"
     else:
         try:
             per_token = kv_bytes_per_token(model_config, a.get("--kv-cache-dtype", "auto"), tp, pp)
         except MemoryConfigError as exc:
             error = str(exc)
+        if per_token and not tokens:
+            error = "no %s in the argv and no max_position_embeddings in config.json" % ctx_flag
     out = {
         "unit": inst.get("unit"),
         "recipe": inst.get("recipe"),

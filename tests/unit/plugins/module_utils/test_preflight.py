@@ -120,7 +120,7 @@ def test_needs_of_the_minimal_card():
     p = _plan(card, [("a", "10.0.0.1", ["vllm-aggregated"])])
     needs = host_needs(card, p["hosts"]["a"])
     assert needs == {"disk_bytes": None, "gpus": 1, "validated_models": [], "weights_per_gpu_mib": None,
-                     "weights_per_gpu_spread_mib": None, "weights_by_unit": {},
+                     "weights_per_gpu_spread_mib": None, "weights_by_unit": {}, "weights_spread_by_unit": {},
                      "ports": [{"port": 8000, "owner": "launchcard-smollm2-1.7b-instruct-vllm-aggregated-0.service",
                                 "former_owners": ["launchcard-smollm2-1.7b-instruct-vllm-monolithic-0.service"]}],
                      "images": [p["hosts"]["a"]["instances"][0]["image"]], "peers": [], "rdma": [],
@@ -131,7 +131,8 @@ def test_needs_of_the_minimal_card():
 def test_needs_of_an_empty_host():
     assert host_needs(EX, {}) == {"disk_bytes": None, "gpus": 0, "validated_models": [],
                                   "weights_per_gpu_mib": None, "weights_per_gpu_spread_mib": None, "weights_by_unit": {},
-                                  "ports": [], "images": [], "peers": [], "rdma": [], "units": [], "former_units": []}
+                                  "weights_spread_by_unit": {}, "ports": [], "images": [], "peers": [], "rdma": [],
+                                  "units": [], "former_units": []}
 
 
 # -- evaluate --------------------------------------------------------------------------------------

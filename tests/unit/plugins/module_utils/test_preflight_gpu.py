@@ -378,3 +378,35 @@ def test_npus_another_vllm_holds_fail_naming_its_processes():
     idle_text = text(os.path.join(FIXTURES, "accelerators", "npu-smi-info-910b3x8.txt"))
     idle = summarize("ascend", {"npu_smi_info": (0, idle_text, "")})
     assert by_check(evaluate(facts(idle), needs(entry)))["gpu_in_use"]["severity"] == "ok"
+
+
+@pytest.mark.parametrize("written, tokens", [("32768", 32768), ("32k", 32000), ("32K", 32768), ("1.5k", 1500),
+                                             ("auto", budget.AUTO), ("-1", budget.AUTO), ("many", None), (None, None)])
+def test_max_model_len_as_vllms_parser_reads_it(written, tokens):
+    assert budget.context_tokens(written) == tokens
+
+
+def test_an_auto_max_model_len_needs_no_kv_cache_and_no_warning():
+    entry = vllm(["--max-model-len", "auto"], 30000, LLAMA_70B)
+    assert (entry["tokens"], entry["kv_mib"], entry["kv_error"]) == (None, None, None)
+    result = by_check(evaluate(facts(h200()), needs(entry)))["memory_budget"]
+    assert result["severity"] == "ok" and "KV fitted by the engine (--max-model-len auto)" in result["need"]
+    assert vllm(["--max-model-len", "32K"], 30000, LLAMA_70B)["kv_mib"] == 10240
+
+
+def test_a_data_parallel_recipe_that_fits_only_with_its_experts_spread_warns_as_memory_fit_does():
+    entry = dict(vllm(weights_mib=128000), weights_spread_mib=60000)
+    result = by_check(evaluate(facts(h200()), needs(entry)))["memory_budget"]
+    assert result["severity"] == "warning"
+    assert result["message"] == ("vllm-tp1 fits GPU 0's share only if its weights are mostly MoE experts spread over "
+                                 "the data parallel ranks (60000 MiB per GPU if all are)")
+    # beyond even the spread bound: an error
+    entry["weights_spread_mib"] = 130000
+    assert by_check(evaluate(facts(h200()), needs(entry)))["memory_budget"]["severity"] == "error"
+
+
+def test_no_context_length_anywhere_is_named():
+    config = dict(LLAMA_70B)
+    del config["max_position_embeddings"]
+    assert vllm([], 30000, config)["kv_error"] == \
+        "no --max-model-len in the argv and no max_position_embeddings in config.json"
