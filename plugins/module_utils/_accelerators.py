@@ -124,6 +124,8 @@ COMMANDS = {
         ("amd_smi_static", ["amd-smi", "static", "--asic", "--vram", "--driver", "--json"]),
         ("rocm_smi", ["rocm-smi", "--showproductname", "--showmeminfo", "vram", "--showbus", "--json"]),
         ("amdgpu_modinfo", ["modinfo", "-F", "version", "amdgpu"]),
+        # uncorrectable and deferred ECC counts per GPU (_accel_amd.parse_amd_smi_ecc)
+        ("amd_smi_ecc", ["amd-smi", "metric", "--ecc", "--json"]),
     ),
     "ascend": (
         ("npu_smi_list", ["npu-smi", "info", "-l"]),
@@ -134,7 +136,7 @@ COMMANDS = {
 host; a missing executable leaves that source out. Results go to
 :func:`summarize` as ``(rc, stdout, stderr)`` tuples under the source key."""
 
-COMMAND_REQUIRES = {"nvidia_fabric": "nvidia_smi", "nvidia_smi_q": "nvidia_smi"}
+COMMAND_REQUIRES = {"nvidia_fabric": "nvidia_smi", "nvidia_smi_q": "nvidia_smi", "amd_smi_ecc": "amd_smi_list"}
 """Source key -> source key that must have exited 0 first (no point asking a
 driver that did not answer the first query a second time)."""
 

@@ -410,3 +410,25 @@ def test_no_context_length_anywhere_is_named():
     del config["max_position_embeddings"]
     assert vllm([], 30000, config)["kv_error"] == \
         "no --max-model-len in the argv and no max_position_embeddings in config.json"
+
+
+def test_an_amd_gpu_with_uncorrectable_ecc_errors_fails_naming_it():
+    # amd-smi metric --ecc --json in the keys amdsmi's CLI writes (its CHANGELOG shows them as TOTAL_..._COUNT)
+    accel = os.path.join(FIXTURES, "accelerators")
+    acc = summarize("amd", {"amd_smi_list": (0, text(os.path.join(accel, "amd-smi-list.json")), ""),
+                            "amd_smi_static": (0, text(os.path.join(accel, "amd-smi-static-vram.json")), ""),
+                            "amd_smi_ecc": (0, text(os.path.join(accel, "amd-smi-metric-ecc.json")), "")})
+    assert acc["errors"] == []
+    # GPU 3 reports N/A: no issue, as a GPU without ECC counts
+    assert [d["health"] for d in acc["devices"]] == ["ok", "error", "warning", "ok", "ok", "ok", "ok", "ok"]
+    placed = {"gpus": 8, "validated_models": [], "disk_bytes": None,
+              "memory": [dict(vllm(weights_mib=1000, gpu_ids=range(8)), kv_error=None)]}
+    result = by_check(evaluate(facts(acc), placed))["gpu_health"]
+    assert result["severity"] == "error"
+    assert result["message"].startswith("GPU 1 (0000:15:00.0): 3 uncorrectable ECC error(s): drain the host and reset "
+                                        "the GPU (amd-smi reset --gpureset -g 1) or reboot")
+    assert "GPU 2 (0000:65:00.0): 1 deferred (poisoned) ECC error(s)" in result["message"]
+    # an amd-smi without --ecc (it exits non-zero) leaves health unknown, without an error
+    older = summarize("amd", {"amd_smi_list": (0, text(os.path.join(accel, "amd-smi-list.json")), ""),
+                              "amd_smi_ecc": (2, "", "unrecognized arguments: --ecc")})
+    assert older["devices"][0]["health"] is None and not [e for e in older["errors"] if "ecc" in e]
