@@ -188,6 +188,21 @@ def lost_gpus(errors):
     return out
 
 
+# nvml.h NVML_ERROR_RESET_REQUIRED, whose nvmlErrorString nvidia-smi prints in brackets in place of a value, as it
+# prints "[Insufficient Permissions]" for NVML_ERROR_NO_PERMISSION (tests/unit/fixtures/real-inputs)
+_RESET_REQUIRED = "[gpu requires reset]"
+
+
+def reset_required_rows(text):
+    """Indexes of the GPUs whose row of the main ``--query-gpu`` output reads ``[GPU requires reset]``."""
+    out = []
+    for line in (text or "").splitlines():
+        first = line.split(",", 1)[0].strip()
+        if first.isdigit() and _RESET_REQUIRED in line.lower():
+            out.append(int(first))
+    return out
+
+
 def health_word(issues):
     """``ok``, ``warning`` or ``error``: the worst of a device's issues."""
     severities = {i["severity"] for i in issues or ()}

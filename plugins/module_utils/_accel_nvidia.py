@@ -26,9 +26,11 @@ from ansible_collections.launchcard.inference.plugins.module_utils._accel_common
     tool_text,
 )
 from ansible_collections.launchcard.inference.plugins.module_utils._accel_health import (
+    ACTION_RESET,
     health_word,
     lost_gpus,
     parse_nvidia_smi_xml,
+    reset_required_rows,
 )
 from ansible_collections.launchcard.inference.plugins.module_utils._accel_tables import (
     normalize_model,
@@ -291,6 +293,12 @@ def summarize_nvidia(sources, errors):
                 )
             )
             add_health(devices[-1], health.get(gpu["bus_id"]))
+        for index in reset_required_rows(main[1]):
+            for device in devices:
+                if device["index"] == index:
+                    device["health_issues"] = list(device["health_issues"]) + [{
+                        "severity": "error", "what": "nvidia-smi reports [GPU requires reset]", "action": ACTION_RESET}]
+                    device["health"] = "error"
 
     # GPUs the tool lists no row for (NVIDIA/dcgm-exporter#604): named by bus id, for preflight's gpu_health
     driver["lost_gpus"] = lost_gpus(errors)

@@ -432,3 +432,14 @@ def test_an_amd_gpu_with_uncorrectable_ecc_errors_fails_naming_it():
     older = summarize("amd", {"amd_smi_list": (0, text(os.path.join(accel, "amd-smi-list.json")), ""),
                               "amd_smi_ecc": (2, "", "unrecognized arguments: --ecc")})
     assert older["devices"][0]["health"] is None and not [e for e in older["errors"] if "ecc" in e]
+
+
+def test_a_gpu_nvidia_smi_says_requires_reset_fails_naming_it():
+    rows = text(os.path.join(H200, "nvidia-smi-query-gpu.csv")).strip()
+    rows += "\n1, NVIDIA H200, [GPU requires reset], [GPU requires reset], 580.159.04, 00000000:00:07.0, Enabled\n"
+    acc = summarize("nvidia", {"nvidia_smi": (0, rows, "")})
+    assert [d["health"] for d in acc["devices"]] == [None, "error"]
+    result = by_check(evaluate(facts(acc), {"gpus": 2, "validated_models": [], "disk_bytes": None}))["gpu_health"]
+    assert result["severity"] == "error"
+    assert result["message"].startswith("GPU 1 (0000:00:07.0): nvidia-smi reports [GPU requires reset]: drain the host "
+                                        "and reset the GPU (nvidia-smi -r -i 1")
