@@ -17,6 +17,7 @@ from ansible_collections.launchcard.inference.plugins.module_utils import _state
 from ansible_collections.launchcard.inference.plugins.module_utils import _systemd as systemd
 from ansible_collections.launchcard.inference.plugins.plugin_utils import _argv_check as argv_check
 from ansible_collections.launchcard.inference.plugins.plugin_utils import _images as images
+from ansible_collections.launchcard.inference.plugins.plugin_utils import _memory_budget as memory_budget
 from ansible_collections.launchcard.inference.plugins.plugin_utils import _planfile as planfile
 from ansible_collections.launchcard.inference.plugins.plugin_utils import _report as report
 from ansible_collections.launchcard.inference.plugins.plugin_utils import _unit_options as unit_options
@@ -447,6 +448,12 @@ def preflight_needs(card, host_plan, plan=None, image_vendors=None, native_packa
     ``peers``: the host's entry of ``preflight_peers``, computed once for the fleet (the plan is then not scanned).
     """
     needs = preflight.host_needs(card, host_plan or {}, plan, peers)
+    # what each GPU instance needs of its GPUs' memory, from its argv and the model's config.json in the plan
+    model = ((plan or {}).get("model_configs") or {}).get((host_plan or {}).get("card")) or {}
+    needs["memory"] = [dict(memory_budget.instance_needs(i, needs["weights_by_unit"].get(i.get("unit")),
+                                                         model.get("config"), model.get("error")),
+                            weights_spread_mib=needs["weights_spread_by_unit"].get(i.get("unit")))
+                       for i in (host_plan or {}).get("instances", []) if i.get("gpus")]
     try:
         needs["image_vendors"] = vendors.image_vendor_needs(host_plan or {}, image_vendors or {})
         needs["native_gaps"] = vendors.native_gaps(host_plan) if native_packages is None else {}
