@@ -57,8 +57,9 @@ def platforms(arch, glibc):
 
 
 def resolve(packages, index_url, python, arch, glibc, pip_config=False):
-    """``{pin: sha256}`` of what pip installs for ``packages`` on ``python``, from ``index_url`` alone (with
-    ``pip_config``: through the machine's pip configuration, a local mirror of that index)."""
+    """``{pin: (name, version, extras, sha256)}`` of what pip installs for ``packages`` on ``python``, from
+    ``index_url`` alone (with ``pip_config``: through the machine's pip configuration, a local mirror of that index);
+    the extras are those the set asks of each (_native_locks.demanded_extras)."""
     env = dict(os.environ)
     if not pip_config:
         env = dict((k, v) for k, v in env.items() if k not in _INDEX_ENV)
@@ -77,12 +78,19 @@ def resolve(packages, index_url, python, arch, glibc, pip_config=False):
                 " ".join(packages), python, index_url, (res.stdout + res.stderr)[-3000:]))
         with open(report, encoding="utf-8") as f:
             items = json.load(f)["install"]
+    requires = dict((_native_locks.canonical(i["metadata"]["name"]), i["metadata"].get("requires_dist") or [])
+                    for i in items)
+    requested = dict((_native_locks.canonical(i["metadata"]["name"]), i.get("requested_extras") or [])
+                     for i in items if i.get("requested"))
+    extras = _native_locks.demanded_extras(requires, requested, {"python_version": python, "platform_machine": arch,
+                                                                 "python_full_version": python + ".0"})
     out = {}
     for item in items:
+        name, version = item["metadata"]["name"], item["metadata"]["version"]
         digest = (item.get("download_info", {}).get("archive_info", {}).get("hashes") or {}).get("sha256")
         if not digest:
-            raise SystemExit("pip's report gives no sha256 for %s" % item["metadata"]["name"])
-        out["%s==%s" % (item["metadata"]["name"], item["metadata"]["version"])] = digest
+            raise SystemExit("pip's report gives no sha256 for %s" % name)
+        out["%s==%s" % (name, version)] = (name, version, extras[_native_locks.canonical(name)], digest)
     return out
 
 
@@ -108,8 +116,9 @@ def make(vendor, engines, router, pythons, arch, glibc, index_url=None, out=None
             ", resolved through the pip configuration of a machine that mirrors that index" if pip_config else ""),
     ]
     for pin in sorted(pins, key=lambda p: _native_locks.canonical(p.split("==")[0])):
-        hashes = sorted({by_python[py][pin] for py in pythons})
-        lines.append(pin + " \\\n" + " \\\n".join("    --hash=sha256:%s" % h for h in hashes))
+        name, version, extras, _digest = by_python[pythons[0]][pin]
+        extras = sorted(set().union(*(by_python[py][pin][2] for py in pythons)))
+        lines.append(_native_locks.pin_line(name, version, extras, sorted({by_python[py][pin][3] for py in pythons})))
     text = "\n".join(lines) + "\n"
     _native_locks.parse(text, path)  # what the runtime role will accept
     os.makedirs(os.path.dirname(path), exist_ok=True)

@@ -32,17 +32,19 @@ import hashlib
 import os
 import re
 
+from packaging.markers import default_environment
+from packaging.requirements import InvalidRequirement, Requirement
+from packaging.utils import canonicalize_name
+
 from ansible_collections.launchcard.inference.plugins.plugin_utils import _vendors
 
 LOCK_VARIABLE = "launchcard_runtime_native_lock"
 INDEX_VARIABLE = "launchcard_runtime_native_index_url"
-# plugins/plugin_utils -> the collection root -> the runtime role's files (the role copies the lock from there too)
+# plugins/plugin_utils -> the collection root -> the runtime role's files
 LOCK_DIR = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))),
                         "roles", "runtime", "files", "native-locks")
 SOURCES = ("index-url", "find-links")
 _HEADER = re.compile(r"^#\s*(index-url|find-links):\s*(\S+)\s*$")
-# PEP 508 name, ==version (a local label allowed), an optional environment marker; then the hashes
-_PIN = re.compile(r"^([A-Za-z0-9][A-Za-z0-9._-]*)(\[[A-Za-z0-9._,-]+\])?==([A-Za-z0-9.+!_-]+)\s*(;.*)?$")
 _HASH = re.compile(r"^--hash=(sha256|sha384|sha512):([0-9a-f]+)$")
 _HASH_LEN = {"sha256": 64, "sha384": 96, "sha512": 128}
 
@@ -53,7 +55,56 @@ class LockError(ValueError):
 
 def canonical(name):
     """PEP 503's normalized project name (``Foo_Bar`` -> ``foo-bar``)."""
-    return re.sub(r"[-_.]+", "-", name).lower()
+    return str(canonicalize_name(name))
+
+
+def demanded_extras(requires, requested=None, environment=None):
+    """The extras each distribution of a resolved set is installed with, for its lock line (``uvicorn[standard]==``).
+
+    pip 23.0.1 (the pip a Debian 12 virtualenv gets: /usr/share/python-wheels) refuses in hash-checking mode a
+    dependency asked for with an extra (``uvicorn[standard]>=0.15.0``, of fastapi-cli) that the lock pins without
+    it ("all requirements must have their versions pinned with =="), and one pinned only with the extra where
+    another asks for it plain (``uvicorn>=0.31.1``, of mcp). So a lock pins such a distribution twice, plain and
+    with the extras the set asks of it, with the same hashes (:func:`pin_line`).
+
+    :param requires: canonical name -> its ``Requires-Dist`` strings, for every distribution of the set.
+    :param requested: canonical name -> extras asked for at the top (the lock's own packages).
+    :param environment: PEP 508 marker environment of the hosts (default: this Python's).
+    :returns: canonical name -> sorted extras.
+    """
+    env = dict(default_environment(), **(environment or {}))
+    extras = dict((name, set((requested or {}).get(name, ()))) for name in requires)
+    changed = True
+    while changed:
+        changed = False
+        for name, lines in requires.items():
+            for line in lines:
+                req = Requirement(line)
+                dep = canonical(req.name)
+                if dep not in extras or not req.extras:
+                    continue
+                if req.marker is not None and not any(req.marker.evaluate(dict(env, extra=e))
+                                                      for e in sorted(extras[name]) + [""]):
+                    continue
+                if set(req.extras) - extras[dep]:
+                    extras[dep] |= set(req.extras)
+                    changed = True
+    return dict((name, sorted(e)) for name, e in extras.items())
+
+
+def pin_line(name, version, extras, hashes):
+    """A lock entry: ``name==version``, then each hash on a continuation line; with ``extras`` a second line
+    ``name[extras]==version`` with the same hashes (see :func:`demanded_extras`)."""
+    tail = "".join(" \\\n    --hash=sha256:%s" % h for h in hashes)
+    lines = ["%s==%s%s" % (name, version, tail)]
+    if extras:
+        lines.append("%s[%s]==%s%s" % (name, ",".join(extras), version, tail))
+    return "\n".join(lines)
+
+
+def _good_hash(word):
+    match = _HASH.match(word)
+    return bool(match) and len(match.group(2)) == _HASH_LEN[match.group(1)]
 
 
 def lock_name(vendor, engines, router=False):
@@ -94,19 +145,25 @@ def parse(text, where):
                             "source is its '# index-url:' or '# find-links:' line" % (where, number, words[0]))
         hashes = [w for w in words if w.startswith("--hash=")]
         pin = " ".join(w for w in words if not w.startswith("--hash="))
-        match = _PIN.match(pin)
-        if not match:
+        try:
+            req = Requirement(pin)  # PEP 508: a name, extras, one specifier, a marker; no URL
+        except InvalidRequirement:
+            req = None
+        specs = list(req.specifier) if req is not None and not req.url else []
+        if len(specs) != 1 or specs[0].operator != "==" or "*" in specs[0].version:
             raise LockError("%s line %d: %r is not pinned with == (hash-checking mode needs NAME==VERSION)"
                             % (where, number, pin))
-        bad = [h for h in hashes if not _HASH.match(h) or len(_HASH.match(h).group(2)) != _HASH_LEN[_HASH.match(h).group(1)]]
+        bad = [h for h in hashes if not _good_hash(h)]
         if not hashes or bad:
             raise LockError("%s line %d: %s has %s (each requirement needs --hash=sha256:<64 hex digits> or more)"
                             % (where, number, pin, "a malformed hash %s" % bad[0] if bad else "no hash"))
-        key = (canonical(match.group(1)), (match.group(4) or "").strip())
+        key = (canonical(req.name), tuple(sorted(req.extras)), str(req.marker or ""))
         if key in seen:
-            raise LockError("%s line %d: %s is pinned twice" % (where, number, match.group(1)))
+            raise LockError("%s line %d: %s is pinned twice" % (where, number, req.name))
         seen.add(key)
-        pins.append("%s==%s" % (match.group(1), match.group(3)))
+        pin = "%s==%s" % (req.name, specs[0].version)
+        if pin not in pins:
+            pins.append(pin)
     if sorted(source) != [k for k in SOURCES if k in source] or len(source) != 1 or len(list(source.values())[0]) != 1:
         raise LockError("%s: a lock names exactly one source, a '# index-url: URL' or a '# find-links: DIR' line; "
                         "found %s" % (where, ", ".join("%s: %s" % (k, v) for k, vs in sorted(source.items())

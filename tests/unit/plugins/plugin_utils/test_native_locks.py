@@ -68,6 +68,22 @@ def test_a_lock_that_could_mix_indexes_or_leave_a_file_unhashed_is_refused(text,
     assert str(exc.value).startswith("my-lock.txt") and said in str(exc.value), str(exc.value)
 
 
+def test_a_lock_pins_the_extras_a_set_asks_for_beside_the_plain_pin():
+    """pip 23.0.1 (a Debian 12 virtualenv's) in hash-checking mode refuses ``uvicorn[standard]>=0.15.0`` of a
+    dependency unless the lock pins uvicorn with that extra, and ``uvicorn>=0.31.1`` unless it pins it plain."""
+    requires = {"vllm": ["fastapi[standard]>=0.115", "mcp"], "fastapi": ["uvicorn[standard]>=0.12; extra == 'standard'",
+                                                                         "httpx[http2]; extra == 'all'"],
+                "mcp": ["uvicorn>=0.31.1", "pyjwt[crypto]; python_version < '3'"], "uvicorn": [], "httpx": [],
+                "pyjwt": []}
+    extras = locks.demanded_extras(requires, {"vllm": []}, {"python_version": "3.11"})
+    assert extras == {"vllm": [], "fastapi": ["standard"], "mcp": [], "uvicorn": ["standard"], "httpx": [], "pyjwt": []}
+    text = "# index-url: https://pypi.org/simple\n" + locks.pin_line("uvicorn", "0.54.0", ["standard"], [H1, H2]) + "\n"
+    assert text.splitlines()[1:] == ["uvicorn==0.54.0 \\", "    --hash=sha256:%s \\" % H1, "    --hash=sha256:%s" % H2,
+                                     "uvicorn[standard]==0.54.0 \\", "    --hash=sha256:%s \\" % H1,
+                                     "    --hash=sha256:%s" % H2]
+    assert locks.parse(text, "x")["pins"] == ["uvicorn==0.54.0"]
+
+
 def test_a_mirror_is_one_index_url():
     lock = locks.parse(GOOD, "x")
     for bad in ("https://a.example/simple https://b.example/simple", "--extra-index-url https://b", "ftp://x", 3):
