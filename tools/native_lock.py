@@ -32,8 +32,8 @@ import time
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(ROOT, ".collections"))
 
-from ansible_collections.launchcard.inference.plugins.plugin_utils import _native_locks  # noqa: E402
-from ansible_collections.launchcard.inference.plugins.plugin_utils import _vendors  # noqa: E402
+from ansible_collections.launchcard.inference.plugins.plugin_utils import _native_locks  # noqa: E402  pylint: disable=wrong-import-position
+from ansible_collections.launchcard.inference.plugins.plugin_utils import _vendors  # noqa: E402  pylint: disable=wrong-import-position
 
 # The locks the collection ships (docs/development.md, Native locks): vendor, engines, router.
 SHIPPED = (
