@@ -24,8 +24,8 @@ CREDENTIAL = re.compile(r"""hf_[A-Za-z0-9]{16,}|^\s*password:\s*(?!["']?\{\{)\S|
 
 
 # What the collection needs at run time: every file of the checkout under these folders (the plugins, roles,
-# playbooks, docs and the AWX files) or named here, and nothing else (galaxy.yml's manifest directives).
-NEEDED_DIRS = ("plugins/", "roles/", "playbooks/", "docs/", "extensions/awx/")
+# playbooks, docs, the AWX files and the monitoring rules) or named here, and nothing else (galaxy.yml's manifest).
+NEEDED_DIRS = ("plugins/", "roles/", "playbooks/", "docs/", "extensions/awx/", "monitoring/")
 NEEDED_FILES = {"README.md", "LICENSE", "CHANGELOG.rst", "cards/glm-5.3-flash.json", "changelogs/changelog.yaml",
                 "changelogs/config.yaml", "meta/runtime.yml", "meta/execution-environment.yml",
                 "meta/ee-requirements.yml", "meta/ee-requirements.txt", "meta/ee-bindep.txt"}
