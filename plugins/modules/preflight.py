@@ -69,8 +69,9 @@ options:
       - C(image_vendor) - docker/podman with accelerators placed - every GPU instance's image serves the host's vendor
         (O(container_vendor), else the one its tools or PCI bus show), as C(needs.image_vendors) lists them; a CUDA
         image on an AMD or Ascend host fails, naming the vendor, the recipe and the image.
-      - C(native_install) - native runtime without C(launchcard_runtime_native_packages) - each engine placed here has
-        a published pip install for the host's vendor (C(needs.native_gaps)); SGLang on AMD or Ascend fails.
+      - C(native_install) - native runtime without C(launchcard_runtime_native_lock) or
+        C(launchcard_runtime_native_packages) - the collection ships a hash-pinned lock of what is placed here for the
+        host's vendor (C(needs.native_gaps)); a vendor without one (AMD, Ascend, SGLang there) fails, naming the variables.
       - C(container_nvidia_runtime) - docker with NVIDIA GPUs - the daemon has the C(nvidia) runtime
         (C(nvidia-ctk runtime configure --runtime=docker)) or CDI on (C(features.cdi)); the running daemon's
         C(docker info) wins over C(/etc/docker/daemon.json).
