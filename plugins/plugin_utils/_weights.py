@@ -4,7 +4,8 @@
 """Who downloads a card's weights from the Hub and who copies them from a peer (the weights role's ``peer`` source).
 
 Pure Python (ansible-core's boolean parsing aside). The weights role (roles/weights) asks :func:`peer_plan` once per run, on
-every host it stages, from the same inputs: so every host agrees on the seed of its card.
+every host it stages, from the same inputs: so every host agrees on the seed of its card. :func:`peer_receive` gives
+how a host receives a copy: the only thing the copy's key can run there.
 """
 
 from __future__ import annotations
@@ -162,7 +163,8 @@ def http_token_refusal(hosts):
 # (rrsync.1, "forcing the running of an rsync daemon-over-ssh command"), whose one module is the repository's folder.
 PEER_MODULE = "launchcard-weights"
 # What the weights role's synchronize sends (rsync -rlpt --partial --delay-updates [--bwlimit]); the daemon refuses
-# any other option (rsyncd.conf(5), refuse options: "*" then "!NAME" accepts NAME), so a source cannot ask for
+# any other option (rsyncd.conf(5), refuse options: "*" then "!NAME" accepts NAME, since rsync 3.2.0; an older
+# daemon refuses the copy itself: it fails closed), so a source cannot ask for
 # --delete, owners (-o, -g), devices (-D), ACLs or xattrs (-A, -X), --inplace or -K (a link to a folder kept).
 PEER_OPTIONS = ("recursive", "links", "perms", "times", "partial", "delay-updates", "bwlimit")
 # shlex.quote leaves these unquoted: a path of them passes the login shell (rrsync.1, BASH SECURITY ISSUE: the shell
