@@ -237,6 +237,14 @@ def weights_peers(plan, hostvars, hosts, result_var="preflight_result", fanout=0
     return weights.peer_plan(plan or {}, staged, hosts or [], fanout, source, hub_concurrency)
 
 
+def weights_peer_receive(hf_home, repo, conf_path, address):
+    """How a host receives a peer copy: rsync daemon settings, key options, destination (plugin_utils._weights)."""
+    try:
+        return weights.peer_receive(hf_home, repo, conf_path, address)
+    except ValueError as exc:
+        raise AnsibleFilterError("launchcard.inference.weights_peer_receive: %s" % to_text(exc))
+
+
 def weights_peer_report(peers, cards=None):
     """Lines naming the host of each card that downloads and those that copy (see plugin_utils._weights)."""
     repo_of = {}
@@ -586,5 +594,6 @@ class FilterModule(object):
             "preflight_fleet_warnings": preflight_fleet_warnings,
             "weights_peers": weights_peers,
             "weights_peer_report": weights_peer_report,
+            "weights_peer_receive": weights_peer_receive,
             "plan_file": plan_file,
         }
