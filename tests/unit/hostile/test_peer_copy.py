@@ -48,7 +48,14 @@ def test_a_weights_dir_the_shell_or_sshd_would_read_is_refused_naming_the_variab
 
 
 RSYNC = shutil.which("rsync")
-needs_rsync = pytest.mark.skipif(not RSYNC or os.geteuid() != 0, reason="needs rsync and root (the daemon chroots)")
+# make host-deps installs rsync and CI runs as root: a machine without either fails here rather than skipping
+needs_rsync = pytest.mark.usefixtures("rsync_as_root")
+
+
+@pytest.fixture
+def rsync_as_root():
+    assert RSYNC, "rsync is not installed (make host-deps installs it)"
+    assert os.geteuid() == 0, "the rsync daemon chroots: run as root"
 
 
 @pytest.fixture
