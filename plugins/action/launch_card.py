@@ -247,6 +247,11 @@ class ActionModule(ActionBase):
         warnings = result.pop("warnings", []) + ["%s: %s" % (src, w) for src, card in cards.items() for w in card["warnings"]]
         # what a --mini-lb router costs at each upgrade, and how to run the regular one instead
         warnings += mini_lb_notes(the_plan)
+        # a per-recipe unit option naming no recipe of the host's card (a typo leaves the recipe's liveness on)
+        warnings += inventory_check.unknown_recipe_keys(
+            dict((name, host_vars[name].get(VARIABLES["liveness_recipes"])) for name, dummy in inputs),
+            dict((name, [r["name"] for r in cards[hv["card"]]["recipes"]]) for name, hv in inputs if hv["card"] in cards),
+            VARIABLES["liveness_recipes"])
         if warnings:
             result["warnings"] = warnings
         result["changed"] = False
