@@ -136,7 +136,7 @@ def main(argv=None):
     parser.add_argument("--python", action="append", help="the hosts' Python (repeat); default: this one's")
     parser.add_argument("--arch", default="x86_64")
     parser.add_argument("--glibc", help="the oldest glibc of the hosts (RHEL 9: 2.34); unset: this machine's own "
-                                         "platform tags (pip's default), for --python of this machine alone")
+                                        "platform tags (pip's default), for --python of this machine alone")
     parser.add_argument("--index-url", help="one index in place of the packages' own (a mirror)")
     parser.add_argument("--out", help="the lock's path (default: roles/runtime/files/native-locks/NAME)")
     parser.add_argument("--use-pip-config", action="store_true",

@@ -104,15 +104,15 @@ def rule_groups(thresholds=None):
               "systemd reports {{ $labels.name }} failed on {{ $labels.host }}: journalctl -u {{ $labels.name }}."),
         _rule("LaunchcardUnitRestarting", "increase(%s{%s}[%s]) >= %s" % (
             NODE_RESTARTS, UNIT_MATCH, t["restarts_window"], t["unit_restarts"]), None, "warning",
-              "{{ $labels.name }} keeps restarting on {{ $labels.host }}",
-              "systemd restarted {{ $labels.name }} {{ $value }} times within %s." % t["restarts_window"]),
+            "{{ $labels.name }} keeps restarting on {{ $labels.host }}",
+            "systemd restarted {{ $labels.name }} {{ $value }} times within %s." % t["restarts_window"]),
         _rule("LaunchcardEngineWedged", _either(
             "sum by ({by}) ({m[0]}) > 0 and on (card, instance) sum by (card, instance) (rate({m[1]}[{w}])) == 0",
             (VLLM_RUNNING, VLLM_GENERATION_TOKENS), (SGLANG_RUNNING, SGLANG_GENERATION_TOKENS), by=BY,
             w=t["wedged_for"]), t["wedged_for"], "critical",
-              "%s runs requests but generates no tokens" % who,
-              "{{ $value }} request(s) running and no token generated for %s: the engine is wedged (its /health "
-              "may still answer)." % t["wedged_for"]),
+            "%s runs requests but generates no tokens" % who,
+            "{{ $value }} request(s) running and no token generated for %s: the engine is wedged (its /health "
+            "may still answer)." % t["wedged_for"]),
         _rule("LaunchcardKVCacheFull", _either("max by ({by}) ({m}) > {x}", VLLM_KV_USAGE, SGLANG_KV_USAGE, by=BY,
                                                x=t["kv_cache_ratio"]), t["kv_cache_for"], "warning",
               "%s KV cache above %d%%" % (who, round(t["kv_cache_ratio"] * 100)),
@@ -131,22 +131,22 @@ def rule_groups(thresholds=None):
         _rule("LaunchcardTimeToFirstTokenHigh", _either(
             "histogram_quantile(0.95, sum by ({by}, le) (rate({m}[5m]))) > {x}", VLLM_TTFT_BUCKET,
             SGLANG_TTFT_BUCKET, by=BY, x=t["ttft_p95_seconds"]), t["latency_for"], "warning",
-              "%s time to first token p95 above %ss" % (who, t["ttft_p95_seconds"]),
-              "p95 time to first token {{ $value | humanizeDuration }} for %s." % t["latency_for"]),
+            "%s time to first token p95 above %ss" % (who, t["ttft_p95_seconds"]),
+            "p95 time to first token {{ $value | humanizeDuration }} for %s." % t["latency_for"]),
         _rule("LaunchcardInterTokenLatencyHigh", _either(
             "histogram_quantile(0.95, sum by ({by}, le) (rate({m}[5m]))) > {x}", VLLM_ITL_BUCKET,
             SGLANG_ITL_BUCKET, by=BY, x=t["itl_p95_seconds"]), t["latency_for"], "warning",
-              "%s inter-token latency p95 above %ss" % (who, t["itl_p95_seconds"]),
-              "p95 inter-token latency {{ $value | humanizeDuration }} for %s." % t["latency_for"]),
+            "%s inter-token latency p95 above %ss" % (who, t["itl_p95_seconds"]),
+            "p95 inter-token latency {{ $value | humanizeDuration }} for %s." % t["latency_for"]),
         _rule("LaunchcardRouterNoHealthyWorkers",
               'up{role="router"} == 1 unless on (card, instance) (%s == 1)' % ROUTER_WORKER_HEALTH,
               t["router_no_workers_for"], "critical", "%s has no healthy worker" % who,
               "The router answers but none of its workers is healthy: every request fails."),
         _rule("LaunchcardWeightsDiskNearlyFull", "%s{card!=\"\", %s} / %s{card!=\"\", %s} < %s" % (
             NODE_FS_AVAIL, NOT_DISKS, NODE_FS_SIZE, NOT_DISKS, t["disk_free_ratio"]), t["disk_for"], "warning",
-              "{{ $labels.mountpoint }} on {{ $labels.host }} is nearly full",
-              "{{ $value | humanizePercentage }} free on {{ $labels.mountpoint }}: the next revision's weights may "
-              "not fit."),
+            "{{ $labels.mountpoint }} on {{ $labels.host }} is nearly full",
+            "{{ $value | humanizePercentage }} free on {{ $labels.mountpoint }}: the next revision's weights may "
+            "not fit."),
         _rule("LaunchcardLivenessRestarts", "increase(%s[%s]) > 0" % (LIVENESS_RESTARTS, t["liveness_window"]), None,
               "warning", "{{ $labels.unit }} was restarted by its liveness check on {{ $labels.host }}",
               "The liveness timer restarted {{ $labels.unit }} {{ $value }} time(s) within %s: it stopped answering "

@@ -32,9 +32,13 @@ import hashlib
 import os
 import re
 
-from packaging.markers import default_environment
-from packaging.requirements import InvalidRequirement, Requirement
-from packaging.utils import canonicalize_name
+try:  # ansible-core requires packaging on the controller; ansible-test's import check runs without it
+    from packaging.markers import default_environment
+    from packaging.requirements import InvalidRequirement, Requirement
+    from packaging.utils import canonicalize_name
+except ImportError:  # pragma: no cover
+    default_environment = Requirement = canonicalize_name = None
+    InvalidRequirement = ValueError
 
 from ansible_collections.launchcard.inference.plugins.plugin_utils import _vendors
 
@@ -165,12 +169,13 @@ def parse(text, where):
         if pin not in pins:
             pins.append(pin)
     if sorted(source) != [k for k in SOURCES if k in source] or len(source) != 1 or len(list(source.values())[0]) != 1:
+        found = ", ".join("%s: %s" % (k, v) for k, vs in sorted(source.items()) for v in vs)
         raise LockError("%s: a lock names exactly one source, a '# index-url: URL' or a '# find-links: DIR' line; "
-                        "found %s" % (where, ", ".join("%s: %s" % (k, v) for k, vs in sorted(source.items())
-                                                         for v in vs) or "none"))
+                        "found %s" % (where, found or "none"))
     if not pins:
         raise LockError("%s: no pinned requirement" % where)
-    (kind, (value,)), = source.items()
+    kind, values = next(iter(source.items()))
+    value = values[0]
     return {"source": {kind: value}, "pins": pins, "sha256": hashlib.sha256(text.encode("utf-8")).hexdigest(),
             "text": text}
 

@@ -30,7 +30,7 @@ CONTAINERS = ("docker", "podman")
 OPTION_ROLES = ("units", "render")
 
 Option = collections.namedtuple("Option", "key variable kind default doc choices minimum where roles units example "
-                                           "maximum")
+                                "maximum")
 Option.__doc__ = """One unit option.
 
 key: its name in the options dict; variable: the ``launchcard_*`` variable that sets it, None for one the collection

@@ -202,7 +202,7 @@ def test_a_copys_key_lets_its_source_write_into_the_repository_folder_and_nowher
     line = "%s %s" % (got["key_options"], made.stdout.strip())
     put = ssh(target, "printf %%s %s > %s && chmod 600 %s && printf '%%s\\n' %s >> /root/.ssh/authorized_keys && "
                       "rm -f /root/pwned /root/hostname" % (shlex.quote(got["config"]), RECEIVE_CONF, RECEIVE_CONF,
-                                                             shlex.quote(line)))
+                                                            shlex.quote(line)))
     assert put.returncode == 0, put.stderr
     rsh = "ssh -i %s -o IdentitiesOnly=yes -o BatchMode=yes -o StrictHostKeyChecking=no -o UserKnownHostsFile=/dev/null" % key
     try:

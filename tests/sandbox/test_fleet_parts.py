@@ -395,7 +395,7 @@ def test_the_native_fleets_lock_holds_the_hash_of_each_wheel_it_installs(tmp_pat
                                   ["uvicorn[standard]>=0.15", "uvicorn[reload]; python_version < '3'"])}
     digests = {}
     for pin, (name, requires) in files.items():
-        dist = name.split("-")[0] + "-" + name.split("-")[1]
+        dist = "-".join(name.split("-", 2)[:2])
         with zipfile.ZipFile(env / "wheels" / name, "w") as whl:
             whl.writestr(dist + ".dist-info/METADATA", "Metadata-Version: 2.1\nName: x\n" +
                          "".join("Requires-Dist: %s\n" % r for r in requires))

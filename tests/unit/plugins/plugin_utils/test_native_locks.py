@@ -187,4 +187,3 @@ def test_preflight_refuses_a_native_host_whose_vendor_has_no_lock():
                               "set launchcard_runtime_native_packages, or run it in a container")
     assert row("nvidia", {"native_gaps": locks.native_gaps(VLLM)})[0]["ok"]
     assert row("amd", {"native_gaps": {}}) == []
-
