@@ -31,7 +31,8 @@ from ansible_collections.launchcard.inference.plugins.plugin_utils import _alert
 
 #: The dashboard variables, each a label of the scrape targets (``_scrape_targets.LABELS``), in their order.
 VARIABLES = ("card", "recipe", "role", "host")
-#: What ``--query`` puts for Grafana's own interval variables (grafana docs, "Global variables").
+#: What ``--query`` puts for Grafana's own interval variables. grafana/grafana#77234: $__rate_interval is
+#: max($__interval + scrape interval, 4 * scrape interval), 1m at Prometheus's default 15s scrape interval.
 INTERVALS = {"__rate_interval": "1m", "__interval": "15s", "__range": "1h"}
 SEL = ", ".join('%s=~"$%s"' % (v, v) for v in VARIABLES)  # every engine and router series carries all four
 NODE_SEL = 'card=~"$card", host=~"$host"'  # node exporter targets carry card and host only
