@@ -27,8 +27,6 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(ROOT, ".collections"))
 OUT_DIR = os.path.join(ROOT, "monitoring", "dashboards")
 
-from ansible_collections.launchcard.inference.plugins.plugin_utils import _alert_rules as m  # noqa: E402
-
 #: The dashboard variables, each a label of the scrape targets (``_scrape_targets.LABELS``), in their order.
 VARIABLES = ("card", "recipe", "role", "host")
 #: What ``--query`` puts for Grafana's own interval variables. grafana/grafana#77234: $__rate_interval is
@@ -38,6 +36,12 @@ SEL = ", ".join('%s=~"$%s"' % (v, v) for v in VARIABLES)  # every engine and rou
 NODE_SEL = 'card=~"$card", host=~"$host"'  # node exporter targets carry card and host only
 PERCENTILES = (0.5, 0.95, 0.99)
 RATE = "[$__rate_interval]"
+
+
+def _names():
+    """The one home of metric names (plugins/plugin_utils/_alert_rules.py)."""
+    from ansible_collections.launchcard.inference.plugins.plugin_utils import _alert_rules
+    return _alert_rules
 
 
 def _sel(role=None):
@@ -57,6 +61,7 @@ def _quantile(q, vllm_bucket, sglang_bucket, by, role=None):
 def panels():
     """``[(row title, [(panel title, unit, [(legend, expr)])])]``: the fleet overview, one home for the queries
     the dashboard shows and ``--query`` runs."""
+    m = _names()
     by = "card, instance"
     return [
         ("Fleet", [
@@ -116,8 +121,8 @@ def panels():
             ("Healthy workers", "short", [
                 ("{{instance}}", "sum by (%s) (%s{%s})" % (by, m.ROUTER_WORKER_HEALTH, _sel("router")))]),
             ("Requests in flight per worker", "short", [
-                ("{{instance}} {{worker}}", "sum by (%s, worker) (%s{%s})" % (by, m.ROUTER_WORKER_ACTIVE,
-                                                                            _sel("router")))]),
+                ("{{instance}} {{worker}}",
+                 "sum by (%s, worker) (%s{%s})" % (by, m.ROUTER_WORKER_ACTIVE, _sel("router")))]),
         ]),
     ]
 
@@ -125,6 +130,7 @@ def panels():
 def annotations():
     """``[(name, color, expr)]``: a deploy or an upgrade that changed a unit, from the textfile facts (a
     timestamp that moves when one finishes)."""
+    m = _names()
     return [("Deploys", "blue", "changes(%s{%s}[2m]) > 0" % (m.LAST_DEPLOY, NODE_SEL)),
             ("Upgrades", "purple", "changes(%s{%s}[2m]) > 0" % (m.LAST_UPGRADE, NODE_SEL))]
 

@@ -110,7 +110,7 @@ def engine_targets(fleet_plan, image_refs=None, monitor=None):
             addr = _address(inst, bind, monitor)
             if addr is None:
                 notes.append("%s: %s: no target, its metrics listen on %s:%d only, which a monitoring host on "
-                              "another machine cannot reach" % (host, inst["id"], bind, port))
+                             "another machine cannot reach" % (host, inst["id"], bind, port))
                 continue
             labels = {"card": card.get("slug", ""), "revision": card.get("revision", ""), "recipe": inst["recipe"],
                       "instance": inst["id"], "role": inst["role"], "engine": inst["engine"], "host": host}

@@ -137,8 +137,8 @@ def _groups(replay_port, router_metrics, node_port):
     engines = [group(replay_port, "vllm-%s" % role, role, "vllm", "%s-vllm-%s-0" % (CARD, role))
                for role in ("aggregated", "prefill", "decode")]
     engines.append(group(router_metrics, "sglang-router", "router", "sglang", "%s-sglang-router-0" % CARD))
-    nodes = [{"targets": ["127.0.0.1:%d" % node_port], "labels": {"card": CARD, "revision": "46a050be",
-                                                                   "host": "lc-local"}}]
+    labels = {"card": CARD, "revision": "46a050be", "host": "lc-local"}
+    nodes = [{"targets": ["127.0.0.1:%d" % node_port], "labels": labels}]
     return engines, nodes
 
 
@@ -183,8 +183,8 @@ def test_every_dashboard_query_returns_data_from_a_real_prometheus(tmp_path, pro
             break
         time.sleep(1)
     assert sent > 0
-    assert {w for w, dummy, dummy in empty} == NEEDS_SYSTEMD, "\n".join("%s: %s\n  %s" % (w, why, q)
-                                                                       for w, q, why in empty)
+    report = "\n".join("%s: %s\n  %s" % (w, why, q) for w, q, why in empty)
+    assert {w for w, dummy, dummy in empty} == NEEDS_SYSTEMD, report
     # the helper tells an absent metric from a present one: a card nobody serves has no data anywhere
     none = dashboards.empty_queries(url, board, {"card": "no-such-card"}, start=started, end=time.time(), step=1)
     assert len(none) == len(dashboards.dashboard_queries(board))
