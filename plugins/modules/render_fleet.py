@@ -31,7 +31,9 @@ description:
     C(launchcard_podman_bin), C(launchcard_secrets_env_file), C(launchcard_amd_render_gid),
     C(launchcard_amd_container_unconfined), C(launchcard_ascend_devices), C(launchcard_ascend_device_count),
     C(launchcard_extra_container_args), C(launchcard_container_shm_size), C(launchcard_podman_cgroups),
-    C(launchcard_podman_quadlet), C(launchcard_rdma), C(launchcard_selinux_labels), C(launchcard_jit_cache).
+    C(launchcard_podman_quadlet), C(launchcard_rdma), C(launchcard_selinux_labels), C(launchcard_jit_cache),
+    C(launchcard_liveness_interval_s), C(launchcard_liveness_timeout_s), C(launchcard_liveness_failures),
+    C(launchcard_liveness_recipes), C(launchcard_lock_dir).
   # end unit_variables
   - What only the hosts know is not seen here; the deploy takes it from preflight when the variable is
     unset (the vendor, the AMD C(render) group id, the Ascend devices, the podman version that decides Quadlet

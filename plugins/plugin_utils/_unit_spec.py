@@ -180,6 +180,24 @@ OPTIONS = (
     _opt("image_refs", None, "dict", {},
          "Image to C(image@sha256:...), from the runtime role's C(runtime_image_refs) fact.",
          units=CONTAINERS),
+    _opt("liveness_interval_s", "launchcard_liveness_interval_s", "int", 60,
+         "Liveness (docs/observability.md) - seconds between two probes of an engine by its liveness timer (a 1-token "
+         "completion; a router's worker list).",
+         minimum=5, maximum=86400),
+    _opt("liveness_timeout_s", "launchcard_liveness_timeout_s", "int", 30,
+         "Liveness - seconds one probe waits for its answer before it counts as a failure.",
+         minimum=1, maximum=3600),
+    _opt("liveness_failures", "launchcard_liveness_failures", "int", 3,
+         "Liveness - failed probes in a row after which the liveness check restarts the engine's unit.",
+         minimum=1, maximum=1000),
+    _opt("liveness_recipes", "launchcard_liveness_recipes", "dict", {},
+         "Liveness per recipe - C({RECIPE: false}) renders no liveness timer for that recipe's instances. Unset - "
+         "every engine that serves completions and every router with a worker API has one.",
+         example={"vllm-aggregated": False}),
+    _opt("lock_dir", "launchcard_lock_dir", "path", "/var/lib/launchcard",
+         "Where the run lock files live on the hosts (C(lock.json), and C(fleet-lock.json) on the anchor host); the "
+         "liveness probes stand aside while a run holds the host's lock.",
+         roles=("preflight",), example="/srv/launchcard-locks"),
     _opt("native_requirements", None, "str", None,
          "Native runtime - digest of C(launchcard_runtime_native_packages) and "
          "C(launchcard_runtime_native_pip_extra_args), a comment in each unit, so that a new requirement set restarts "
