@@ -535,7 +535,10 @@ def test_monitoring_hosts_get_file_sd_targets_promtool_accepts(venv, tmp_path):
     inventory.write_text(text.replace("[launchcard_monitoring]\nr-router\n", "[launchcard_monitoring]\n"))
     again = render(str(inventory), out, venv)
     assert again.returncode == 0, again.stdout[-3000:]
+    # (the router's liveness units stay: they are the router's, not the monitoring host's)
     assert sorted(os.listdir(os.path.join(out, "r-router"))) == [
+        "launchcard-glm-5.3-flash-sglang-router-0-liveness.service",
+        "launchcard-glm-5.3-flash-sglang-router-0-liveness.timer",
         "launchcard-glm-5.3-flash-sglang-router-0.service", "plan.json"]
 
 
