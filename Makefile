@@ -85,9 +85,10 @@ undeploy: ## Stop and remove the card's units on $(INVENTORY) (weights and image
 units: ## Unit tests of the pure-Python core and the modules
 	$(BIN)/python -m pytest -q -n 2 tests/unit tests/sandbox
 
-docs: ## Rewrite the lists of unit options in the docs (tools/unit_docs.py) and the alert rules file (tools/alert_rules.py)
+docs: ## Rewrite the lists of unit options in the docs (tools/unit_docs.py), the alert rules (tools/alert_rules.py) and dashboards (tools/dashboards.py)
 	$(BIN)/python tools/unit_docs.py
 	$(BIN)/python tools/alert_rules.py
+	$(BIN)/python tools/dashboards.py
 
 lint: ## ansible-lint (production profile) and the changelog fragments
 	$(BIN)/ansible-lint --offline --profile production

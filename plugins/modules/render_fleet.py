@@ -42,8 +42,9 @@ description:
     rewritten only when its content changes; unit files the plan no longer places on a host are removed
     from its folder.
   - Prometheus scrape targets as file-based service discovery files (C(launchcard-engines.json), every engine
-    and router the plan places, and C(launchcard-nodes.json), every host's node exporter; see
-    C(docs/observability.md)), in the folder of each host of the inventory group C(launchcard_monitoring), as that
+    and router the plan places, C(launchcard-nodes.json), every host's node exporter, and C(launchcard-gpus.json),
+    the accelerator exporters of the hosts whose C(launchcard_gpu_exporter_enabled) is true (role
+    C(launchcard.inference.gpu_exporter)); see C(docs/observability.md)), in the folder of each host of the inventory group C(launchcard_monitoring), as that
     host reaches them (its own instances through loopback).
 options:
   dest:

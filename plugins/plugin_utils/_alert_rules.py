@@ -1,7 +1,7 @@
 # -*- coding: utf-8 -*-
 # Copyright: (c) 2026, launchcard.inference contributors
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""The collection's Prometheus alert rules: the one home of every metric name a rule uses.
+"""The collection's Prometheus alert rules: the one home of every metric name a rule or a dashboard uses.
 
 Pure Python, no Ansible import. :func:`rule_groups` gives the rules file (Prometheus's rule file format:
 ``groups: [{name, rules: [{alert, expr, for, labels, annotations}]}]``), its thresholds from :data:`THRESHOLDS`
@@ -26,6 +26,8 @@ VLLM_PREEMPTIONS = "vllm:num_preemptions_total"
 VLLM_GENERATION_TOKENS = "vllm:generation_tokens_total"
 VLLM_TTFT_BUCKET = "vllm:time_to_first_token_seconds_bucket"
 VLLM_ITL_BUCKET = "vllm:inter_token_latency_seconds_bucket"
+VLLM_PROMPT_TOKENS = "vllm:prompt_tokens_total"  # dashboards only (tools/dashboards.py), as the names below
+VLLM_REQUESTS = "vllm:request_success_total"
 # SGLang 0.5.23, sglang/srt/observability/metrics_collector.py (monitoring/contracts/sglang-0.5.23.yml)
 SGLANG_RUNNING = "sglang:num_running_reqs"
 SGLANG_WAITING = "sglang:num_queue_reqs"
@@ -34,8 +36,13 @@ SGLANG_RETRACTIONS = "sglang:num_retracted_requests_total"
 SGLANG_GENERATION_TOKENS = "sglang:generation_tokens_total"
 SGLANG_TTFT_BUCKET = "sglang:time_to_first_token_seconds_bucket"
 SGLANG_ITL_BUCKET = "sglang:inter_token_latency_seconds_bucket"
+SGLANG_PROMPT_TOKENS = "sglang:prompt_tokens_total"
+SGLANG_REQUESTS = "sglang:num_requests_total"
 # sglang-router 0.3.2: 1 per healthy worker (monitoring/contracts/sglang-router-0.3.2.yml)
 ROUTER_WORKER_HEALTH = "smg_worker_health"
+ROUTER_REQUESTS = "smg_router_requests_total"
+ROUTER_DURATION_BUCKET = "smg_router_request_duration_seconds_bucket"
+ROUTER_WORKER_ACTIVE = "smg_worker_requests_active"
 # Debian 12's prometheus-node-exporter 1.5.0 (monitoring/contracts/node-exporter-1.5.0.yml)
 NODE_UNIT_STATE = "node_systemd_unit_state"
 NODE_RESTARTS = "node_systemd_service_restart_total"
@@ -43,6 +50,8 @@ NODE_FS_AVAIL = "node_filesystem_avail_bytes"
 NODE_FS_SIZE = "node_filesystem_size_bytes"
 # the collection's own textfile facts (monitoring/contracts/launchcard.yml)
 LIVENESS_RESTARTS = "launchcard_liveness_restarts_total"
+LAST_DEPLOY = "launchcard_last_deploy_timestamp_seconds"
+LAST_UPGRADE = "launchcard_last_upgrade_timestamp_seconds"
 
 #: Thresholds a site may change (``rule_groups(thresholds)``); durations are Prometheus durations.
 THRESHOLDS = {

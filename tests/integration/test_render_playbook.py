@@ -535,5 +535,34 @@ def test_monitoring_hosts_get_file_sd_targets_promtool_accepts(venv, tmp_path):
     inventory.write_text(text.replace("[launchcard_monitoring]\nr-router\n", "[launchcard_monitoring]\n"))
     again = render(str(inventory), out, venv)
     assert again.returncode == 0, again.stdout[-3000:]
+    # (the router's liveness units stay: they are the router's, not the monitoring host's)
     assert sorted(os.listdir(os.path.join(out, "r-router"))) == [
+        "launchcard-glm-5.3-flash-sglang-router-0-liveness.service",
+        "launchcard-glm-5.3-flash-sglang-router-0-liveness.timer",
         "launchcard-glm-5.3-flash-sglang-router-0.service", "plan.json"]
+
+
+def test_accelerator_exporters_are_targets_of_the_monitoring_hosts(venv, tmp_path):
+    """Issue 43, item 2: a host whose launchcard_gpu_exporter_enabled is true gets its vendor's exporter listed in
+    launchcard-gpus.json on each monitoring host, labelled by host, card and vendor; a bad setting names the host
+    and the variable and writes nothing."""
+    with open(os.path.join(HERE, "monitoring.ini")) as f:
+        text = f.read().replace("{{ inventory_dir }}/../../../cards", os.path.join(ROOT, "cards"))
+    image = "nvcr.io/nvidia/k8s/dcgm-exporter@sha256:" + "ab" * 32
+    inventory = tmp_path / "gpus.ini"
+    inventory.write_text(text + "\n[prefill:vars]\nlaunchcard_gpu_exporter_enabled=true\n"
+                         "launchcard_gpu_exporter_vendor=nvidia\nlaunchcard_gpu_exporter_image=%s\n" % image)
+    out = str(tmp_path / "out")
+    res = render(str(inventory), out, venv)
+    assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-2000:]
+    with open(os.path.join(out, "r-prom", "launchcard-gpus.json")) as f:
+        assert json.load(f) == [
+            {"targets": ["10.20.1.%d:9400" % n], "labels": {"card": "glm-5.3-flash", "host": h, "vendor": "nvidia"}}
+            for n, h in ((11, "r-p1"), (12, "r-p2"))]
+    inventory.write_text(inventory.read_text().replace(image, "nvcr.io/nvidia/k8s/dcgm-exporter:latest"))
+    bad = str(tmp_path / "bad")
+    res = render(str(inventory), bad, venv)
+    assert res.returncode != 0
+    assert "r-p1: launchcard_gpu_exporter_image: 'nvcr.io/nvidia/k8s/dcgm-exporter:latest' is not pinned by digest" \
+        in " ".join(res.stdout.split()), res.stdout[-2000:]
+    assert not os.path.exists(bad) or not os.listdir(bad)
