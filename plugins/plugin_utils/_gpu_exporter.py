@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import re
 
+from ansible_collections.launchcard.inference.plugins.plugin_utils import _unit_spec
 from ansible_collections.launchcard.inference.plugins.plugin_utils._unit_escape import UnsafeValue, _spec, exec_line
 
 UNIT = "launchcard-gpu-exporter.service"
@@ -93,12 +94,16 @@ def run_argv(conf, binary):
     return argv
 
 
-def render(conf, docker_bin="/usr/bin/docker", podman_bin="/usr/bin/podman"):
+def render(conf, docker_bin=None, podman_bin=None):
     """The exporter's systemd unit text (a container in the foreground, removed when it stops).
 
+    :param docker_bin: ``launchcard_docker_bin``, the engines' client (None: the unit option's default).
+    :param podman_bin: ``launchcard_podman_bin`` likewise.
     :raises UnsafeValue: a value would break out of its directive.
+    :raises ValueError: a client path the unit options refuse, naming its variable.
     """
-    binary = docker_bin if conf["runtime"] == "docker" else podman_bin
+    key, raw = ("docker_bin", docker_bin) if conf["runtime"] == "docker" else ("podman_bin", podman_bin)
+    binary = _unit_spec.DEFAULTS[key] if raw is None else _unit_spec.value(key, raw)
     exp = EXPORTERS[conf["vendor"]]
     lines = ["# Managed by the launchcard.inference collection; changes are overwritten.", "[Unit]",
              "Description=%s" % _spec("launchcard %s (%s accelerator metrics)" % (exp["name"], conf["vendor"])),

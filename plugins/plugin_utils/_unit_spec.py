@@ -74,11 +74,11 @@ OPTIONS = (
          "(C(docker.io)); RHEL 9 and its rebuilds ship podman only, so there preflight requires docker installed from "
          "Docker's own repository (C(docker-ce)) and otherwise stops, naming C(podman) as the other way (check "
          "C(container_engine)).",
-         choices=RUNTIMES, roles=("preflight", "runtime")),
+         choices=RUNTIMES, roles=("preflight", "runtime", "gpu_exporter")),
     _opt("vendor", "launchcard_accelerator_vendor", "str", "nvidia",
          "C(nvidia), C(amd), C(ascend), C(none) - container device flags and the visible-devices variable. Unset - "
          "the vendor preflight found on the host (its tools, else its PCI bus), else C(nvidia).",
-         choices=VENDORS, where="host/group", roles=("plan", "preflight")),
+         choices=VENDORS, where="host/group", roles=("plan", "preflight", "gpu_exporter")),
     _opt("native_venv", "launchcard_runtime_native_venv", "path", "/opt/launchcard/venv",
          "C(native) runtime - the virtualenv whose C(bin/) holds the engines.",
          roles=("preflight", "runtime"), units=("native",)),
@@ -101,9 +101,9 @@ OPTIONS = (
          "by the stop timeouts. 0 writes no flag, for vLLM before 0.18, which has no C(--shutdown-timeout).",
          minimum=0, maximum=MAX_SECONDS),
     _opt("docker_bin", "launchcard_docker_bin", "path", "/usr/bin/docker",
-         "The docker client the units run.", units=("docker",)),
+         "The docker client the units run.", roles=("gpu_exporter",), units=("docker",)),
     _opt("podman_bin", "launchcard_podman_bin", "path", "/usr/bin/podman",
-         "The podman the units run.", units=("podman",)),
+         "The podman the units run.", roles=("gpu_exporter",), units=("podman",)),
     _opt("secrets_env_file", "launchcard_secrets_env_file", "path", None,
          "Where C(launchcard_hf_token) is written (mode 0600); the unit of every engine that may download (not "
          "offline: C(launchcard_hf_offline) false and no C(HF_HUB_OFFLINE=1) in the card) names it as optional "
