@@ -53,7 +53,7 @@ help: ## List the targets
 	  awk -F'\t' '{ printf "  %-16s %s\n", $$1, $$2 }'
 
 host-deps: ## Debian packages the sandbox and the tests need (root; prometheus: promtool)
-	@missing=""; for c in systemd-nspawn:systemd-container debootstrap:debootstrap ip:iproute2 ssh:openssh-client mkfs.ext4:e2fsprogs curl:curl skopeo:skopeo docker-registry:docker-registry promtool:prometheus; do \
+	@missing=""; for c in systemd-nspawn:systemd-container rsync:rsync debootstrap:debootstrap ip:iproute2 ssh:openssh-client mkfs.ext4:e2fsprogs curl:curl skopeo:skopeo docker-registry:docker-registry promtool:prometheus; do \
 	  command -v $${c%%:*} >/dev/null || missing="$$missing $${c#*:}"; done; \
 	[ -f /usr/share/misc/pci.ids ] || missing="$$missing pci.ids"; \
 	if [ -n "$$missing" ]; then echo "installing:$$missing"; \
@@ -88,9 +88,10 @@ undeploy: ## Stop and remove the card's units on $(INVENTORY) (weights and image
 units: ## Unit tests of the pure-Python core and the modules
 	$(BIN)/python -m pytest -q -n 2 tests/unit tests/sandbox
 
-docs: ## Rewrite the lists of unit options in the docs (tools/unit_docs.py) and the alert rules file (tools/alert_rules.py)
+docs: ## Rewrite the lists of unit options in the docs (tools/unit_docs.py), the alert rules (tools/alert_rules.py) and dashboards (tools/dashboards.py)
 	$(BIN)/python tools/unit_docs.py
 	$(BIN)/python tools/alert_rules.py
+	$(BIN)/python tools/dashboards.py
 
 lint: ## ansible-lint (production profile) and the changelog fragments
 	$(BIN)/ansible-lint --offline --profile production

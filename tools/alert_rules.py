@@ -31,7 +31,7 @@ class _Dumper(yaml.SafeDumper):
 def text():
     from ansible_collections.launchcard.inference.plugins.plugin_utils._alert_rules import rule_groups
     return "---\n" + HEADER + yaml.dump(rule_groups(), Dumper=_Dumper, sort_keys=False, width=116,
-                                       default_flow_style=False)
+                                        default_flow_style=False)
 
 
 def main(argv):

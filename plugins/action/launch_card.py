@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import datetime
 import getpass
+import json
 import os
 import socket
 
@@ -20,6 +21,7 @@ from ansible.utils.display import Display
 
 from ansible_collections.launchcard.inference.plugins.plugin_utils._card import MAX_CARD_BYTES, CardError, load_card
 from ansible_collections.launchcard.inference.plugins.plugin_utils import _inventory_check as inventory_check
+from ansible_collections.launchcard.inference.plugins.plugin_utils import _memory_budget as memory_budget
 from ansible_collections.launchcard.inference.plugins.plugin_utils import _planfile as planfile
 from ansible_collections.launchcard.inference.plugins.plugin_utils._outages import mini_lb_notes
 from ansible_collections.launchcard.inference.plugins.plugin_utils._planner import (
@@ -64,6 +66,24 @@ def run_identity(cards, plan, now=None, plan_digest=None):
     if plan_digest:
         run["plan"] = plan_digest
     return run
+
+
+def hub_config_fetch(endpoint, token):
+    """``fetch(repo, revision)`` of a model's ``config.json`` through huggingface_hub: from its cache when a run
+    read that revision before, else one metadata request without retries (an unreachable Hub fails at once, not
+    after hf_hub_download's five backoffs), then the download into the cache."""
+    def fetch(repo, revision):
+        # the controller's requirements.txt; imported only when asked for
+        from huggingface_hub import get_hf_file_metadata, hf_hub_download, hf_hub_url, try_to_load_from_cache
+        path = try_to_load_from_cache(repo, "config.json", revision=revision)
+        if not isinstance(path, str):
+            get_hf_file_metadata(hf_hub_url(repo, "config.json", revision=revision, endpoint=endpoint or None),
+                                 token=token or False, timeout=10, endpoint=endpoint or None, retry_on_errors=False)
+            path = hf_hub_download(repo_id=repo, filename="config.json", revision=revision,
+                                   endpoint=endpoint or None, token=token or False)
+        with open(path, "rb") as handle:
+            return json.loads(handle.read(1 << 20).decode("utf-8"))
+    return fetch
 
 
 class ActionModule(ActionBase):
@@ -151,6 +171,9 @@ class ActionModule(ActionBase):
             plan_file=dict(type="path"),
             plan_run=dict(type="bool", default=False),
             strict_variables=dict(type="bool", default=False),
+            model_configs=dict(type="bool", default=False),
+            hf_endpoint=dict(type="str", default=""),
+            hf_token=dict(type="str", default="", no_log=True),
         ))
         hostvars = task_vars.get("hostvars", {})
         # The fleet is the inventory: plan every host, also those outside
@@ -215,11 +238,20 @@ class ActionModule(ActionBase):
             digests = dict((src, d) for src, (dummy, d) in loaded.items())
             cards = dict((src, card) for src, (card, dummy) in loaded.items())
             the_plan = self._plan_cards(cards, by_card, dict(inputs))
+            if args["model_configs"]:
+                # the models' config.json facts ride in the plan (and its file): preflight's memory_budget reads them
+                the_plan["model_configs"] = memory_budget.model_configs(
+                    cards, hub_config_fetch(args["hf_endpoint"], args["hf_token"]))
         for msg in the_plan.get("deprecations", ()):
             display.deprecated(msg, version="2.0.0", collection_name="launchcard.inference")
         warnings = result.pop("warnings", []) + ["%s: %s" % (src, w) for src, card in cards.items() for w in card["warnings"]]
         # what a --mini-lb router costs at each upgrade, and how to run the regular one instead
         warnings += mini_lb_notes(the_plan)
+        # a per-recipe unit option naming no recipe of the host's card (a typo leaves the recipe's liveness on)
+        warnings += inventory_check.unknown_recipe_keys(
+            dict((name, host_vars[name].get(VARIABLES["liveness_recipes"])) for name, dummy in inputs),
+            dict((name, [r["name"] for r in cards[hv["card"]]["recipes"]]) for name, hv in inputs if hv["card"] in cards),
+            VARIABLES["liveness_recipes"])
         if warnings:
             result["warnings"] = warnings
         result["changed"] = False

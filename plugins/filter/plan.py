@@ -17,6 +17,8 @@ from ansible_collections.launchcard.inference.plugins.module_utils import _state
 from ansible_collections.launchcard.inference.plugins.module_utils import _systemd as systemd
 from ansible_collections.launchcard.inference.plugins.plugin_utils import _argv_check as argv_check
 from ansible_collections.launchcard.inference.plugins.plugin_utils import _images as images
+from ansible_collections.launchcard.inference.plugins.plugin_utils import _memory_budget as memory_budget
+from ansible_collections.launchcard.inference.plugins.plugin_utils import _native_locks as native_locks
 from ansible_collections.launchcard.inference.plugins.plugin_utils import _planfile as planfile
 from ansible_collections.launchcard.inference.plugins.plugin_utils import _report as report
 from ansible_collections.launchcard.inference.plugins.plugin_utils import _unit_options as unit_options
@@ -235,6 +237,14 @@ def weights_peers(plan, hostvars, hosts, result_var="preflight_result", fanout=0
     return weights.peer_plan(plan or {}, staged, hosts or [], fanout, source, hub_concurrency)
 
 
+def weights_peer_receive(hf_home, repo, conf_path, address):
+    """How a host receives a peer copy: rsync daemon settings, key options, destination (plugin_utils._weights)."""
+    try:
+        return weights.peer_receive(hf_home, repo, conf_path, address)
+    except ValueError as exc:
+        raise AnsibleFilterError("launchcard.inference.weights_peer_receive: %s" % to_text(exc))
+
+
 def weights_peer_report(peers, cards=None):
     """Lines naming the host of each card that downloads and those that copy (see plugin_utils._weights)."""
     repo_of = {}
@@ -436,20 +446,28 @@ def foreign_peers(plan, hosts):
     return report.foreign_peers(plan or {}, hosts)
 
 
-def preflight_needs(card, host_plan, plan=None, image_vendors=None, native_packages=None, peers=None):
+def preflight_needs(card, host_plan, plan=None, image_vendors=None, native_packages=None, peers=None, native_lock=None):
     """What one host needs for its share of the plan (see module_utils._preflight.host_needs).
 
     With the whole ``plan`` the needs also list the peer ports on other hosts to reach. ``image_vendors``
     (the vendors each GPU instance's image serves, for the ``image_vendor`` check) reads the host's
     ``launchcard_image_vendors`` (this argument) over the image's name (plugin_utils._vendors).
-    ``native_gaps`` (for the ``native_install`` check): vendor -> engines here with no published pip install,
-    empty where ``native_packages`` (the host's ``launchcard_runtime_native_packages``) is set.
+    ``native_gaps`` (for the ``native_install`` check): vendor -> what runs here with no lock in the collection
+    for that vendor (plugin_utils._native_locks), empty where ``native_packages`` or ``native_lock`` (the host's
+    ``launchcard_runtime_native_packages``, ``launchcard_runtime_native_lock``) is set.
     ``peers``: the host's entry of ``preflight_peers``, computed once for the fleet (the plan is then not scanned).
     """
     needs = preflight.host_needs(card, host_plan or {}, plan, peers)
+    # what each GPU instance needs of its GPUs' memory, from its argv and the model's config.json in the plan
+    model = ((plan or {}).get("model_configs") or {}).get((host_plan or {}).get("card")) or {}
+    needs["memory"] = [dict(memory_budget.instance_needs(i, needs["weights_by_unit"].get(i.get("unit")),
+                                                         model.get("config"), model.get("error")),
+                            weights_spread_mib=needs["weights_spread_by_unit"].get(i.get("unit")))
+                       for i in (host_plan or {}).get("instances", []) if i.get("gpus")]
     try:
         needs["image_vendors"] = vendors.image_vendor_needs(host_plan or {}, image_vendors or {})
-        needs["native_gaps"] = vendors.native_gaps(host_plan) if native_packages is None else {}
+        chosen = native_packages is not None or native_lock not in (None, "")
+        needs["native_gaps"] = {} if chosen else native_locks.native_gaps(host_plan)
     except vendors.VendorError as exc:
         raise AnsibleFilterError(to_text(exc))
     return needs
@@ -576,5 +594,6 @@ class FilterModule(object):
             "preflight_fleet_warnings": preflight_fleet_warnings,
             "weights_peers": weights_peers,
             "weights_peer_report": weights_peer_report,
+            "weights_peer_receive": weights_peer_receive,
             "plan_file": plan_file,
         }

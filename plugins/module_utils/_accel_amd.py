@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import re
 
+from ansible_collections.launchcard.inference.plugins.module_utils._accel_health import health_word
 from ansible_collections.launchcard.inference.plugins.module_utils._accel_common import (
     AcceleratorOutputError,
     excerpt,
@@ -41,6 +42,8 @@ from ansible_collections.launchcard.inference.plugins.module_utils._accel_tables
 )
 
 AMD_PCI_VENDOR = "0x1002"
+# amd-smi(1) reset --gpureset: the GPU reset amd-smi offers; a reboot does the same for every GPU
+AMD_ACTION_RESET = "drain the host and reset the GPU (amd-smi reset --gpureset -g INDEX) or reboot; errors that return: RMA"
 
 
 def _amd_entries(data, tool):
@@ -245,6 +248,13 @@ def summarize_amd(sources, errors):
 
     static = static or {}
     rocm = rocm or {}
+    ecc = {}
+    if tool_ok(sources, "amd_smi_ecc"):
+        # an amd-smi without the flag exits non-zero: no ECC facts then, not an error
+        try:
+            ecc = parse_amd_smi_ecc(sources["amd_smi_ecc"][1])
+        except AcceleratorOutputError as exc:
+            errors.append(str(exc))
     have_database = bool(pci_device_names(sources.get("pci_ids"), AMD_PCI_VENDOR))
     pci_ids = known_device_names(sources.get("pci_ids"), AMD_PCI_VENDOR)
     bus_ids = dict((d["bus_id"], d["device_id"]) for d in parse_pci_devices(sources.get("pci"))["devices"]
@@ -280,6 +290,9 @@ def summarize_amd(sources, errors):
                 driver_version=facts.get("driver_version"),
             )
         )
+        if gpu["index"] in ecc:
+            devices[-1]["health_issues"] = ecc[gpu["index"]]
+            devices[-1]["health"] = health_word(ecc[gpu["index"]])
 
     sys_version = sources.get("amdgpu_sys_version")
     driver["loaded_version"] = parse_modinfo_version(sys_version) if sys_version else None
@@ -290,6 +303,31 @@ def summarize_amd(sources, errors):
         driver["reboot_required"] = not same_version(driver["installed_version"], driver["loaded_version"])
     driver["runtime_version"] = parse_rocm_version_info(sources.get("rocm_version_info"))
     return devices, driver
+
+
+def parse_amd_smi_ecc(text):
+    """Parse ``amd-smi metric --ecc --json``: per GPU ``{"gpu": N, "ecc": {"total_correctable_count",
+    "total_uncorrectable_count", "total_deferred_count", "cache_correctable_count", "cache_uncorrectable_count"}}``
+    (amdsmi's CLI writes those keys; a count it cannot read is ``N/A``), list or ``{"gpu_data": [...]}``.
+
+    :returns: ``{index: [issue, ...]}``, an issue as ``_accel_health``'s (an uncorrectable count is an error, a
+        deferred one - an uncorrectable error the hardware deferred by poisoning the data - a warning).
+    :raises AcceleratorOutputError: not that JSON.
+    """
+    out = {}
+    for position, entry in enumerate(_amd_entries(load_json(text, "amd-smi metric --ecc"), "amd-smi metric --ecc")):
+        ecc = entry.get("ecc") if isinstance(entry.get("ecc"), dict) else {}
+        issues = []
+        uncorrectable = sum(to_int(ecc.get(k)) or 0 for k in ("total_uncorrectable_count", "cache_uncorrectable_count"))
+        if uncorrectable:
+            issues.append({"severity": "error", "what": "%d uncorrectable ECC error(s)" % uncorrectable,
+                           "action": AMD_ACTION_RESET})
+        deferred = to_int(ecc.get("total_deferred_count"))
+        if deferred:
+            issues.append({"severity": "warning", "what": "%d deferred (poisoned) ECC error(s)" % deferred,
+                           "action": AMD_ACTION_RESET})
+        out[_amd_index(entry, position, "amd-smi metric --ecc")] = issues
+    return out
 
 
 def parse_rocm_version_info(text):

@@ -147,6 +147,36 @@ def parse_npu_smi_info(text):
     return {"version": version, "chips": chips}
 
 
+def parse_npu_smi_processes(text):
+    """Parse the process table ``npu-smi info`` prints after its device table::
+
+        | NPU     Chip              | Process id    | Process name             | Process memory(MB)      |
+        | 0       0                 | 2759218       | VLLMWorker_DP            | 56293                   |
+
+    (the name may be blank; newer releases add ``Process id in container``; an NPU without any prints ``No running
+    processes found in NPU N``).
+
+    :returns: ``{(npu_id, chip_id): [{"pid", "name", "used_mib", "type"}]}`` (MB as MiB, ``type`` None).
+    """
+    out, inside = {}, False
+    for raw in (text or "").splitlines():
+        line = raw.strip()
+        if "Process id" in line:
+            inside = True
+            continue
+        if not inside or not line.startswith("|"):
+            continue
+        cells = [cell.strip() for cell in line.strip("|").split("|")]
+        ids = cells[0].split()
+        if len(cells) < 4 or len(ids) != 2 or not all(i.isdigit() for i in ids) or not cells[1].isdigit():
+            continue
+        used = cells[3].split()[0] if cells[3].split() else ""
+        out.setdefault((int(ids[0]), int(ids[1])), []).append(
+            {"pid": int(cells[1]), "name": cells[2] or None, "used_mib": int(used) if used.isdigit() else None,
+             "type": None})
+    return out
+
+
 def parse_ascend_version_info(text):
     """Parse the installed Ascend driver version.
 
@@ -172,6 +202,7 @@ def summarize_ascend(sources, errors):
         errors.append("npu-smi not found")
 
     devices = []
+    processes = parse_npu_smi_processes(sources["npu_smi_info"][1]) if table is not None else {}
     if table is not None:
         chips_per_npu = {}
         for chip in table["chips"]:
@@ -193,6 +224,14 @@ def summarize_ascend(sources, errors):
                     health=chip["health"],
                 )
             )
+            if chip["memory_mib"] is not None and chip["memory_used_mib"] is not None:
+                # what npu-smi shows free (its HBM-Usage), and who holds it: preflight's gpu_in_use. What no process
+                # holds is the driver's (an idle 910B shows about 3 GB used): counted as reserved, as nvidia-smi's is
+                held = processes.get((chip["npu_id"], chip["chip_id"]), [])
+                devices[-1]["memory_free_mib"] = chip["memory_mib"] - chip["memory_used_mib"]
+                devices[-1]["memory_reserved_mib"] = max(0, chip["memory_used_mib"] - sum(
+                    p["used_mib"] or 0 for p in held))
+                devices[-1]["processes"] = held
     elif listing is not None:
         for npu in listing["npus"]:
             devices.append(make_device(npu["npu_id"]))

@@ -146,6 +146,11 @@ def make_device(index, model=None, memory_mib=None, uuid=None, bus_id=None, driv
         "persistence_mode": persistence_mode,
         "fabric_state": fabric_state,
         "health": health,
+        # NVIDIA: nvidia-smi -q -x (_accel_health); empty or None elsewhere
+        "health_issues": [],
+        "memory_reserved_mib": None,
+        "memory_free_mib": None,
+        "processes": None,
     }
 
 
@@ -172,6 +177,7 @@ def empty_driver():
         "runtime_version": None,
         "kernel_module": None,
         "message": None,
+        "lost_gpus": [],
     }
 
 

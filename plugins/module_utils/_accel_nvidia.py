@@ -25,6 +25,13 @@ from ansible_collections.launchcard.inference.plugins.module_utils._accel_common
     tool_ok,
     tool_text,
 )
+from ansible_collections.launchcard.inference.plugins.module_utils._accel_health import (
+    ACTION_RESET,
+    health_word,
+    lost_gpus,
+    parse_nvidia_smi_xml,
+    reset_required_rows,
+)
 from ansible_collections.launchcard.inference.plugins.module_utils._accel_tables import (
     normalize_model,
     FABRIC_ACTIVE_STATES,
@@ -230,6 +237,19 @@ def parse_nvml_mismatch(text):
     return {"library_version": match.group(1) if match else None}
 
 
+def add_health(device, facts):
+    """Fill a device's ``health`` (``ok``/``warning``/``error``), ``health_issues``, ``memory_reserved_mib``,
+    ``memory_free_mib`` and ``processes`` from its ``nvidia-smi -q -x`` facts (``_accel_health``); without them
+    (a driver that did not answer the query) ``health`` stays None."""
+    if not facts:
+        return
+    device["health_issues"] = facts["issues"]
+    device["health"] = health_word(facts["issues"])
+    device["memory_reserved_mib"] = facts["memory"]["reserved_mib"]
+    device["memory_free_mib"] = facts["memory"]["free_mib"]
+    device["processes"] = facts["processes"]
+
+
 def summarize_nvidia(sources, errors):
     driver = empty_driver()
     devices = []
@@ -250,6 +270,14 @@ def summarize_nvidia(sources, errors):
                 fabric = parse_nvidia_fabric(sources["nvidia_fabric"][1])
             except AcceleratorOutputError as exc:
                 errors.append(str(exc))
+        health = {}
+        if tool_ok(sources, "nvidia_smi_q"):
+            try:
+                health = parse_nvidia_smi_xml(sources["nvidia_smi_q"][1])
+            except AcceleratorOutputError as exc:
+                errors.append(str(exc))
+        elif sources.get("nvidia_smi_q") is not None:
+            errors.append(tool_failed("nvidia-smi -q -x", sources["nvidia_smi_q"]))
         for gpu in gpus:
             devices.append(
                 make_device(
@@ -264,7 +292,16 @@ def summarize_nvidia(sources, errors):
                     fabric_state=fabric.get(gpu["index"]),
                 )
             )
+            add_health(devices[-1], health.get(gpu["bus_id"]))
+        for index in reset_required_rows(main[1]):
+            for device in devices:
+                if device["index"] == index:
+                    device["health_issues"] = list(device["health_issues"]) + [{
+                        "severity": "error", "what": "nvidia-smi reports [GPU requires reset]", "action": ACTION_RESET}]
+                    device["health"] = "error"
 
+    # GPUs the tool lists no row for (NVIDIA/dcgm-exporter#604): named by bus id, for preflight's gpu_health
+    driver["lost_gpus"] = lost_gpus(errors)
     proc = sources.get("nvidia_proc_version")
     if proc is not None:
         try:

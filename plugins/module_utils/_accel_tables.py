@@ -74,14 +74,16 @@ _MODEL_PATTERNS = tuple(
         (r"\bv100\b", "v100"),
         (r"\bt4\b", "t4"),
         (r"\brtx pro 6000\b", "rtx_pro_6000"),
-        # Ascend: npu-smi prints "910B3", "Ascend910B", "Ascend950PR", "310P3"...
+        # Ascend: npu-smi prints "910B3", "Ascend910B", "Ascend950PR", "310P3"... The SoC names CANN lists (torch_npu's
+        # soc_version table: Ascend910B1..B4, Ascend910B2C, Ascend910B4-1, Ascend910_9391..) add a letter or a -N
+        # after the variant number: the family and variant are what counts.
         (r"950\s*pr\b", "ascend_950pr"),
         (r"950\s*dt\b", "ascend_950dt"),
-        (r"910\s*b\d*\b", "ascend_910b"),
+        (r"910\s*b\d*[a-z]?(?:-\d+)?\b", "ascend_910b"),
         (r"910\s*c\b|910_93", "ascend_910c"),
         (r"\bascend\s*910\b|\b910(?:a|proa|prob|premiuma)?\b", "ascend_910"),
-        (r"310\s*p\d*\b", "ascend_310p"),
-        (r"310\s*b\d*\b", "ascend_310b"),
+        (r"310\s*p\d*[a-z]?\b", "ascend_310p"),
+        (r"310\s*b\d*[a-z]?\b", "ascend_310b"),
     )
 )
 

@@ -36,7 +36,11 @@ Result of :func:`summarize` (``ansible_facts.launchcard_accelerators``)::
           "driver_version": str | None,
           "persistence_mode": bool | None,   # NVIDIA only
           "fabric_state": str | None,        # NVIDIA only, see parse_nvidia_fabric
-          "health": str | None,              # Ascend only: "ok", "warning", ...
+          "health": str | None,              # NVIDIA: "ok", "warning", "error" (nvidia-smi -q -x); Ascend: npu-smi's
+          "health_issues": [{"severity", "what", "action"}],  # NVIDIA only: why health is not ok
+          "memory_reserved_mib": int | None, # NVIDIA only: reserved by the driver and firmware
+          "memory_free_mib": int | None,     # NVIDIA only
+          "processes": [{"pid", "name", "used_mib", "type"}],  # NVIDIA only: what holds the GPU now
       }, ...],                           # sorted by index
       "models": [str],                   # sorted unique model_id values
       "driver": {
@@ -50,6 +54,7 @@ Result of :func:`summarize` (``ansible_facts.launchcard_accelerators``)::
           "nvlink5_required": bool,          # nvlsm + NSCQ beside fabric manager (HGX B200/B300)
           "kernel_module": "open" | "proprietary" | None,   # NVIDIA only
           "message": str | None,             # e.g. why vendor is "none"
+          "lost_gpus": [str],                # NVIDIA: bus ids nvidia-smi cannot reach ("Unable to determine ...")
       },
       "pci": {                           # from sysfs, driver or not (parse_pci_devices)
           "vendor": "nvidia" | "amd" | "ascend" | None,
@@ -109,6 +114,8 @@ COMMANDS = {
     "nvidia": (
         ("nvidia_smi", ["nvidia-smi", "--query-gpu=" + ",".join(NVIDIA_QUERY_FIELDS), "--format=csv,noheader,nounits"]),
         ("nvidia_fabric", ["nvidia-smi", "--query-gpu=index,fabric.state,fabric.status", "--format=csv,noheader"]),
+        # health, reserved and free memory and the processes of every GPU in one call (_accel_health)
+        ("nvidia_smi_q", ["nvidia-smi", "-q", "-x"]),
         ("nvidia_modinfo", ["modinfo", "-F", "version", "nvidia"]),
         ("nvidia_fabricmanager_service", ["systemctl", "is-active", "nvidia-fabricmanager.service"]),
     ),
@@ -117,6 +124,8 @@ COMMANDS = {
         ("amd_smi_static", ["amd-smi", "static", "--asic", "--vram", "--driver", "--json"]),
         ("rocm_smi", ["rocm-smi", "--showproductname", "--showmeminfo", "vram", "--showbus", "--json"]),
         ("amdgpu_modinfo", ["modinfo", "-F", "version", "amdgpu"]),
+        # uncorrectable and deferred ECC counts per GPU (_accel_amd.parse_amd_smi_ecc)
+        ("amd_smi_ecc", ["amd-smi", "metric", "--ecc", "--json"]),
     ),
     "ascend": (
         ("npu_smi_list", ["npu-smi", "info", "-l"]),
@@ -127,7 +136,7 @@ COMMANDS = {
 host; a missing executable leaves that source out. Results go to
 :func:`summarize` as ``(rc, stdout, stderr)`` tuples under the source key."""
 
-COMMAND_REQUIRES = {"nvidia_fabric": "nvidia_smi"}
+COMMAND_REQUIRES = {"nvidia_fabric": "nvidia_smi", "nvidia_smi_q": "nvidia_smi", "amd_smi_ecc": "amd_smi_list"}
 """Source key -> source key that must have exited 0 first (no point asking a
 driver that did not answer the first query a second time)."""
 

@@ -34,6 +34,11 @@ from ansible_collections.launchcard.inference.plugins.module_utils._preflight_ch
     check_rocm_release,
     check_shm,
 )
+from ansible_collections.launchcard.inference.plugins.module_utils._preflight_gpu_checks import (
+    check_gpu_health,
+    check_gpu_in_use,
+    check_memory_budget,
+)
 from ansible_collections.launchcard.inference.plugins.module_utils._preflight_removal import check_removal
 from ansible_collections.launchcard.inference.plugins.module_utils._preflight_runtime_checks import (
     check_container_amd_devices,
@@ -180,7 +185,7 @@ def host_needs(card, host_plan, plan=None, peers=None):
     recipes = {r["name"]: r for r in card["recipes"]}
     validated = set()
     per_gpu = spread_per_gpu = None
-    ports = []
+    ports, by_unit, spread_by_unit = [], {}, {}
     for inst in host_plan.get("instances", []):
         # an instance whose host overrides its recipe's argv carries what its effective argv says (the planner)
         r = dict(recipes[inst["recipe"]], **(inst.get("recipe_facts") or {}))
@@ -195,9 +200,11 @@ def host_needs(card, host_plan, plan=None, peers=None):
             if resident:
                 mib = resident * GIB / MIB / shards / (2 if halve else 1)
                 per_gpu = max(per_gpu or 0, int(mib))
+                by_unit[inst["unit"]] = int(mib)
                 spread = shards * _expert_spread(r)
                 if spread > shards:
                     spread_per_gpu = max(spread_per_gpu or 0, int(mib * shards / spread))
+                    spread_by_unit[inst["unit"]] = int(mib * shards / spread)
         if "ports" in inst:
             # every port the planner gave the instance (server, bootstrap, Prometheus,
             # NIXL side channel, multi-node init ports)
@@ -218,6 +225,9 @@ def host_needs(card, host_plan, plan=None, peers=None):
         "validated_models": sorted(validated),
         "weights_per_gpu_mib": per_gpu,
         "weights_per_gpu_spread_mib": spread_per_gpu,
+        # each GPU instance's own share, for the memory_budget check's needs (plugin_utils/_memory_budget.py)
+        "weights_by_unit": by_unit,
+        "weights_spread_by_unit": spread_by_unit,
         "ports": ports,
         "images": sorted({i["image"] for i in host_plan.get("instances", []) if i.get("image")}),
         "peers": list(peers) if peers is not None else _peers(card, host_plan, plan) if plan else [],
@@ -243,6 +253,9 @@ REGISTRY = (
     ("gpu_count", check_gpu_count),
     ("gpu_model", check_gpu_model),
     ("memory_fit", check_memory_fit),
+    ("memory_budget", check_memory_budget),
+    ("gpu_in_use", check_gpu_in_use),
+    ("gpu_health", check_gpu_health),
     ("driver", check_driver),
     ("driver_branch", check_driver_branch),
     ("rocm_release", check_rocm_release),

@@ -149,9 +149,10 @@ def check_image_vendor(host):
 
 
 def check_native_install(host):
-    """``native_install``: the native runtime has a pinned pip install of each engine placed here for the host's
-    vendor (``needs.native_gaps``, empty where the inventory names the packages): SGLang publishes none for AMD
-    or Ascend (built from source), so such a host is refused before the weights are staged."""
+    """``native_install``: the native runtime has a hash-pinned lock of what is placed here for the host's vendor
+    (``needs.native_gaps``, empty where the inventory names a lock or the packages): the collection ships locks
+    only for some vendors (SGLang publishes no pip install for AMD or Ascend), so such a host is refused before
+    the weights are staged, not left to an unpinned install."""
     gaps = host.needs.get("native_gaps") or {}
     if host.options.get("runtime") != "native" or not gaps:
         return None
@@ -159,13 +160,13 @@ def check_native_install(host):
     if vendor not in ("nvidia", "amd", "ascend"):
         return None
     missing = gaps.get(vendor) or []
-    need = "a pip install of each engine for %s" % vendor
+    need = "a hash-pinned lock of what runs here for %s" % vendor
     if not missing:
-        return _result("native_install", True, need, "published", "the engines install from pinned wheels")
-    return _result("native_install", False, need, "none for %s" % ", ".join(missing),
-                   "no pip install of %s is published for %s accelerators (upstream builds it from source or ships "
-                   "images): set launchcard_runtime_native_packages and launchcard_runtime_native_pip_extra_args, or "
-                   "run it in a container" % (", ".join(missing), vendor))
+        return _result("native_install", True, need, "shipped", "the engines install from the collection's lock")
+    return _result("native_install", False, need, "none for %s" % " + ".join(missing),
+                   "the collection ships no lock of %s for %s accelerators: make one with tools/native_lock.py "
+                   "against your index and set launchcard_runtime_native_lock to it, set "
+                   "launchcard_runtime_native_packages, or run it in a container" % (" + ".join(missing), vendor))
 
 
 def _stack_fixes(host, what):

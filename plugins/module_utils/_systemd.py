@@ -160,6 +160,17 @@ def runs_new_invocation(props, previous):
     return pid not in ("", "0") and pid != str((previous or {}).get("main_pid") or 0)
 
 
+# A timer fires the service of its own name (systemd.timer(5), Unit=): the liveness units (plugin_utils/_liveness.py).
+TIMER_SUFFIX = ".timer"
+
+
+def triggered(names):
+    """The ``.service`` units of ``names`` that a ``.timer`` of ``names`` fires: only their timer is enabled and
+    started; the converge never enables, starts or restarts them (a oneshot that ran is inactive, not stopped)."""
+    names = set(names)
+    return set(n[:-len(TIMER_SUFFIX)] + ".service" for n in names if n.endswith(TIMER_SUFFIX)) & names
+
+
 def actions(names, states, written, state, generated=()):
     """Return the batched systemctl actions that bring units to ``state``.
 
@@ -170,13 +181,17 @@ def actions(names, states, written, state, generated=()):
         or ``stopped`` (disabled and stopped).
     :param generated: names of units a generator makes (Quadlet ``.container`` files): their file's
         ``[Install]`` section enables them, and ``systemctl enable``/``disable`` refuse them
-        (podman-systemd.unit(5)), so they are never in ``enable`` or ``disable``.
+        (podman-systemd.unit(5)), so they are never in ``enable`` or ``disable``. A service its timer fires
+        (:func:`triggered`) is only ever stopped.
     :returns: dict of sorted lists ``enable``, ``disable``, ``start``,
         ``restart``, ``stop``.
     """
     out = {"enable": [], "disable": [], "start": [], "restart": [], "stop": []}
+    fired = triggered(names)
     for n in sorted(names):
         st = states.get(n, {})
+        if n in fired and state == "started":
+            continue
         active = st.get("ActiveState") in ("active", "activating", "reloading")
         enabled = n in generated or st.get("UnitFileState") in ("enabled", "enabled-runtime")
         if state == "started":
@@ -412,7 +427,7 @@ def settled_converge(found, units, allowed_dropins=(), record_sha256=None):
     generated = set(unit_of(n) for n in desired if n.endswith(QUADLET_SUFFIX))
     states = found.get("states") or {}
     todo = actions(wanted, states, set(), "started", generated)
-    if any(todo.values()) or any((states.get(n) or {}).get("ActiveState") == "failed" for n in wanted):
+    if any(todo.values()) or any((states.get(n) or {}).get("ActiveState") == "failed" for n in set(wanted) - triggered(wanted)):
         return None
     dropins = dropin_verdicts(found.get("dropins") or [], allowed_dropins)
     if dropins["remove"] or not found.get("secrets_in_place"):

@@ -206,9 +206,32 @@ ansible_facts:
               type: str
               sample: completed
             health:
-              description: Ascend health as npu-smi reports it, lower case (V(ok), V(warning), V(alarm)...); null elsewhere.
+              description:
+                - NVIDIA - V(ok), V(warning) or V(error), the worst of RV(ansible_facts.launchcard_accelerators.devices[].health_issues)
+                  (from C(nvidia-smi -q -x)); null when the driver did not answer that query.
+                - Ascend - health as npu-smi reports it, lower case (V(ok), V(warning), V(alarm)...).
               type: str
               sample: ok
+            health_issues:
+              description:
+                - NVIDIA - why RV(ansible_facts.launchcard_accelerators.devices[].health) is not V(ok), each
+                  C({severity, what, action}) - uncorrectable volatile ECC errors, a pending or failed row remap, a
+                  pending page retirement, a recovery action the driver asks for (errors); a PCIe link below its
+                  maximum, hardware slowdown (warnings). Empty elsewhere.
+              type: list
+              elements: dict
+            memory_reserved_mib:
+              description: NVIDIA - memory the driver and firmware reserve (C(fb_memory_usage/reserved)); null elsewhere.
+              type: int
+              sample: 616
+            memory_free_mib:
+              description: NVIDIA - free memory now (C(fb_memory_usage/free)); null elsewhere.
+              type: int
+              sample: 143156
+            processes:
+              description: NVIDIA - the processes on the GPU, each C({pid, name, used_mib, type}); null elsewhere.
+              type: list
+              elements: dict
         models:
           description: Sorted unique model ids on the host.
           returned: always
@@ -261,6 +284,12 @@ ansible_facts:
               description: NVIDIA kernel module flavour, V(open) or V(proprietary); null elsewhere.
               type: str
               sample: open
+            lost_gpus:
+              description:
+                - NVIDIA - bus ids of the GPUs nvidia-smi cannot reach (C(Unable to determine the device handle for
+                  GPU...), a GPU fallen off the bus); empty elsewhere.
+              type: list
+              elements: str
             message:
               description: Explanation when there is nothing to report, for example no tool found.
               type: str

@@ -45,7 +45,8 @@ description:
   - Errors carry a C(cause) - V(wrong revision), V(repository not found), V(hub unreachable), V(incomplete)
     (O(source=path)), V(truncated download), V(incomplete copy) (O(source=peer)), V(disk full), V(cache error) (the
     cache cannot be written), V(xet unavailable) (see O(xet)), V(unsafe listing), V(checksum mismatch),
-    V(token over http), V(hub error) - and a message naming the revision, endpoint or files; a seed's message names the hosts that copy from it (O(copies)), a copy's the seed.
+    V(token over http), V(hub error) - and a message naming the revision, endpoint or files;
+      a seed's message names the hosts that copy from it (O(copies)), a copy's the seed.
 requirements:
   - huggingface_hub (on the managed host; the launchcard.inference.weights role installs it into a virtualenv)
 options:

@@ -92,6 +92,26 @@ options:
     type: bool
     default: false
     version_added: 1.0.0
+  model_configs:
+    description:
+      - Read each card's model C(config.json) at the card's revision from the Hub (O(hf_endpoint), O(hf_token), with
+        C(huggingface_hub)'s C(hf_hub_download) and its cache) and keep the fields the KV cache is computed from in
+        the plan's C(model_configs) (so a plan file carries them), for preflight's C(memory_budget) check.
+      - One that cannot be read is recorded with the error and makes that check warn; planning goes on.
+      - Not read again when applying a plan file (O(plan_file)).
+    type: bool
+    default: false
+    version_added: 1.0.0
+  hf_endpoint:
+    description: The Hub or an internal mirror of it; empty - C(huggingface_hub)'s default.
+    type: str
+    default: ''
+    version_added: 1.0.0
+  hf_token:
+    description: Token for a gated or private model's C(config.json); never logged.
+    type: str
+    default: ''
+    version_added: 1.0.0
   facts:
     description:
       - Return the card models, the plan and the run identity as facts (V(true)), or as the result's own keys

@@ -49,7 +49,8 @@ options:
   checks:
     description:
       - Checks to run; any left out stays on. Keys C(os), C(disk), C(gpu_count), C(gpu_model),
-        C(memory_fit), C(driver), C(driver_branch), C(rocm_release), C(cann_driver), C(fabric), C(ports), C(peers),
+        C(memory_fit), C(memory_budget), C(gpu_in_use), C(gpu_health), C(driver), C(driver_branch), C(rocm_release),
+        C(cann_driver), C(fabric), C(ports), C(peers),
         C(shm), C(rdma), C(container_engine), C(image_disk), C(image_vendor), C(native_install),
         C(container_nvidia_runtime), C(container_cdi_spec), C(container_amd_devices), C(container_ascend_devices),
         C(removal).
@@ -58,13 +59,19 @@ options:
         longer places (a host or group that lost its C(launchcard_recipes), a misspelt variable) fails, naming it,
         so the deploy stops before any host changes and nothing that serves is pruned; with O(allow_removal) true a
         warning names what the deploy removes.
+      - C(memory_budget) - the engine's share of each placed GPU (its C(--gpu-memory-utilization) or
+        C(--mem-fraction-static) of the memory CUDA reports) holds the weights, the activation floor and the KV
+        cache of one C(--max-model-len) sequence (C(needs.memory)); C(gpu_in_use) - that share is free, naming the
+        processes that hold it; C(gpu_health) - no ECC, row remap, page retirement or lost-GPU error on a placed GPU
+        (docs/deploy.md).
       - C(rdma) - a warning where the host's PD prefills or decodes or multi-node ranks find no RDMA device
         (C(/sys/class/infiniband) and C(/dev/infiniband)), naming the TCP fallback.
       - C(image_vendor) - docker/podman with accelerators placed - every GPU instance's image serves the host's vendor
         (O(container_vendor), else the one its tools or PCI bus show), as C(needs.image_vendors) lists them; a CUDA
         image on an AMD or Ascend host fails, naming the vendor, the recipe and the image.
-      - C(native_install) - native runtime without C(launchcard_runtime_native_packages) - each engine placed here has
-        a published pip install for the host's vendor (C(needs.native_gaps)); SGLang on AMD or Ascend fails.
+      - C(native_install) - native runtime without C(launchcard_runtime_native_lock) or
+        C(launchcard_runtime_native_packages) - the collection ships a hash-pinned lock of what is placed here for the
+        host's vendor (C(needs.native_gaps)); a vendor without one (AMD, Ascend, SGLang there) fails, naming the variables.
       - C(container_nvidia_runtime) - docker with NVIDIA GPUs - the daemon has the C(nvidia) runtime
         (C(nvidia-ctk runtime configure --runtime=docker)) or CDI on (C(features.cdi)); the running daemon's
         C(docker info) wins over C(/etc/docker/daemon.json).
@@ -553,6 +560,7 @@ import re
 from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.launchcard.inference.plugins.module_utils import _accelerators as accelerators
+from ansible_collections.launchcard.inference.plugins.module_utils._preflight_gpu_checks import gpu_owners
 from ansible_collections.launchcard.inference.plugins.module_utils._hf_snapshot import stamp_path
 from ansible_collections.launchcard.inference.plugins.module_utils._platforms import engine_package
 from ansible_collections.launchcard.inference.plugins.module_utils import _gate as gate
@@ -725,6 +733,7 @@ def main():
         # what the record says the host runs, for the removal check (popped below: the record has its own returns)
         "recorded_units": recorded_units(record_text) if p["record"] else None,
     }
+    facts["gpu_owners"] = gpu_owners(facts["accelerators"])
     facts["container_access"] = container_access(
         p["runtime"], p["container_vendor"] or stack_vendor(facts["accelerators"]),
         docker_info=lambda: _docker_info(module, facts["engines"]["docker"]))

@@ -31,7 +31,9 @@ description:
     C(launchcard_podman_bin), C(launchcard_secrets_env_file), C(launchcard_amd_render_gid),
     C(launchcard_amd_container_unconfined), C(launchcard_ascend_devices), C(launchcard_ascend_device_count),
     C(launchcard_extra_container_args), C(launchcard_container_shm_size), C(launchcard_podman_cgroups),
-    C(launchcard_podman_quadlet), C(launchcard_rdma), C(launchcard_selinux_labels), C(launchcard_jit_cache).
+    C(launchcard_podman_quadlet), C(launchcard_rdma), C(launchcard_selinux_labels), C(launchcard_jit_cache),
+    C(launchcard_liveness_interval_s), C(launchcard_liveness_timeout_s), C(launchcard_liveness_failures),
+    C(launchcard_liveness_recipes), C(launchcard_lock_dir).
   # end unit_variables
   - What only the hosts know is not seen here; the deploy takes it from preflight when the variable is
     unset (the vendor, the AMD C(render) group id, the Ascend devices, the podman version that decides Quadlet
@@ -40,8 +42,9 @@ description:
     rewritten only when its content changes; unit files the plan no longer places on a host are removed
     from its folder.
   - Prometheus scrape targets as file-based service discovery files (C(launchcard-engines.json), every engine
-    and router the plan places, and C(launchcard-nodes.json), every host's node exporter; see
-    C(docs/observability.md)), in the folder of each host of the inventory group C(launchcard_monitoring), as that
+    and router the plan places, C(launchcard-nodes.json), every host's node exporter, and C(launchcard-gpus.json),
+    the accelerator exporters of the hosts whose C(launchcard_gpu_exporter_enabled) is true (role
+    C(launchcard.inference.gpu_exporter)); see C(docs/observability.md)), in the folder of each host of the inventory group C(launchcard_monitoring), as that
     host reaches them (its own instances through loopback).
 options:
   dest:

@@ -42,13 +42,17 @@ options:
   units:
     description:
       - The unit files this host must have.
+      - A C(NAME.service) given with a C(NAME.timer) is the timer's to start (systemd.timer(5)). Only the timer is
+        enabled and started; the service is never enabled, started or restarted, only stopped (C(state=stopped),
+        pruning).
     type: list
     elements: dict
     required: true
     suboptions:
       name:
         description:
-          - Unit file name, for example C(launchcard-glm-5.3-flash-sglang-prefill-0.service), or a Quadlet file
+          - Unit file name, for example C(launchcard-glm-5.3-flash-sglang-prefill-0.service), a timer
+            C(launchcard-glm-5.3-flash-vllm-aggregated-0-liveness.timer), or a Quadlet file
             C(launchcard-glm-5.3-flash-sglang-prefill-0.container) (its unit is the C(.service) of the same name).
         type: str
         required: true
@@ -312,6 +316,8 @@ from ansible_collections.launchcard.inference.plugins.module_utils import _gate 
 from ansible_collections.launchcard.inference.plugins.module_utils._systemd import (
     QUADLET_SUFFIX,
     RESTART_PROPERTIES,
+    TIMER_SUFFIX,
+    triggered,
     SHOW_PROPERTIES,
     actions,
     read_unit_files,
@@ -476,9 +482,9 @@ def main():
     wanted = {}  # unit name -> file name
     for i, u in enumerate(p["units"]):
         name = u["name"]
-        if "/" in name or not name.startswith(p["prefix"]) or not name.endswith((".service", QUADLET_SUFFIX)):
-            module.fail_json(msg="units[%d].name: expected %s*.service or %s*%s without '/', found %r" % (
-                i, p["prefix"], p["prefix"], QUADLET_SUFFIX, name))
+        if "/" in name or not name.startswith(p["prefix"]) or not name.endswith((".service", TIMER_SUFFIX, QUADLET_SUFFIX)):
+            module.fail_json(msg="units[%d].name: expected %s*.service, %s*%s or %s*%s without '/', found %r" % (
+                i, p["prefix"], p["prefix"], TIMER_SUFFIX, p["prefix"], QUADLET_SUFFIX, name))
         if unit_of(name) in wanted:
             module.fail_json(msg="units[%d].name: %s and %s both give %s" % (i, wanted[unit_of(name)], name, unit_of(name)))
         desired[name] = u["content"]
@@ -644,7 +650,8 @@ def main():
         result["diff"] = diffs
     result["health"] = None
     if p["state"] == "started" and not module.check_mode:
-        failed = [u["name"] for u in units if u["active_state"] == "failed"]
+        # a liveness probe that failed is its timer's to run again, not a unit that failed to start
+        failed = [u["name"] for u in units if u["active_state"] == "failed" and u["name"] not in triggered(wanted)]
         if failed:
             module.fail_json(msg="units failed at start: %s (see journalctl -u NAME)" % ", ".join(failed),
                              **result)

@@ -1,7 +1,7 @@
 # -*- coding: utf-8 -*-
 # Copyright: (c) 2026, launchcard.inference contributors
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""The collection's Prometheus alert rules: the one home of every metric name a rule uses.
+"""The collection's Prometheus alert rules: the one home of every metric name a rule or a dashboard uses.
 
 Pure Python, no Ansible import. :func:`rule_groups` gives the rules file (Prometheus's rule file format:
 ``groups: [{name, rules: [{alert, expr, for, labels, annotations}]}]``), its thresholds from :data:`THRESHOLDS`
@@ -26,6 +26,8 @@ VLLM_PREEMPTIONS = "vllm:num_preemptions_total"
 VLLM_GENERATION_TOKENS = "vllm:generation_tokens_total"
 VLLM_TTFT_BUCKET = "vllm:time_to_first_token_seconds_bucket"
 VLLM_ITL_BUCKET = "vllm:inter_token_latency_seconds_bucket"
+VLLM_PROMPT_TOKENS = "vllm:prompt_tokens_total"  # dashboards only (tools/dashboards.py), as the names below
+VLLM_REQUESTS = "vllm:request_success_total"
 # SGLang 0.5.23, sglang/srt/observability/metrics_collector.py (monitoring/contracts/sglang-0.5.23.yml)
 SGLANG_RUNNING = "sglang:num_running_reqs"
 SGLANG_WAITING = "sglang:num_queue_reqs"
@@ -34,8 +36,13 @@ SGLANG_RETRACTIONS = "sglang:num_retracted_requests_total"
 SGLANG_GENERATION_TOKENS = "sglang:generation_tokens_total"
 SGLANG_TTFT_BUCKET = "sglang:time_to_first_token_seconds_bucket"
 SGLANG_ITL_BUCKET = "sglang:inter_token_latency_seconds_bucket"
+SGLANG_PROMPT_TOKENS = "sglang:prompt_tokens_total"
+SGLANG_REQUESTS = "sglang:num_requests_total"
 # sglang-router 0.3.2: 1 per healthy worker (monitoring/contracts/sglang-router-0.3.2.yml)
 ROUTER_WORKER_HEALTH = "smg_worker_health"
+ROUTER_REQUESTS = "smg_router_requests_total"
+ROUTER_DURATION_BUCKET = "smg_router_request_duration_seconds_bucket"
+ROUTER_WORKER_ACTIVE = "smg_worker_requests_active"
 # Debian 12's prometheus-node-exporter 1.5.0 (monitoring/contracts/node-exporter-1.5.0.yml)
 NODE_UNIT_STATE = "node_systemd_unit_state"
 NODE_RESTARTS = "node_systemd_service_restart_total"
@@ -43,6 +50,8 @@ NODE_FS_AVAIL = "node_filesystem_avail_bytes"
 NODE_FS_SIZE = "node_filesystem_size_bytes"
 # the collection's own textfile facts (monitoring/contracts/launchcard.yml)
 LIVENESS_RESTARTS = "launchcard_liveness_restarts_total"
+LAST_DEPLOY = "launchcard_last_deploy_timestamp_seconds"
+LAST_UPGRADE = "launchcard_last_upgrade_timestamp_seconds"
 
 #: Thresholds a site may change (``rule_groups(thresholds)``); durations are Prometheus durations.
 THRESHOLDS = {
@@ -104,15 +113,15 @@ def rule_groups(thresholds=None):
               "systemd reports {{ $labels.name }} failed on {{ $labels.host }}: journalctl -u {{ $labels.name }}."),
         _rule("LaunchcardUnitRestarting", "increase(%s{%s}[%s]) >= %s" % (
             NODE_RESTARTS, UNIT_MATCH, t["restarts_window"], t["unit_restarts"]), None, "warning",
-              "{{ $labels.name }} keeps restarting on {{ $labels.host }}",
-              "systemd restarted {{ $labels.name }} {{ $value }} times within %s." % t["restarts_window"]),
+            "{{ $labels.name }} keeps restarting on {{ $labels.host }}",
+            "systemd restarted {{ $labels.name }} {{ $value }} times within %s." % t["restarts_window"]),
         _rule("LaunchcardEngineWedged", _either(
             "sum by ({by}) ({m[0]}) > 0 and on (card, instance) sum by (card, instance) (rate({m[1]}[{w}])) == 0",
             (VLLM_RUNNING, VLLM_GENERATION_TOKENS), (SGLANG_RUNNING, SGLANG_GENERATION_TOKENS), by=BY,
             w=t["wedged_for"]), t["wedged_for"], "critical",
-              "%s runs requests but generates no tokens" % who,
-              "{{ $value }} request(s) running and no token generated for %s: the engine is wedged (its /health "
-              "may still answer)." % t["wedged_for"]),
+            "%s runs requests but generates no tokens" % who,
+            "{{ $value }} request(s) running and no token generated for %s: the engine is wedged (its /health "
+            "may still answer)." % t["wedged_for"]),
         _rule("LaunchcardKVCacheFull", _either("max by ({by}) ({m}) > {x}", VLLM_KV_USAGE, SGLANG_KV_USAGE, by=BY,
                                                x=t["kv_cache_ratio"]), t["kv_cache_for"], "warning",
               "%s KV cache above %d%%" % (who, round(t["kv_cache_ratio"] * 100)),
@@ -131,22 +140,22 @@ def rule_groups(thresholds=None):
         _rule("LaunchcardTimeToFirstTokenHigh", _either(
             "histogram_quantile(0.95, sum by ({by}, le) (rate({m}[5m]))) > {x}", VLLM_TTFT_BUCKET,
             SGLANG_TTFT_BUCKET, by=BY, x=t["ttft_p95_seconds"]), t["latency_for"], "warning",
-              "%s time to first token p95 above %ss" % (who, t["ttft_p95_seconds"]),
-              "p95 time to first token {{ $value | humanizeDuration }} for %s." % t["latency_for"]),
+            "%s time to first token p95 above %ss" % (who, t["ttft_p95_seconds"]),
+            "p95 time to first token {{ $value | humanizeDuration }} for %s." % t["latency_for"]),
         _rule("LaunchcardInterTokenLatencyHigh", _either(
             "histogram_quantile(0.95, sum by ({by}, le) (rate({m}[5m]))) > {x}", VLLM_ITL_BUCKET,
             SGLANG_ITL_BUCKET, by=BY, x=t["itl_p95_seconds"]), t["latency_for"], "warning",
-              "%s inter-token latency p95 above %ss" % (who, t["itl_p95_seconds"]),
-              "p95 inter-token latency {{ $value | humanizeDuration }} for %s." % t["latency_for"]),
+            "%s inter-token latency p95 above %ss" % (who, t["itl_p95_seconds"]),
+            "p95 inter-token latency {{ $value | humanizeDuration }} for %s." % t["latency_for"]),
         _rule("LaunchcardRouterNoHealthyWorkers",
               'up{role="router"} == 1 unless on (card, instance) (%s == 1)' % ROUTER_WORKER_HEALTH,
               t["router_no_workers_for"], "critical", "%s has no healthy worker" % who,
               "The router answers but none of its workers is healthy: every request fails."),
         _rule("LaunchcardWeightsDiskNearlyFull", "%s{card!=\"\", %s} / %s{card!=\"\", %s} < %s" % (
             NODE_FS_AVAIL, NOT_DISKS, NODE_FS_SIZE, NOT_DISKS, t["disk_free_ratio"]), t["disk_for"], "warning",
-              "{{ $labels.mountpoint }} on {{ $labels.host }} is nearly full",
-              "{{ $value | humanizePercentage }} free on {{ $labels.mountpoint }}: the next revision's weights may "
-              "not fit."),
+            "{{ $labels.mountpoint }} on {{ $labels.host }} is nearly full",
+            "{{ $value | humanizePercentage }} free on {{ $labels.mountpoint }}: the next revision's weights may "
+            "not fit."),
         _rule("LaunchcardLivenessRestarts", "increase(%s[%s]) > 0" % (LIVENESS_RESTARTS, t["liveness_window"]), None,
               "warning", "{{ $labels.unit }} was restarted by its liveness check on {{ $labels.host }}",
               "The liveness timer restarted {{ $labels.unit }} {{ $value }} time(s) within %s: it stopped answering "

@@ -123,3 +123,28 @@ def no_recipe(card_hosts, recipes_var, card_var):
     """The refusal of an inventory whose hosts name a card but no recipe: nothing would be planned anywhere."""
     return ("no host names a recipe: %s set %s but no host sets %s, so nothing would be planned; list the "
             "recipes each host runs in %s" % (_hosts(card_hosts), card_var, recipes_var, recipes_var))
+
+
+def unknown_recipe_keys(host_values, host_recipes, variable):
+    """One line per key of a per-recipe variable (``{RECIPE: ...}``) that is no recipe of the host's card, with the
+    hosts that set it: the value is ignored for it, nothing stops.
+
+    :param host_values: ``{host: the variable's value}`` (hosts without it left out or None).
+    :param host_recipes: ``{host: the recipe names of its card}``.
+    :returns: sorted lines ``"launchcard_liveness_recipes['vllm-agregated'] (lc-a): no recipe of the card, ignored;
+        did you mean vllm-aggregated?"``.
+    """
+    at = {}
+    for host, value in host_values.items():
+        if not hasattr(value, "keys") or host not in host_recipes:
+            continue
+        names = sorted(host_recipes[host])
+        for key in value.keys():
+            if key not in names:
+                at.setdefault((str(key), tuple(names)), []).append(host)
+    lines = []
+    for (key, names), hosts in sorted(at.items()):
+        guess = near(key, list(names))
+        lines.append("%s[%s] (%s): no recipe of the card, ignored%s" % (
+            variable, show(key), _hosts(hosts), "; did you mean %s?" % guess if guess else ""))
+    return sorted(set(lines))

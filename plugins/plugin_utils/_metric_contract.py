@@ -1,7 +1,8 @@
 # -*- coding: utf-8 -*-
 # Copyright: (c) 2026, launchcard.inference contributors
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""The metric contract: which metric names each pinned release exports, against the names the alert rules use.
+"""The metric contract: which metric names each pinned release exports, against the names the alert rules and
+dashboards use.
 
 Pure Python, no Ansible import. A contract is a YAML file in ``monitoring/contracts/`` per component and version
 (``vllm-0.32.0.yml``): ``component``, ``version`` and ``metrics`` (name as Prometheus stores it -> ``type``,
@@ -80,19 +81,25 @@ def unknown_metrics(groups, contracts=None):
 
     :param groups: a rules document (``_alert_rules.rule_groups``).
     """
+    return unknown_in([(rule["alert"], rule["expr"]) for group in groups["groups"] for rule in group["rules"]],
+                      contracts)
+
+
+def unknown_in(queries, contracts=None):
+    """``[(where, name, why)]`` for every metric the PromQL ``queries`` (``[(where, expr)]``: a rule, a
+    dashboard's panel) name that no pinned contract holds."""
     contracts = load() if contracts is None else contracts
     out = []
-    for group in groups["groups"]:
-        for rule in group["rules"]:
-            for name in sorted(metric_names(rule["expr"])):
-                if name in PROMETHEUS_OWN:
-                    continue
-                component = component_of(name)
-                if component is None:
-                    out.append((rule["alert"], name, "no component exports metrics named like it"))
-                elif component not in contracts:
-                    out.append((rule["alert"], name, "no contract for %s" % component))
-                elif name not in contracts[component]["metrics"]:
-                    out.append((rule["alert"], name, "%s %s does not export it (%s)" % (
-                        component, contracts[component]["version"], os.path.basename(contracts[component]["path"]))))
+    for where, expr in queries:
+        for name in sorted(metric_names(expr)):
+            if name in PROMETHEUS_OWN:
+                continue
+            component = component_of(name)
+            if component is None:
+                out.append((where, name, "no component exports metrics named like it"))
+            elif component not in contracts:
+                out.append((where, name, "no contract for %s" % component))
+            elif name not in contracts[component]["metrics"]:
+                out.append((where, name, "%s %s does not export it (%s)" % (
+                    component, contracts[component]["version"], os.path.basename(contracts[component]["path"]))))
     return out

@@ -454,7 +454,7 @@ def _sglang(a, path):
     pp = _size(a, _S_PP, path, "pipeline parallel size")
     dp = _size(a, _S_DP, path, "data parallel size")
     m = _base(a, path, tp, pp, dp, a.get_port("--port", SGLANG_DEFAULT_PORT, path),
-               a.get("--host", DEFAULT_BIND["sglang"]))
+              a.get("--host", DEFAULT_BIND["sglang"]))
     mode = a.get("--disaggregation-mode", "null")
     if mode not in ("null", "prefill", "decode"):
         where, written = a.where("--disaggregation-mode", path)

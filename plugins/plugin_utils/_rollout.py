@@ -70,6 +70,7 @@ from ansible_collections.launchcard.inference.plugins.module_utils import _drain
 from ansible_collections.launchcard.inference.plugins.plugin_utils import _outages as outages
 from ansible_collections.launchcard.inference.plugins.plugin_utils import _surge as surge
 from ansible_collections.launchcard.inference.plugins.plugin_utils._argv import Argv
+from ansible_collections.launchcard.inference.plugins.plugin_utils._liveness import is_liveness
 
 TIERS = ("encoder", "server", "prefill-decode", "router", "retire")
 WORKER_ROLES = ("aggregated", "language")
@@ -282,7 +283,7 @@ def host_change(host, record, target_host, target_units, cards):
         "flags": flags,
         "revision": revision,
         "card": (target_host or {}).get("card"),
-        "units": len(want),
+        "units": len([n for n in want if not is_liveness(n)]),
         "recipes": sorted({i.get("recipe") for i in insts if i.get("recipe")}),
         "roles": sorted({i.get("role") for i in insts if i.get("role")}),
         "reasons": reasons,
@@ -431,7 +432,7 @@ def runs_before(record):
     if record is None:
         return "nothing"
     return "revision %s, %d unit(s)" % (((record.get("card") or {}).get("revision") or "?")[:12],
-                                        len(record.get("units") or {}))
+                                        len([n for n in record.get("units") or {} if not is_liveness(n)]))
 
 
 def _batch_fields(result, current, target, cards, twin_units):

@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import json
 
+from ansible_collections.launchcard.inference.plugins.plugin_utils import _gpu_exporter as gpu_exporter
 from ansible_collections.launchcard.inference.plugins.plugin_utils._recipe import (
     DEFAULT_BIND,
     METRICS_FLAGS,
@@ -41,6 +42,8 @@ LABELS = ("card", "revision", "recipe", "instance", "role", "engine", "host", "i
 #: The file_sd files the collection writes: engines and routers, and the hosts' node exporters.
 ENGINES_FILE = "launchcard-engines.json"
 NODES_FILE = "launchcard-nodes.json"
+#: The accelerator exporters' targets (``_gpu_exporter.targets``), written when a host of the plan runs one.
+GPUS_FILE = "launchcard-gpus.json"
 #: Debian's prometheus-node-exporter (1.5.0, ``--help``): ``--web.listen-address=:9100``.
 NODE_EXPORTER_PORT = 9100
 LOOPBACK = ("127.0.0.1", "localhost", "::1", "[::1]")
@@ -107,7 +110,7 @@ def engine_targets(fleet_plan, image_refs=None, monitor=None):
             addr = _address(inst, bind, monitor)
             if addr is None:
                 notes.append("%s: %s: no target, its metrics listen on %s:%d only, which a monitoring host on "
-                              "another machine cannot reach" % (host, inst["id"], bind, port))
+                             "another machine cannot reach" % (host, inst["id"], bind, port))
                 continue
             labels = {"card": card.get("slug", ""), "revision": card.get("revision", ""), "recipe": inst["recipe"],
                       "instance": inst["id"], "role": inst["role"], "engine": inst["engine"], "host": host}
@@ -132,11 +135,15 @@ def node_targets(fleet_plan, monitor=None, port=NODE_EXPORTER_PORT):
     return groups
 
 
-def file_sd_files(fleet_plan, image_refs=None, monitor=None):
+def file_sd_files(fleet_plan, image_refs=None, monitor=None, gpu_exporters=None):
     """``({file name: text}, notes)``: the file_sd files a monitoring host gets (:data:`ENGINES_FILE`,
-    :data:`NODES_FILE`), as sorted JSON with a final newline, so an unchanged plan rewrites nothing."""
+    :data:`NODES_FILE`, and :data:`GPUS_FILE` when ``gpu_exporters``, ``{host: {vendor, port}}``, names a host of
+    the plan), as sorted JSON with a final newline, so an unchanged plan rewrites nothing."""
     engines, notes = engine_targets(fleet_plan, image_refs, monitor)
     files = {ENGINES_FILE: engines, NODES_FILE: node_targets(fleet_plan, monitor)}
+    gpus = gpu_exporter.targets(fleet_plan, gpu_exporters, monitor)
+    if gpus:
+        files[GPUS_FILE] = gpus
     return dict((name, json.dumps(groups, indent=2, sort_keys=True) + "\n") for name, groups in files.items()), notes
 
 

@@ -34,7 +34,7 @@ import re
 
 from ansible_collections.launchcard.inference.plugins.module_utils._platforms import os_podman_version
 from ansible_collections.launchcard.inference.plugins.plugin_utils._images import REGISTRY_AUTH_FILE
-from ansible_collections.launchcard.inference.plugins.plugin_utils import _vendors
+from ansible_collections.launchcard.inference.plugins.plugin_utils import _native_locks
 from ansible_collections.launchcard.inference.plugins.plugin_utils._unit_spec import (
     DEFAULTS,
     OPTIONS,
@@ -52,9 +52,9 @@ from ansible_collections.launchcard.inference.plugins.plugin_utils._units import
     check_hidden_paths,
 )
 
-# What the runtime role installs into the native virtualenv (roles/runtime/defaults/main.yml,
-# runtime_native_packages and runtime_native_pip_extra_args): these variables where set, else the
-# pinned packages of the host's vendor and engines (native_install, _vendors.native_requirements).
+# What the runtime role installs into the native virtualenv (roles/runtime/defaults/main.yml): the lock of
+# launchcard_runtime_native_lock, else the collection's lock for the host's vendor and engines (_native_locks.py);
+# launchcard_runtime_native_packages (with launchcard_runtime_native_pip_extra_args) installs the operator's own list.
 NATIVE_PACKAGES = ("launchcard_runtime_native_packages", None)
 NATIVE_PIP_ARGS = ("launchcard_runtime_native_pip_extra_args", None)
 PLAN_VARIABLE = "launchcard_plan"
@@ -121,38 +121,45 @@ def quadlet_podman(version):
 
 
 def native_install(host_vars, host_plan=None):
-    """What the runtime role installs into the native virtualenv: ``{"packages": [...], "pip_args": str}``.
+    """What the runtime role installs into the native virtualenv: ``{"packages": [...], "pip_args": str,
+    "lock": {"name", "text", "sha256"} or None}``.
 
-    ``launchcard_runtime_native_packages`` and ``launchcard_runtime_native_pip_extra_args`` where set; else the
-    pinned packages of the host's vendor (``launchcard_accelerator_vendor``, else the one preflight found, else
-    ``nvidia``) for the engines its plan runs, and the SGLang router for a router
-    (:func:`_vendors.native_requirements`).
+    ``launchcard_runtime_native_packages`` (with ``launchcard_runtime_native_pip_extra_args``) where set: the
+    operator's own list, no lock. Else a hash-pinned lock (:mod:`._native_locks`): ``launchcard_runtime_native_lock``,
+    or the collection's lock for the host's vendor (``launchcard_accelerator_vendor``, else the one preflight found,
+    else ``nvidia``) and what its plan runs; ``packages`` are then the lock's pins and ``pip_args`` hash-checking
+    from the lock's one source or ``launchcard_runtime_native_index_url``.
 
     :param host_plan: the host's plan entry; default: ``launchcard_plan.hosts[inventory_hostname]`` of ``host_vars``.
-    :raises OptionError: a malformed package list, or no published pip install for an engine on the vendor.
+    :raises OptionError: a malformed package list or lock, or no lock for the host (naming the variables).
     """
     packages = host_vars.get(NATIVE_PACKAGES[0])
     extra = host_vars.get(NATIVE_PIP_ARGS[0])
     if packages is not None:
         packages = coerce("list_str", packages, NATIVE_PACKAGES[0])
-        return {"packages": packages, "pip_args": "" if extra is None else str(extra)}
+        return {"packages": packages, "pip_args": "" if extra is None else str(extra), "lock": None}
     if host_plan is None:
         host_plan = (_get(host_vars, PLAN_VARIABLE, "hosts") or {}).get(host_vars.get("inventory_hostname")) or {}
     vendor = host_vars.get(VARIABLES["vendor"]) or detected(host_vars)["vendor"] or DEFAULTS["vendor"]
     instances = host_plan.get("instances") or []
     engines = [i["engine"] for i in instances if i.get("role") != "router"]
+    if not instances:
+        return {"packages": [], "pip_args": "", "lock": None}  # nothing runs here: nothing to install
     try:
-        req = _vendors.native_requirements(vendor, engines, router=any(i.get("role") == "router" for i in instances))
-    except _vendors.VendorError as exc:
-        raise OptionError("%s: %s" % (NATIVE_PACKAGES[0], exc))
-    return {"packages": req["packages"], "pip_args": req["pip_args"] if extra is None else str(extra)}
+        lock = _native_locks.host_lock(vendor, engines, any(i.get("role") == "router" for i in instances),
+                                       host_vars.get(_native_locks.LOCK_VARIABLE))
+        args = _native_locks.pip_args(lock, host_vars.get(_native_locks.INDEX_VARIABLE))
+    except _native_locks.LockError as exc:
+        raise OptionError(str(exc))
+    return {"packages": lock["pins"], "pip_args": args,
+            "lock": {"name": lock["name"], "text": lock["text"], "sha256": lock["sha256"]}}
 
 
 def native_requirements(host_vars, host_plan=None):
     """A digest of what the runtime role installs into the native virtualenv (:func:`native_install`).
 
     The runtime role reinstalls the virtualenv when its requirements (the
-    package list and pip's extra arguments) change; processes started before
+    package list and pip's extra arguments, the lock's text) change; processes started before
     keep running on replaced files. The units carry this digest (a comment
     line), so that change rewrites them and the converge restarts them.
 
@@ -160,7 +167,10 @@ def native_requirements(host_vars, host_plan=None):
     :raises OptionError: see :func:`native_install`.
     """
     req = native_install(host_vars, host_plan)
-    text = json.dumps({"packages": req["packages"], "pip_extra_args": req["pip_args"]}, sort_keys=True)
+    state = {"packages": req["packages"], "pip_extra_args": req["pip_args"]}
+    if req["lock"]:
+        state["lock"] = req["lock"]["sha256"]
+    text = json.dumps(state, sort_keys=True)
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 

@@ -30,7 +30,7 @@ CONTAINERS = ("docker", "podman")
 OPTION_ROLES = ("units", "render")
 
 Option = collections.namedtuple("Option", "key variable kind default doc choices minimum where roles units example "
-                                           "maximum")
+                                "maximum")
 Option.__doc__ = """One unit option.
 
 key: its name in the options dict; variable: the ``launchcard_*`` variable that sets it, None for one the collection
@@ -74,11 +74,11 @@ OPTIONS = (
          "(C(docker.io)); RHEL 9 and its rebuilds ship podman only, so there preflight requires docker installed from "
          "Docker's own repository (C(docker-ce)) and otherwise stops, naming C(podman) as the other way (check "
          "C(container_engine)).",
-         choices=RUNTIMES, roles=("preflight", "runtime")),
+         choices=RUNTIMES, roles=("preflight", "runtime", "gpu_exporter")),
     _opt("vendor", "launchcard_accelerator_vendor", "str", "nvidia",
          "C(nvidia), C(amd), C(ascend), C(none) - container device flags and the visible-devices variable. Unset - "
          "the vendor preflight found on the host (its tools, else its PCI bus), else C(nvidia).",
-         choices=VENDORS, where="host/group", roles=("plan", "preflight")),
+         choices=VENDORS, where="host/group", roles=("plan", "preflight", "gpu_exporter")),
     _opt("native_venv", "launchcard_runtime_native_venv", "path", "/opt/launchcard/venv",
          "C(native) runtime - the virtualenv whose C(bin/) holds the engines.",
          roles=("preflight", "runtime"), units=("native",)),
@@ -101,9 +101,9 @@ OPTIONS = (
          "by the stop timeouts. 0 writes no flag, for vLLM before 0.18, which has no C(--shutdown-timeout).",
          minimum=0, maximum=MAX_SECONDS),
     _opt("docker_bin", "launchcard_docker_bin", "path", "/usr/bin/docker",
-         "The docker client the units run.", units=("docker",)),
+         "The docker client the units run.", roles=("gpu_exporter",), units=("docker",)),
     _opt("podman_bin", "launchcard_podman_bin", "path", "/usr/bin/podman",
-         "The podman the units run.", units=("podman",)),
+         "The podman the units run.", roles=("gpu_exporter",), units=("podman",)),
     _opt("secrets_env_file", "launchcard_secrets_env_file", "path", None,
          "Where C(launchcard_hf_token) is written (mode 0600); the unit of every engine that may download (not "
          "offline: C(launchcard_hf_offline) false and no C(HF_HUB_OFFLINE=1) in the card) names it as optional "
@@ -180,6 +180,24 @@ OPTIONS = (
     _opt("image_refs", None, "dict", {},
          "Image to C(image@sha256:...), from the runtime role's C(runtime_image_refs) fact.",
          units=CONTAINERS),
+    _opt("liveness_interval_s", "launchcard_liveness_interval_s", "int", 60,
+         "Liveness (docs/observability.md) - seconds between two probes of an engine by its liveness timer (a 1-token "
+         "completion; a router's worker list).",
+         minimum=5, maximum=86400),
+    _opt("liveness_timeout_s", "launchcard_liveness_timeout_s", "int", 30,
+         "Liveness - seconds one probe waits for its answer before it counts as a failure.",
+         minimum=1, maximum=3600),
+    _opt("liveness_failures", "launchcard_liveness_failures", "int", 3,
+         "Liveness - failed probes in a row after which the liveness check restarts the engine's unit.",
+         minimum=1, maximum=1000),
+    _opt("liveness_recipes", "launchcard_liveness_recipes", "dict", {},
+         "Liveness per recipe - C({RECIPE: false}) renders no liveness timer for that recipe's instances. Unset - "
+         "every engine that serves completions and every router with a worker API has one.",
+         example={"vllm-aggregated": False}),
+    _opt("lock_dir", "launchcard_lock_dir", "path", "/var/lib/launchcard",
+         "Where the run lock files live on the hosts (C(lock.json), and C(fleet-lock.json) on the anchor host); the "
+         "liveness probes stand aside while a run holds the host's lock.",
+         roles=("preflight",), example="/srv/launchcard-locks"),
     _opt("native_requirements", None, "str", None,
          "Native runtime - digest of C(launchcard_runtime_native_packages) and "
          "C(launchcard_runtime_native_pip_extra_args), a comment in each unit, so that a new requirement set restarts "

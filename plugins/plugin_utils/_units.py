@@ -13,6 +13,7 @@ import re
 
 from ansible_collections.launchcard.inference.plugins.module_utils._preflight import needs_rdma
 from ansible_collections.launchcard.inference.plugins.plugin_utils import _env_policy as env_policy
+from ansible_collections.launchcard.inference.plugins.plugin_utils import _liveness as liveness
 from ansible_collections.launchcard.inference.plugins.plugin_utils._argv import Argv
 from ansible_collections.launchcard.inference.plugins.plugin_utils._unit_escape import (
     UnsafeValue, _check, _quadlet_value, _spec, exec_line)
@@ -713,11 +714,14 @@ def host_units(host_plan, options=None):
 
     :param host_plan: ``plan["hosts"][host]``.
     :returns: list of ``{"name": unit file name, "content": text,
-        "instance": id}`` in plan order.
+        "instance": id}`` in plan order, each engine's liveness service and timer after its unit (:mod:`._liveness`).
     """
     opts = options_with_defaults(options)
-    return [{"name": unit_file_name(i["unit"], opts), "content": render(i, opts), "instance": i["id"]}
-            for i in host_plan.get("instances", [])]
+    out = []
+    for i in host_plan.get("instances", []):
+        out.append({"name": unit_file_name(i["unit"], opts), "content": render(i, opts), "instance": i["id"]})
+        out += liveness.units(i, opts, WAIT_READY)
+    return out
 
 
 def quadlet(options):

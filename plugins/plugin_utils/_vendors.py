@@ -65,31 +65,39 @@ SGLANG_ROUTER_VERSION = "0.3.2"
 # SGLang: the release whose parser the argv check was held to (tests/sandbox/sglang-lock.txt)
 SGLANG_VERSION = "0.5.23"
 
+# The one index each engine's packages come from (a lock records it and the install uses it alone:
+# _native_locks.py). pip/_internal/models/index.py: PyPI's simple index, pip's default --index-url.
+PYPI = "https://pypi.org/simple"
+ENGINE_VERSIONS = {"vllm": VLLM_VERSION, "sglang": SGLANG_VERSION}
+
 DEFAULT_NATIVE = {
     "nvidia": {
         # vllm docs gpu.cuda.inc.md: `pip install vllm` (PyPI wheel, CUDA build)
-        "vllm": {"packages": ["vllm==%s" % VLLM_VERSION], "pip_args": ""},
+        "vllm": {"packages": ["vllm==%s" % VLLM_VERSION], "index_url": PYPI},
         # sglang docs/get_started/install.md (NVIDIA GPU platforms): `uv pip install "sglang"` from PyPI
-        "sglang": {"packages": ["sglang==%s" % SGLANG_VERSION], "pip_args": ""},
+        "sglang": {"packages": ["sglang==%s" % SGLANG_VERSION], "index_url": PYPI},
     },
     "amd": {
-        # vllm gpu.rocm.inc.md: pip needs the exact `vllm==X+rocm700` and the index wheels.vllm.ai/rocm/X/rocm700
+        # vllm gpu.rocm.inc.md: pip needs the exact `vllm==X+rocm700` from the index wheels.vllm.ai/rocm/X/rocm700
+        # (its PyTorch and dependencies come with that wheel's index); its lock is made against that index, or
+        # against a mirror serving it and PyPI as one index, never the two mixed (no --extra-index-url)
         "vllm": {"packages": ["vllm==%s+rocm700" % VLLM_VERSION],
-                 "pip_args": "--extra-index-url https://wheels.vllm.ai/rocm/%s/rocm700" % VLLM_VERSION},
+                 "index_url": "https://wheels.vllm.ai/rocm/%s/rocm700" % VLLM_VERSION},
         # sglang docs/platforms/amd_gpu.md: no wheel, built from source (sgl-kernel setup_rocm.py, python[all_hip])
         "sglang": None,
     },
     "ascend": {
         # vllm-ascend docs installation.md: with CANN on the host, vllm and vllm-ascend of one release by pip
-        "vllm": {"packages": ["vllm==%s" % VLLM_VERSION, "vllm-ascend==%s" % VLLM_VERSION], "pip_args": ""},
+        "vllm": {"packages": ["vllm==%s" % VLLM_VERSION, "vllm-ascend==%s" % VLLM_VERSION], "index_url": PYPI},
         # sglang docs/platforms/ascend/ascend_npu.md: installed from source with the NPU kernels, no wheel
         "sglang": None,
     },
 }
-"""Native runtime: vendor -> engine -> ``{packages, pip_args}``, or None where upstream publishes no pip install."""
+"""Native runtime: vendor -> engine -> ``{packages, index_url}`` (what its lock resolves, and from where), or None
+where upstream publishes no pip install. Hosts install from the locks (``_native_locks.py``), never from these."""
 
 # sglang rust/readme.md (the router): `pip install sglang-router`, its own PyPI package, no accelerator
-ROUTER_NATIVE = {"packages": ["sglang-router==%s" % SGLANG_ROUTER_VERSION], "pip_args": ""}
+ROUTER_NATIVE = {"packages": ["sglang-router==%s" % SGLANG_ROUTER_VERSION], "index_url": PYPI}
 
 _AMD = re.compile(r"^rocm")
 _ASCEND = re.compile(r"^(ascend|npu|cann)")
@@ -201,31 +209,27 @@ def image_vendor_needs(host_plan, declared=None):
     return out
 
 
-def native_gaps(host_plan):
-    """Vendor -> the engines of ``host_plan`` (routers aside) that have no published pip install for it, for
-    preflight's ``native_install`` check (the vendor the host shows is known only there)."""
-    engines = sorted({i["engine"] for i in (host_plan or {}).get("instances", []) if i.get("role") != "router"})
-    gaps = dict((v, [e for e in engines if DEFAULT_NATIVE[v].get(e, {}) is None]) for v in VENDORS)
-    return dict((v, e) for v, e in gaps.items() if e)
-
-
 def native_requirements(vendor, engines, router=False):
-    """The native runtime's ``{"packages", "pip_args"}`` for a host of ``vendor`` running ``engines``
-    (the engines of its GPU instances) and, with ``router``, the SGLang router.
+    """What the lock of a host of ``vendor`` running ``engines`` (the engines of its GPU instances) and, with
+    ``router``, the SGLang router resolves: ``{"packages", "index_url"}`` (``tools/native_lock.py`` reads it).
 
-    :raises VendorError: an engine with no published pip install for the vendor (names both and the
-        variables that set the packages instead).
+    :raises VendorError: an engine with no published pip install for the vendor (names both and the variables
+        that set the install instead), or packages from two indexes (a lock has one).
     """
-    packages, args = [], []
+    packages, indexes = [], []
     vendor = vendor if vendor in VENDORS else "nvidia"
     wanted = [DEFAULT_NATIVE[vendor].get(e) for e in sorted(set(engines))]
     for engine, req in zip(sorted(set(engines)), wanted):
         if req is None:
             raise VendorError("no pip install of %s is published for %s accelerators (upstream builds it from source "
-                              "or ships images): set launchcard_runtime_native_packages and "
-                              "launchcard_runtime_native_pip_extra_args, or run it in a container" % (engine, vendor))
+                              "or ships images): set launchcard_runtime_native_lock to a lock of your build, or "
+                              "launchcard_runtime_native_packages, or run it in a container" % (engine, vendor))
     for req in [w for w in wanted if w] + ([ROUTER_NATIVE] if router else []):
         packages.extend(p for p in req["packages"] if p not in packages)
-        if req["pip_args"] and req["pip_args"] not in args:
-            args.append(req["pip_args"])
-    return {"packages": packages, "pip_args": " ".join(args)}
+        if req["index_url"] not in indexes:
+            indexes.append(req["index_url"])
+    if len(indexes) > 1:
+        raise VendorError("%s come from %s: one lock has one index; use a mirror that serves both "
+                          "(tools/native_lock.py --index-url) and set launchcard_runtime_native_lock"
+                          % (", ".join(packages), " and ".join(indexes)))
+    return {"packages": packages, "index_url": indexes[0] if indexes else PYPI}

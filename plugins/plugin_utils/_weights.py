@@ -4,13 +4,18 @@
 """Who downloads a card's weights from the Hub and who copies them from a peer (the weights role's ``peer`` source).
 
 Pure Python (ansible-core's boolean parsing aside). The weights role (roles/weights) asks :func:`peer_plan` once per run, on
-every host it stages, from the same inputs: so every host agrees on the seed of its card.
+every host it stages, from the same inputs: so every host agrees on the seed of its card. :func:`peer_receive` gives
+how a host receives a copy: the only thing the copy's key can run there.
 """
 
 from __future__ import annotations
 
+import posixpath
+import re
+
 from ansible.module_utils.parsing.convert_bool import boolean
 
+from ansible_collections.launchcard.inference.plugins.module_utils import _hf_snapshot as hf_snapshot
 from ansible_collections.launchcard.inference.plugins.module_utils._hf_verify import ALLOW_HTTP_TOKEN, plain_http_token
 
 
@@ -152,3 +157,64 @@ def http_token_refusal(hosts):
         if why:
             by_why.setdefault(why, []).append(name)
     return "; ".join("%s: %s" % (", ".join(names), why) for why, names in sorted(by_why.items())) or None
+
+
+# The receiving side of a peer copy: sshd runs a single-use rsync daemon in place of whatever the source asks
+# (rrsync.1, "forcing the running of an rsync daemon-over-ssh command"), whose one module is the repository's folder.
+PEER_MODULE = "launchcard-weights"
+# What the weights role's synchronize sends (rsync -rlpt --partial --delay-updates [--bwlimit]); the daemon refuses
+# any other option (rsyncd.conf(5), refuse options: "*" then "!NAME" accepts NAME, since rsync 3.2.0; an older
+# daemon refuses the copy itself: it fails closed), so a source cannot ask for
+# --delete, owners (-o, -g), devices (-D), ACLs or xattrs (-A, -X), --inplace or -K (a link to a folder kept).
+PEER_OPTIONS = ("recursive", "links", "perms", "times", "partial", "delay-updates", "bwlimit")
+# shlex.quote leaves these unquoted: a path of them passes the login shell (rrsync.1, BASH SECURITY ISSUE: the shell
+# runs the forced command) and sshd's command="..." (sshd(8), AUTHORIZED_KEYS FILE FORMAT) unchanged
+_PLAIN_PATH = re.compile(r"/[A-Za-z0-9_@%+=:,./-]*")
+
+
+def _plain_path(path, what):
+    if not isinstance(path, str) or not _PLAIN_PATH.fullmatch(path) or posixpath.normpath(path) != path:
+        raise ValueError("%s must be an absolute, normalized path of letters, digits and _@%%+=:,./- only "
+                         "(it goes into root's authorized_keys and an rsync daemon's settings), got %r" % (what, path))
+    return path
+
+
+def peer_receive(hf_home, repo, conf_path, address):
+    """How a host receives a peer copy: the rsync daemon's settings, the key's options, and where the source sends.
+
+    :param hf_home: this host's weights folder; the daemon's module is the repository's folder in it, chrooted: nothing
+        the source sends, links included, is written or followed outside it.
+    :param repo: the card's repository (``owner/name``).
+    :param conf_path: where the settings are written on this host (root only, removed after the copy).
+    :param address: this host's address as its source reaches it (an IPv6 address is bracketed in the URL).
+    :returns: ``{"repo_dir", "config": rsyncd.conf text, "key_options": authorized_keys options, "dest": rsync:// URL}``.
+    :raises ValueError: a path the shell or sshd would read otherwise, naming which.
+    """
+    repo_dir = _plain_path(hf_snapshot.repo_dir(hf_home or "", repo or ""), "launchcard_weights_dir (the repository's folder)")
+    _plain_path(conf_path, "weights_peer_receive_conf")
+    host = "[%s]" % address if ":" in str(address) else str(address)
+    config = "\n".join([
+        "[%s]" % PEER_MODULE,
+        "path = %s" % repo_dir,
+        # rsyncd.conf(5): chroot to the path before the transfer; links out of it cannot be followed
+        "use chroot = yes",
+        "read only = no",
+        "write only = yes",  # nothing of this host is read back
+        "list = no",
+        # a daemon started by root switches to nobody unless told (rsyncd.conf(5), uid): the cache is root's
+        "uid = root",
+        "gid = root",
+        "numeric ids = yes",
+        "munge symlinks = no",  # the cache's own links (snapshots -> blobs) stay; hf_snapshot refuses any out of it
+        "refuse options = * " + " ".join("!" + name for name in PEER_OPTIONS),
+        # rsyncd.conf(5), incoming chmod: no set-id bit, nothing writable by others, whatever the source's modes
+        "incoming chmod = ug-s,go-w",
+        "",
+    ])
+    return {
+        "repo_dir": repo_dir,
+        "config": config,
+        # sshd(8): command= replaces the command the client asks for; restrict: no forwarding, pty or rc files
+        "key_options": 'command="rsync --server --daemon --config=%s .",restrict' % conf_path,
+        "dest": "rsync://%s/%s/" % (host, PEER_MODULE),
+    }

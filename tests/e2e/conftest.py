@@ -22,7 +22,8 @@ FLEETS = (("sandbox", ("test_deploy_sandbox.py",)),
           ("container-faults", ("test_container_faults_sandbox.py",)),
           ("pd-split", ("test_pd_split_sandbox.py",)),
           ("slices", ("test_plan_slices_sandbox.py",)),
-          ("hostile", ("test_hostile_sandbox.py",)))
+          ("hostile", ("test_hostile_sandbox.py",)),
+          ("liveness", ("test_liveness_sandbox.py",)))
 
 
 def _fleet_of(path):

@@ -5,10 +5,11 @@
 
 A second sandbox fleet (inventories/preflight/gpus.ini, 198.18.3.0/24, hosts
 pf-*, state dir .sandbox-preflight/, so it runs beside the main sandbox) holds
-two hosts that must pass and five that must each fail exactly one check:
+two hosts that must pass and seven that must each fail exactly one check:
 too few GPUs, a too small weights disk, NVSwitch fabric not ready, the planned
 port held by another service, a GPU model outside the recipe's
-validated_hardware. Everything the checks read is real (statvfs of a real
+validated_hardware, a GPU another process holds, a GPU with uncorrectable ECC
+errors and a pending row remap. Everything the checks read is real (statvfs of a real
 ext4, /proc/net/tcp, cgroups, os-release) except the GPUs, which the stand-in
 nvidia-smi reports from the inventory's ``sandbox_*`` variables.
 
@@ -45,9 +46,17 @@ BAD = {
     # the process holding the port by name and PID, and its unit
     "pf-port-busy": ("ports", "30000 free", re.compile(r"30000 \(held by python3, pid \d+, in sandbox-squatter\.service\)")),
     "pf-unvalidated": ("gpu_model", VALIDATED, "h200"),
+    # the process that holds GPU 0 by PID and name (the stand-in nvidia-smi -q -x: 60 GiB used of 81559 MiB, the
+    # share vLLM wants 0.92 of it)
+    "pf-gpu-held": ("gpu_in_use", "the engine's share free on each placed GPU",
+                    "GPU 0: %d MiB free, vllm-aggregated needs 75035 MiB, held by pid 4242 python3 (61440 MiB)" % (
+                        81559 - 61440 - 526)),
+    "pf-gpu-remap": ("gpu_health", "no GPU health error (ECC, row remap, page retirement, recovery action, bus)",
+                     "8 GPU(s) checked"),
 }
 ALL = GOOD + tuple(BAD)
-GPU_CHECKS = {"os", "disk", "gpu_count", "memory_fit", "driver", "driver_branch", "fabric", "ports"}
+GPU_CHECKS = {"os", "disk", "gpu_count", "memory_fit", "memory_budget", "gpu_in_use", "gpu_health", "driver",
+              "driver_branch", "fabric", "ports"}
 # Files with size and mtime, directories by name only: the run lock (plugins/module_utils/_lock.py), taken and
 # released by a run that stops at preflight, changes /var/lib/launchcard's mtime, and its empty .guard files
 # (flock only) stay.
@@ -128,6 +137,10 @@ def test_preflight_fails_each_bad_host_for_its_one_reason_and_changes_nothing(fl
         reason = "preflight failed on %s: %s needs %s, found %s (%s)" % (host, check, need, row["found"],
                                                                          row["message"])
         assert reason in flat(out), reason
+    # the failing GPU named, with what to do
+    assert table["pf-gpu-remap"]["gpu_health"]["message"].startswith(
+        "GPU 0 (0000:18:00.0): 2 uncorrectable ECC error(s) since the driver loaded: drain the host and reset the GPU")
+    assert "GPU 0 (0000:18:00.0): a row remap is pending" in table["pf-gpu-remap"]["gpu_health"]["message"]
     assert float(table["pf-small-disk"]["disk"]["found"].split()[0]) < 417
     counts = recap(res.stdout)
     assert sorted(counts) == sorted(ALL)
@@ -166,7 +179,7 @@ def test_deploy_with_no_failure_budget_changes_no_host(fleet, pristine):
 
 
 def test_deploy_with_a_failure_budget_serves_only_the_good_hosts(fleet, pristine):
-    """With a budget the bad hosts fit in (5 of 7 hosts = 71 % <= 72 %), the
+    """With a budget the bad hosts fit in (7 of 9 hosts = 77 % <= 78 %), the
     good hosts carry on: each runs an aggregated recipe that depends on no
     other host (no PD pair, no router, no encoder), so a partial deploy is
     meaningful. The bad hosts, stopped at preflight, still hold nothing."""

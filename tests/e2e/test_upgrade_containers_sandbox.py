@@ -24,6 +24,7 @@ import hashlib
 import json
 import os
 import re
+import shlex
 import shutil
 import sys
 import time
@@ -35,6 +36,9 @@ from sandbox_cli import ROOT, Fleet
 from playbook_output import recap
 from sandbox_registry import push_variant, registry_digest
 from router_load import InFlightStream, Load, healthy_workers, http
+
+sys.path.insert(0, os.path.join(ROOT, ".collections"))  # the checkout as ansible_collections.launchcard.inference
+from ansible_collections.launchcard.inference.plugins.plugin_utils._weights import peer_receive  # noqa: E402
 
 INVENTORY = "inventories/upgrade-containers/gpus.ini"
 STATE = ".sandbox-upgrade-containers"
@@ -58,6 +62,7 @@ ROUTER_CONTAINER = "upgrade-tiny-sglang-router-0"
 SERIAL = 1
 HUB = "http://198.18.11.1:8470"  # the sandbox hub on the bridge (launchcard_hf_endpoint of the inventory)
 SNAPSHOT = "/var/lib/launchcard/models/hub/models--%s" % MODEL.replace("/", "--")
+RECEIVE_CONF = "/run/launchcard-weights-receive.conf"  # the weights role's weights_peer_receive_conf
 # the hub's counters around the first deploy, and that deploy's output (filled by the fleet fixture)
 FIRST = {}
 # the drain waits at most 150 s for in-flight requests (the stream below needs 80 s); a gate that gives up on a
@@ -169,8 +174,8 @@ def test_one_copy_from_the_hub_the_other_replicas_copy_it_and_a_rerun_transfers_
     for host, address in sorted(WORKERS.items()):
         got = ssh(address, "cd %s/snapshots/%s && find . -mindepth 1 \\( -type l -o -type f \\) -printf '%%P\\n' | "
                            "sort | xargs sha256sum; cat ../../.launchcard-complete-%s; echo; "
-                           "grep -c launchcard-weights-copy /root/.ssh/authorized_keys; ls -A /run/launchcard-weights"
-                  % (SNAPSHOT, REV1, REV1))
+                           "grep -c launchcard-weights-copy /root/.ssh/authorized_keys; ls -A /run/launchcard-weights; "
+                           "ls %s 2>/dev/null" % (SNAPSHOT, REV1, REV1, RECEIVE_CONF))
         lines = got.stdout.splitlines()
         assert sorted(lines[:len(files)]) == want, (host, got.stdout, got.stderr)
         assert lines[len(files):] == [str(sum(len(b) for b in files.values())), "0"], (host, got.stdout)
@@ -182,6 +187,57 @@ def test_one_copy_from_the_hub_the_other_replicas_copy_it_and_a_rerun_transfers_
     assert not re.search(r"TASK \[launchcard\.inference\.weights :", res.stdout)
     assert all(r["changed"] == 0 for r in recap(res.stdout).values()), recap(res.stdout)
     assert hub_stats()["bytes_served"] == FIRST["after"]["bytes_served"]
+
+
+def test_a_copys_key_lets_its_source_write_into_the_repository_folder_and_nowhere_else(fleet):
+    """Issue #42: a hostile source holds the copy's key, authorized on the receiving host as the role authorizes it
+    (the same filter: the daemon's settings and the key's forced command), and tries more than the copy."""
+    seed, target = WORKERS["lc-cu-w1"], WORKERS["lc-cu-w3"]
+    got = peer_receive("/var/lib/launchcard/models", MODEL, RECEIVE_CONF, target)
+    assert got["repo_dir"] == SNAPSHOT
+    key = "/root/hostile-copy-key"
+    made = ssh(seed, "rm -f %s %s.pub && ssh-keygen -q -t ed25519 -N '' -C hostile-test -f %s && cat %s.pub"
+               % (key, key, key, key))
+    assert made.returncode == 0, made.stderr
+    line = "%s %s" % (got["key_options"], made.stdout.strip())
+    put = ssh(target, "printf %%s %s > %s && chmod 600 %s && printf '%%s\\n' %s >> /root/.ssh/authorized_keys && "
+                      "rm -f /root/pwned /root/hostname" % (shlex.quote(got["config"]), RECEIVE_CONF, RECEIVE_CONF,
+                                                            shlex.quote(line)))
+    assert put.returncode == 0, put.stderr
+    rsh = "ssh -i %s -o IdentitiesOnly=yes -o BatchMode=yes -o StrictHostKeyChecking=no -o UserKnownHostsFile=/dev/null" % key
+    try:
+        tries = {
+            # a shell command as root: sshd runs the forced command instead
+            "command": "%s root@%s touch /root/pwned </dev/null" % (rsh, target),
+            # rsync's own remote-shell form into /root: the daemon answers, not rsync --server into /root
+            "rsync-to-root": "rsync -rl --rsh=%s /etc/hostname root@%s:/root/" % (shlex.quote(rsh), target),
+            # the daemon's module, walked out of with ..
+            "dotdot": "rsync -rl --rsh=%s /etc/hostname %s../../../../../root/" % (shlex.quote(rsh), got["dest"]),
+            # options beyond the copy's: deletion, owners, devices
+            "delete": "rsync -rl --delete --rsh=%s /etc/hostname %s" % (shlex.quote(rsh), got["dest"]),
+            "owner": "rsync -rlo --rsh=%s /etc/hostname %s" % (shlex.quote(rsh), got["dest"]),
+        }
+        said = {name: ssh(seed, cmd, timeout=120) for name, cmd in tries.items()}
+        for name in ("delete", "owner"):
+            assert said[name].returncode != 0, (name, said[name].stdout, said[name].stderr)
+        # a link out of the folder, then a copy through it
+        link = ssh(seed, "rm -rf /root/esc && mkdir -p /root/esc && ln -s /root /root/esc/out && "
+                         "rsync -rl --rsh=%s /root/esc/ %s && rsync -r --rsh=%s /etc/hostname %sout/"
+                         % (shlex.quote(rsh), got["dest"], shlex.quote(rsh), got["dest"]), timeout=120)
+        # and the copy itself still works: the seed's folder, with the role's options
+        real = ssh(seed, "rsync -rlpt --partial --delay-updates --exclude='.launchcard-complete-*' --rsh=%s %s/ %s"
+                         % (shlex.quote(rsh), SNAPSHOT, got["dest"]), timeout=300)
+        assert real.returncode == 0, real.stdout + real.stderr
+        # nothing in /root: not the command's file, not rsync's, not through the link (which stays in the folder)
+        left = ssh(target, "ls -A /root")
+        assert not {"pwned", "hostname"} & set(left.stdout.split()), (left.stdout, said, link.stdout + link.stderr)
+        check = ssh(target, "cd %s/snapshots/%s && find . -mindepth 1 \\( -type l -o -type f \\) -printf '%%P\\n' | "
+                            "sort | xargs sha256sum" % (SNAPSHOT, REV1))
+        want = sorted("%s  %s" % (hashlib.sha256(data).hexdigest(), path) for path, data in hub_files(REV1).items())
+        assert sorted(check.stdout.splitlines()) == want, check.stdout
+    finally:
+        ssh(target, "sed -i '/hostile-test$/d' /root/.ssh/authorized_keys; rm -f %s; rm -rf %s/out" % (RECEIVE_CONF, SNAPSHOT))
+        ssh(seed, "rm -rf %s %s.pub /root/esc" % (key, key))
 
 
 def test_upgrade_under_load_loses_no_request(fleet, upgraded):

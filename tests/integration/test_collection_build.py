@@ -8,6 +8,7 @@ from __future__ import annotations
 import glob
 import os
 import re
+import shutil
 import subprocess
 import sys
 import tarfile
@@ -22,8 +23,65 @@ TOP_LEVEL = {"MANIFEST.json", "FILES.json", "README.md", "LICENSE", "CHANGELOG.r
 CREDENTIAL = re.compile(r"""hf_[A-Za-z0-9]{16,}|^\s*password:\s*(?!["']?\{\{)\S|sandbox-only-registry-pass""", re.M)
 
 
+# What the collection needs at run time: every file of the checkout under these folders (the plugins, roles,
+# playbooks, docs, the AWX files and the monitoring rules) or named here, and nothing else (galaxy.yml's manifest).
+NEEDED_DIRS = ("plugins/", "roles/", "playbooks/", "docs/", "extensions/awx/", "monitoring/")
+NEEDED_FILES = {"README.md", "LICENSE", "CHANGELOG.rst", "cards/glm-5.3-flash.json", "changelogs/changelog.yaml",
+                "changelogs/config.yaml", "meta/runtime.yml", "meta/execution-environment.yml",
+                "meta/ee-requirements.yml", "meta/ee-requirements.txt", "meta/ee-bindep.txt"}
+# What an operator leaves in a checkout: a vault password, rendered units, plan files, a card of their own, an
+# inventory beside the playbooks (Ansible would read its group_vars), a folder of their own.
+STRAYS = {
+    ".vault_pass": "sandbox-only-registry-pass\n",
+    "roles/runtime/.vault_pass": "sandbox-only-registry-pass\n",
+    "launchcard-glm-5.3-flash-vllm-aggregated-0.service": "[Service]\nExecStart=/bin/true\n",
+    "roles/units/files/launchcard-glm-5.3-flash-vllm-aggregated-0.service": "[Service]\nExecStart=/bin/true\n",
+    "docs/rendered/launchcard-glm-5.3-flash-vllm-aggregated-0.service": "[Service]\nExecStart=/bin/true\n",
+    "fleet-plan.json": "{\"hosts\": {}}\n",
+    "playbooks/fleet-plan.json": "{\"hosts\": {}}\n",
+    "roles/plan/files/fleet-plan.json": "{\"hosts\": {}}\n",
+    "cards/our-private-model.json": "{}\n",
+    "docs/hosts.yml": "all: {}\n",
+    "playbooks/group_vars/all.yml": "launchcard_hf_token: hf_abcdefghijklmnopqrstuv\n",
+    "playbooks/host_vars/gpu-0/vault.yml": "password: hunter2\n",
+    "scratch/notes.md": "mine\n",
+    "scratch/inventory.yml": "all: {}\n",
+}
+
+
 def run(args, env=None, cwd=ROOT):
     return subprocess.run(args, cwd=cwd, env=env, capture_output=True, text=True, check=False)
+
+
+def checkout_files():
+    """The files of the checkout as git sees them (tracked, and new ones not ignored), relative to ROOT."""
+    res = run(["git", "ls-files", "--cached", "--others", "--exclude-standard", "-z"])
+    assert res.returncode == 0, res.stderr
+    return sorted(p for p in res.stdout.split("\0") if p and os.path.isfile(os.path.join(ROOT, p)))
+
+
+def test_build_holds_the_allowlist_and_none_of_the_strays(tmp_path):
+    """A copy of the checkout with strays planted in and around the collection's folders: the tarball holds every
+    file the collection needs and not one stray (galaxy.yml's manifest is an allowlist, not a build_ignore list)."""
+    tree = tmp_path / "tree"
+    files = checkout_files()
+    for rel in files:
+        (tree / rel).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(os.path.join(ROOT, rel), tree / rel)
+    for rel, text in STRAYS.items():
+        (tree / rel).parent.mkdir(parents=True, exist_ok=True)
+        (tree / rel).write_text(text)
+    res = run([os.path.join(BIN, "ansible-galaxy"), "collection", "build", "--output-path", str(tmp_path / "out")],
+              cwd=str(tree))
+    assert res.returncode == 0, res.stdout + res.stderr
+    (tarball,) = glob.glob(str(tmp_path / "out" / "launchcard-inference-*.tar.gz"))
+    with tarfile.open(tarball) as tar:
+        names = {m.name for m in tar.getmembers() if m.isfile()}
+    assert not names & set(STRAYS), sorted(names & set(STRAYS))
+    needed = {f for f in files if f.startswith(NEEDED_DIRS) and "/tests/" not in f and "__pycache__" not in f
+              and not f.startswith("extensions/molecule/")} | NEEDED_FILES
+    assert needed - names == set(), sorted(needed - names)
+    assert names - needed == {"MANIFEST.json", "FILES.json"}, sorted(names - needed - {"MANIFEST.json", "FILES.json"})
 
 
 def test_build_install_and_run_by_fqcn(tmp_path):

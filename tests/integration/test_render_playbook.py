@@ -462,24 +462,35 @@ def test_amd_and_ascend_hosts_run_images_built_for_them(flavour, venv, tmp_path)
                   "router": "lmsysorg/sglang:latest"}
 
 
-def test_native_hosts_install_their_vendors_engine(venv, tmp_path):
+def test_native_hosts_install_their_vendors_engine_from_a_lock(venv, tmp_path):
     out = str(tmp_path / "out")
-    # SGLang publishes no pip install for AMD: the native render of the AMD PD host is refused, naming both
-    res = render("tests/integration/render/vendors.ini", out, venv)
-    assert res.returncode != 0
-    assert "v-pd: launchcard_runtime_native_packages: no pip install of sglang is published for amd" in \
-        " ".join(res.stdout.split()), res.stdout[-2000:]
-    assert not os.path.exists(out) or not os.listdir(out)
-    res = render("tests/integration/render/vendors.ini", out, venv, "--limit", "v-nv,v-mi,v-npu",
-                 "-e", "launchcard_target=v-nv,v-mi,v-npu")
-    assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-2000:]
+    # the collection ships no AMD or Ascend lock: refused, naming the variable, not an install of unpinned packages;
+    # SGLang publishes no pip install for AMD at all: the AMD PD host is refused, naming both
+    for host, said in (("v-mi", "v-mi: no hash-pinned lock of vllm 0.23.0 for amd accelerators"),
+                       ("v-npu", "v-npu: no hash-pinned lock of vllm 0.23.0 for ascend accelerators"),
+                       ("v-pd", "v-pd: no pip install of sglang is published for amd accelerators")):
+        res = render("tests/integration/render/vendors.ini", out, venv, "--limit", host, "-e", "launchcard_target=" + host)
+        assert res.returncode != 0
+        assert said in " ".join(res.stdout.split()) and "launchcard_runtime_native_lock" in res.stdout, res.stdout[-2000:]
+        assert not os.path.exists(out) or not os.listdir(out)
     digests = {}
-    for host in VENDOR_IMAGES:
-        (unit,) = glob.glob(os.path.join(out, host, "launchcard-*vllm-aggregated*"))
-        with open(unit) as f:
-            digests[host] = re.search(r"^# Native virtualenv requirements: sha256 (\w+)$", f.read(), re.M).group(1)
-    # three vendors, three requirement sets (the CUDA wheel, vLLM's ROCm wheel, vllm-ascend)
-    assert len(set(digests.values())) == 3, digests
+    own = tmp_path / "own-lock.txt"
+    own.write_text("# index-url: https://mirror.example/simple\nvllm==0.23.0 --hash=sha256:%s\n" % ("a" * 64))
+    for name, extra in (("shipped", ()), ("own", ("-e", "launchcard_runtime_native_lock=%s" % own))):
+        res = render("tests/integration/render/vendors.ini", out + name, venv, "--limit", "v-nv,v-mi",
+                     "-e", "launchcard_target=v-nv,v-mi", *extra)
+        if name == "shipped":  # v-mi (AMD) has no lock of the collection's
+            assert res.returncode != 0 and "v-mi: no hash-pinned lock" in " ".join(res.stdout.split())
+            res = render("tests/integration/render/vendors.ini", out + name, venv, "--limit", "v-nv",
+                         "-e", "launchcard_target=v-nv")
+        assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-2000:]
+        for unit in glob.glob(os.path.join(out + name, "v-*", "launchcard-*vllm-aggregated*")):
+            with open(unit) as f:
+                digests[(name, unit.split(os.sep)[-2])] = re.search(
+                    r"^# Native virtualenv requirements: sha256 (\w+)$", f.read(), re.M).group(1)
+    # the NVIDIA host's lock, and a site's own lock on both hosts (one lock, one digest): the lock is in the digest
+    assert sorted(digests) == [("own", "v-mi"), ("own", "v-nv"), ("shipped", "v-nv")], digests
+    assert digests[("own", "v-mi")] == digests[("own", "v-nv")] != digests[("shipped", "v-nv")]
 
 
 def test_monitoring_hosts_get_file_sd_targets_promtool_accepts(venv, tmp_path):
@@ -524,5 +535,34 @@ def test_monitoring_hosts_get_file_sd_targets_promtool_accepts(venv, tmp_path):
     inventory.write_text(text.replace("[launchcard_monitoring]\nr-router\n", "[launchcard_monitoring]\n"))
     again = render(str(inventory), out, venv)
     assert again.returncode == 0, again.stdout[-3000:]
+    # (the router's liveness units stay: they are the router's, not the monitoring host's)
     assert sorted(os.listdir(os.path.join(out, "r-router"))) == [
+        "launchcard-glm-5.3-flash-sglang-router-0-liveness.service",
+        "launchcard-glm-5.3-flash-sglang-router-0-liveness.timer",
         "launchcard-glm-5.3-flash-sglang-router-0.service", "plan.json"]
+
+
+def test_accelerator_exporters_are_targets_of_the_monitoring_hosts(venv, tmp_path):
+    """Issue 43, item 2: a host whose launchcard_gpu_exporter_enabled is true gets its vendor's exporter listed in
+    launchcard-gpus.json on each monitoring host, labelled by host, card and vendor; a bad setting names the host
+    and the variable and writes nothing."""
+    with open(os.path.join(HERE, "monitoring.ini")) as f:
+        text = f.read().replace("{{ inventory_dir }}/../../../cards", os.path.join(ROOT, "cards"))
+    image = "nvcr.io/nvidia/k8s/dcgm-exporter@sha256:" + "ab" * 32
+    inventory = tmp_path / "gpus.ini"
+    inventory.write_text(text + "\n[prefill:vars]\nlaunchcard_gpu_exporter_enabled=true\n"
+                         "launchcard_gpu_exporter_vendor=nvidia\nlaunchcard_gpu_exporter_image=%s\n" % image)
+    out = str(tmp_path / "out")
+    res = render(str(inventory), out, venv)
+    assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-2000:]
+    with open(os.path.join(out, "r-prom", "launchcard-gpus.json")) as f:
+        assert json.load(f) == [
+            {"targets": ["10.20.1.%d:9400" % n], "labels": {"card": "glm-5.3-flash", "host": h, "vendor": "nvidia"}}
+            for n, h in ((11, "r-p1"), (12, "r-p2"))]
+    inventory.write_text(inventory.read_text().replace(image, "nvcr.io/nvidia/k8s/dcgm-exporter:latest"))
+    bad = str(tmp_path / "bad")
+    res = render(str(inventory), bad, venv)
+    assert res.returncode != 0
+    assert "r-p1: launchcard_gpu_exporter_image: 'nvcr.io/nvidia/k8s/dcgm-exporter:latest' is not pinned by digest" \
+        in " ".join(res.stdout.split()), res.stdout[-2000:]
+    assert not os.path.exists(bad) or not os.listdir(bad)

@@ -9,6 +9,16 @@
 #
 #   nvidia-smi --query-gpu=FIELDS --format=csv[,noheader][,nounits] [-i IDS]
 #   nvidia-smi --query-compute-apps=FIELDS --format=csv[...]   (no processes)
+#   nvidia-smi -q -x     (the XML elements the collection reads, in the real
+#                         tool's nesting: memory, ECC, row remaps, retired
+#                         pages, recovery action, PCIe link, HW slowdown,
+#                         processes; each GPU's state from optional gpus.json
+#                         keys: "memory.reserved", "memory.used",
+#                         "ecc.uncorrectable.volatile", "remapped_rows.pending",
+#                         "remapped_rows.failure", "retired_pages.pending",
+#                         "gpu_recovery_action", "pcie.link.width.current",
+#                         "pcie.link.width.max", "hw_slowdown", "processes":
+#                         [{"pid", "name", "used_mib"}])
 #   nvidia-smi -L
 #   nvidia-smi --version
 #   nvidia-smi            (a short summary table)
@@ -223,6 +233,68 @@ def table(data, ids):
     return 0
 
 
+def _el(parent, tag, text=None):
+    import xml.etree.ElementTree as ET
+    node = ET.SubElement(parent, tag)
+    if text is not None:
+        node.text = str(text)
+    return node
+
+
+def _yes(flag):
+    return "Yes" if flag else "No"
+
+
+def query_xml(data, ids):
+    """`nvidia-smi -q -x`: the elements of the real tool's nvsmi_device_v13 log that the collection reads."""
+    import xml.etree.ElementTree as ET
+    root = ET.Element("nvidia_smi_log")
+    _el(root, "driver_version", data.get("driver_version") or "N/A")
+    gpus = select(data, ids)
+    _el(root, "attached_gpus", len(gpus))
+    for gpu in gpus:
+        node = _el(root, "gpu")
+        node.set("id", str(gpu.get("pci.bus_id")))
+        _el(node, "product_name", gpu.get("name"))
+        _el(node, "gpu_recovery_action", gpu.get("gpu_recovery_action") or "None")
+        link = _el(_el(node, "pci"), "pci_gpu_link_info")
+        widths = _el(link, "link_widths")
+        _el(widths, "max_link_width", "%sx" % gpu.get("pcie.link.width.max", 16))
+        _el(widths, "current_link_width", "%sx" % gpu.get("pcie.link.width.current", 16))
+        reasons = _el(node, "clocks_event_reasons")
+        _el(reasons, "clocks_event_reason_hw_slowdown", "Active" if gpu.get("hw_slowdown") else "Not Active")
+        total = gpu.get("memory.total")
+        reserved, used = gpu.get("memory.reserved") or 0, gpu.get("memory.used") or 0
+        fb = _el(node, "fb_memory_usage")
+        if total is None:
+            for key in ("total", "reserved", "used", "free"):
+                _el(fb, key, "N/A")
+        else:
+            for key, val in (("total", total), ("reserved", reserved), ("used", used),
+                             ("free", total - reserved - used)):
+                _el(fb, key, "%d MiB" % val)
+        volatile = _el(_el(node, "ecc_errors"), "volatile")
+        _el(volatile, "sram_uncorrectable_parity", 0)
+        _el(volatile, "dram_uncorrectable", gpu.get("ecc.uncorrectable.volatile") or 0)
+        pages = _el(node, "retired_pages")
+        _el(pages, "pending_retirement", "N/A" if "retired_pages.pending" not in gpu else
+            _yes(gpu["retired_pages.pending"]))
+        rows = _el(node, "remapped_rows")
+        _el(rows, "remapped_row_pending", _yes(gpu.get("remapped_rows.pending")))
+        _el(rows, "remapped_row_failure", _yes(gpu.get("remapped_rows.failure")))
+        procs = _el(node, "processes")
+        for proc in gpu.get("processes") or []:
+            info = _el(procs, "process_info")
+            _el(info, "pid", proc["pid"])
+            _el(info, "type", "C")
+            _el(info, "process_name", proc.get("name"))
+            _el(info, "used_memory", "%d MiB" % proc.get("used_mib", 0))
+    print('<?xml version="1.0" ?>')
+    print('<!DOCTYPE nvidia_smi_log SYSTEM "nvsmi_device_v13.dtd">')
+    print(ET.tostring(root, encoding="unicode"))
+    return 0
+
+
 def main(argv):
     opts = {}
     i = 0
@@ -238,7 +310,7 @@ def main(argv):
                 val = argv[i + 1]
                 i += 1
             opts[name] = val
-        elif arg in ("-L", "--list-gpus", "--version", "-h", "--help"):
+        elif arg in ("-L", "--list-gpus", "--version", "-h", "--help", "-q", "--query", "-x", "--xml-format"):
             flags.add(arg)
         else:
             print(f'Invalid combination of input arguments. Please run \'nvidia-smi -h\' for help.'
@@ -256,6 +328,8 @@ def main(argv):
         return version(data)
     if "-L" in flags or "--list-gpus" in flags:
         return list_gpus(data, ids)
+    if flags & {"-q", "--query"} and flags & {"-x", "--xml-format"}:
+        return query_xml(data, ids)
     if "--query-gpu" in opts:
         return query_gpu(data, opts["--query-gpu"], opts.get("--format"), ids)
     if "--query-compute-apps" in opts:

@@ -375,3 +375,38 @@ def test_cache_builds_every_part_and_names_the_one_that_failed(monkeypatch, caps
     assert "cache: b failed: mirror unreachable" in err and "2 of 3 parts ready" in err
     monkeypatch.setattr(warm, "parts", lambda: {"a": lambda: built.append("a2")})
     assert warm.warm() == 0
+
+
+def test_the_native_fleets_lock_holds_the_hash_of_each_wheel_it_installs(tmp_path):
+    """realvllm.native_lock: the lock's pins with the sha256 of the wheelhouse's own files and the extras the set asks
+    of them (pip 23.0.1 needs both spellings pinned), the wheelhouse its one source, in the form the collection's
+    runtime role accepts (plugins/plugin_utils/_native_locks.py)."""
+    import hashlib  # pylint: disable=import-outside-toplevel
+    import zipfile  # pylint: disable=import-outside-toplevel
+    from sandbox_fleet import realvllm  # noqa: E402  pylint: disable=import-outside-toplevel
+    from ansible_collections.launchcard.inference.plugins.plugin_utils import _native_locks  # noqa: E402  pylint: disable=import-outside-toplevel
+    env = tmp_path / "env"
+    (env / "wheels").mkdir(parents=True)
+    (env / "lock.txt").write_text("PyYAML==6.0.4\nuvicorn==0.54.0\nvllm==0.32.0+cpu\n")
+    files = {"PyYAML==6.0.4": ("pyyaml-6.0.4-cp311-cp311-manylinux_2_17_x86_64.whl", []),
+             "uvicorn==0.54.0": ("uvicorn-0.54.0-py3-none-any.whl",
+                                 ["PyYAML>=5.1; extra == 'standard'", "watchfiles; extra == 'reload'"]),
+             "vllm==0.32.0+cpu": ("vllm-0.32.0+cpu-cp38-abi3-manylinux_2_28_x86_64.whl",
+                                  ["uvicorn[standard]>=0.15", "uvicorn[reload]; python_version < '3'"])}
+    digests = {}
+    for pin, (name, requires) in files.items():
+        dist = "-".join(name.split("-", 2)[:2])
+        with zipfile.ZipFile(env / "wheels" / name, "w") as whl:
+            whl.writestr(dist + ".dist-info/METADATA", "Metadata-Version: 2.1\nName: x\n" +
+                         "".join("Requires-Dist: %s\n" % r for r in requires))
+        digests[pin] = hashlib.sha256((env / "wheels" / name).read_bytes()).hexdigest()
+    text = realvllm.native_lock(env, "/srv/launchcard-wheels")
+    lock = _native_locks.parse(text, "lock")
+    assert lock["source"] == {"find-links": "/srv/launchcard-wheels"} and lock["pins"] == list(files)
+    # uvicorn as vllm asks for it (its standard extra; reload only under a marker that does not hold), and plain
+    assert "uvicorn==0.54.0 \\\n    --hash=sha256:%s\n" % digests["uvicorn==0.54.0"] in text
+    assert "uvicorn[standard]==0.54.0 \\\n    --hash=sha256:%s\n" % digests["uvicorn==0.54.0"] in text
+    assert "vllm==0.32.0+cpu \\\n    --hash=sha256:%s\n" % digests["vllm==0.32.0+cpu"] in text and "reload" not in text
+    (env / "wheels" / files["uvicorn==0.54.0"][0]).unlink()
+    with pytest.raises(FleetError, match=r"no wheel of uvicorn==0.54.0"):
+        realvllm.native_lock(env, "/srv/launchcard-wheels")

@@ -18,6 +18,7 @@ import pytest
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
+sys.path.insert(0, str(HERE.parent.parent / ".collections"))
 from hub import server  # noqa: E402
 from sandbox_fleet import hubproc  # noqa: E402
 
@@ -216,3 +217,26 @@ def test_a_revision_can_serve_the_files_of_a_folder(tmp_path):
     finally:
         srv.shutdown()
         srv.server_close()
+
+
+def test_planning_reads_the_models_config_json_once_then_from_the_cache(hub, tmp_path, monkeypatch):
+    """launch_card's config.json read (plugins/action/launch_card.py hub_config_fetch) through the real client:
+    the shape fields reach the plan (plugin_utils/_memory_budget.py), a second plan reads the cache, and an
+    unknown repository is an error recorded for the card, not a failed plan."""
+    from huggingface_hub import constants
+    from ansible_collections.launchcard.inference.plugins.action.launch_card import hub_config_fetch
+    from ansible_collections.launchcard.inference.plugins.plugin_utils import _memory_budget as budget
+    h, url = hub
+    monkeypatch.setattr(constants, "HF_HUB_CACHE", str(tmp_path))
+    cards = {"card.json": {"model": {"repo": REPO, "revision": REV}}}
+    before = stats(url)["bytes_served"]
+    first = budget.model_configs(cards, hub_config_fetch(url, ""))
+    assert first["card.json"]["config"] == {"num_hidden_layers": 2, "num_attention_heads": 4, "num_key_value_heads": 4,
+                                            "hidden_size": 64, "max_position_embeddings": 8192,
+                                            "torch_dtype": "float16"}
+    served = stats(url)["bytes_served"]
+    assert served - before == len(server.generate_repo(REPO, REV)["config.json"])
+    assert budget.model_configs(cards, hub_config_fetch(url, "")) == first
+    assert stats(url)["bytes_served"] == served
+    gone = budget.model_configs({"c": {"model": {"repo": "nobody/nothing", "revision": REV}}}, hub_config_fetch(url, ""))
+    assert gone["c"]["error"].startswith("config.json of nobody/nothing@%s not read: " % REV)

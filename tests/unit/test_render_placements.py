@@ -12,6 +12,7 @@ import pytest
 
 from ansible_collections.launchcard.inference.plugins.plugin_utils._argv import Argv
 from ansible_collections.launchcard.inference.plugins.plugin_utils._card import load_card
+from ansible_collections.launchcard.inference.plugins.plugin_utils._liveness import is_liveness, kind
 from ansible_collections.launchcard.inference.plugins.plugin_utils._planner import normalize_placement, plan
 from ansible_collections.launchcard.inference.plugins.plugin_utils._units import host_units
 
@@ -142,8 +143,15 @@ RUNTIMES = {
 
 
 def _render(placement, runtime):
+    """The plan and each host's engine units (their liveness units left out: tests/unit/.../test_liveness.py)."""
     p = plan(EX, normalize_placement(PLACEMENTS[placement]))
-    return p, {host: host_units(hp, RUNTIMES[runtime]) for host, hp in p["hosts"].items()}
+    rendered = {host: host_units(hp, RUNTIMES[runtime]) for host, hp in p["hosts"].items()}
+    for host, units in rendered.items():
+        # every engine that serves completions and every router with a worker API has its timer and probe
+        assert sorted(u["name"] for u in units if is_liveness(u["name"])) == sorted(
+            i["unit"][:-len(".service")] + "-liveness" + ext for i in p["hosts"][host]["instances"] if kind(i)
+            for ext in (".service", ".timer"))
+    return p, {host: [u for u in units if not is_liveness(u["name"])] for host, units in rendered.items()}
 
 
 def _native_command(words):

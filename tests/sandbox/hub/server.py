@@ -94,8 +94,11 @@ def generate_repo(repo: str, revision: str) -> dict:
     seed = ("%s@%s" % (repo, revision)).encode()
     shards = ["model-%05d-of-00002.safetensors" % i for i in (1, 2)]
     files = {
+        # the shape fields preflight's memory_budget reads (a two-layer model's: its KV cache is a few MiB)
         "config.json": json.dumps({"architectures": ["SandboxForCausalLM"], "model_type": "sandbox",
-                                   "_name_or_path": repo, "torch_dtype": "float16"}, indent=2).encode() + b"\n",
+                                   "_name_or_path": repo, "torch_dtype": "float16", "num_hidden_layers": 2,
+                                   "num_attention_heads": 4, "num_key_value_heads": 4, "hidden_size": 64,
+                                   "max_position_embeddings": 8192}, indent=2).encode() + b"\n",
         "tokenizer_config.json": json.dumps({"model_max_length": 8192}, indent=2).encode() + b"\n",
         "model.safetensors.index.json": json.dumps(
             {"metadata": {"total_size": 2 * SHARD_BYTES},

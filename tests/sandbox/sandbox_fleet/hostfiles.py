@@ -74,6 +74,8 @@ def gpus_json(host: Host) -> dict:
             "power.limit": 700.0,
             "pstate": "P0",
         })
+    if gpus and host.gpu0_state:
+        gpus[0].update(host.gpu0_state)
     return {
         "_comment": f"TEST DATA: the simulated GPUs of launchcard sandbox host {host.name}, written by "
                     "tests/sandbox/fleet.py and read by the stand-in /usr/bin/nvidia-smi. No real GPU exists.",

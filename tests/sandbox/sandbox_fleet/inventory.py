@@ -48,6 +48,9 @@ DEFAULTS = {
     # image names, its wheelhouse the real vLLM's wheels, its hub the tiny real checkpoint as the example card's
     # repository; set on every host of the fleet
     "sandbox_real_vllm": False,
+    # a JSON object merged into GPU 0's gpus.json entry: the state the stand-in nvidia-smi's -q -x reports
+    # (tests/sandbox/nvidia_smi_standin.py: "memory.used", "processes", "remapped_rows.pending", ...)
+    "sandbox_gpu0_state": "",
 }
 
 
@@ -86,6 +89,7 @@ class Host:
         self.rootfs = get("sandbox_rootfs", str)
         self.cdi_spec = get("sandbox_cdi_spec", str)
         self.real_vllm = get("sandbox_real_vllm", _bool)
+        self.gpu0_state = get("sandbox_gpu0_state", _json_object)
         self.registry_auth = None
         if get("sandbox_registry_auth", _bool):
             creds, mirror = hv.get("launchcard_registry_credentials"), _hub_mirror_host(hv)
@@ -125,6 +129,8 @@ class Host:
             cfg["rootfs"] = self.rootfs
         if self.cdi_spec:
             cfg["cdi_spec"] = self.cdi_spec
+        if self.gpu0_state:
+            cfg["gpu0_state"] = self.gpu0_state
         if self.bare_npus:
             cfg["bare_npus"] = {"count": self.bare_npus, "model": self.npu_model, "hbm_mib": self.npu_hbm_mib}
         return cfg
@@ -139,6 +145,17 @@ def _hub_mirror_host(hv):
     if not isinstance(location, str) or not location:
         return None
     return location.split("://", 1)[-1].split("/", 1)[0]
+
+
+def _json_object(value) -> dict:
+    if isinstance(value, dict):
+        return value
+    if not str(value).strip():
+        return {}
+    parsed = json.loads(str(value))
+    if not isinstance(parsed, dict):
+        raise ValueError("not a JSON object")
+    return parsed
 
 
 def _bool(value) -> bool:

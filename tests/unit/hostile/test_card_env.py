@@ -46,7 +46,7 @@ def _load(doc):
 def _inst(card, overrides=None):
     recipe = card["recipes"][VLLM]["name"]
     p = plan(card, normalize_placement([("h", {"address": "10.0.0.1", "recipes": [recipe],
-                                                "argv_overrides": overrides})]))
+                                               "argv_overrides": overrides})]))
     return p["hosts"]["h"]["instances"][0]
 
 

@@ -51,6 +51,17 @@ def test_a_misspelt_variable_is_named_with_its_likely_meaning_and_the_plan_goes_
            "launchcard_recipes?" in result["warnings"]
 
 
+def test_a_liveness_opt_out_naming_no_recipe_is_named_with_its_likely_meaning_and_the_plan_goes_on():
+    tv = task_vars()
+    tv["hostvars"]["lc-vllm"]["launchcard_liveness_recipes"] = {"vllm-agregated": False, "vllm-aggregated": True}
+    tv["hostvars"]["lc-cp"]["launchcard_liveness_recipes"] = {"vllm-agregated": False}
+    result = plan(tv)
+    assert "failed" not in result
+    assert [w for w in result["warnings"] if "launchcard_liveness_recipes" in w] == [
+        "launchcard_liveness_recipes['vllm-agregated'] (lc-cp, lc-vllm): no recipe of the card, ignored; did you mean "
+        "vllm-aggregated?"]
+
+
 def test_a_misspelt_variable_fails_the_plan_with_the_strict_switch():
     tv = task_vars(launchcard_recipe=["vllm-aggregated"])
     message = failure(plan(tv, {"strict_variables": True}))

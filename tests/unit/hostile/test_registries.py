@@ -255,7 +255,7 @@ def test_an_insecure_mirror_with_credentials_is_refused_unless_allowed(parties):
     args = dict(images=[HUB_IMAGE], runtime="podman", mirrors=mirrors, credentials=creds, timeout=5.0)
     for runtime in ("podman", "docker"):
         with pytest.raises(AnsibleActionFail) as err:
-            _action(**dict(args, runtime=runtime))
+            _action(**{**args, "runtime": runtime})
         assert str(err.value) == (
             "launchcard_registry_credentials.%s: %s is reached over plain HTTP, which would carry the credentials "
             "unencrypted: they are not sent; serve it over HTTPS, or list %s in "
@@ -264,8 +264,8 @@ def test_an_insecure_mirror_with_credentials_is_refused_unless_allowed(parties):
     with pytest.raises(im.ImageError, match="launchcard_registry_credentials_plain_http"):
         im.registry_auth(creds, mirrors)
     # a native fleet pulls no image: its credentials go nowhere and stop nothing
-    assert _action(**dict(args, images=[], runtime="native"))["image_refs"] == {}
-    result = _action(**dict(args, credentials_plain_http=[mirror.netloc]))
+    assert _action(**{**args, "images": [], "runtime": "native"})["image_refs"] == {}
+    result = _action(**{**args, "credentials_plain_http": [mirror.netloc]})
     assert result["image_refs"] == {HUB_IMAGE: "docker.io/team/engine@" + DIGEST}
     assert mirror.authorizations() == [BASIC]
     assert list(im.registry_auth(creds, mirrors, [mirror.netloc])["auths"]) == [mirror.netloc]
@@ -297,7 +297,7 @@ def test_a_redirect_never_carries_the_credentials(parties, tls):
 def test_an_endless_token_answer_is_cut_short(parties, tls):
     """A realm that answers more than containers/image reads of a token (1 MiB) is refused, not read to the end."""
     realm = parties("127.0.0.2", lambda party, handler: (200, [("Content-Type", "application/json")],
-                                                          b'{"token": "' + b"x" * (rc.MAX_TOKEN_BYTES + 10) + b'"}'),
+                                                         b'{"token": "' + b"x" * (rc.MAX_TOKEN_BYTES + 10) + b'"}'),
                     tls[0])
     registry = parties("127.0.0.1", bearer_registry(lambda: realm.url + "/token"), tls[0])
     with pytest.raises(im.ImageError, match="the token service of registry registry.test at %s/token failed: an "

@@ -144,9 +144,10 @@ def test_the_planner_reads_no_host_variable_the_fingerprint_leaves_out():
                                  "recipes_var": "launchcard_recipes", "argv_overrides_var": "launchcard_argv_overrides",
                                  "vendor_images_var": "launchcard_vendor_images",
                                  "image_vendors_var": "launchcard_image_vendors"}, "launchcard_accelerator_vendor")
-    # the Hub token check and the inventory's mistakes read their variables too: they refuse a run, never shape a
-    # plan (plugin_utils/_weights.py, _inventory_check.py; the card path is fingerprinted resolved)
-    refused_only = set(HUB_TOKEN_VARS) | {"inventory_dir", "launchcard_registry_credentials", "launchcard_hf_endpoint"}
+    # the Hub token check and the inventory's mistakes read their variables too: they refuse a run or warn, never
+    # shape a plan (plugin_utils/_weights.py, _inventory_check.py; the card path is fingerprinted resolved)
+    refused_only = set(HUB_TOKEN_VARS) | {"inventory_dir", "launchcard_registry_credentials", "launchcard_hf_endpoint",
+                                          "launchcard_liveness_recipes"}
     assert seen - refused_only == set(v for dummy, v in names)
 
 

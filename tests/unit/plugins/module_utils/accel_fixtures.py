@@ -33,11 +33,13 @@ def ok(name):
 
 DEVICE_KEYS = {
     "index", "model", "model_id", "memory_mib", "uuid", "bus_id", "driver_version",
-    "persistence_mode", "fabric_state", "health",
+    "persistence_mode", "fabric_state", "health", "health_issues", "memory_reserved_mib", "memory_free_mib",
+    "processes",
 }
 DRIVER_KEYS = {
     "installed_version", "loaded_version", "reboot_required", "fabric_manager_required",
     "imex_required", "nvlink5_required", "fabric_manager_active", "runtime_version", "kernel_module", "message",
+    "lost_gpus",
 }
 
 

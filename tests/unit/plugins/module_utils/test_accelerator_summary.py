@@ -64,6 +64,7 @@ def test_summary_nvidia_h100x8_hgx():
         "runtime_version": None,
         "kernel_module": "open",
         "message": None,
+        "lost_gpus": [],
     }
 
 
@@ -468,7 +469,8 @@ def test_collect_nvidia_runs_queries_and_reads_proc():
     assert summary["count"] == 8
     assert summary["driver"]["loaded_version"] == "580.95.05"
     assert summary["driver"]["reboot_required"] is False
-    assert [call[1:] for call in host.calls] == [list(NVIDIA_MAIN), list(NVIDIA_FABRIC), ["-F", "version", "nvidia"]]
+    assert [call[1:] for call in host.calls] == [list(NVIDIA_MAIN), list(NVIDIA_FABRIC), ["-q", "-x"],
+                                                 ["-F", "version", "nvidia"]]
 
 
 def test_collect_skips_fabric_query_when_nvidia_smi_failed():

@@ -120,7 +120,7 @@ def test_needs_of_the_minimal_card():
     p = _plan(card, [("a", "10.0.0.1", ["vllm-aggregated"])])
     needs = host_needs(card, p["hosts"]["a"])
     assert needs == {"disk_bytes": None, "gpus": 1, "validated_models": [], "weights_per_gpu_mib": None,
-                     "weights_per_gpu_spread_mib": None,
+                     "weights_per_gpu_spread_mib": None, "weights_by_unit": {}, "weights_spread_by_unit": {},
                      "ports": [{"port": 8000, "owner": "launchcard-smollm2-1.7b-instruct-vllm-aggregated-0.service",
                                 "former_owners": ["launchcard-smollm2-1.7b-instruct-vllm-monolithic-0.service"]}],
                      "images": [p["hosts"]["a"]["instances"][0]["image"]], "peers": [], "rdma": [],
@@ -130,8 +130,9 @@ def test_needs_of_the_minimal_card():
 
 def test_needs_of_an_empty_host():
     assert host_needs(EX, {}) == {"disk_bytes": None, "gpus": 0, "validated_models": [],
-                                  "weights_per_gpu_mib": None, "weights_per_gpu_spread_mib": None, "ports": [],
-                                  "images": [], "peers": [], "rdma": [], "units": [], "former_units": []}
+                                  "weights_per_gpu_mib": None, "weights_per_gpu_spread_mib": None, "weights_by_unit": {},
+                                  "weights_spread_by_unit": {}, "ports": [], "images": [], "peers": [], "rdma": [],
+                                  "units": [], "former_units": []}
 
 
 # -- evaluate --------------------------------------------------------------------------------------
@@ -168,8 +169,10 @@ def test_every_check_passes_on_a_good_host():
     # peers, shm and image_disk need facts/options this host does not have (test_preflight_more.py);
     # rocm_release and cann_driver are for AMD and Ascend hosts (test_preflight_compat.py)
     # the container_* checks need a container runtime (test_preflight_containers.py), removal a record
-    # (tests/unit/plugins/modules/test_preflight_removal.py)
+    # (tests/unit/plugins/modules/test_preflight_removal.py); memory_budget, gpu_in_use and gpu_health need
+    # nvidia-smi's -q -x facts and the plan's memory needs (test_preflight_gpu.py)
     assert sorted(res) == sorted(set(CHECKS) - {"peers", "shm", "rdma", "container_engine", "image_disk", "rocm_release",
+                                                "memory_budget", "gpu_in_use", "gpu_health",
                                                 "cann_driver", "image_vendor", "native_install",
                                                 "container_nvidia_runtime", "container_cdi_spec",
                                                 "container_amd_devices", "container_ascend_devices", "removal"})

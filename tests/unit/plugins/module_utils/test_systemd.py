@@ -12,6 +12,8 @@ from ansible_collections.launchcard.inference.plugins.module_utils._systemd impo
     actions,
     diff_files,
     parse_show,
+    settled_converge,
+    triggered,
 )
 
 P = "launchcard-"
@@ -120,3 +122,26 @@ def test_actions_are_sorted(state):
     out = actions(["b", "a", "c"], states, set(), state)
     for verb, names in out.items():
         assert names == sorted(names), verb
+
+
+LIVE = P + "card-vllm-aggregated-0"
+
+
+def test_the_converge_starts_the_timer_and_never_the_service_it_fires():
+    names = [LIVE + ".service", LIVE + "-liveness.service", LIVE + "-liveness.timer"]
+    assert triggered(names) == {LIVE + "-liveness.service"}
+    fresh = actions(names, {}, set(names), "started")
+    assert fresh["start"] == sorted([LIVE + ".service", LIVE + "-liveness.timer"])
+    assert fresh["enable"] == fresh["start"] and not fresh["restart"]
+    running = {LIVE + ".service": {"ActiveState": "active", "UnitFileState": "enabled"},
+               LIVE + "-liveness.timer": {"ActiveState": "active", "UnitFileState": "enabled"},
+               LIVE + "-liveness.service": {"ActiveState": "inactive", "UnitFileState": "static"}}
+    assert not any(actions(names, running, set(), "started").values())
+    # a rewritten probe is not run by the converge; its timer fires it
+    assert actions(names, running, {LIVE + "-liveness.service"}, "started")["restart"] == []
+    running[LIVE + "-liveness.service"]["ActiveState"] = "activating"
+    assert actions(names, running, set(), "stopped")["stop"] == sorted(names)
+    # a probe that failed does not unsettle a deploy that changes nothing
+    running[LIVE + "-liveness.service"]["ActiveState"] = "failed"
+    found = {"files": {}, "states": running, "dropins": [], "secrets_in_place": True, "endpoints": [], "then": []}
+    assert settled_converge(found, []) is not None

@@ -66,7 +66,8 @@ def run_module(capsys, **args):
 
 
 def test_nvidia_h100x8(host, capsys):
-    fake_tool(host["bin"], "nvidia-smi", [("fabric.state", "nvidia-fabric-completed.csv", 0)], ("nvidia-smi-h100x8.csv", 0))
+    fake_tool(host["bin"], "nvidia-smi", [("fabric.state", "nvidia-fabric-completed.csv", 0),
+                                          ("-q -x", "nvidia-smi-q-h100x8.xml", 0)], ("nvidia-smi-h100x8.csv", 0))
     modinfo = os.path.join(host["bin"], "modinfo")
     with open(modinfo, "w") as handle:
         handle.write('#!/bin/sh\n[ "$3" = nvidia ] && echo 580.95.05 && exit 0\nexit 1\n')
@@ -88,10 +89,14 @@ def test_nvidia_h100x8(host, capsys):
     assert facts["driver"]["reboot_required"] is False
     assert facts["driver"]["fabric_manager_required"] is True
     assert facts["driver"]["kernel_module"] == "open"
+    # nvidia-smi -q -x, in the same module call: each GPU's health, reserved and free memory, processes
+    assert [(d["health"], d["memory_reserved_mib"], d["memory_free_mib"], d["processes"]) for d in facts["devices"]] \
+        == [("ok", 559, 81000, [])] * 8
 
 
 def test_check_mode_reports_the_same_facts(host, capsys):
-    fake_tool(host["bin"], "nvidia-smi", [("fabric.state", "nvidia-fabric-old-driver.txt", 2)], ("nvidia-smi-gb200x4.csv", 0))
+    fake_tool(host["bin"], "nvidia-smi", [("fabric.state", "nvidia-fabric-old-driver.txt", 2),
+                                          ("-q -x", "nvidia-smi-q-gb200x4.xml", 0)], ("nvidia-smi-gb200x4.csv", 0))
     result = run_module(capsys, _ansible_check_mode=True)
     facts = result["ansible_facts"]["launchcard_accelerators"]
     assert result["changed"] is False

@@ -376,7 +376,7 @@ def test_a_unit_that_does_not_come_up_fails_the_module(systemd, capsys):
     assert A not in result["msg"]
 
 
-@pytest.mark.parametrize("name", ["../launchcard-x.service", "other-x.service", "launchcard-x.timer"])
+@pytest.mark.parametrize("name", ["../launchcard-x.service", "other-x.service", "launchcard-x.socket"])
 def test_a_bad_unit_name_is_refused_before_any_call(systemd, capsys, name):
     result, dummy = run_module(capsys, systemd, [(A, unit_text("/bin/a")), (name, unit_text("/bin/x"))], rc=1)
     assert result["msg"].startswith("units[1].name: expected launchcard-*.service")

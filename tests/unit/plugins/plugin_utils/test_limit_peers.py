@@ -108,10 +108,10 @@ def test_nothing_recorded_moves_nothing():
 
 def test_allowed_says_which_consumers_now_point_at_nothing():
     after = _override(PD, "pre", "sglang-prefill", {"--disaggregation-bootstrap-port": "8999"})
+    units = (UNIT % "sglang-router-0", UNIT % "sglang-prefill-0")
     assert lp.report(_check(EX, PD, after, ["pre"]), allowed=True) == [
         "WARNING: %s on rtr (not in this run) points at 10.7.0.1:8998, where nothing serves now: %s on pre moved its "
-        "bootstrap port to 10.7.0.1:8999 (launchcard_allow_moved_peers)" % (UNIT % "sglang-router-0",
-                                                                           UNIT % "sglang-prefill-0")]
+        "bootstrap port to 10.7.0.1:8999 (launchcard_allow_moved_peers)" % units]
     assert lp.report([]) == lp.report([], allowed=True) == []
 
 

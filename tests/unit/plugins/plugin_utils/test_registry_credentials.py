@@ -45,7 +45,7 @@ def test_credentials_of_a_plain_http_mirror_are_refused_unless_the_variable_list
     with pytest.raises(im.ImageError) as err:
         im.registry_auth(creds, MIRRORS)
     assert str(err.value).startswith("launchcard_registry_credentials.198.18.10.1:5000: 198.18.10.1:5000 is reached "
-                                      "over plain HTTP")
+                                     "over plain HTTP")
     assert "launchcard_registry_credentials_plain_http" in str(err.value) and "other" not in str(err.value)
     # listed: written, and nothing else changes
     auth = im.registry_auth(creds, MIRRORS, ["198.18.10.1:5000"])

@@ -237,7 +237,10 @@ def test_retired_host_goes_last_and_host_without_record_reads_as_new():
     old, new = _plan(v1, REPLICAS), _plan(v1, REPLICAS[:3] + REPLICAS[4:])
     ro = rollout(_records(old, v1), new, _units(new), _cards(v1), 1)
     assert ro["batches"][-1] == {"index": len(ro["batches"]) - 1, "tier": "retire", "hosts": ["w3"]}
-    assert ro["hosts"]["w3"]["remove"] == ["launchcard-upgrade-tiny-sglang-aggregated-3.service"]
+    # the engine's unit and its liveness timer and probe (plugin_utils/_liveness.py)
+    assert ro["hosts"]["w3"]["remove"] == ["launchcard-upgrade-tiny-sglang-aggregated-3-liveness.service",
+                                           "launchcard-upgrade-tiny-sglang-aggregated-3-liveness.timer",
+                                           "launchcard-upgrade-tiny-sglang-aggregated-3.service"]
     # the router's --worker-urls lose w3: it restarts, before w3 is retired
     assert [b["tier"] for b in ro["batches"]] == ["router", "retire"]
 
@@ -398,6 +401,8 @@ def test_a_retired_quadlet_host_drains_the_service_its_container_file_gives():
                for h, hp in old["hosts"].items()}
     ro = rollout(records, new, {h: host_units(hp, quadlet) for h, hp in new["hosts"].items()}, _cards(v1), 1)
     ch = ro["hosts"]["w3"]
-    assert ch["action"] == "retire" and ch["remove"] == ["launchcard-upgrade-tiny-sglang-aggregated-3.container"]
+    assert ch["action"] == "retire" and ch["remove"] == ["launchcard-upgrade-tiny-sglang-aggregated-3-liveness.service",
+                                                         "launchcard-upgrade-tiny-sglang-aggregated-3-liveness.timer",
+                                                         "launchcard-upgrade-tiny-sglang-aggregated-3.container"]
     assert [d["name"] for d in ch["drain"]] == ["launchcard-upgrade-tiny-sglang-aggregated-3.service"]
     assert ch["runs_after"] == "nothing (retired)"

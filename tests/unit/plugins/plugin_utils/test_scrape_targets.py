@@ -24,8 +24,8 @@ REV = EX["model"]["revision"]
 DIGEST = "sha256:" + "ab" * 32
 
 
-def _fleet(card=EX, hosts=SANDBOX, key="cards/glm-5.3-flash.json"):
-    return plan_fleet({key: card}, {key: normalize_placement(hosts)})
+def _fleet(card=None, hosts=None, key="cards/glm-5.3-flash.json"):
+    return plan_fleet({key: card or EX}, {key: normalize_placement(hosts or SANDBOX)})
 
 
 def _by_instance(groups):
@@ -82,8 +82,8 @@ def test_a_listener_bound_to_loopback_is_reached_only_from_its_own_host():
         doc["envs"][6]["argv"].remove("--mini-lb")
         doc["envs"][6]["argv"] += ["--prometheus-host", "127.0.0.1"]
     card = _variant(loopback)
-    hosts = [_h("v", "10.0.0.1", ["vllm-aggregated"]), _h("pd", "10.0.0.2", ["sglang-prefill", "sglang-decode",
-                                                                               "sglang-router"])]
+    pd = ["sglang-prefill", "sglang-decode", "sglang-router"]
+    hosts = [_h("v", "10.0.0.1", ["vllm-aggregated"]), _h("pd", "10.0.0.2", pd)]
     groups, notes = st.engine_targets(_fleet(card, hosts))
     assert sorted(_by_instance(groups)) == ["glm-5.3-flash-sglang-decode-0", "glm-5.3-flash-sglang-prefill-0"]
     assert notes == [

@@ -165,13 +165,12 @@ def test_native_units_change_when_the_requirements_change():
     # the unit text differs only in that line
     changed = unit_text(launchcard_runtime_native_packages=["vllm==0.11.1"]).splitlines()
     assert [a for a, b in zip(first.splitlines(), changed) if a != b] == marker
-    # the runtime role's default package list: pinned, per vendor and engine (an unpinned `vllm` for every host
-    # installed the CUDA wheel on AMD hosts and nothing that runs an SGLang or router recipe)
+    # the runtime role's default: the hash-pinned lock of the host's vendor and engines (an unpinned `vllm` for
+    # every host installed the CUDA wheel on AMD hosts and nothing that runs an SGLang or router recipe; a pinned
+    # `vllm==0.23.0` left its dependencies unpinned), not a package list
     vllm_host = {"instances": [_vllm()]}
-    assert uo.native_requirements({}, vllm_host) == uo.native_requirements(
-        {"launchcard_runtime_native_packages": ["vllm==0.23.0"]}, vllm_host)
     assert uo.native_requirements({}, vllm_host) != uo.native_requirements(
-        {"launchcard_runtime_native_packages": ["vllm"]}, vllm_host)
+        {"launchcard_runtime_native_packages": ["vllm==0.23.0"]}, vllm_host)
 
 
 def test_container_units_carry_no_requirements_line():

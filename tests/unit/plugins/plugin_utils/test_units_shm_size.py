@@ -54,7 +54,7 @@ def test_podman_hosts_of_each_release_get_it_in_the_unit_they_run(version, quadl
     inst = _inst(EX, "vllm-aggregated")
     opts = uo.host_options(_podman_host(version, **{VAR: "16g"}))
     assert opts["podman_quadlet"] is quadlet and opts["container_shm_size"] == "16g"
-    (unit,) = units.host_units({"instances": [inst]}, opts)
+    unit = units.host_units({"instances": [inst]}, opts)[0]  # its liveness units follow
     assert unit["name"].endswith(".container" if quadlet else ".service")
     assert _ipc_and_shm(_run_words(unit["content"])) == ["--shm-size", "16g"]
     if quadlet:

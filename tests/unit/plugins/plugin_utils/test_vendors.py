@@ -129,17 +129,21 @@ def test_preflight_refuses_a_host_whose_vendor_its_image_does_not_serve(card):
     assert _preflight(needs, "none") == []
 
 
-def test_native_packages_are_pinned_per_vendor_and_engine():
-    assert vendors.native_requirements("nvidia", ["vllm"]) == {"packages": ["vllm==0.23.0"], "pip_args": ""}
+def test_native_packages_are_pinned_per_vendor_and_engine_from_one_index():
+    pypi = "https://pypi.org/simple"
+    assert vendors.native_requirements("nvidia", ["vllm"]) == {"packages": ["vllm==0.23.0"], "index_url": pypi}
     assert vendors.native_requirements("amd", ["vllm"]) == {
-        "packages": ["vllm==0.23.0+rocm700"],
-        "pip_args": "--extra-index-url https://wheels.vllm.ai/rocm/0.23.0/rocm700"}
+        "packages": ["vllm==0.23.0+rocm700"], "index_url": "https://wheels.vllm.ai/rocm/0.23.0/rocm700"}
     assert vendors.native_requirements("ascend", ["vllm"])["packages"] == ["vllm==0.23.0", "vllm-ascend==0.23.0"]
     assert vendors.native_requirements("nvidia", ["sglang", "sglang"], router=True)["packages"] == [
         "sglang==0.5.23", "sglang-router==0.3.2"]
     assert vendors.native_requirements("amd", [], router=True)["packages"] == ["sglang-router==0.3.2"]
     with pytest.raises(vendors.VendorError, match="no pip install of sglang is published for amd"):
         vendors.native_requirements("amd", ["sglang"])
+    # vLLM's ROCm index and PyPI's router: never both at once (no --extra-index-url), a mirror serving both instead
+    with pytest.raises(vendors.VendorError, match="come from https://wheels.vllm.ai/rocm/0.23.0/rocm700 and "
+                                                  "https://pypi.org/simple: one lock has one index"):
+        vendors.native_requirements("amd", ["vllm"], router=True)
 
 
 def test_the_native_runtime_installs_what_the_hosts_plan_runs(card):
@@ -149,33 +153,26 @@ def test_the_native_runtime_installs_what_the_hosts_plan_runs(card):
 
     def install(host, **hv):
         return uo.native_install(dict(hv, launchcard_plan=plan, inventory_hostname=host))
-    assert install("nv")["packages"] == ["sglang==0.5.23", "sglang-router==0.3.2"]
-    assert install("mi", launchcard_accelerator_vendor="amd")["packages"] == ["vllm==0.23.0+rocm700"]
-    # the vendor preflight found, when the variable is unset
+    assert install("nv")["lock"]["name"] == "nvidia-sglang-0.5.23+sglang-router-0.3.2.txt"
+    assert {"sglang==0.5.23", "sglang-router==0.3.2"} <= set(install("nv")["packages"])
+    assert install("mi")["lock"]["name"] == "nvidia-vllm-0.23.0.txt"
+    assert install("r")["lock"]["name"] == "sglang-router-0.3.2.txt"
+    # the vendor preflight found, when the variable is unset: Ascend ships no lock, so the host is refused
     found = {"preflight_result": {"facts": {"accelerators": {"vendor": "ascend"}}}}
-    assert install("mi", **found)["packages"] == ["vllm==0.23.0", "vllm-ascend==0.23.0"]
+    with pytest.raises(uo.OptionError, match="no hash-pinned lock of vllm 0.23.0 for ascend accelerators"):
+        install("mi", **found)
     # the variables win (an offline wheelhouse)
     assert install("mi", launchcard_runtime_native_packages=["x"], launchcard_runtime_native_pip_extra_args="--no-index") == {
-        "packages": ["x"], "pip_args": "--no-index"}
-    with pytest.raises(uo.OptionError, match="launchcard_runtime_native_packages: no pip install of sglang"):
+        "packages": ["x"], "pip_args": "--no-index", "lock": None}
+    with pytest.raises(uo.OptionError, match="no pip install of sglang is published for amd"):
         uo.native_install({"launchcard_accelerator_vendor": "amd"}, hosts["nv"])
-    # the units carry the digest of what the host installs: another vendor, another digest
-    assert uo.native_requirements({}, hosts["mi"]) != uo.native_requirements(
-        {"launchcard_accelerator_vendor": "amd"}, hosts["mi"])
+    # the units carry the digest of what the host installs: another lock, another digest
+    assert uo.native_requirements({}, hosts["mi"]) != uo.native_requirements({}, hosts["nv"])
 
 
-def test_preflight_refuses_a_native_sglang_host_on_amd_before_the_weights_are_staged(card):
-    plan = _plan(card, [("pd", ["sglang-prefill", "sglang-decode", "sglang-router"]), ("v", ["vllm-aggregated"])])
-    gaps = vendors.native_gaps(plan["hosts"]["pd"])
-    assert gaps == {"amd": ["sglang"], "ascend": ["sglang"]} and vendors.native_gaps(plan["hosts"]["v"]) == {}
-
-    def row(vendor, needs):
-        facts = {"accelerators": {"vendor": vendor, "devices": [{"index": i} for i in range(8)]}}
-        return [r for r in evaluate(facts, dict(needs, gpus=4), {"runtime": "native", "checks": {}})
-                if r["check"] == "native_install"]
-    (bad,) = row("amd", {"native_gaps": gaps})
-    assert bad["severity"] == "error" and bad["found"] == "none for sglang"
-    assert bad["message"].startswith("no pip install of sglang is published for amd accelerators")
-    assert row("nvidia", {"native_gaps": gaps})[0]["ok"]
-    # packages set in the inventory (no gaps), a vendor-less host: nothing to check
-    assert row("amd", {"native_gaps": {}}) == [] and row("none", {"native_gaps": gaps}) == []
+def test_preflight_needs_hold_no_native_gap_where_the_inventory_names_a_lock_or_packages(card):
+    from ansible_collections.launchcard.inference.plugins.filter.plan import preflight_needs  # pylint: disable=import-outside-toplevel
+    host = _plan(card, [("v", ["vllm-aggregated"])])["hosts"]["v"]
+    assert preflight_needs(card, host)["native_gaps"] == {"amd": ["vllm"], "ascend": ["vllm"]}
+    assert preflight_needs(card, host, native_lock="/srv/locks/amd.txt")["native_gaps"] == {}
+    assert preflight_needs(card, host, native_packages=["vllm==0.23.0"])["native_gaps"] == {}

@@ -1,0 +1,126 @@
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, launchcard.inference contributors
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The accelerator vendors' exporters (issue 43, item 2): their units, checked at render level (no accelerator
+here), and their scrape targets."""
+
+from __future__ import annotations
+
+import json
+import shlex
+import shutil
+import stat
+import subprocess
+
+import pytest
+
+from ansible_collections.launchcard.inference.plugins.plugin_utils import _gpu_exporter as ge
+from ansible_collections.launchcard.inference.plugins.plugin_utils import _scrape_targets as st
+from ansible_collections.launchcard.inference.plugins.plugin_utils._planner import normalize_placement, plan_fleet
+from ansible_collections.launchcard.inference.tests.unit.plugins.plugin_utils.planner_cases import EX, SANDBOX
+
+DIGEST = "sha256:" + "ab" * 32
+IMAGES = {"nvidia": "nvcr.io/nvidia/k8s/dcgm-exporter@" + DIGEST, "amd": "rocm/device-metrics-exporter@" + DIGEST,
+          "ascend": "registry.example/npu-exporter@" + DIGEST}
+
+
+def _exec_start(text):
+    """The ExecStart= words, continuation lines joined as systemd joins them (systemd.syntax(7))."""
+    joined = text.replace(" \\\n    ", " ")
+    line = [ln for ln in joined.splitlines() if ln.startswith("ExecStart=")][0]
+    return shlex.split(line[len("ExecStart="):])
+
+
+@pytest.mark.parametrize("vendor,runtime,want", [
+    ("nvidia", "docker", ["--gpus", "all", "--cap-add", "SYS_ADMIN", "--publish", "9400:9400", IMAGES["nvidia"]]),
+    ("nvidia", "podman", ["--device", "nvidia.com/gpu=all", "--cap-add", "SYS_ADMIN", "--publish", "9400:9400"]),
+    ("amd", "docker", ["--device", "/dev/dri", "--device", "/dev/kfd", "--publish", "5000:5000", IMAGES["amd"]]),
+    ("ascend", "docker", ["--privileged", "-v", "/usr/local/Ascend/driver:/usr/local/Ascend/driver:ro",
+                          "-v", "/usr/local/dcmi:/usr/local/dcmi:ro", "-v", "/etc/localtime:/etc/localtime:ro",
+                          "--publish", "8082:8082",
+                          "--entrypoint", "npu-exporter", IMAGES["ascend"], "-port=8082", "-ip=0.0.0.0"]),
+])
+def test_each_vendor_runs_its_exporter_as_upstream_documents(vendor, runtime, want):
+    text = ge.render(ge.settings(vendor, IMAGES[vendor], runtime))
+    words = _exec_start(text)
+    assert words[:5] == ["/usr/bin/%s" % runtime, "run", "--rm", "--name", ge.CONTAINER]
+    joined = " ".join(words)
+    assert " ".join(want) in joined
+    assert ("Requires=docker.service" in text) == (runtime == "docker")
+    assert "ExecStop=/usr/bin/%s stop -t 10 %s" % (runtime, ge.CONTAINER) in text
+    assert text.endswith("WantedBy=multi-user.target\n")
+
+
+def test_a_port_moves_the_published_port_and_the_ascend_listener():
+    assert "9500:9400" in _exec_start(ge.render(ge.settings("nvidia", IMAGES["nvidia"], port=9500)))
+    words = _exec_start(ge.render(ge.settings("ascend", IMAGES["ascend"], port="9100")))
+    assert "9100:9100" in words and "-port=9100" in words
+
+
+@pytest.mark.parametrize("args,variable", [
+    (("none", IMAGES["nvidia"]), "launchcard_gpu_exporter_vendor"),
+    ((None, IMAGES["nvidia"]), "launchcard_gpu_exporter_vendor"),
+    (("nvidia", "nvcr.io/nvidia/k8s/dcgm-exporter:4.4.0-4.5.0-ubuntu22.04"), "launchcard_gpu_exporter_image"),
+    (("nvidia", ""), "launchcard_gpu_exporter_image"),
+    (("nvidia", IMAGES["nvidia"] + "\nExecStartPre=/bin/sh"), "launchcard_gpu_exporter_image"),
+    (("nvidia", IMAGES["nvidia"], "native"), "launchcard_gpu_exporter_runtime"),
+    (("nvidia", IMAGES["nvidia"], "docker", "http"), "launchcard_gpu_exporter_port"),
+    (("ascend", IMAGES["ascend"], "docker", 80), "launchcard_gpu_exporter_port"),
+    (("amd", IMAGES["amd"], "docker", 70000), "launchcard_gpu_exporter_port"),
+])
+def test_bad_settings_are_named_by_their_variable(args, variable):
+    with pytest.raises(ge.ExporterError, match="^%s: " % variable):
+        ge.settings(*args)
+
+
+@pytest.mark.skipif(shutil.which("systemd-analyze") is None, reason="systemd-analyze is not installed")
+def test_systemd_analyze_verifies_every_vendors_unit(tmp_path):
+    clients = {}
+    for runtime in ge.RUNTIMES:
+        path = tmp_path / runtime
+        path.write_text("#!/bin/sh\nexit 0\n")
+        path.chmod(path.stat().st_mode | stat.S_IXUSR)
+        clients[runtime] = str(path)
+    paths = []
+    for vendor in sorted(ge.EXPORTERS):
+        for runtime in ge.RUNTIMES:
+            unit = tmp_path / ("%s-%s-%s" % (vendor, runtime, ge.UNIT))
+            unit.write_text(ge.render(ge.settings(vendor, IMAGES[vendor], runtime), clients["docker"],
+                                      clients["podman"]))
+            paths.append(str(unit))
+    res = subprocess.run(["systemd-analyze", "verify", "--man=no"] + paths, capture_output=True, text=True,
+                         timeout=60, check=False)
+    out = res.stdout + res.stderr
+    # docker.service is not installed here: the Requires= on it is the one thing systemd-analyze may name
+    out = "\n".join(ln for ln in out.splitlines() if "docker.service" not in ln)
+    for word in ("Ignoring", "Unbalanced", "Unknown", "bad unit file", "not executable", "Invalid"):
+        assert word not in out, out
+
+
+def test_the_exporters_are_scrape_targets_labelled_by_host_card_and_vendor():
+    fleet = plan_fleet({"c.json": EX}, {"c.json": normalize_placement(SANDBOX)})
+    hosts = sorted(fleet["hosts"])
+    on = {hosts[0]: ge.settings("nvidia", IMAGES["nvidia"]), hosts[1]: ge.settings("amd", IMAGES["amd"], port=5001)}
+    files, dummy = st.file_sd_files(fleet, monitor=hosts[0], gpu_exporters=on)
+    groups = json.loads(files[st.GPUS_FILE])
+    assert groups == [
+        {"targets": ["127.0.0.1:9400"], "labels": {"card": EX["model"]["slug"], "host": hosts[0], "vendor": "nvidia"}},
+        {"targets": ["%s:5001" % fleet["hosts"][hosts[1]]["address"]],
+         "labels": {"card": EX["model"]["slug"], "host": hosts[1], "vendor": "amd"}},
+    ]
+    # none enabled: no third file (a monitoring host's folder is as before)
+    files, dummy = st.file_sd_files(fleet, monitor=hosts[0])
+    assert sorted(files) == [st.ENGINES_FILE, st.NODES_FILE]
+    # a host outside the plan is no target
+    files, dummy = st.file_sd_files(fleet, gpu_exporters={"elsewhere": ge.settings("amd", IMAGES["amd"])})
+    assert st.GPUS_FILE not in files
+
+
+def test_the_filter_renders_and_names_the_variable_it_refuses():
+    from ansible.errors import AnsibleFilterError
+
+    from ansible_collections.launchcard.inference.plugins.filter.gpu_exporter import gpu_exporter_unit
+
+    assert gpu_exporter_unit("amd", IMAGES["amd"]) == ge.render(ge.settings("amd", IMAGES["amd"]))
+    with pytest.raises(AnsibleFilterError, match="launchcard_gpu_exporter_image: 'rocm/device-metrics-exporter:v1"):
+        gpu_exporter_unit("amd", "rocm/device-metrics-exporter:v1.3.0")
