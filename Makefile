@@ -14,9 +14,9 @@ export PYTHONDONTWRITEBYTECODE := 1
 # A bare `make` lists the targets: nothing is installed or booted unless asked for by name.
 .DEFAULT_GOAL := help
 
-.PHONY: help docs demo test controller fleets molecules setup venv host-deps sandbox-up sandbox-down deploy undeploy units lint sanity integration e2e e2e-slices bench bench-render bench-upgrade bench-scale bench-weights build compat sanity-compat changelog clean molecule molecule-rocm molecule-ascend ee
+.PHONY: help docs demo test controller fleets molecules setup venv host-deps sandbox-up sandbox-down deploy monitoring undeploy units lint sanity integration e2e e2e-slices bench bench-render bench-upgrade bench-scale bench-weights build compat sanity-compat changelog clean molecule molecule-rocm molecule-ascend ee
 
-demo: setup sandbox-up deploy ## Boot the sandbox fleet and deploy the example card (twice is fine)
+demo: setup sandbox-up monitoring deploy ## Boot the sandbox fleet and deploy the example card (twice is fine)
 	@$(BIN)/python tests/sandbox/demo_request.py -i $(INVENTORY)
 	@echo "next: ssh -F .sandbox/ssh/config lc-router; make sandbox-down; README, 'The sandbox in one screen'"
 
@@ -78,6 +78,9 @@ sandbox-down: ## Stop the sandbox hosts
 
 deploy: ## Deploy the example card onto $(INVENTORY)
 	$(BIN)/ansible-playbook playbooks/deploy.yml -i $(INVENTORY)
+
+monitoring: ## Node exporter on every host of $(INVENTORY), Prometheus on its launchcard_monitoring hosts
+	$(BIN)/ansible-playbook playbooks/monitoring.yml -i $(INVENTORY)
 
 undeploy: ## Stop and remove the card's units on $(INVENTORY) (weights and images stay)
 	$(BIN)/ansible-playbook playbooks/undeploy.yml -i $(INVENTORY)

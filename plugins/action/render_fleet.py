@@ -144,7 +144,10 @@ class ActionModule(ActionBase):
         sd_notes = []
         for host in hosts:
             if host in monitors:
-                sd, sd_notes = scrape_targets.file_sd_files(the_plan, plan_refs, monitor=host, gpu_exporters=exporters)
+                # the digests the units show: the host's runtime_image_refs where set, else the plan file's
+                refs = unit_options.with_image_refs(hostvars[host] if host in hostvars else {}, plan_refs)
+                sd, sd_notes = scrape_targets.file_sd_files(the_plan, refs.get(unit_options.IMAGE_REFS_FACT), monitor=host,
+                                                            gpu_exporters=exporters)
                 files[host] += sorted(sd.items())
 
         written, removed = [], []

@@ -145,3 +145,29 @@ def file_sd_files(fleet_plan, image_refs=None, monitor=None, gpu_exporters=None)
     if gpus:
         files[GPUS_FILE] = gpus
     return dict((name, json.dumps(groups, indent=2, sort_keys=True) + "\n") for name, groups in files.items()), notes
+
+
+#: Where the collection writes the file_sd files on a monitoring host (the prometheus role's scrape config reads
+#: them there); ``launchcard_file_sd_dir`` moves it, for a Prometheus of the site's own.
+FILE_SD_DIR = "/etc/prometheus/file_sd"
+
+
+def file_sd_paths(fleet_plan, image_refs=None, monitor=None, folder=None, without=()):
+    """``{path: text}``: :func:`file_sd_files` under ``folder`` (default :data:`FILE_SD_DIR`), leaving out the hosts
+    ``without`` names (an undeploy's: their targets leave Prometheus); with no plan every file is an empty list."""
+    folder = (folder or FILE_SD_DIR).rstrip("/") or "/"
+    if fleet_plan is not None and without:
+        fleet_plan = dict(fleet_plan, hosts=dict((h, hp) for h, hp in (fleet_plan.get("hosts") or {}).items()
+                                                 if h not in set(without)))
+    if fleet_plan is None:
+        files = dict((name, "[]\n") for name in (ENGINES_FILE, NODES_FILE))
+    else:
+        files = file_sd_files(fleet_plan, image_refs, monitor)[0]
+    return dict(("%s/%s" % (folder, name), text) for name, text in sorted(files.items()))
+
+
+def scrape_configs(folder=None):
+    """Prometheus ``scrape_configs`` entries reading the file_sd files in ``folder``: one job per file, named after it
+    (``launchcard-engines``, ``launchcard-nodes``)."""
+    return [{"job_name": path.rsplit("/", 1)[1][:-len(".json")], "file_sd_configs": [{"files": [path]}]}
+            for path in sorted(file_sd_paths(None, folder=folder))]

@@ -18,6 +18,7 @@ import os
 import re
 import shutil
 import sys
+import time
 import urllib.request
 
 import pytest
@@ -27,6 +28,8 @@ from playbook_output import SUMMARY_TASK, report_table
 from sandbox_cli import BIN, ROOT, Fleet, run
 
 INVENTORY = "inventories/sandbox/gpus.ini"
+# the inventory's launchcard_monitoring hosts (Prometheus: playbooks/monitoring.yml)
+MONITORS = ["lc-monitor"]
 
 FLEET = Fleet(INVENTORY, ".sandbox")
 
@@ -138,7 +141,14 @@ def test_render_equals_the_deployed_unit_files(fleet, plan, first_deploy, tmp_pa
     res = run([os.path.join(BIN, "ansible-playbook"), "playbooks/render.yml", "-i", INVENTORY,
                "-e", "launchcard_render_dir=%s" % out, "-e", json.dumps({"runtime_image_refs": refs})])
     assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-2000:]
-    assert sorted(os.listdir(out)) == sorted(plan["hosts"])
+    # (and the monitoring host's folder: its file_sd files, which the deploy wrote on it too)
+    assert sorted(os.listdir(out)) == sorted(list(plan["hosts"]) + MONITORS)
+    for host in MONITORS:
+        for name in sorted(os.listdir(os.path.join(out, host))):
+            if name.endswith(".json") and name != "plan.json":
+                deployed = ssh(fleet[host], "cat /etc/prometheus/file_sd/%s" % name)
+                with open(os.path.join(out, host, name)) as f:
+                    assert deployed.stdout == f.read(), (host, name)
     for host in plan["hosts"]:
         rendered = sorted(n for n in os.listdir(os.path.join(out, host)) if n.endswith(".service"))
         listing = ssh(fleet[host], "cd /etc/systemd/system && ls launchcard-*.service")
@@ -221,7 +231,9 @@ def test_second_deploy_changes_nothing(fleet, hub, first_deploy):
     skipped = dict((m.group(1), int(m.group(2))) for m in re.finditer(r"^(\S+)\s*:.*\bskipped=(\d+)", res.stdout, re.M))
     # (plus, on the play's first host only, the run-once lock steps with nothing to do; the record task is one
     # of them, skipped where the host's last gate call wrote the record, and a plan's final-job fleet lock release)
-    assert set(skipped) >= set(fleet) and max(skipped.values()) <= 14, skipped
+    # (measured on this fleet with lc-monitor and the regular router: 15 on the first host, the same 15 tasks without
+    # lc-monitor, where the two run-once file_sd tasks skip too)
+    assert set(skipped) >= set(fleet) and max(skipped.values()) <= 15, skipped
     assert sorted(skipped.values())[len(skipped) // 2] <= 9, skipped
     assert hub_bytes(hub) == served  # no byte of the weights downloaded again
     # nothing restarted: the router's and the language server's endpoints (which answer through their peers)
@@ -231,7 +243,8 @@ def test_second_deploy_changes_nothing(fleet, hub, first_deploy):
     # (its converge result came from that reading, on the controller) and none took a run lock
     converge = res.stdout.split("Units | Converge every unit of this host", 1)[1].split("\nTASK [", 1)[0]
     settled = re.findall(r"^ok: \[(\S+)\] => ?(?:\n {4}.*)*?\n {4}settled: true$", converge, re.M)
-    assert sorted(settled) == sorted(fleet), converge[-3000:]
+    # (lc-monitor runs no recipe: no converge)
+    assert sorted(settled) == sorted(h for h in fleet if h not in MONITORS), converge[-3000:]
     # (a task every host skips prints nothing: display_skipped_hosts is off in ansible.cfg)
     assert "Take the run lock of each host this run changes]" not in res.stdout
     assert "Take the fleet lock on its anchor when this run changes a host]" not in res.stdout
@@ -377,3 +390,80 @@ def test_unit_that_does_not_verify_changes_nothing(fleet, plan, first_deploy):
     active = ssh(fleet["lc-router"] if "lc-router" in fleet else next(iter(fleet.values())),
                  "systemctl is-active 'launchcard-*'").stdout.split()
     assert active and set(active) == {"active"}
+
+
+# -- monitoring (docs/observability.md): Prometheus on lc-monitor scraping what the plan places --------------------
+
+@pytest.fixture(scope="module")
+def prometheus(fleet, first_deploy):
+    """playbooks/monitoring.yml run (node exporter everywhere, Prometheus on lc-monitor); its URL, once every target
+    the deploy wrote has been scraped once."""
+    res = FLEET.playbook("monitoring")
+    assert res.returncode == 0, res.stdout[-6000:] + res.stderr[-2000:]
+    again = FLEET.playbook("monitoring")
+    assert again.returncode == 0 and all(c["changed"] == 0 for c in recap(again.stdout).values()), again.stdout[-4000:]
+    sys.path.insert(0, os.path.join(ROOT, "tests", "sandbox"))
+    import demo_request
+    url = "http://%s:%d" % (fleet[MONITORS[0]], demo_request.PROMETHEUS_PORT)
+    wait_until(lambda: all(t["health"] != "unknown" for t in targets(url)) and len(targets(url)) > 1, 120, url)
+    return url
+
+
+def wait_until(cond, limit_s, what):
+    """Poll ``cond`` every second until it holds; fail naming ``what`` after ``limit_s``."""
+    deadline = time.time() + limit_s
+    while not cond():
+        assert time.time() < deadline, "still not so after %ds: %s" % (limit_s, what)
+        time.sleep(1)
+
+
+def api(url, path):
+    with urllib.request.urlopen(url + path, timeout=10) as resp:
+        return json.loads(resp.read())["data"]
+
+
+def targets(url):
+    """Prometheus's active targets of the collection's file_sd jobs."""
+    return [t for t in api(url, "/api/v1/targets?state=active")["activeTargets"]
+            if t["labels"]["job"].startswith("launchcard-")]
+
+
+def test_every_planned_target_is_up_with_the_plans_labels(fleet, plan, prometheus):
+    got = dict((t["labels"]["instance"], t) for t in targets(prometheus) if t["labels"]["job"] == "launchcard-engines")
+    want = [i for hp in plan["hosts"].values() for i in hp["instances"]]
+    assert sorted(got) == sorted(i["id"] for i in want)  # the router included: the sandbox runs it without --mini-lb
+    for inst in want:
+        t = got[inst["id"]]
+        assert t["health"] == "up", (inst["id"], t["lastError"])
+        assert {k: t["labels"][k] for k in ("card", "recipe", "role", "engine", "host")} == {
+            "card": "glm-5.3-flash", "recipe": inst["recipe"], "role": inst["role"], "engine": inst["engine"],
+            "host": inst["host"]}, t["labels"]
+        assert t["labels"]["revision"] == plan["cards"][plan["hosts"][inst["host"]]["card"]]["revision"]
+        assert t["labels"]["image_digest"].startswith("sha256:"), t["labels"]
+    nodes = dict((t["labels"]["host"], t) for t in targets(prometheus) if t["labels"]["job"] == "launchcard-nodes")
+    assert sorted(nodes) == sorted(plan["hosts"]) and all(t["health"] == "up" for t in nodes.values()), nodes
+    # the real vLLM's series and the router's, labelled from the plan
+    for metric, recipe in (("vllm:num_requests_running", "vllm-aggregated"), ("smg_worker_health", "sglang-router")):
+        series = api(prometheus, "/api/v1/query?query=" + urllib.request.quote(metric + '{card="glm-5.3-flash"}'))["result"]
+        assert series and all(s["metric"]["recipe"] == recipe for s in series), (metric, series)
+
+
+def test_a_stopped_engine_or_router_fires_target_down_naming_it(fleet, plan, prometheus):
+    """LaunchcardTargetDown fires for the stopped units' instances within its `for` (30s on the sandbox,
+    inventories/sandbox/group_vars/launchcard_monitoring.yml) plus a scrape and an evaluation (5s each)."""
+    stopped = [i for hp in plan["hosts"].values() for i in hp["instances"] if i["role"] in ("router", "decode")]
+    for inst in stopped:
+        assert ssh(fleet[inst["host"]], "systemctl stop %s" % inst["unit"]).returncode == 0
+
+    def firing():
+        alerts = api(prometheus, "/api/v1/alerts")["alerts"]
+        return set(a["labels"]["instance"] for a in alerts
+                   if a["labels"]["alertname"] == "LaunchcardTargetDown" and a["state"] == "firing")
+    try:
+        wait_until(lambda: firing() >= set(i["id"] for i in stopped), 30 + 5 + 5 + 10, "LaunchcardTargetDown firing")
+        # only those: every other planned instance still answers
+        assert firing() == set(i["id"] for i in stopped)
+    finally:
+        for inst in stopped:
+            ssh(fleet[inst["host"]], "systemctl start %s" % inst["unit"])
+    wait_until(lambda: all(t["health"] == "up" for t in targets(prometheus)), 120, "every target up again")

@@ -67,7 +67,7 @@ def test_a_plan_file_renders_every_part_of_the_fleet_as_the_whole_run(tmp_path):
     res = playbook("render.yml", "-e", "launchcard_render_dir=" + whole, "-e", "launchcard_plan_file=" + plan)
     assert res.returncode == 0, res.stdout[-3000:]
     hosts = sorted(os.listdir(whole))
-    assert len(hosts) == 7
+    assert len(hosts) == 8  # the seven planned hosts and lc-monitor (launchcard_monitoring: its file_sd files)
     same_tree(whole, planned, hosts)
     for i, limit in enumerate(["lc-router,lc-prefill", "lc-vllm:lc-encoder:lc-decode"]):
         part = str(tmp_path / ("part%d" % i))

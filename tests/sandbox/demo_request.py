@@ -11,7 +11,11 @@ from this machine, as a client of the fleet would. A vLLM engine's answer
 comes with the version it reports (``/version``), the model length it loaded
 (``/v1/models``) and the token ids it generated (``return_token_ids``): on the
 sandbox fleet that runs the real vLLM, real tokens of the tiny checkpoint the
-host staged. Exit status 1 if any answer is not a 200 with text.
+host staged. Then, when the inventory has a ``launchcard_monitoring`` host, it
+prints ``Prometheus: http://ADDRESS:PORT`` and queries Prometheus's HTTP API for
+the series of every vLLM engine and router the plan places, with the labels the
+plan gave them (card, recipe, host). Exit status 1 if any answer is not a 200
+with text, or a planned vLLM engine or router has no series.
 """
 
 from __future__ import annotations
@@ -21,6 +25,8 @@ import json
 import os
 import subprocess
 import sys
+import time
+import urllib.parse
 import urllib.request
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -33,11 +39,52 @@ from ansible_collections.launchcard.inference.plugins.plugin_utils._planner impo
 )
 
 
-def inventory_plan(inventory):
-    """Plan the inventory's cards exactly as the deploy does (one card per host)."""
+#: Debian 12's prometheus 2.42.0 `--help`: --web.listen-address="0.0.0.0:9090" (roles/prometheus keeps it)
+PROMETHEUS_PORT = 9090
+#: how long the demo waits for Prometheus's first scrapes after the deploy wrote the targets
+SCRAPE_WAIT_S = 90
+
+
+def _inventory(inventory):
     out = subprocess.run(["ansible-inventory", "-i", inventory, "--list"], check=True,
                          capture_output=True, text=True, cwd=ROOT).stdout
-    inv = json.loads(out)
+    return json.loads(out)
+
+
+def prometheus_urls(inv):
+    """``http://ADDRESS:9090`` of each host of the inventory group ``launchcard_monitoring``."""
+    hostvars = inv["_meta"]["hostvars"]
+    return ["http://%s:%d" % (hostvars.get(h, {}).get("ansible_host") or h, PROMETHEUS_PORT)
+            for h in inv.get("launchcard_monitoring", {}).get("hosts", [])]
+
+
+def query(prom, promql):
+    """An instant query's result vector (Prometheus's HTTP API, /api/v1/query)."""
+    return _get(prom + "/api/v1/query?" + urllib.parse.urlencode({"query": promql}))["data"]["result"]
+
+
+def show_series(prom, instances):
+    """Print each planned vLLM engine's and router's series count with the plan's labels; the ids with none."""
+    ids = "|".join(sorted(i["id"] for i in instances))
+    promql = 'count by (card, recipe, host, instance, role) ({job="launchcard-engines", instance=~"%s"})' % ids
+    deadline = time.time() + SCRAPE_WAIT_S
+    while True:
+        rows = query(prom, promql)
+        missing = sorted(set(i["id"] for i in instances) - set(r["metric"]["instance"] for r in rows))
+        if not missing or time.time() > deadline:
+            break
+        time.sleep(2)
+    print("query: %s" % promql)
+    for r in sorted(rows, key=lambda r: r["metric"]["instance"]):
+        m = r["metric"]
+        print("  card=%s recipe=%s host=%s role=%s: %s series" % (m["card"], m["recipe"], m["host"], m["role"],
+                                                                 r["value"][1]))
+    return missing
+
+
+def inventory_plan(inventory):
+    """Plan the inventory's cards exactly as the deploy does (one card per host)."""
+    inv = _inventory(inventory)
     hostvars = inv["_meta"]["hostvars"]
     inventory_dir = os.path.dirname(os.path.abspath(os.path.join(ROOT, inventory)))
     by_card, seen = {}, set()
@@ -113,6 +160,17 @@ def main():
             print(ask_vllm(inst, args.prompt))
         except Exception as exc:  # report every engine, then fail
             print("vllm %s (%s) failed: %s" % (inst["id"], inst["url"], exc))
+            rc = 1
+    for prom in prometheus_urls(_inventory(args.inventory)):
+        print("Prometheus: %s" % prom)
+        try:
+            missing = show_series(prom, routers + engines)
+        except Exception as exc:  # report it, then fail
+            print("Prometheus %s failed: %s" % (prom, exc))
+            rc = 1
+            continue
+        if missing:
+            print("no series from %s" % ", ".join(missing))
             rc = 1
     return rc
 

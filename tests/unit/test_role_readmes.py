@@ -17,7 +17,7 @@ import pytest
 import yaml
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-ROLES = ("nvidia", "rocm", "ascend")
+ROLES = ("nvidia", "rocm", "ascend", "node_exporter", "prometheus")
 BEGIN = "<!-- BEGIN variables: generated from meta/argument_specs.yml by tests/unit/test_role_readmes.py -->"
 END = "<!-- END variables -->"
 

@@ -13,6 +13,7 @@ import uuid
 from pathlib import Path
 
 from .base import SANDBOX_DIR, log, run, write_file
+from .debrepo import GUEST_SOURCES
 from .inventory import PCI_BUS_IDS, Host
 from .mounts import is_mounted, umount
 from .procs import read_pidfile
@@ -101,6 +102,8 @@ def write_host_files(host: Host, hosts, merged: Path, pubkey: str, net, gateway,
                f"Address={host.address}/{net.prefixlen}\n"
                + (f"Gateway={gateway}\n" if host.default_route else "")
                + "LinkLocalAddressing=no\nIPv6AcceptRA=no\n")
+    # the guests' only apt source: the cached repository of Debian's real packages, bound in read-only
+    write_file(etc / "apt/sources.list", GUEST_SOURCES)
     if not (etc / "default/locale").exists():
         write_file(etc / "default/locale", "LANG=C.UTF-8\n")
     ssh_dir = merged / "root/.ssh"

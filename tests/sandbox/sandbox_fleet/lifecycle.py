@@ -19,6 +19,7 @@ from .hostfiles import (ensure_fleet_key, host_keys, prepare_overlay, prepare_we
                         write_ssh_client_files)
 from .hubproc import ensure_hub, stop_hub
 from .realvllm import ensure_tiny_models, ensure_vllm_env
+from .debrepo import ensure_debrepo
 from .registry import VLLM_IMAGE_REPOSITORY, ensure_image, ensure_registry, ensure_vllm_image, stop_registry
 from .inventory import read_inventory
 from .mounts import is_mounted, umount
@@ -157,7 +158,7 @@ class Fleet:
         cfg = {
             "name": host.name, "host": host.config(), "merged": str(hdir / "merged"), "bridge": br,
             "wheelhouse": str(wheelhouse), "weights_mount": str(hdir / "weights"), "weights_dir": host.weights_dir,
-            "cgroup": data["cgroup"], "rootfs": str(rootfs[host.rootfs]),
+            "cgroup": data["cgroup"], "rootfs": str(rootfs[host.rootfs]), "debrepo": str(ensure_debrepo()),
         }
         if is_podman(host.rootfs):
             # podman's overlay storage needs an upper directory that is not itself on overlayfs

@@ -14,6 +14,7 @@ from pathlib import Path
 
 from .base import ENTRY, read_json
 from .procs import cgroup_dirs, cgroup_pids, write_pidfile
+from .debrepo import GUEST_DEBREPO
 from .wheelhouse import GUEST_WHEELHOUSE
 
 STOP_TIMEOUT_S = 30.0
@@ -26,6 +27,7 @@ def nspawn_argv(cfg: dict) -> list:
         "-D", cfg["merged"], "-M", cfg["name"], f"--network-bridge={cfg['bridge']}",
         "--resolv-conf=off", "--timezone=off", "--link-journal=no",
         f"--bind-ro={cfg['wheelhouse']}:{GUEST_WHEELHOUSE}",
+    ] + ([f"--bind-ro={cfg['debrepo']}:{GUEST_DEBREPO}"] if cfg.get("debrepo") else []) + [
         f"--bind={cfg['weights_mount']}:{cfg['weights_dir']}",
     ] + ([f"--bind={cfg['containers_storage']}:/var/lib/containers"] if cfg.get("containers_storage") else [])
 

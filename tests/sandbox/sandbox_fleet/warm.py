@@ -12,6 +12,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 from . import sglang_env
 from .base import FleetError, log
+from .debrepo import ensure_debrepo
 from .realvllm import ensure_tiny_models, ensure_vllm_env
 from .registry import ensure_vllm_image
 from .rootfs import PYTHONS, VARIANTS, ensure_rootfs
@@ -29,6 +30,7 @@ def parts() -> dict:
     out = {f"rootfs {v}": (lambda v=v: ensure_rootfs(v)) for v in sorted(VARIANTS)}
     out.update({f"wheels py{p}": (lambda p=p: third_party_wheels(p)) for p in sorted(set(PYTHONS.values()))})
     out["sglang parser"] = sglang_env.ensure_env
+    out["monitoring packages"] = ensure_debrepo
     out["real vLLM"] = _vllm
     return out
 

@@ -124,3 +124,45 @@ def test_the_files_are_stable_json_an_unchanged_plan_rewrites_nothing():
     newer = _variant(lambda doc: doc["hf"].update(revision="1" * 40))
     three, dummy = st.file_sd_files(_fleet(newer), monitor="lc-router")
     assert set(g["labels"]["revision"] for g in json.loads(three[st.ENGINES_FILE])) == {"1" * 40}
+
+
+def test_the_files_go_where_the_prometheus_role_reads_them():
+    paths = st.file_sd_paths(_fleet(hosts=REGULAR), monitor="lc-router")
+    assert sorted(paths) == ["/etc/prometheus/file_sd/launchcard-engines.json",
+                             "/etc/prometheus/file_sd/launchcard-nodes.json"]
+    jobs = st.scrape_configs()
+    assert jobs == [{"job_name": "launchcard-engines", "file_sd_configs": [{"files": [sorted(paths)[0]]}]},
+                    {"job_name": "launchcard-nodes", "file_sd_configs": [{"files": [sorted(paths)[1]]}]}]
+    # launchcard_file_sd_dir moves both, for a Prometheus of the site's own
+    assert [j["file_sd_configs"][0]["files"][0] for j in st.scrape_configs("/srv/sd/")] == [
+        "/srv/sd/launchcard-engines.json", "/srv/sd/launchcard-nodes.json"]
+
+
+def test_an_undeploy_leaves_its_hosts_targets_out_and_keeps_the_others():
+    fleet = _fleet(hosts=REGULAR)
+    everything = st.file_sd_paths(fleet, without=[h for h, dummy in REGULAR])
+    assert set(everything.values()) == {"[]\n"}
+    one = st.file_sd_paths(fleet, without=["lc-router"])
+    engines = json.loads(one["/etc/prometheus/file_sd/launchcard-engines.json"])
+    assert "glm-5.3-flash-sglang-router-0" not in _by_instance(engines)
+    assert len(engines) == 6
+    assert "lc-router" not in [g["labels"]["host"] for g in json.loads(one["/etc/prometheus/file_sd/launchcard-nodes.json"])]
+
+
+def test_the_filters_give_each_monitoring_host_its_files_and_name_a_bad_threshold():
+    import pytest
+    from ansible.errors import AnsibleFilterError
+    from ansible_collections.launchcard.inference.plugins.filter import monitoring
+
+    writes = monitoring.file_sd_files(_fleet(hosts=REGULAR), {}, ["lc-router", "prom", "lc-router"])
+    assert [(w["host"], w["path"].rsplit("/", 1)[1]) for w in writes] == [
+        ("lc-router", st.ENGINES_FILE), ("lc-router", st.NODES_FILE), ("prom", st.ENGINES_FILE), ("prom", st.NODES_FILE)]
+    # each reaches the router as it can: lc-router through loopback, prom at its address
+    router = dict((w["host"], _by_instance(json.loads(w["content"]))) for w in writes if w["path"].endswith(st.ENGINES_FILE))
+    assert router["lc-router"]["glm-5.3-flash-sglang-router-0"]["targets"] == ["127.0.0.1:29000"]
+    assert router["prom"]["glm-5.3-flash-sglang-router-0"]["targets"] == ["198.18.0.17:29000"]
+    assert monitoring.file_sd_files(_fleet(hosts=REGULAR), {}, []) == []
+    rules = monitoring.alert_rules({"target_down_for": "30s"})
+    assert rules["groups"][0]["rules"][0]["for"] == "30s"
+    with pytest.raises(AnsibleFilterError, match="unknown alert threshold.*target_down"):
+        monitoring.alert_rules({"target_down": "30s"})
