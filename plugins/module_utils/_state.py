@@ -29,7 +29,7 @@ import os
 import re
 import shlex
 
-from ansible_collections.launchcard.inference.plugins.module_utils._systemd import QUADLET_SUFFIX, read_unit_files
+from ansible_collections.launchcard.inference.plugins.module_utils._systemd import QUADLET_SUFFIX, TIMER_SUFFIX, read_unit_files
 
 VERSION = 1
 # Where a host's record lives: the one default of host_state, http_health, systemd_units and preflight.
@@ -219,11 +219,12 @@ QUADLET_DIR = "/etc/containers/systemd"
 
 
 def unit_files(directory, prefix, quadlet_directory=QUADLET_DIR):
-    """``{file name: text}`` of the collection's unit files in ``directory`` (``<prefix>*.service``, no links)
-    and its Quadlet files in ``quadlet_directory`` (``<prefix>*.container``): of the files a converge compares
-    (``_systemd.read_unit_files``), those that are units."""
+    """``{file name: text}`` of the collection's unit files in ``directory`` (``<prefix>*.service`` and the liveness
+    ``<prefix>*.timer``, no links) and its Quadlet files in ``quadlet_directory`` (``<prefix>*.container``): of the
+    files a converge compares (``_systemd.read_unit_files``), those that are units, as the controller's record
+    names them (``filter/plan.py`` units_settled builds it from every file the converge writes)."""
     found = read_unit_files(directory, quadlet_directory, prefix)
-    return dict(sorted((n, t) for n, t in found.items() if n.endswith((".service", QUADLET_SUFFIX))))
+    return dict(sorted((n, t) for n, t in found.items() if n.endswith((".service", TIMER_SUFFIX, QUADLET_SUFFIX))))
 
 
 def read(path):

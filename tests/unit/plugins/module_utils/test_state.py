@@ -6,6 +6,7 @@
 from __future__ import annotations
 
 import hashlib
+import os
 
 import pytest
 
@@ -61,3 +62,29 @@ def test_the_record_holds_quadlet_files_beside_the_unit_files(tmp_path):
     assert state.unit_files(str(units), "launchcard-", str(quadlet)) == {
         "launchcard-a.service": "A", "launchcard-b.container": "B"}
     assert state.unit_files(str(units), "launchcard-", str(tmp_path / "absent")) == {"launchcard-a.service": "A"}
+
+
+def test_the_record_holds_the_liveness_timer_as_the_controller_names_it(tmp_path):
+    # the controller's expected record (filter units_settled) names every file the converge writes: a record that
+    # left the timer out never matched it, so a host with a liveness timer was never settled on a no-op deploy
+    from ansible_collections.launchcard.inference.plugins.filter import plan as filters
+    files = {"launchcard-a.service": "A", "launchcard-a-liveness.service": "L", "launchcard-a-liveness.timer": "T"}
+    for name, text in files.items():
+        (tmp_path / name).write_text(text)
+    assert state.unit_files(str(tmp_path), "launchcard-", str(tmp_path / "absent")) == files
+    changed, record, dummy = state.write_present(str(tmp_path / "state.json"), str(tmp_path), "launchcard-", CARD, INST,
+                                                 {"kind": "native"}, False, os.replace,
+                                                 str(tmp_path / "absent"))
+    assert changed
+    units = [{"name": n, "content": t} for n, t in files.items()]
+    expected = state.state_sha256(state.build(files, CARD, INST, {"kind": "native"}))
+    assert state.state_sha256(record) == expected
+    found = {"files": dict((n, state.sha256_text(t)) for n, t in files.items()),
+             "states": {"launchcard-a.service": {"ActiveState": "active", "SubState": "running", "UnitFileState": "enabled"},
+                        "launchcard-a-liveness.timer": {"ActiveState": "active", "SubState": "waiting",
+                                                        "UnitFileState": "enabled"},
+                        "launchcard-a-liveness.service": {"ActiveState": "inactive", "SubState": "dead",
+                                                          "UnitFileState": "static"}},
+             "dropins": [], "secrets_in_place": True, "endpoints": [], "then": [],
+             "record_sha256": state.state_sha256(record)}
+    assert filters.units_settled(found, units, None, {"card": CARD, "instances": INST, "runtime": {"kind": "native"}})
