@@ -7,12 +7,15 @@ contacted.
 The ``settled`` option carries the result the module would return on a host where it would change nothing
 (``plugins/module_utils/_systemd.py`` ``settled_converge``, from the host's preflight reading, through the filter
 ``launchcard.inference.units_settled``). Given, this plugin returns it; otherwise it runs the module on the host
-with the other options, as a task without an action plugin would.
+with the other options, as a task without an action plugin would, filling in ``textfile.directory`` (node exporter's
+textfile directory, ``plugins/plugin_utils/_textfile.py``: the host side cannot import plugin_utils).
 """
 
 from __future__ import annotations
 
 from ansible.plugins.action import ActionBase
+
+from ansible_collections.launchcard.inference.plugins.plugin_utils._textfile import TEXTFILE_DIR
 
 
 class ActionModule(ActionBase):
@@ -34,6 +37,8 @@ class ActionModule(ActionBase):
             result.update(settled)
             result["changed"] = False
             return result
+        if isinstance(args.get("textfile"), dict) and not args["textfile"].get("directory"):
+            args["textfile"] = dict(args["textfile"], directory=TEXTFILE_DIR)
         result.update(self._execute_module(module_name="launchcard.inference.systemd_units", module_args=args,
                                            task_vars=task_vars))
         self._remove_tmp_path(self._connection._shell.tmpdir)

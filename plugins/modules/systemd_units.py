@@ -197,6 +197,35 @@ options:
         nothing makes one round trip per host fewer. The result then has C(settled=true).
       - Null or unset (the default) - the module runs on the host as usual.
     type: dict
+  textfile:
+    description:
+      - Write the facts of the host's instances for node exporter's textfile collector, C(launchcard.prom) in
+        O(textfile.directory), atomically (written beside it and renamed, mode 0644); docs/observability.md lists
+        its metrics. A unit whose file this call changed, or that it started or restarted, gets the time of this
+        run as its last deploy or upgrade; the others keep their timestamps and, when the gate did not judge them
+        in this call, their gate result, so a call that changes nothing writes nothing.
+      - When O(textfile.directory) does not exist (node exporter is not installed), nothing is written and
+        RV(textfile) says so; the call does not fail. No instance - the file is removed.
+      - Unset (the default) - the file is left as it is.
+    type: dict
+    suboptions:
+      directory:
+        description:
+          - node exporter's textfile directory; the action plugin fills it in, when not given, with the collection's
+            (C(plugins/plugin_utils/_textfile.py)).
+        type: path
+        required: true
+      event:
+        description: Which timestamp a changed or restarted unit gets.
+        type: str
+        choices: [deploy, upgrade]
+        default: deploy
+      instances:
+        description:
+          - Unit (C(NAME.service)) -> its labels C(card), C(recipe), C(revision), C(role), C(engine), from the plan
+            (the filter C(launchcard.inference.textfile_instances)). Units not in O(units) are left out.
+        type: dict
+        default: {}
 author:
   - launchcard.inference contributors (@launchcard)
 extends_documentation_fragment:
@@ -302,17 +331,26 @@ health:
     lock: null
     msg: ""
     then_gated: null
+textfile:
+  description:
+    - With O(textfile), the file's C(path), whether it C(changed) (or would, in check mode), and C(skipped), why
+      nothing was written (its directory does not exist), else null.
+  returned: when O(textfile) is given and the module ran on the host
+  type: dict
+  sample: {path: /var/lib/prometheus/node-exporter/launchcard.prom, changed: true, skipped: null}
 """
 
 import hashlib
 import os
 import shutil
 import tempfile
+import time
 
 from ansible.module_utils.basic import AnsibleModule
 from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
 
 from ansible_collections.launchcard.inference.plugins.module_utils import _gate as gate
+from ansible_collections.launchcard.inference.plugins.module_utils import _textfile_facts as textfile_facts
 from ansible_collections.launchcard.inference.plugins.module_utils._systemd import (
     QUADLET_SUFFIX,
     RESTART_PROPERTIES,
@@ -465,6 +503,11 @@ def main():
             secrets_file=dict(type="path", default="/etc/launchcard/secrets.env"),
             health=dict(type="dict"),
             settled=dict(type="dict"),
+            textfile=dict(type="dict", options=dict(
+                directory=dict(type="path", required=True),
+                event=dict(type="str", choices=list(textfile_facts.EVENTS), default="deploy"),
+                instances=dict(type="dict", default={}),
+            )),
         ),
         supports_check_mode=True,
     )
@@ -477,6 +520,10 @@ def main():
         if checked.error_messages:
             module.fail_json(msg="health: %s; nothing was changed" % "; ".join(checked.error_messages))
         health = checked.validated_parameters
+    if p["textfile"] is not None:
+        problem = textfile_facts.check(p["textfile"]["instances"])
+        if problem:
+            module.fail_json(msg="%s; nothing was changed" % problem)
     systemctl = module.get_bin_path("systemctl", required=True)
     desired = {}  # file name -> content
     wanted = {}  # unit name -> file name
@@ -660,6 +707,15 @@ def main():
         result["changed"] = changed or bool(result["health"]["recorded"])
         if "diff" in result["health"]:
             result["diff"] = result.get("diff", []) + [result["health"].pop("diff")]
+    if p["textfile"] is not None:
+        touched = (set(todo["start"]) | set(todo["restart"]) | rewritten) & set(wanted)
+        instances = dict((u, v) for u, v in p["textfile"]["instances"].items() if u in wanted)
+        written, result["textfile"], diff = textfile_facts.converge(
+            dict(p["textfile"], instances=instances), touched, textfile_facts.gate_results(result["health"]),
+            time.time(), module.check_mode)
+        result["changed"] = result["changed"] or written
+        if module._diff and diff:
+            result["diff"] = result.get("diff", []) + [diff]
     module.exit_json(**result)
 
 

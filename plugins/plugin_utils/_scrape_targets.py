@@ -54,6 +54,12 @@ def _bracket(host):
     return "[%s]" % host if ":" in host and not host.startswith("[") else host
 
 
+def card_of(fleet_plan, host_plan):
+    """The card (``{repo, revision, slug}``) a host of the plan serves: its ``card`` of a fleet's ``cards``, or the
+    single card's ``model``."""
+    return (fleet_plan.get("cards") or {}).get(host_plan.get("card")) or fleet_plan.get("model") or {}
+
+
 def listener(inst):
     """``(bind, port)`` where ``inst`` serves ``/metrics``, or ``(None, why)`` when it serves none."""
     kind = inst["launcher"]
@@ -98,10 +104,9 @@ def engine_targets(fleet_plan, image_refs=None, monitor=None):
     :returns: ``(groups, notes)``: the file_sd groups, sorted by instance; one line per instance left out.
     """
     groups, notes = [], []
-    cards = fleet_plan.get("cards") or {}
     for host in sorted(fleet_plan.get("hosts") or {}):
         hp = fleet_plan["hosts"][host]
-        card = cards.get(hp.get("card")) or fleet_plan.get("model") or {}
+        card = card_of(fleet_plan, hp)
         for inst in hp["instances"]:
             bind, port = listener(inst)
             if bind is None:
@@ -125,10 +130,9 @@ def engine_targets(fleet_plan, image_refs=None, monitor=None):
 def node_targets(fleet_plan, monitor=None, port=NODE_EXPORTER_PORT):
     """One node exporter target per host of the plan, labelled with its card, revision and host."""
     groups = []
-    cards = fleet_plan.get("cards") or {}
     for host in sorted(fleet_plan.get("hosts") or {}):
         hp = fleet_plan["hosts"][host]
-        card = cards.get(hp.get("card")) or fleet_plan.get("model") or {}
+        card = card_of(fleet_plan, hp)
         addr = "127.0.0.1" if host == monitor else _bracket(hp["address"])
         groups.append({"targets": ["%s:%d" % (addr, port)],
                        "labels": {"card": card.get("slug", ""), "revision": card.get("revision", ""), "host": host}})

@@ -14,4 +14,17 @@ Pure Python, no Ansible import.
 
 from __future__ import annotations
 
+from ansible_collections.launchcard.inference.plugins.plugin_utils._scrape_targets import card_of
+
 TEXTFILE_DIR = "/var/lib/prometheus/node-exporter"
+
+
+def instances(fleet_plan, host):
+    """``{unit: {card, recipe, revision, role, engine}}`` of every instance the plan places on ``host``, the labels
+    of ``launchcard_instance_info`` (``module_utils/_textfile_facts.py``); the same values as its scrape targets'."""
+    hp = (fleet_plan.get("hosts") or {}).get(host)
+    if not hp:
+        return {}
+    card = card_of(fleet_plan, hp)
+    return dict((i["unit"], {"card": card.get("slug", ""), "recipe": i["recipe"], "revision": card.get("revision", ""),
+                             "role": i["role"], "engine": i["engine"]}) for i in hp.get("instances") or [])

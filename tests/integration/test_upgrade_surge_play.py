@@ -135,6 +135,9 @@ def test_the_twin_serves_while_the_decode_switches(project):
     # the switch keeps the twin (listed, so not pruned)
     assert TWIN in [u["name"] for u in switch[1]["units"]] and DECODE in [u["name"] for u in switch[1]["units"]]
     assert DECODE in [e["name"] for e in gate[1]["endpoints"]]
+    # the switch writes the upgraded instances' facts for node exporter (the twin is not an instance of the plan)
+    assert switch[1]["textfile"]["event"] == "upgrade"
+    assert switch[1]["textfile"]["instances"][DECODE]["role"] == "decode" and TWIN not in switch[1]["textfile"]["instances"]
     assert (back[1]["add"], back[1]["worker_type"]) == (["http://127.0.0.1:32000"], "decode")
     assert twin_out[1]["remove"] == ["http://127.0.0.1:32001"]
     assert [e["name"] for e in twin_drain[1]["endpoints"]] == [TWIN]

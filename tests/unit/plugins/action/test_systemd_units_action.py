@@ -54,3 +54,14 @@ def test_a_settled_value_that_is_not_a_reading_fails_naming_the_option():
     out = action.run(task_vars={})
     assert out["failed"] and out["msg"].startswith("settled: expected the result of launchcard.inference.units_settled")
     assert not action._execute_module.called
+
+
+def test_the_textfile_directory_defaults_to_the_collection_s_and_a_given_one_is_kept():
+    from ansible_collections.launchcard.inference.plugins.plugin_utils._textfile import TEXTFILE_DIR
+    for given, sent in (({"instances": {}}, TEXTFILE_DIR), ({"directory": "/srv/prom", "instances": {}}, "/srv/prom")):
+        action, dummy = plugin({"units": [], "textfile": given})
+        action.run(task_vars={})
+        assert action._execute_module.call_args.kwargs["module_args"]["textfile"]["directory"] == sent
+    action, dummy = plugin({"units": []})
+    action.run(task_vars={})
+    assert "textfile" not in action._execute_module.call_args.kwargs["module_args"]
