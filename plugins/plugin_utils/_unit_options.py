@@ -214,8 +214,8 @@ def host_options(host_vars, host_plan=None):
     opts["image_refs"] = dict(refs) if hasattr(refs, "items") else {}
     if opts["runtime"] == "native":
         opts["native_requirements"] = native_requirements(host_vars, host_plan)
-    # Every unit names the secrets file (EnvironmentFile=-, optional) whether or not a token is
-    # given, so a run without the vault loaded rewrites no unit.
+    # An engine that may download names the secrets file (EnvironmentFile=-, optional; _units.passes_secrets) whether
+    # or not a token is given, so a run without the vault loaded rewrites no unit.
     secrets_file = host_vars.get(VARIABLES["secrets_env_file"]) or SECRETS_ENV_FILE
     opts["secrets_env_file"] = str(secrets_file)
     return opts
