@@ -22,7 +22,7 @@ from ansible_collections.launchcard.inference.plugins.plugin_utils import _units
 
 # Arguments handed to the launch_card action unchanged: the plan is made exactly as the plan role makes it.
 PLAN_ARGS = ("src", "checksum", "card_var", "checksum_var", "recipes_var", "argv_overrides_var", "validate_certs",
-             "plan_file")
+             "plan_file", "strict_variables")
 UNIT_PREFIX = "launchcard-"
 UNIT_SUFFIXES = (".service", ".container")  # .container: a Quadlet file (podman >= 4.4)
 FILE_SD = (scrape_targets.ENGINES_FILE, scrape_targets.NODES_FILE, scrape_targets.GPUS_FILE)
@@ -110,6 +110,7 @@ class ActionModule(ActionBase):
             argv_overrides_var=dict(type="str", default="launchcard_argv_overrides"),
             validate_certs=dict(type="bool", default=True),
             plan_file=dict(type="path"),
+            strict_variables=dict(type="bool", default=False),
         ))
         if not args["dest"]:
             # the render role passes launchcard_render_dir, empty when unset

@@ -52,6 +52,13 @@ options:
       - Directory on the controller; one folder per host is made under it.
     type: path
     required: true
+  strict_variables:
+    description:
+      - An unknown C(launchcard_*) variable of a host fails the render, as
+        M(launchcard.inference.launch_card)'s O(launchcard.inference.launch_card#module:strict_variables) does; false -
+        a warning.
+    type: bool
+    default: false
   plan_file:
     description:
       - A plan file written by C(playbooks/plan.yml), applied instead of planning, as

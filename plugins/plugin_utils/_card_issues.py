@@ -37,6 +37,13 @@ def near(name, candidates):
     return found[0] if found else None
 
 
+def no_recipe(name, names):
+    """``no recipe NAME in the card[; did you mean X?]; it has A, B, ...``: a recipe name that names none."""
+    guess = near(name, names) if isinstance(name, str) else None
+    return "no recipe %s in the card%s; it has %s" % (
+        show(name), "; did you mean %r?" % guess if guess else "", ", ".join(sorted(names)))
+
+
 # ---------------------------------------------------------------------------
 # Report
 # ---------------------------------------------------------------------------

@@ -142,8 +142,7 @@ def parse(raw, recipe_names, variable=VARIABLE):
             deprecations.append("%s names %r; the role is now called 'aggregated' (aggregated serving): write %r" % (
                 variable, name, target))
         if not isinstance(name, str) or target not in names:
-            errors.append((where, "no recipe %s in the card; it has %s" % (
-                card_issues.show(name), ", ".join(sorted(names)))))
+            errors.append((where, card_issues.no_recipe(name, names)))
             continue
         if target in specs:
             errors.append((where, "names recipe %r twice (once under its former name)" % target))

@@ -60,6 +60,7 @@ import functools
 import json
 from urllib.parse import urlsplit
 
+from ansible_collections.launchcard.inference.plugins.plugin_utils import _card_issues as card_issues
 from ansible_collections.launchcard.inference.plugins.plugin_utils import _overrides as overrides
 from ansible_collections.launchcard.inference.plugins.plugin_utils._recipe import (
     FORMER_ROLES,
@@ -189,8 +190,7 @@ def plan(card, placement):
                 deprecations.append("%s: launchcard_recipes names %r; the role is now called 'aggregated' "
                                     "(aggregated serving): write %r" % (entry["host"], ref, r["name"]))
             if r is None:
-                errors.append((entry["host"], "no recipe %r in the card; it has %s" % (
-                    ref, ", ".join(sorted(by_name)))))
+                errors.append((entry["host"], "launchcard_recipes: " + card_issues.no_recipe(ref, by_name)))
                 continue
             r = effective(entry["host"], r)
             if r["nnodes"] > 1 and item["replicas"] != 1:

@@ -231,6 +231,21 @@ def test_a_bad_unit_variable_names_host_and_variable_and_writes_nothing(venv, tm
     assert not os.path.exists(out) or not os.listdir(out)
 
 
+def test_a_misspelt_variable_is_named_and_fails_the_render_with_the_strict_switch(venv, tmp_path):
+    out = str(tmp_path / "out")
+    res = render("tests/integration/render/two-by-two.ini", out, venv, "-e", "launchcard_runtim=podman")
+    assert res.returncode == 0, res.stdout[-3000:]
+    said = " ".join((res.stdout + res.stderr).split())  # warnings go to stderr
+    assert "launchcard_runtim (" in said and "did you mean launchcard_runtime?" in said, said[-3000:]
+    strict = str(tmp_path / "strict")
+    res = render("tests/integration/render/two-by-two.ini", strict, venv, "-e", "launchcard_runtim=podman",
+                 "-e", '{"launchcard_strict_variables": true}')
+    assert res.returncode != 0
+    said = " ".join((res.stdout + res.stderr).split())
+    assert "launchcard_strict_variables is true" in said, said[-3000:]
+    assert not os.path.exists(strict) or not os.listdir(strict)
+
+
 # What preflight reports on the sandbox hosts (tests/sandbox/fleet.py simulates it from the sandbox_*
 # variables): NVIDIA GPUs where sandbox_gpus > 0, none on the router, a bare host's NPUs once its stack
 # is installed (the deploy's second preflight).

@@ -77,8 +77,8 @@ def show_series(prom, instances):
     print("query: %s" % promql)
     for r in sorted(rows, key=lambda r: r["metric"]["instance"]):
         m = r["metric"]
-        print("  card=%s recipe=%s host=%s role=%s: %s series" % (m["card"], m["recipe"], m["host"], m["role"],
-                                                                 r["value"][1]))
+        fields = (m["card"], m["recipe"], m["host"], m["role"], r["value"][1])
+        print("  card=%s recipe=%s host=%s role=%s: %s series" % fields)
     return missing
 
 

@@ -185,6 +185,10 @@ def test_unknown_recipe_names_are_refused_and_former_names_are_read():
     assert errors == [("v", "launchcard_argv_overrides['vllm-tp8']: no recipe 'vllm-tp8' in the card; it has "
                        "sglang-aggregated, sglang-decode, sglang-encoder, sglang-language, sglang-prefill, "
                        "sglang-router, vllm-aggregated")]
+    # a slip of one name is guessed
+    assert _errors([_h("v", ["vllm-aggregated"], {"vllm-agregated": {"set": {"--max-model-len": 1}}})])[0][1].startswith(
+        "launchcard_argv_overrides['vllm-agregated']: no recipe 'vllm-agregated' in the card; did you mean "
+        "'vllm-aggregated'?; it has ")
     assert _errors([_h("v", ["vllm-aggregated"], ["--port"])])[0][1].startswith(
         "launchcard_argv_overrides: expected a mapping")
     p = _plan([_h("v", ["vllm-aggregated"], {"vllm-monolithic": {"set": {"--max-model-len": 1}}})])

@@ -287,17 +287,18 @@ def test_language_without_encoder():
 def test_unknown_recipe_lists_the_names():
     (where, msg), = _errors(EX, [_h("x", "10.6.0.1", ["sglang-prefil"])])
     assert where == "x"
-    assert msg == ("no recipe 'sglang-prefil' in the card; it has sglang-aggregated, sglang-decode, sglang-encoder, "
-                   "sglang-language, sglang-prefill, sglang-router, vllm-aggregated")
+    assert msg == ("launchcard_recipes: no recipe 'sglang-prefil' in the card; did you mean 'sglang-prefill'?; it has "
+                   "sglang-aggregated, sglang-decode, sglang-encoder, sglang-language, sglang-prefill, sglang-router, "
+                   "vllm-aggregated")
     (where, msg), = _errors(EX, [_h("x", "10.6.0.1", [7])])
-    assert msg.startswith("no recipe 7 in the card")
+    assert msg.startswith("launchcard_recipes: no recipe 7 in the card; it has ")
 
 
 def test_error_message_lists_every_error():
     with pytest.raises(PlanError) as exc:
         _plan(EX, [_h("x", "10.6.0.1", ["nope", "also-nope"])])
     assert len(exc.value.errors) == 2
-    assert str(exc.value).startswith("the placement cannot be planned:\n  x: no recipe 'nope'")
+    assert str(exc.value).startswith("the placement cannot be planned:\n  x: launchcard_recipes: no recipe 'nope'")
 
 
 def test_multinode_on_the_wrong_host_count():
@@ -417,7 +418,7 @@ def test_former_names_with_an_index_and_unknown_names():
                       _h("d", "10.6.4.7", ["sglang-decode"])])["hosts"]["r"]["instances"][0]["former_units"] == []
     # a former name with no current recipe is still an unknown recipe
     (err,) = _errors(EX, [_h("a", "10.6.4.2", ["vllm-monolithic-7"])])
-    assert err[0] == "a" and err[1].startswith("no recipe 'vllm-monolithic-7' in the card; it has ")
+    assert err[0] == "a" and err[1].startswith("launchcard_recipes: no recipe 'vllm-monolithic-7' in the card; ")
     assert "vllm-aggregated" in err[1]
 
 
