@@ -228,7 +228,11 @@ def empty_queries(prometheus, board, values=None, start=None, end=None, step=15,
             with urllib.request.urlopen(url, timeout=timeout) as resp:  # nosec: the operator's own Prometheus
                 answer = json.load(resp)
         except urllib.error.HTTPError as exc:
-            answer = json.load(exc)
+            try:  # Prometheus's API errors are JSON; a server still starting answers 503 in plain text
+                answer = json.load(exc)
+            except ValueError:
+                out.append((where, query, "no answer: HTTP %d %s" % (exc.code, exc.reason)))
+                continue
         except (OSError, ValueError) as exc:
             out.append((where, query, "no answer: %s" % exc))
             continue

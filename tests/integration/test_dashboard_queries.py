@@ -168,6 +168,11 @@ def test_every_dashboard_query_returns_data_from_a_real_prometheus(tmp_path, pro
                         "--storage.tsdb.path=%s" % (tmp_path / "data"), "--web.listen-address=127.0.0.1:%d" % port])
     wait_port(port, timeout=30, proc=prom)
     url = "http://127.0.0.1:%d" % port
+    # the port opens before the storage is ready: until then the API answers 503 (Prometheus's /-/ready)
+    deadline = time.time() + 30
+    while http("GET", url + "/-/ready")[0] != 200:
+        assert time.time() < deadline and prom.poll() is None, "Prometheus never became ready"
+        time.sleep(0.5)
     board = json.loads((ROOT / "monitoring" / "dashboards" / "launchcard-fleet.json").read_text())
 
     deadline = time.time() + 45
