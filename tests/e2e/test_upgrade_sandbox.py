@@ -248,7 +248,9 @@ def test_rerun_changes_nothing(upgraded):
 
 
 def test_check_mode_prints_the_rollout_and_touches_nothing(upgraded):
-    snap = "md5sum /etc/systemd/system/launchcard-*.service /var/lib/launchcard/state.json; systemctl show -p MainPID 'launchcard-*'"
+    # the engines' processes (a liveness probe, a oneshot its timer starts, gets a new process each time it runs)
+    snap = ("md5sum /etc/systemd/system/launchcard-*.service /var/lib/launchcard/state.json; "
+            "systemctl show -p MainPID 'launchcard-*[0-9].service'")
     before = {a: ssh(a, snap).stdout for a in list(WORKERS.values()) + [ROUTER]}
     res = playbook("upgrade", "-e", "launchcard_card_src=%s/upgrade-v3-bad.json" % CARDS, "--check", "--diff")
     assert res.returncode == 0, res.stdout[-6000:]
@@ -270,7 +272,8 @@ def test_every_replica_in_one_batch_is_listed_by_check_mode_and_refused_with_eve
     serves meanwhile, and each host's one GPU leaves no room for a surge twin beside it. Check mode lists each
     (host, instance, why); the real run refuses before it installs or stages anything, naming them and
     launchcard_upgrade_allow_outage, and leaves every unit, process, record and lock as it was."""
-    snap = "md5sum /etc/systemd/system/launchcard-*.service /var/lib/launchcard/state.json; systemctl show -p MainPID 'launchcard-*'"
+    snap = ("md5sum /etc/systemd/system/launchcard-*.service /var/lib/launchcard/state.json; "
+            "systemctl show -p MainPID 'launchcard-*[0-9].service'")  # the engines' (a liveness probe's changes)
     before = {a: ssh(a, snap).stdout for a in list(WORKERS.values()) + [ROUTER]}
     args = ["-e", "launchcard_card_src=%s/upgrade-v1.json" % CARDS, "-e", "launchcard_upgrade_serial=4"]
     check = playbook("upgrade", "--check", *args)
@@ -309,7 +312,7 @@ def test_a_revision_that_cannot_be_staged_stops_the_upgrade_with_every_engine_un
     card["hf"]["revision"] = "4" * 40
     path = tmp_path / "upgrade-v4-unstaged.json"
     path.write_text(json.dumps(card))
-    pids = "systemctl show -p MainPID,InvocationID 'launchcard-*'; md5sum /etc/systemd/system/launchcard-*.service"
+    pids = "systemctl show -p MainPID,InvocationID 'launchcard-*[0-9].service'; md5sum /etc/systemd/system/launchcard-*.service"
     before = {a: ssh(a, pids).stdout for a in list(WORKERS.values()) + [ROUTER]}
     res = playbook("upgrade", "-e", "launchcard_card_src=%s" % path, *FAST)
     assert res.returncode != 0
@@ -442,7 +445,7 @@ def test_lock_a_failed_deploy_releases_its_locks(upgraded, tmp_path):
     card["hf"]["revision"] = "4" * 40  # the sandbox hub does not serve it: the weights step fails on every replica
     bad = tmp_path / "upgrade-v1-unknown-revision.json"
     bad.write_text(json.dumps(card))
-    snap = "md5sum /etc/systemd/system/launchcard-*.service; systemctl show -p MainPID 'launchcard-*'"
+    snap = "md5sum /etc/systemd/system/launchcard-*.service; systemctl show -p MainPID 'launchcard-*[0-9].service'"
     before = {a: ssh(a, snap).stdout for a in list(WORKERS.values()) + [ROUTER]}
     res = playbook("deploy", "-e", "launchcard_card_src=%s" % bad)
     assert res.returncode != 0, res.stdout[-6000:]
