@@ -22,6 +22,7 @@ from ansible_collections.launchcard.inference.plugins.module_utils._accel_common
     lower_keys,
     na,
     normalize_bdf,
+    parse_if_ok,
     parse_modinfo_version,
     parse_tools,
     same_version,
@@ -248,13 +249,8 @@ def summarize_amd(sources, errors):
 
     static = static or {}
     rocm = rocm or {}
-    ecc = {}
-    if tool_ok(sources, "amd_smi_ecc"):
-        # an amd-smi without the flag exits non-zero: no ECC facts then, not an error
-        try:
-            ecc = parse_amd_smi_ecc(sources["amd_smi_ecc"][1])
-        except AcceleratorOutputError as exc:
-            errors.append(str(exc))
+    # an amd-smi without the flag exits non-zero: no ECC facts then, not an error
+    ecc = parse_if_ok(sources, "amd_smi_ecc", parse_amd_smi_ecc, errors) or {}
     have_database = bool(pci_device_names(sources.get("pci_ids"), AMD_PCI_VENDOR))
     pci_ids = known_device_names(sources.get("pci_ids"), AMD_PCI_VENDOR)
     bus_ids = dict((d["bus_id"], d["device_id"]) for d in parse_pci_devices(sources.get("pci"))["devices"]

@@ -186,6 +186,18 @@ def tool_ok(sources, key):
     return result is not None and result[0] == 0
 
 
+def parse_if_ok(sources, key, parser, errors):
+    """``parser`` of the output of tool ``key`` when it ran and exited 0; None otherwise (a tool that is absent or
+    failed says nothing here), or when the parser rejected the output (an ``errors`` entry)."""
+    if not tool_ok(sources, key):
+        return None
+    try:
+        return parser(sources[key][1])
+    except AcceleratorOutputError as exc:
+        errors.append(str(exc))
+        return None
+
+
 def parse_tools(sources, errors, table):
     """Parse each available tool result with its parser.
 
@@ -197,15 +209,9 @@ def parse_tools(sources, errors, table):
     out = []
     for key, tool, parser in table:
         result = sources.get(key)
-        parsed = None
         if result is not None and result[0] != 0:
             errors.append(tool_failed(tool, result))
-        elif result is not None:
-            try:
-                parsed = parser(result[1])
-            except AcceleratorOutputError as exc:
-                errors.append(str(exc))
-        out.append(parsed)
+        out.append(parse_if_ok(sources, key, parser, errors))
     return out
 
 

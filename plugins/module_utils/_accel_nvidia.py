@@ -18,7 +18,9 @@ from ansible_collections.launchcard.inference.plugins.module_utils._accel_common
     empty_driver,
     na,
     normalize_bdf,
+    parse_if_ok,
     parse_modinfo_version,
+    parse_tools,
     same_version,
     to_int,
     tool_failed,
@@ -264,20 +266,9 @@ def summarize_nvidia(sources, errors):
         gpus = parse_nvidia_smi_gpus(main[1], errors)
         if not gpus:
             errors.append("nvidia-smi listed no GPUs")
-        fabric = {}
-        if tool_ok(sources, "nvidia_fabric"):
-            try:
-                fabric = parse_nvidia_fabric(sources["nvidia_fabric"][1])
-            except AcceleratorOutputError as exc:
-                errors.append(str(exc))
-        health = {}
-        if tool_ok(sources, "nvidia_smi_q"):
-            try:
-                health = parse_nvidia_smi_xml(sources["nvidia_smi_q"][1])
-            except AcceleratorOutputError as exc:
-                errors.append(str(exc))
-        elif sources.get("nvidia_smi_q") is not None:
-            errors.append(tool_failed("nvidia-smi -q -x", sources["nvidia_smi_q"]))
+        fabric = parse_if_ok(sources, "nvidia_fabric", parse_nvidia_fabric, errors) or {}
+        health, = parse_tools(sources, errors, (("nvidia_smi_q", "nvidia-smi -q -x", parse_nvidia_smi_xml),))
+        health = health or {}
         for gpu in gpus:
             devices.append(
                 make_device(
