@@ -70,11 +70,11 @@ def gpu_exporters(the_plan, hostvars):
                 continue
         except TypeError as exc:
             raise AnsibleActionFail("%s: launchcard_gpu_exporter_enabled: %s" % (host, to_text(exc)))
-        runtime = hv.get("launchcard_gpu_exporter_runtime") or hv.get("launchcard_runtime") or "docker"
         try:
             out[host] = gpu_exporter.settings(
                 hv.get("launchcard_gpu_exporter_vendor") or hv.get("launchcard_accelerator_vendor"),
-                hv.get("launchcard_gpu_exporter_image"), "docker" if runtime == "native" else runtime,
+                hv.get("launchcard_gpu_exporter_image"),
+                hv.get("launchcard_gpu_exporter_runtime") or hv.get("launchcard_runtime"),
                 hv.get("launchcard_gpu_exporter_port"))
         except ValueError as exc:
             raise AnsibleActionFail("%s: %s" % (host, to_text(exc)))

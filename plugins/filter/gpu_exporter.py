@@ -10,7 +10,7 @@ from ansible.errors import AnsibleFilterError
 from ansible_collections.launchcard.inference.plugins.plugin_utils import _gpu_exporter as gpu_exporter
 
 
-def gpu_exporter_unit(vendor, image, runtime="docker", port=None, docker_bin=None, podman_bin=None):
+def gpu_exporter_unit(vendor, image, runtime=None, port=None, docker_bin=None, podman_bin=None):
     """The systemd unit text of the vendor's exporter container."""
     try:
         return gpu_exporter.render(gpu_exporter.settings(vendor, image, runtime, port), docker_bin, podman_bin)

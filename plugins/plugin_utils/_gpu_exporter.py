@@ -49,13 +49,18 @@ class ExporterError(ValueError):
     """A setting the exporter cannot run with, naming the variable."""
 
 
-def settings(vendor, image_ref, runtime="docker", port=None):
+def settings(vendor, image_ref, runtime=None, port=None):
     """The checked settings: ``{vendor, image_ref, runtime, port}``.
+
+    :param runtime: ``launchcard_gpu_exporter_runtime``, else the host's ``launchcard_runtime``; empty - that
+        variable's default (the unit options'); a native host runs the exporter with docker.
 
     :raises ExporterError: an unknown vendor or runtime, an image not pinned by digest, a port out of range.
     """
     if vendor not in EXPORTERS:
         raise ExporterError("launchcard_gpu_exporter_vendor: %r is none of %s" % (vendor, ", ".join(sorted(EXPORTERS))))
+    runtime = runtime or _unit_spec.DEFAULTS["runtime"]
+    runtime = "docker" if runtime == "native" else runtime
     if runtime not in RUNTIMES:
         raise ExporterError("launchcard_gpu_exporter_runtime: %r is none of %s" % (runtime, ", ".join(RUNTIMES)))
     ref = str(image_ref or "")

@@ -63,7 +63,7 @@ def test_a_port_moves_the_published_port_and_the_ascend_listener():
     (("nvidia", "nvcr.io/nvidia/k8s/dcgm-exporter:4.4.0-4.5.0-ubuntu22.04"), "launchcard_gpu_exporter_image"),
     (("nvidia", ""), "launchcard_gpu_exporter_image"),
     (("nvidia", IMAGES["nvidia"] + "\nExecStartPre=/bin/sh"), "launchcard_gpu_exporter_image"),
-    (("nvidia", IMAGES["nvidia"], "native"), "launchcard_gpu_exporter_runtime"),
+    (("nvidia", IMAGES["nvidia"], "cri-o"), "launchcard_gpu_exporter_runtime"),
     (("nvidia", IMAGES["nvidia"], "docker", "http"), "launchcard_gpu_exporter_port"),
     (("ascend", IMAGES["ascend"], "docker", 80), "launchcard_gpu_exporter_port"),
     (("amd", IMAGES["amd"], "docker", 70000), "launchcard_gpu_exporter_port"),
@@ -124,3 +124,11 @@ def test_the_filter_renders_and_names_the_variable_it_refuses():
     assert gpu_exporter_unit("amd", IMAGES["amd"]) == ge.render(ge.settings("amd", IMAGES["amd"]))
     with pytest.raises(AnsibleFilterError, match="launchcard_gpu_exporter_image: 'rocm/device-metrics-exporter:v1"):
         gpu_exporter_unit("amd", "rocm/device-metrics-exporter:v1.3.0")
+
+
+def test_the_runtime_defaults_as_the_engines_do_and_a_native_host_runs_docker():
+    # one default: launchcard_runtime's (the unit options), not a second copy in the role or the render action
+    from ansible_collections.launchcard.inference.plugins.plugin_utils._unit_spec import DEFAULTS
+    assert ge.settings("nvidia", IMAGES["nvidia"])["runtime"] == DEFAULTS["runtime"]
+    assert ge.settings("nvidia", IMAGES["nvidia"], "native")["runtime"] == "docker"
+    assert ge.settings("nvidia", IMAGES["nvidia"], "podman")["runtime"] == "podman"
