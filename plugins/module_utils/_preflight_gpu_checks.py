@@ -17,7 +17,9 @@ from __future__ import annotations
 import math
 import os
 
+from ansible_collections.launchcard.inference.plugins.module_utils._preflight_checks import _holds, _result
 from ansible_collections.launchcard.inference.plugins.module_utils._preflight_reads import (
+    CONTAINER_OWNER,
     container_from_cgroup,
     container_name,
     unit_from_cgroup,
@@ -28,13 +30,7 @@ from ansible_collections.launchcard.inference.plugins.module_utils._preflight_re
 CUDA_CONTEXT_MIB = 526
 # The highest fraction this check suggests: the engines need some memory outside their share (NCCL, the allocator).
 MAX_SUGGESTED_FRACTION = 0.95
-UNIT_PREFIX = "launchcard-"
 TP_FLAGS = {"vllm": "--tensor-parallel-size", "sglang": "--tp-size"}
-
-
-def _result(check, ok, need, found, message, severity="error"):
-    return {"check": check, "ok": ok, "need": need, "found": found, "message": message,
-            "severity": "ok" if ok else severity}
 
 
 # python/sglang/srt/arg_groups/memory_hook.py (0.5.23) handle_gpu_memory_settings: by GPU memory (MiB, below the
@@ -203,15 +199,17 @@ def gpu_owners(accelerators, proc="/proc", read=None):
             cgroup = read(os.path.join(proc, str(p["pid"]), "cgroup")) or ""
             unit = unit_from_cgroup(cgroup)
             cid = None if unit else container_from_cgroup(cgroup)
-            owner = unit or ("container %s" % (container_name(cid) or cid) if cid else None)
+            owner = unit or ("%s%s" % (CONTAINER_OWNER, container_name(cid) or cid) if cid else None)
             if owner:
                 out[str(p["pid"])] = owner
     return out
 
 
-def _ours(owner):
-    """Whether a GPU process belongs to this collection's engines (the run stops or restarts them)."""
-    return bool(owner) and (owner.startswith(UNIT_PREFIX) or owner.startswith("container "))
+def _ours(owner, host):
+    """Whether a GPU process is one of this host's planned engines (or one renamed from), which the run stops or
+    restarts: its unit, or its container (named for the instance). Another container or unit holds the GPU."""
+    units = set(host.needs.get("units") or ()) | set(host.needs.get("former_units") or ())
+    return bool(owner) and any(_holds(owner, unit) for unit in units)
 
 
 def check_gpu_in_use(host):
@@ -234,7 +232,7 @@ def check_gpu_in_use(host):
             if not share:
                 continue
             procs = d.get("processes") or []
-            ours = sum(p.get("used_mib") or 0 for p in procs if _ours(owners.get(str(p["pid"]))))
+            ours = sum(p.get("used_mib") or 0 for p in procs if _ours(owners.get(str(p["pid"])), host))
             free = d["memory_free_mib"] + ours - CUDA_CONTEXT_MIB
             needs.append(share[2])
             if free < share[2]:
@@ -248,7 +246,7 @@ def check_gpu_in_use(host):
     for index in sorted(short, key=str):
         d, budget, free, recipe = short[index]
         holders = ["pid %d %s (%s MiB)" % (p["pid"], p.get("name") or "?", p.get("used_mib"))
-                   for p in d.get("processes") or [] if not _ours(owners.get(str(p["pid"])))]
+                   for p in d.get("processes") or [] if not _ours(owners.get(str(p["pid"])), host)]
         parts.append("GPU %s: %d MiB free, %s needs %d MiB, held by %s" % (
             index, free, recipe, budget, ", ".join(holders) or "processes nvidia-smi cannot show (another PID namespace)"))
     return _result("gpu_in_use", False, "the engine's share free on each placed GPU", "; ".join(parts),

@@ -55,8 +55,9 @@ def vllm(argv=(), weights_mib=30000, config=None, gpu_ids=(0,)):
 
 
 def needs(*entries):
+    # the units this host's plan runs (module_utils/_preflight.host_needs): the engines the run stops or restarts
     return {"gpus": 1, "validated_models": ["h200"], "weights_per_gpu_mib": max(e["weights_mib"] for e in entries),
-            "disk_bytes": None, "memory": list(entries)}
+            "disk_bytes": None, "memory": list(entries), "units": sorted(e["unit"] for e in entries)}
 
 
 def facts(acc, owners=None):
@@ -208,6 +209,23 @@ def test_the_collections_own_engine_on_the_gpu_does_not_count():
     owners = gpu_owners(acc, read=lambda path: "0::/system.slice/launchcard-m-vllm-0.service\n"
                         if path == "/proc/4242/cgroup" else None)
     assert owners == {"4242": "launchcard-m-vllm-0.service"}
+    assert by_check(evaluate(facts(acc, owners), needs(vllm())))["gpu_in_use"]["severity"] == "ok"
+
+
+@pytest.mark.parametrize("cgroup", [
+    "0::/system.slice/docker-%s.scope\n" % ("ab" * 32),  # someone's container
+    "0::/system.slice/launchcard-other-card-vllm-0.service\n",  # an engine this host's plan does not run
+])
+def test_a_container_or_unit_that_is_not_this_hosts_engine_holds_the_gpu(cgroup):
+    acc = h200("nvidia-smi-q-process-60g.xml", REAL)
+    owners = gpu_owners(acc, read=lambda path: cgroup if path == "/proc/4242/cgroup" else None)
+    assert owners["4242"]
+    assert by_check(evaluate(facts(acc, owners), needs(vllm())))["gpu_in_use"]["severity"] == "error"
+
+
+def test_the_engines_own_container_does_not_count():
+    acc = h200("nvidia-smi-q-process-60g.xml", REAL)
+    owners = {"4242": "container m-vllm-0"}  # the container of launchcard-m-vllm-0.service
     assert by_check(evaluate(facts(acc, owners), needs(vllm())))["gpu_in_use"]["severity"] == "ok"
 
 
