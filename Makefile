@@ -53,7 +53,7 @@ help: ## List the targets
 	  awk -F'\t' '{ printf "  %-16s %s\n", $$1, $$2 }'
 
 host-deps: ## Debian packages the sandbox and the tests need (root; prometheus: promtool)
-	@missing=""; for c in systemd-nspawn:systemd-container rsync:rsync debootstrap:debootstrap ip:iproute2 ssh:openssh-client mkfs.ext4:e2fsprogs curl:curl skopeo:skopeo docker-registry:docker-registry promtool:prometheus; do \
+	@missing=""; for c in systemd-nspawn:systemd-container rsync:rsync debootstrap:debootstrap ip:iproute2 ssh:openssh-client mkfs.ext4:e2fsprogs curl:curl skopeo:skopeo docker-registry:docker-registry promtool:prometheus prometheus-node-exporter:prometheus-node-exporter; do \
 	  command -v $${c%%:*} >/dev/null || missing="$$missing $${c#*:}"; done; \
 	[ -f /usr/share/misc/pci.ids ] || missing="$$missing pci.ids"; \
 	if [ -n "$$missing" ]; then echo "installing:$$missing"; \

@@ -17,6 +17,8 @@ Series carry the scrape targets' labels (:mod:`_scrape_targets`): ``card``, ``in
 
 from __future__ import annotations
 
+from ansible_collections.launchcard.inference.plugins.module_utils import _textfile_facts as textfile_facts
+
 # vLLM 0.32.0, vllm/v1/metrics/loggers.py; prometheus_client 0.26.0 exposes a counter as NAME_total and a
 # histogram as NAME_bucket (monitoring/contracts/vllm-0.32.0.yml cites each line).
 VLLM_RUNNING = "vllm:num_requests_running"
@@ -50,8 +52,8 @@ NODE_FS_AVAIL = "node_filesystem_avail_bytes"
 NODE_FS_SIZE = "node_filesystem_size_bytes"
 # the collection's own textfile facts (monitoring/contracts/launchcard.yml)
 LIVENESS_RESTARTS = "launchcard_liveness_restarts_total"
-LAST_DEPLOY = "launchcard_last_deploy_timestamp_seconds"
-LAST_UPGRADE = "launchcard_last_upgrade_timestamp_seconds"
+# written by the converge (module_utils/_textfile_facts.py): named there
+LAST_DEPLOY, LAST_UPGRADE = textfile_facts.DEPLOY, textfile_facts.UPGRADE
 
 #: Thresholds a site may change (``rule_groups(thresholds)``); durations are Prometheus durations.
 THRESHOLDS = {
