@@ -109,6 +109,13 @@ def refusal_message(name):
             "refused for every runtime" % (name, why))
 
 
+def issue(name, value):
+    """Why ``name=value`` may not be in an engine's environment (a refused name, or seconds systemd cannot carry);
+    None when it may."""
+    timed = isinstance(value, (str, int)) and not isinstance(value, bool)
+    return refusal_message(name) or (seconds_issue(name, value) if timed else None)
+
+
 def env_issues(env, where):
     """``[(path, message)]`` for the refused names and unusable values of ``env`` (a mapping); ``where(name)`` makes
     a name's path (``envs[3].env.LD_PRELOAD``)."""
@@ -118,9 +125,9 @@ def env_issues(env, where):
     for name, value in env.items():
         if not isinstance(name, str):
             continue
-        issue = refusal_message(name) or (seconds_issue(name, value) if isinstance(value, (str, int)) else None)
-        if issue:
-            out.append((where(name), issue))
+        problem = issue(name, value)
+        if problem:
+            out.append((where(name), problem))
     return out
 
 

@@ -46,7 +46,6 @@ from ansible_collections.launchcard.inference.plugins.plugin_utils import _card_
 from ansible_collections.launchcard.inference.plugins.plugin_utils import _card_validate as card_validate
 from ansible_collections.launchcard.inference.plugins.plugin_utils import _env_policy as env_policy
 from ansible_collections.launchcard.inference.plugins.plugin_utils._argv import is_option
-from ansible_collections.launchcard.inference.plugins.plugin_utils._units import SECRET_ENV_NAMES
 from ansible_collections.launchcard.inference.plugins.plugin_utils._recipe import (
     ALIASES,
     METRICS_FLAGS,
@@ -213,17 +212,12 @@ def _env(raw, variable, name, errors):
             errors.append((where, "expected an environment variable name (letters, digits and '_', not starting "
                            "with a digit), found %s" % card_issues.show(var)))
             continue
-        if var in SECRET_ENV_NAMES:
-            errors.append((where, "%s is a secret: set launchcard_hf_token (in a vault), which the units read from "
-                           "the secrets file, never from the unit or the plan" % var))
+        problem = env_policy.issue(var, value)
+        if problem:
+            errors.append((where, problem))
             continue
         if value is None:
             out.append([var, None])
-            continue
-        issue = env_policy.refusal_message(var) or (
-            env_policy.seconds_issue(var, value) if isinstance(value, (str, int)) and not isinstance(value, bool) else None)
-        if issue:
-            errors.append((where, issue))
             continue
         if isinstance(value, (bool, list, dict)):
             errors.append((where, "expected a string, a number or null (remove the card's variable), found %s" %
