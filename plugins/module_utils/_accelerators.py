@@ -37,10 +37,10 @@ Result of :func:`summarize` (``ansible_facts.launchcard_accelerators``)::
           "persistence_mode": bool | None,   # NVIDIA only
           "fabric_state": str | None,        # NVIDIA only, see parse_nvidia_fabric
           "health": str | None,              # NVIDIA: "ok", "warning", "error" (nvidia-smi -q -x); Ascend: npu-smi's
-          "health_issues": [{"severity", "what", "action"}],  # NVIDIA only: why health is not ok
-          "memory_reserved_mib": int | None, # NVIDIA only: reserved by the driver and firmware
-          "memory_free_mib": int | None,     # NVIDIA only
-          "processes": [{"pid", "name", "used_mib", "type"}],  # NVIDIA only: what holds the GPU now
+          "health_issues": [{"severity", "what", "action"}],  # NVIDIA, AMD (ECC): why health is not ok
+          "memory_reserved_mib": int | None, # NVIDIA: reserved by driver and firmware; Ascend: used by no process
+          "memory_free_mib": int | None,     # NVIDIA, Ascend
+          "processes": [{"pid", "name", "used_mib", "type"}],  # NVIDIA, Ascend: what holds the device now
       }, ...],                           # sorted by index
       "models": [str],                   # sorted unique model_id values
       "driver": {

@@ -217,19 +217,22 @@ ansible_facts:
                 - NVIDIA - why RV(ansible_facts.launchcard_accelerators.devices[].health) is not V(ok), each
                   C({severity, what, action}) - uncorrectable volatile ECC errors, a pending or failed row remap, a
                   pending page retirement, a recovery action the driver asks for (errors); a PCIe link below its
-                  maximum, hardware slowdown (warnings). Empty elsewhere.
+                  maximum, hardware slowdown (warnings); AMD - uncorrectable ECC errors (errors) and deferred ones (warnings) from
+                  amd-smi. Empty elsewhere.
               type: list
               elements: dict
             memory_reserved_mib:
-              description: NVIDIA - memory the driver and firmware reserve (C(fb_memory_usage/reserved)); null elsewhere.
+              description:
+                - NVIDIA - memory the driver and firmware reserve (C(fb_memory_usage/reserved)); Ascend - HBM in use that
+                  no listed process holds; null elsewhere.
               type: int
               sample: 616
             memory_free_mib:
-              description: NVIDIA - free memory now (C(fb_memory_usage/free)); null elsewhere.
+              description: NVIDIA - free memory now (C(fb_memory_usage/free)); Ascend - HBM capacity less HBM in use; null elsewhere.
               type: int
               sample: 143156
             processes:
-              description: NVIDIA - the processes on the GPU, each C({pid, name, used_mib, type}); null elsewhere.
+              description: NVIDIA, Ascend - the processes on the device, each C({pid, name, used_mib, type}); null elsewhere.
               type: list
               elements: dict
         models:
