@@ -35,3 +35,26 @@ def host(tmp_path, monkeypatch):
 
     monkeypatch.setattr(AnsibleModule, "get_bin_path", get_fake_bin_path)
     return {"bin": str(bin_dir), "tmp": tmp_path, "monkeypatch": monkeypatch}
+
+
+@pytest.fixture
+def systemd(host):
+    """A fake host's systemd (test_systemd_units.Systemd) for the systemd_units module tests."""
+    from ansible_collections.launchcard.inference.tests.unit.plugins.modules.test_systemd_units import Systemd
+    return Systemd(host)
+
+
+@pytest.fixture
+def servers():
+    """Start health endpoints answering ``status``; each is shut down after the test."""
+    from ansible_collections.launchcard.inference.tests.unit.plugins.modules.test_systemd_units import _server
+    started = []
+
+    def start(status=200):
+        started.append(_server(status))
+        return started[-1], "http://127.0.0.1:%d/health" % started[-1].server_address[1]
+
+    yield start
+    for server in started:
+        server.shutdown()
+        server.server_close()

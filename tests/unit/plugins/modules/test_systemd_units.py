@@ -165,11 +165,6 @@ class Systemd(object):
         return sorted(os.listdir(self.units))
 
 
-@pytest.fixture
-def systemd(host):
-    return Systemd(host)
-
-
 def run_module(capsys, systemd, units, rc=0, **args):
     args.setdefault("directory", systemd.units)
     args.setdefault("secrets_file", systemd.secrets)
@@ -526,20 +521,6 @@ def _server(status):
     server.probes = 0
     threading.Thread(target=server.serve_forever, daemon=True).start()
     return server
-
-
-@pytest.fixture
-def servers():
-    started = []
-
-    def start(status=200):
-        started.append(_server(status))
-        return started[-1], "http://127.0.0.1:%d/health" % started[-1].server_address[1]
-
-    yield start
-    for server in started:
-        server.shutdown()
-        server.server_close()
 
 
 def test_a_restarted_unit_is_gated_on_its_new_process_in_the_same_call(systemd, servers, capsys):

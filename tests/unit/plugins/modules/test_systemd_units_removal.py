@@ -15,15 +15,9 @@ from ansible_collections.launchcard.inference.tests.unit.plugins.modules.test_sy
     A,
     FOREIGN,
     OLD,
-    Systemd,
     run_module,
     unit_text,
 )
-
-
-@pytest.fixture
-def systemd(host):
-    return Systemd(host)
 
 
 def serving(systemd):

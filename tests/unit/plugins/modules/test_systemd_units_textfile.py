@@ -9,16 +9,12 @@ from __future__ import annotations
 import os
 import stat
 
-import pytest
-
 from ansible_collections.launchcard.inference.plugins.module_utils import _textfile_facts as facts
 from ansible_collections.launchcard.inference.plugins.plugin_utils import _metric_contract as contract
 from ansible_collections.launchcard.inference.plugins.plugin_utils import _textfile as plugin_textfile
 from ansible_collections.launchcard.inference.tests.unit.plugins.modules.test_systemd_units import (
     A,
     B,
-    Systemd,
-    _server,
     run_module,
     unit_text,
 )
@@ -26,25 +22,6 @@ from ansible_collections.launchcard.inference.tests.unit.plugins.modules.test_sy
 LABELS = {"card": "demo", "recipe": "vllm-aggregated", "revision": "0123abcd", "role": "aggregated", "engine": "vllm"}
 ROUTER = {"card": "demo", "recipe": "sglang-router", "revision": "0123abcd", "role": "router", "engine": "sglang"}
 UNITS = [(A, unit_text("/bin/a")), (B, unit_text("/bin/b"))]
-
-
-@pytest.fixture
-def systemd(host):
-    return Systemd(host)
-
-
-@pytest.fixture
-def servers():
-    started = []
-
-    def start(status=200):
-        started.append(_server(status))
-        return started[-1], "http://127.0.0.1:%d/health" % started[-1].server_address[1]
-
-    yield start
-    for server in started:
-        server.shutdown()
-        server.server_close()
 
 
 def textfile(tmp_path, **extra):
