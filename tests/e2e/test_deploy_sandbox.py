@@ -467,3 +467,25 @@ def test_a_stopped_engine_or_router_fires_target_down_naming_it(fleet, plan, pro
         for inst in stopped:
             ssh(fleet[inst["host"]], "systemctl start %s" % inst["unit"])
     wait_until(lambda: all(t["health"] == "up" for t in targets(prometheus)), 120, "every target up again")
+
+
+def test_a_run_that_refuses_a_host_leaves_the_scrape_targets_as_they_were(fleet, plan, prometheus, tmp_path):
+    """A misspelt launchcard_recipes leaves lc-cp out of the plan: the deploy refuses to stop its engine (#42), and
+    the monitoring hosts' targets still name it, so the engine that serves stays watched (fresh-user walkthrough)."""
+    inv = tmp_path / "inventories" / "sandbox"
+    inv.mkdir(parents=True)
+    for name in ("cards", ".sandbox"):  # {{ inventory_dir }}/../.. reads the cards and the fleet key
+        os.symlink(os.path.join(ROOT, name), str(tmp_path / name))
+    os.symlink(os.path.join(ROOT, "inventories", "sandbox", "group_vars"), str(inv / "group_vars"))
+    with open(os.path.join(ROOT, INVENTORY)) as f:
+        text = f.read()
+    marker = "[sglang_cp:vars]\nlaunchcard_recipes="
+    assert marker in text
+    (inv / "gpus.ini").write_text(text.replace(marker, "[sglang_cp:vars]\nlaunchcard_recipe="))
+    engines = "cat /etc/prometheus/file_sd/launchcard-engines.json"
+    before = ssh(fleet[MONITORS[0]], engines).stdout
+    (cp,) = plan["hosts"]["lc-cp"]["instances"]
+    assert cp["id"] in before
+    res = run([os.path.join(BIN, "ansible-playbook"), "playbooks/deploy.yml", "-i", str(inv / "gpus.ini")])
+    assert res.returncode != 0 and "refusing to stop" in " ".join(res.stdout.split()), res.stdout[-4000:]
+    assert ssh(fleet[MONITORS[0]], engines).stdout == before
