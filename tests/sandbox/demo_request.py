@@ -46,7 +46,9 @@ SCRAPE_WAIT_S = 90
 
 
 def _inventory(inventory):
-    out = subprocess.run(["ansible-inventory", "-i", inventory, "--list"], check=True,
+    # the virtualenv's ansible-inventory, beside this Python: the script runs by hand too, not only under make
+    tool = os.path.join(os.path.dirname(sys.executable), "ansible-inventory")
+    out = subprocess.run([tool if os.path.exists(tool) else "ansible-inventory", "-i", inventory, "--list"], check=True,
                          capture_output=True, text=True, cwd=ROOT).stdout
     return json.loads(out)
 

@@ -20,6 +20,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 SCRAPES = os.path.join(ROOT, "tests", "unit", "fixtures", "metrics")
 CONTRACTS = contract.load()
 
+
 def _site(component):
     """The pinned engine's installed source, from the sandbox cache (built, or waited for under its lock, as the
     engine parser tests do: tests/sandbox/sandbox_fleet realvllm.py, sglang_env.py)."""
