@@ -111,8 +111,8 @@ def findings(moves, groups, pinned=None, directory=contract.CONTRACTS_DIR, dashb
         if held is None:
             continue  # no pinned contract: no rule names this engine's metrics
         names = used.get(engine, set())
-        head = "%s of recipe %s on %s: %s -> %s: " % (engine, recipe, ", ".join(sorted(set(hosts))), _said(m["old"]),
-                                                     _said(m["new"]))
+        head = "%s of recipe %s on %s: %s -> %s: " % (
+            engine, recipe, ", ".join(sorted(set(hosts))), _said(m["old"]), _said(m["new"]))
         held_to = "the rules and dashboard are held to %s %s (%s)" % (engine, held["version"], _rel(held["path"]))
         new_v, old_v = m["new"]["version"], m["old"]["version"]
         if new_v is None:

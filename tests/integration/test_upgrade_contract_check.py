@@ -74,8 +74,8 @@ def test_check_mode_names_the_engine_its_releases_and_the_missing_contract(tmp_p
         for h, a, r in HOSTS) + "[all:vars]\nansible_python_interpreter=%s\nlaunchcard_card_src=%s\n" % (
             sys.executable, tmp_path / "v2.json"))
     (tmp_path / "records.json").write_text(json.dumps({"records": records}))
-    tasks = [{"name": "Plan the cards", "ansible.builtin.import_tasks": os.path.join(ROOT, "playbooks", "tasks",
-                                                                                      "plan.yml")},
+    plan_tasks = os.path.join(ROOT, "playbooks", "tasks", "plan.yml")
+    tasks = [{"name": "Plan the cards", "ansible.builtin.import_tasks": plan_tasks},
              # what upgrade.yml's host_state read registers on each host: its record
              {"name": "Read what each host runs", "ansible.builtin.set_fact": {
                  "upgrade_current": "{{ records[inventory_hostname] }}"}}] + _upgrade_tasks()
