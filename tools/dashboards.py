@@ -184,16 +184,10 @@ def files():
 
 
 def dashboard_queries(board):
-    """``[(where, expr)]`` of a dashboard JSON model: every panel's targets and every annotation."""
-    out = []
-    for panel in board.get("panels", []):
-        for target in panel.get("targets", []):
-            out.append(("%s / %s" % (panel.get("title"), target.get("legendFormat", target.get("refId"))),
-                        target["expr"]))
-    for ann in board.get("annotations", {}).get("list", []):
-        if ann.get("expr"):
-            out.append(("annotation %s" % ann.get("name"), ann["expr"]))
-    return out
+    """``[(where, expr)]`` of a dashboard JSON model (plugins/plugin_utils/_metric_contract.py, which an upgrade's
+    check of the contracts reads too)."""
+    from ansible_collections.launchcard.inference.plugins.plugin_utils import _metric_contract
+    return _metric_contract.dashboard_queries(board)
 
 
 def substitute(expr, values=None):

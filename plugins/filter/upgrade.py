@@ -5,10 +5,13 @@
 
 from __future__ import annotations
 
+import yaml
 from ansible.errors import AnsibleFilterError
 from ansible.module_utils.common.text.converters import to_text
 from ansible.module_utils.parsing.convert_bool import boolean
 
+from ansible_collections.launchcard.inference.plugins.plugin_utils import _alert_rules as alert_rules
+from ansible_collections.launchcard.inference.plugins.plugin_utils import _contract_upgrade as contract_upgrade
 from ansible_collections.launchcard.inference.plugins.plugin_utils import _rollout as rollout
 from ansible_collections.launchcard.inference.plugins.plugin_utils import _unit_options as unit_options
 from ansible_collections.launchcard.inference.plugins.plugin_utils import _units as units
@@ -74,11 +77,30 @@ def upgrade_rollout(plan, hostvars, hosts, cards, options=None, serial=1, state_
     try:
         target_units = {h: units.host_units(hp, host_options(h)) for h, hp in (plan or {}).get("hosts", {}).items()}
         summary = {k: upgrade_card(cards, k) for k in (plan or {}).get("cards", {})}
-        return rollout.rollout(current, plan, target_units, summary, serial, upgrade_gpus(hostvars, hosts),
-                               upgrade_surge_hosts(hostvars, hosts),
-                               lambda h, twins: units.host_units(twins, host_options(h)))
+        result = rollout.rollout(current, plan, target_units, summary, serial, upgrade_gpus(hostvars, hosts),
+                                 upgrade_surge_hosts(hostvars, hosts),
+                                 lambda h, twins: units.host_units(twins, host_options(h)))
     except (ValueError, KeyError) as exc:
         raise AnsibleFilterError("launchcard.inference.upgrade_rollout: %s" % to_text(exc))
+    result["contracts"] = upgrade_contracts(current, plan, target_units, cards, hostvars, (options or {}).get("runtime"))
+    return result
+
+
+def upgrade_contracts(current, plan, target_units, cards, hostvars, runtime):
+    """Each engine the upgrade moves to another release, against the metric contract (_contract_upgrade)."""
+    pins = {}
+    for host, hplan in ((plan or {}).get("hosts") or {}).items():
+        if runtime == "native" and host in hostvars:
+            try:
+                pins[host] = unit_options.native_install(hostvars[host], hplan)["packages"]
+            except unit_options.OptionError:
+                pins[host] = None  # no lock for the host: preflight names it; the release is unknown here
+    try:
+        return contract_upgrade.findings(contract_upgrade.engine_moves(current, plan, target_units, cards, runtime, pins),
+                                         alert_rules.rule_groups())
+    except (OSError, ValueError, KeyError, TypeError, yaml.YAMLError) as exc:
+        # monitoring never stops a fleet's upgrade: a contract that cannot be read is said, not raised
+        return [{"warning": True, "text": "not compared: %s" % to_text(exc)}]
 
 
 def upgrade_record_units(record):

@@ -10,11 +10,16 @@ Pure Python, no Ansible import. A contract is a YAML file in ``monitoring/contra
 without its ``_total``). A rule that names a metric its component's contract lacks is reported: engines rename
 metrics between releases (vLLM's ``gpu_cache_usage_perc`` became ``kv_cache_usage_perc``; the router's
 ``sgl_router_*`` became ``smg_*``), and a rule on a name nobody exports never fires.
+
+The files directly in ``monitoring/contracts/`` are the pinned releases, the ones the rules and dashboards are held
+to; ``monitoring/contracts/unpinned/`` may hold other releases' contracts, which an upgrade to such a release is
+compared with (:mod:`_contract_upgrade`).
 """
 
 from __future__ import annotations
 
 import glob
+import json
 import os
 import re
 
@@ -22,6 +27,9 @@ import yaml
 
 CONTRACTS_DIR = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))),
                              "monitoring", "contracts")
+#: Contracts of releases the collection does not pin, under the contracts directory.
+UNPINNED = "unpinned"
+DASHBOARDS_DIR = os.path.join(os.path.dirname(CONTRACTS_DIR), "dashboards")
 #: Which component exports a metric, by the name's prefix.
 PREFIXES = (("vllm:", "vllm"), ("sglang:", "sglang"), ("smg_", "sglang-router"), ("node_", "node-exporter"),
             ("launchcard_", "launchcard"))
@@ -47,6 +55,49 @@ def load(directory=CONTRACTS_DIR):
         if doc["component"] in out:
             raise ValueError("two contracts for %s: %s and %s" % (doc["component"], out[doc["component"]]["path"], path))
         out[doc["component"]] = doc
+    return out
+
+
+def release(component, version, directory=CONTRACTS_DIR):
+    """The contract of one release: the pinned one where it is that release, else ``unpinned/COMPONENT-VERSION.yml``;
+    None where there is none. ``version`` is a release number (``_engine_version.VERSION``), never a path."""
+    pinned = load(directory).get(component)
+    if pinned is not None and str(pinned["version"]) == version:
+        return pinned
+    path = os.path.join(directory, UNPINNED, "%s-%s.yml" % (component, version))
+    if not os.path.isfile(path):
+        return None
+    with open(path) as f:
+        doc = yaml.safe_load(f)
+    doc["path"] = path
+    return doc
+
+
+def dashboard_queries(board):
+    """``[(where, expr)]`` of a dashboard JSON model: every panel's targets and every annotation."""
+    out = []
+    for panel in board.get("panels", []):
+        for target in panel.get("targets", []):
+            out.append(("%s / %s" % (panel.get("title"), target.get("legendFormat", target.get("refId"))),
+                        target["expr"]))
+    for ann in board.get("annotations", {}).get("list", []):
+        if ann.get("expr"):
+            out.append(("annotation %s" % ann.get("name"), ann["expr"]))
+    return out
+
+
+def used_names(groups, dashboards_dir=DASHBOARDS_DIR):
+    """``{component: set of names}`` the rules (``_alert_rules.rule_groups``) and the shipped dashboards name."""
+    queries = [(rule["alert"], rule["expr"]) for group in groups["groups"] for rule in group["rules"]]
+    for path in sorted(glob.glob(os.path.join(dashboards_dir, "*.json"))):
+        with open(path) as f:
+            queries += dashboard_queries(json.load(f))
+    out = {}
+    for dummy, expr in queries:
+        for name in metric_names(expr):
+            component = component_of(name)
+            if component is not None:
+                out.setdefault(component, set()).add(name)
     return out
 
 

@@ -266,6 +266,10 @@ def describe(env, index):
         "checkpoint": env.get("checkpoint"),
         "validated_hardware": [h.lower() for h in (env.get("validated_hardware") or [])],
     })
+    if env.get("engine_version") is not None:
+        # only where the card names one: a card without it keeps its digest (_rollout.card_sha256), so its hosts'
+        # records stay as they are; what the release means for the metric contract: _engine_version.py
+        model["engine_version"] = env["engine_version"]
     return model
 
 

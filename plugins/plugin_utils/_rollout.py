@@ -35,6 +35,8 @@ Output of :func:`rollout` (all JSON-serialisable):
   "mode", "api", "workers", "touched"}``.
 - ``unchanged``: hosts with nothing to do (never touched).
 - ``warnings``: what the upgrade leaves as it is, in words (an engine whose model is a local path).
+- ``contracts`` (added by the ``upgrade_rollout`` filter, which has the cards): each engine the upgrade moves to
+  another release against the metric contract, ``{"warning", "text"}`` (:mod:`_contract_upgrade`).
 - ``surges``: every instance that switches beside a twin of it instead of dropping requests (:func:`_surge.surges`;
   a PD router's ops for it join its host's ``router_ops``).
 - ``outages``: every instance whose switch drops requests, and why (:func:`_outages.outages`).
@@ -612,4 +614,7 @@ def report(plan, allow_outage=False):
     lines.append("unchanged (not touched): %s" % (", ".join(plan["unchanged"]) or "none"))
     for w in plan["warnings"]:
         lines.append("warning: " + w)
+    # an engine moved to another release, against the metric contract (_contract_upgrade): said, never refused
+    for c in plan.get("contracts") or []:
+        lines.append(("warning: " if c["warning"] else "") + "metric contract: " + c["text"])
     return lines + surge.report(plan.get("surges") or []) + outages.report(plan.get("outages") or [], allow_outage)
