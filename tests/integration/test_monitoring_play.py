@@ -25,10 +25,13 @@ TASK = """---
     create: true
     mode: "0644"
   delegate_to: localhost
+  # a log, not a change of the host: the recap counts only the playbook's own changes
+  changed_when: false
 """
 
 
-def test_the_exporter_runs_only_where_a_host_set_its_variable(tmp_path):
+def _run(tmp_path, hosts):
+    """monitoring.yml over ``hosts`` (``NAME [VAR=VALUE ...]``) and the monitoring host ``prom``: its result and log."""
     coll = tmp_path / "collections" / "ansible_collections" / "launchcard" / "inference"
     log = tmp_path / "roles.log"
     for role in ROLES:
@@ -39,23 +42,35 @@ def test_the_exporter_runs_only_where_a_host_set_its_variable(tmp_path):
     os.symlink(os.path.join(ROOT, "roles", "gpu_exporter", "defaults"), str(coll / "roles" / "gpu_exporter" / "defaults"))
     (coll / "galaxy.yml").write_text("namespace: launchcard\nname: inference\nversion: 1.0.0\n")
     local = "ansible_connection=local ansible_python_interpreter=%s" % sys.executable
-    (tmp_path / "inventory.ini").write_text("\n".join([
-        "gpu-on %s launchcard_gpu_exporter_enabled=true" % local,
-        # turned off again: the role runs there, so it removes the unit
-        "gpu-off %s launchcard_gpu_exporter_enabled=false" % local,
-        "plain %s" % local,
-        "[launchcard_monitoring]",
-        "prom %s" % local, ""]))
+    (tmp_path / "inventory.ini").write_text("\n".join(
+        ["%s %s" % (h, local) for h in hosts] + ["[launchcard_monitoring]", "prom %s" % local, ""]))
     env = dict(os.environ, PATH=BIN + os.pathsep + os.environ.get("PATH", ""), ANSIBLE_NOCOLOR="1",
                ANSIBLE_COLLECTIONS_PATH=str(tmp_path / "collections"), ANSIBLE_RETRY_FILES_ENABLED="0")
     res = subprocess.run([os.path.join(BIN, "ansible-playbook"), "-i", str(tmp_path / "inventory.ini"),
                           os.path.join(ROOT, "playbooks", "monitoring.yml")],
                          cwd=str(tmp_path), env=env, capture_output=True, text=True, timeout=600, check=False)
+    return res, log.read_text() if log.exists() else ""
+
+
+def test_the_exporter_runs_only_where_a_host_set_its_variable(tmp_path):
+    # gpu-off: turned off again, so the role runs there and removes the unit
+    res, log = _run(tmp_path, ["gpu-on launchcard_gpu_exporter_enabled=true", "gpu-off launchcard_gpu_exporter_enabled=false",
+                               "plain"])
     assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-2000:]
-    assert sorted(log.read_text().splitlines()) == [
+    assert sorted(log.splitlines()) == [
         "gpu_exporter gpu-off False", "gpu_exporter gpu-on True",
         "node_exporter gpu-off", "node_exporter gpu-on", "node_exporter plain", "node_exporter prom",
         "prometheus prom"]
-    # the hosts that never set it get no task of the exporter's play, not even a skipped one
+    # the hosts that never set it get no task of the exporter's play, not even a skipped one; nothing changed
     play = res.stdout.split("PLAY [Accelerator exporters", 1)[1].split("PLAY [", 1)[0]
     assert "plain" not in play and "prom" not in play, play
+    recap = res.stdout.split("PLAY RECAP", 1)[1]
+    assert recap.count("changed=0") == 4, recap
+    assert "WARNING" not in res.stdout + res.stderr, res.stdout + res.stderr
+
+
+def test_no_host_sets_it_and_the_exporters_play_matches_nothing_quietly(tmp_path):
+    res, log = _run(tmp_path, ["plain"])
+    assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-2000:]
+    assert "gpu_exporter" not in log and "node_exporter plain" in log
+    assert "WARNING" not in res.stdout + res.stderr, res.stdout + res.stderr
