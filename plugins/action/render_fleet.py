@@ -12,7 +12,6 @@ import tempfile
 
 from ansible.errors import AnsibleActionFail
 from ansible.module_utils.common.text.converters import to_native, to_text
-from ansible.module_utils.parsing.convert_bool import boolean
 from ansible.plugins.action import ActionBase
 
 from ansible_collections.launchcard.inference.plugins.plugin_utils import _gpu_exporter as gpu_exporter
@@ -25,7 +24,7 @@ PLAN_ARGS = ("src", "checksum", "card_var", "checksum_var", "recipes_var", "argv
              "plan_file", "strict_variables")
 UNIT_PREFIX = "launchcard-"
 UNIT_SUFFIXES = (".service", ".container")  # .container: a Quadlet file (podman >= 4.4)
-FILE_SD = (scrape_targets.ENGINES_FILE, scrape_targets.NODES_FILE, scrape_targets.GPUS_FILE)
+FILE_SD = scrape_targets.FILES
 #: The inventory group whose hosts run Prometheus: each gets the targets as it reaches them.
 MONITORING_GROUP = "launchcard_monitoring"
 
@@ -55,30 +54,6 @@ def _write(path, data):
         if os.path.exists(tmp):
             os.unlink(tmp)
         raise
-
-
-def gpu_exporters(the_plan, hostvars):
-    """``{host: settings}`` of the plan's hosts whose ``launchcard_gpu_exporter_enabled`` is true (role gpu_exporter).
-
-    :raises AnsibleActionFail: naming the host and the variable it got wrong.
-    """
-    out = {}
-    for host in sorted(the_plan.get("hosts") or {}):
-        hv = hostvars[host] if host in hostvars else {}
-        try:
-            if not boolean(hv.get("launchcard_gpu_exporter_enabled", False), strict=True):
-                continue
-        except TypeError as exc:
-            raise AnsibleActionFail("%s: launchcard_gpu_exporter_enabled: %s" % (host, to_text(exc)))
-        try:
-            out[host] = gpu_exporter.settings(
-                hv.get("launchcard_gpu_exporter_vendor") or hv.get("launchcard_accelerator_vendor"),
-                hv.get("launchcard_gpu_exporter_image"),
-                hv.get("launchcard_gpu_exporter_runtime") or hv.get("launchcard_runtime"),
-                hv.get("launchcard_gpu_exporter_port"))
-        except ValueError as exc:
-            raise AnsibleActionFail("%s: %s" % (host, to_text(exc)))
-    return out
 
 
 class ActionModule(ActionBase):
@@ -141,7 +116,11 @@ class ActionModule(ActionBase):
             files[host] = [("plan.json", plan_json(host_plan))] + [(u["name"], u["content"]) for u in rendered]
         # Prometheus file_sd on each monitoring host, as it reaches the targets
         monitors = set((task_vars.get("groups") or {}).get(MONITORING_GROUP) or ())
-        exporters = gpu_exporters(the_plan, hostvars) if monitors & set(hosts) else {}
+        try:
+            # checked as deploy's planning checks them (playbooks/tasks/plan.yml), monitoring hosts or not
+            exporters = gpu_exporter.host_settings(the_plan.get("hosts") or {}, hostvars)
+        except gpu_exporter.ExporterError as exc:
+            raise AnsibleActionFail(to_text(exc))
         sd_notes = []
         for host in hosts:
             if host in monitors:

@@ -1,7 +1,7 @@
 # -*- coding: utf-8 -*-
 # Copyright: (c) 2026, launchcard.inference contributors
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""The accelerator exporter's unit (role gpu_exporter); the rendering is plugins/plugin_utils/_gpu_exporter.py."""
+"""The accelerator exporter's unit (role gpu_exporter) and the hosts that run one; plugins/plugin_utils/_gpu_exporter.py."""
 
 from __future__ import annotations
 
@@ -18,8 +18,16 @@ def gpu_exporter_unit(vendor, image, runtime=None, port=None, docker_bin=None, p
         raise AnsibleFilterError("launchcard.inference.gpu_exporter_unit: %s" % exc)
 
 
+def gpu_exporters(plan, hostvars):
+    """``{host: settings}`` of the plan's hosts whose ``launchcard_gpu_exporter_enabled`` is true."""
+    try:
+        return gpu_exporter.host_settings((plan or {}).get("hosts") or {}, hostvars or {})
+    except ValueError as exc:
+        raise AnsibleFilterError("launchcard.inference.gpu_exporters: %s" % exc)
+
+
 class FilterModule(object):
     """launchcard.inference accelerator exporter filters."""
 
     def filters(self):
-        return {"gpu_exporter_unit": gpu_exporter_unit}
+        return {"gpu_exporter_unit": gpu_exporter_unit, "gpu_exporters": gpu_exporters}

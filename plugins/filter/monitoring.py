@@ -12,11 +12,12 @@ from ansible_collections.launchcard.inference.plugins.plugin_utils import _scrap
 from ansible_collections.launchcard.inference.plugins.plugin_utils import _textfile as textfile
 
 
-def file_sd_files(plan, image_refs=None, monitors=None, folder=None, without=None):
+def file_sd_files(plan, image_refs=None, monitors=None, folder=None, without=None, gpu_exporters=None):
     """``[{host, path, content}]``: each monitoring host's files, sorted."""
     try:
         return [dict(host=host, path=path, content=text) for host in sorted(set(monitors or ()))
-                for path, text in scrape_targets.file_sd_paths(plan, image_refs or {}, host, folder, without or ()).items()]
+                for path, text in scrape_targets.file_sd_paths(plan, image_refs or {}, host, folder, without or (),
+                                                               gpu_exporters or {}).items()]
     except (KeyError, TypeError, ValueError) as exc:
         raise AnsibleFilterError("launchcard.inference.file_sd_files: %s" % to_text(exc))
 

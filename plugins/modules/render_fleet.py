@@ -44,8 +44,11 @@ description:
   - Prometheus scrape targets as file-based service discovery files (C(launchcard-engines.json), every engine
     and router the plan places, C(launchcard-nodes.json), every host's node exporter, and C(launchcard-gpus.json),
     the accelerator exporters of the hosts whose C(launchcard_gpu_exporter_enabled) is true (role
-    C(launchcard.inference.gpu_exporter)); see C(docs/observability.md)), in the folder of each host of the inventory group C(launchcard_monitoring), as that
-    host reaches them (its own instances through loopback).
+    C(launchcard.inference.gpu_exporter)), an empty list when none is; see C(docs/observability.md)), in the folder
+    of each host of the inventory group C(launchcard_monitoring), as that host reaches them (its own instances
+    through loopback).
+  - A C(launchcard_gpu_exporter_*) setting of a planned host that the exporter cannot run with fails the render,
+    naming the host and the variable, as the deploy's planning does.
 options:
   dest:
     description:

@@ -3,8 +3,9 @@
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 """The accelerator vendors' own Prometheus exporters, one container unit per host (the ``gpu_exporter`` role).
 
-Pure Python, no Ansible import. Each vendor's exporter runs from its image, pinned by digest as the engines' are,
-with what its upstream says it needs (each fact cited beside it). :func:`render` gives the systemd unit;
+Pure Python (Ansible's boolean parser only). Each vendor's exporter runs from its image, pinned by digest as the
+engines' are, with what its upstream says it needs (each fact cited beside it). :func:`render` gives the systemd unit;
+:func:`host_settings` reads the inventory's ``launchcard_gpu_exporter_*`` of every host once (planning, render);
 :func:`targets` the file_sd groups a monitoring host scrapes (``_scrape_targets.GPUS_FILE``), labelled with the
 host, its card and the vendor.
 """
@@ -12,6 +13,8 @@ host, its card and the vendor.
 from __future__ import annotations
 
 import re
+
+from ansible.module_utils.parsing.convert_bool import boolean
 
 from ansible_collections.launchcard.inference.plugins.plugin_utils import _unit_spec
 from ansible_collections.launchcard.inference.plugins.plugin_utils._unit_escape import UnsafeValue, _spec, exec_line
@@ -77,6 +80,35 @@ def settings(vendor, image_ref, runtime=None, port=None):
         raise ExporterError("launchcard_gpu_exporter_port: %d is outside %d-%d (%s)" % (
             port, low, high, EXPORTERS[vendor]["name"]))
     return {"vendor": vendor, "image_ref": ref, "runtime": runtime, "port": port}
+
+
+def host_settings(hosts, hostvars):
+    """``{host: settings}`` of the ``hosts`` whose ``launchcard_gpu_exporter_enabled`` is true, read from their
+    inventory variables as the role's defaults read them (the vendor falls back to ``launchcard_accelerator_vendor``,
+    the runtime to ``launchcard_runtime``).
+
+    :param hostvars: ``{host: {variable: value}}`` (Ansible's ``hostvars``); a host missing from it runs none.
+    :raises ExporterError: ``HOST: VARIABLE: why``, the first host (sorted) whose settings cannot run.
+    """
+    out = {}
+    for host in sorted(hosts or ()):
+        hv = hostvars[host] if host in hostvars else {}
+        try:
+            enabled = boolean(hv.get("launchcard_gpu_exporter_enabled", False), strict=True)
+        except TypeError as exc:
+            # ansible's boolean(strict=True) raises TypeError for a value that is no boolean
+            raise ExporterError("%s: launchcard_gpu_exporter_enabled: %s" % (host, exc))
+        if not enabled:
+            continue
+        try:
+            out[host] = settings(
+                hv.get("launchcard_gpu_exporter_vendor") or hv.get("launchcard_accelerator_vendor"),
+                hv.get("launchcard_gpu_exporter_image"),
+                hv.get("launchcard_gpu_exporter_runtime") or hv.get("launchcard_runtime"),
+                hv.get("launchcard_gpu_exporter_port"))
+        except ExporterError as exc:
+            raise ExporterError("%s: %s" % (host, exc))
+    return out
 
 
 def run_argv(conf, binary):
@@ -149,4 +181,4 @@ def targets(fleet_plan, exporters, monitor=None):
     return groups
 
 
-__all__ = ["EXPORTERS", "ExporterError", "UnsafeValue", "render", "run_argv", "settings", "targets"]
+__all__ = ["EXPORTERS", "ExporterError", "UnsafeValue", "host_settings", "render", "run_argv", "settings", "targets"]

@@ -42,8 +42,10 @@ LABELS = ("card", "revision", "recipe", "instance", "role", "engine", "host", "i
 #: The file_sd files the collection writes: engines and routers, and the hosts' node exporters.
 ENGINES_FILE = "launchcard-engines.json"
 NODES_FILE = "launchcard-nodes.json"
-#: The accelerator exporters' targets (``_gpu_exporter.targets``), written when a host of the plan runs one.
+#: The accelerator exporters' targets (``_gpu_exporter.targets``): an empty list when no host of the plan runs one.
 GPUS_FILE = "launchcard-gpus.json"
+#: Every file a monitoring host gets; the prometheus role has one job per file (:func:`scrape_configs`).
+FILES = (ENGINES_FILE, NODES_FILE, GPUS_FILE)
 #: Debian's prometheus-node-exporter (1.5.0, ``--help``): ``--web.listen-address=:9100``.
 NODE_EXPORTER_PORT = 9100
 LOOPBACK = ("127.0.0.1", "localhost", "::1", "[::1]")
@@ -140,14 +142,18 @@ def node_targets(fleet_plan, monitor=None, port=NODE_EXPORTER_PORT):
 
 
 def file_sd_files(fleet_plan, image_refs=None, monitor=None, gpu_exporters=None):
-    """``({file name: text}, notes)``: the file_sd files a monitoring host gets (:data:`ENGINES_FILE`,
-    :data:`NODES_FILE`, and :data:`GPUS_FILE` when ``gpu_exporters``, ``{host: {vendor, port}}``, names a host of
-    the plan), as sorted JSON with a final newline, so an unchanged plan rewrites nothing."""
+    """``({file name: text}, notes)``: the file_sd files a monitoring host gets (:data:`FILES`), as sorted JSON with
+    a final newline, so an unchanged plan rewrites nothing.
+
+    :param gpu_exporters: ``{host: {vendor, port}}`` (``_gpu_exporter.host_settings``). With none on a host of the
+        plan, :data:`GPUS_FILE` is the empty list ``[]``, not left out: Prometheus drops the targets of a file whose
+        groups shrink or that disappears alike (discovery/file/file.go, ``refresh``: "Send empty updates for sources
+        that disappeared", ``n > m``), and a file that is there keeps ``promtool check config`` from warning that the
+        job's file does not exist (promtool 2.42.0, a run), so the exporter turned off leaves no stale target.
+    """
     engines, notes = engine_targets(fleet_plan, image_refs, monitor)
-    files = {ENGINES_FILE: engines, NODES_FILE: node_targets(fleet_plan, monitor)}
-    gpus = gpu_exporter.targets(fleet_plan, gpu_exporters, monitor)
-    if gpus:
-        files[GPUS_FILE] = gpus
+    files = {ENGINES_FILE: engines, NODES_FILE: node_targets(fleet_plan, monitor),
+             GPUS_FILE: gpu_exporter.targets(fleet_plan, gpu_exporters, monitor)}
     return dict((name, json.dumps(groups, indent=2, sort_keys=True) + "\n") for name, groups in files.items()), notes
 
 
@@ -156,7 +162,7 @@ def file_sd_files(fleet_plan, image_refs=None, monitor=None, gpu_exporters=None)
 FILE_SD_DIR = "/etc/prometheus/file_sd"
 
 
-def file_sd_paths(fleet_plan, image_refs=None, monitor=None, folder=None, without=()):
+def file_sd_paths(fleet_plan, image_refs=None, monitor=None, folder=None, without=(), gpu_exporters=None):
     """``{path: text}``: :func:`file_sd_files` under ``folder`` (default :data:`FILE_SD_DIR`), leaving out the hosts
     ``without`` names (an undeploy's: their targets leave Prometheus); with no plan every file is an empty list."""
     folder = (folder or FILE_SD_DIR).rstrip("/") or "/"
@@ -164,14 +170,14 @@ def file_sd_paths(fleet_plan, image_refs=None, monitor=None, folder=None, withou
         fleet_plan = dict(fleet_plan, hosts=dict((h, hp) for h, hp in (fleet_plan.get("hosts") or {}).items()
                                                  if h not in set(without)))
     if fleet_plan is None:
-        files = dict((name, "[]\n") for name in (ENGINES_FILE, NODES_FILE))
+        files = dict((name, "[]\n") for name in FILES)
     else:
-        files = file_sd_files(fleet_plan, image_refs, monitor)[0]
+        files = file_sd_files(fleet_plan, image_refs, monitor, gpu_exporters)[0]
     return dict(("%s/%s" % (folder, name), text) for name, text in sorted(files.items()))
 
 
 def scrape_configs(folder=None):
     """Prometheus ``scrape_configs`` entries reading the file_sd files in ``folder``: one job per file, named after it
-    (``launchcard-engines``, ``launchcard-nodes``)."""
+    (``launchcard-engines``, ``launchcard-gpus``, ``launchcard-nodes``)."""
     return [{"job_name": path.rsplit("/", 1)[1][:-len(".json")], "file_sd_configs": [{"files": [path]}]}
             for path in sorted(file_sd_paths(None, folder=folder))]

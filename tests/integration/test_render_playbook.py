@@ -539,7 +539,7 @@ def test_monitoring_hosts_get_file_sd_targets_promtool_accepts(venv, tmp_path):
     res = render("tests/integration/render/monitoring.ini", out, venv)
     assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-2000:]
     assert sorted(n for n in os.listdir(os.path.join(out, "r-prom"))) == [
-        "launchcard-engines.json", "launchcard-nodes.json", "plan.json"]
+        "launchcard-engines.json", "launchcard-gpus.json", "launchcard-nodes.json", "plan.json"]
     assert not os.path.exists(os.path.join(out, "r-p1", "launchcard-engines.json"))
     with open(os.path.join(out, "r-prom", "launchcard-engines.json")) as f:
         engines = json.load(f)
@@ -563,7 +563,7 @@ def test_monitoring_hosts_get_file_sd_targets_promtool_accepts(venv, tmp_path):
     config = tmp_path / "prometheus.yml"
     config.write_text(yaml.safe_dump({"scrape_configs": [
         {"job_name": "launchcard-" + kind, "file_sd_configs": [
-            {"files": [os.path.join(out, "r-prom", "launchcard-%s.json" % kind)]}]} for kind in ("engines", "nodes")]}))
+            {"files": [os.path.join(out, "r-prom", "launchcard-%s.json" % kind)]}]} for kind in ("engines", "gpus", "nodes")]}))
     check = subprocess.run([promtool, "check", "config", str(config)], capture_output=True, text=True, check=False)
     assert check.returncode == 0, check.stdout + check.stderr
     # leaving the group removes the files, as a stale unit is
@@ -597,7 +597,14 @@ def test_accelerator_exporters_are_targets_of_the_monitoring_hosts(venv, tmp_pat
         assert json.load(f) == [
             {"targets": ["10.20.1.%d:9400" % n], "labels": {"card": "glm-5.3-flash", "host": h, "vendor": "nvidia"}}
             for n, h in ((11, "r-p1"), (12, "r-p2"))]
-    inventory.write_text(inventory.read_text().replace(image, "nvcr.io/nvidia/k8s/dcgm-exporter:latest"))
+    # turned off again: the file stays, empty, so Prometheus drops the targets (no stale one)
+    inventory.write_text(inventory.read_text().replace("launchcard_gpu_exporter_enabled=true", "launchcard_gpu_exporter_enabled=false"))
+    res = render(str(inventory), out, venv)
+    assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-2000:]
+    with open(os.path.join(out, "r-prom", "launchcard-gpus.json")) as f:
+        assert json.load(f) == []
+    inventory.write_text(inventory.read_text().replace("launchcard_gpu_exporter_enabled=false", "launchcard_gpu_exporter_enabled=true")
+                         .replace(image, "nvcr.io/nvidia/k8s/dcgm-exporter:latest"))
     bad = str(tmp_path / "bad")
     res = render(str(inventory), bad, venv)
     assert res.returncode != 0

@@ -108,12 +108,71 @@ def test_the_exporters_are_scrape_targets_labelled_by_host_card_and_vendor():
         {"targets": ["%s:5001" % fleet["hosts"][hosts[1]]["address"]],
          "labels": {"card": EX["model"]["slug"], "host": hosts[1], "vendor": "amd"}},
     ]
-    # none enabled: no third file (a monitoring host's folder is as before)
+    # none enabled: the file is an empty list, so one written before loses its targets (Prometheus drops them)
     files, dummy = st.file_sd_files(fleet, monitor=hosts[0])
-    assert sorted(files) == [st.ENGINES_FILE, st.NODES_FILE]
+    assert sorted(files) == [st.ENGINES_FILE, st.GPUS_FILE, st.NODES_FILE] and files[st.GPUS_FILE] == "[]\n"
     # a host outside the plan is no target
     files, dummy = st.file_sd_files(fleet, gpu_exporters={"elsewhere": ge.settings("amd", IMAGES["amd"])})
-    assert st.GPUS_FILE not in files
+    assert files[st.GPUS_FILE] == "[]\n"
+
+
+def test_the_hosts_that_run_one_are_read_from_their_inventory_variables_as_the_role_reads_them():
+    hostvars = {
+        "a": {"launchcard_gpu_exporter_enabled": "yes", "launchcard_accelerator_vendor": "amd",
+              "launchcard_gpu_exporter_image": IMAGES["amd"], "launchcard_runtime": "podman"},
+        "b": {"launchcard_gpu_exporter_enabled": True, "launchcard_gpu_exporter_vendor": "nvidia",
+              "launchcard_accelerator_vendor": "amd", "launchcard_gpu_exporter_image": IMAGES["nvidia"],
+              "launchcard_runtime": "podman", "launchcard_gpu_exporter_runtime": "docker",
+              "launchcard_gpu_exporter_port": "9500"},
+        # off, or never set: not read any further (its bad image is no error)
+        "c": {"launchcard_gpu_exporter_enabled": "false", "launchcard_gpu_exporter_image": "x:latest"},
+        "d": {"launchcard_gpu_exporter_image": "x:latest"},
+    }
+    assert ge.host_settings(["d", "c", "b", "a", "not-in-hostvars"], hostvars) == {
+        "a": ge.settings("amd", IMAGES["amd"], "podman"),
+        "b": {"vendor": "nvidia", "image_ref": IMAGES["nvidia"], "runtime": "docker", "port": 9500}}
+    assert ge.host_settings([], hostvars) == {}
+
+
+@pytest.mark.parametrize("var,value,message", [
+    ("launchcard_gpu_exporter_enabled", "maybe", "b: launchcard_gpu_exporter_enabled: The value 'maybe' is not a valid boolean"),
+    ("launchcard_gpu_exporter_image", "rocm/device-metrics-exporter:v1", "b: launchcard_gpu_exporter_image: "),
+    ("launchcard_gpu_exporter_vendor", "none", "b: launchcard_gpu_exporter_vendor: 'none' is none of amd, ascend, nvidia"),
+    ("launchcard_gpu_exporter_port", "70000", "b: launchcard_gpu_exporter_port: 70000 is outside 1-65535"),
+])
+def test_a_setting_it_cannot_run_with_names_the_host_and_the_variable(var, value, message):
+    good = {"launchcard_gpu_exporter_enabled": True, "launchcard_gpu_exporter_vendor": "amd",
+            "launchcard_gpu_exporter_image": IMAGES["amd"]}
+    with pytest.raises(ge.ExporterError) as err:
+        ge.host_settings(["a", "b"], {"a": good, "b": dict(good, **{var: value})})
+    assert str(err.value).startswith(message)
+
+
+def test_the_filters_check_at_planning_and_list_the_targets_or_an_empty_file():
+    from ansible.errors import AnsibleFilterError
+
+    from ansible_collections.launchcard.inference.plugins.filter.gpu_exporter import gpu_exporters
+    from ansible_collections.launchcard.inference.plugins.filter.monitoring import file_sd_files
+
+    fleet = plan_fleet({"c.json": EX}, {"c.json": normalize_placement(SANDBOX)})
+    host = sorted(fleet["hosts"])[0]
+    on = {host: {"launchcard_gpu_exporter_enabled": True, "launchcard_accelerator_vendor": "nvidia",
+                 "launchcard_gpu_exporter_image": IMAGES["nvidia"]},
+          "outside-the-plan": {"launchcard_gpu_exporter_enabled": "maybe"}}
+    exporters = gpu_exporters(fleet, on)
+    assert exporters == {host: ge.settings("nvidia", IMAGES["nvidia"])}
+    with pytest.raises(AnsibleFilterError, match="gpu_exporters: %s: launchcard_gpu_exporter_image: 'x:1'" % host):
+        gpu_exporters(fleet, {host: dict(on[host], launchcard_gpu_exporter_image="x:1")})
+
+    def gpus(exporters, without=None):
+        writes = file_sd_files(fleet, {}, ["prom"], "/sd", without, exporters)
+        return [json.loads(w["content"]) for w in writes if w["path"] == "/sd/" + st.GPUS_FILE]
+
+    address = fleet["hosts"][host]["address"]
+    assert gpus(exporters) == [[{"targets": ["%s:9400" % address],
+                                 "labels": {"card": EX["model"]["slug"], "host": host, "vendor": "nvidia"}}]]
+    # turned off, or the host undeployed: the same file, empty
+    assert gpus({}) == [[]] and gpus(exporters, without=[host]) == [[]]
 
 
 def test_the_filter_renders_and_names_the_variable_it_refuses():

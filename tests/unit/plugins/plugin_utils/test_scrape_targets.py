@@ -118,7 +118,9 @@ def test_metrics_turned_off_leave_the_instance_out_with_a_note():
 def test_the_files_are_stable_json_an_unchanged_plan_rewrites_nothing():
     one, dummy = st.file_sd_files(_fleet(hosts=REGULAR), monitor="lc-router")
     two, dummy = st.file_sd_files(_fleet(hosts=REGULAR), monitor="lc-router")
-    assert one == two and sorted(one) == [st.ENGINES_FILE, st.NODES_FILE]
+    assert one == two and sorted(one) == [st.ENGINES_FILE, st.GPUS_FILE, st.NODES_FILE]
+    # no host runs an accelerator exporter: its file is there, empty
+    assert one[st.GPUS_FILE] == "[]\n"
     assert all(text.endswith("\n") and isinstance(json.loads(text), list) for text in one.values())
     # an upgraded card's series carry the new revision
     newer = _variant(lambda doc: doc["hf"].update(revision="1" * 40))
@@ -129,13 +131,15 @@ def test_the_files_are_stable_json_an_unchanged_plan_rewrites_nothing():
 def test_the_files_go_where_the_prometheus_role_reads_them():
     paths = st.file_sd_paths(_fleet(hosts=REGULAR), monitor="lc-router")
     assert sorted(paths) == ["/etc/prometheus/file_sd/launchcard-engines.json",
+                             "/etc/prometheus/file_sd/launchcard-gpus.json",
                              "/etc/prometheus/file_sd/launchcard-nodes.json"]
     jobs = st.scrape_configs()
     assert jobs == [{"job_name": "launchcard-engines", "file_sd_configs": [{"files": [sorted(paths)[0]]}]},
-                    {"job_name": "launchcard-nodes", "file_sd_configs": [{"files": [sorted(paths)[1]]}]}]
-    # launchcard_file_sd_dir moves both, for a Prometheus of the site's own
+                    {"job_name": "launchcard-gpus", "file_sd_configs": [{"files": [sorted(paths)[1]]}]},
+                    {"job_name": "launchcard-nodes", "file_sd_configs": [{"files": [sorted(paths)[2]]}]}]
+    # launchcard_file_sd_dir moves them all, for a Prometheus of the site's own
     assert [j["file_sd_configs"][0]["files"][0] for j in st.scrape_configs("/srv/sd/")] == [
-        "/srv/sd/launchcard-engines.json", "/srv/sd/launchcard-nodes.json"]
+        "/srv/sd/launchcard-engines.json", "/srv/sd/launchcard-gpus.json", "/srv/sd/launchcard-nodes.json"]
 
 
 def test_an_undeploy_leaves_its_hosts_targets_out_and_keeps_the_others():
@@ -156,7 +160,7 @@ def test_the_filters_give_each_monitoring_host_its_files_and_name_a_bad_threshol
 
     writes = monitoring.file_sd_files(_fleet(hosts=REGULAR), {}, ["lc-router", "prom", "lc-router"])
     assert [(w["host"], w["path"].rsplit("/", 1)[1]) for w in writes] == [
-        ("lc-router", st.ENGINES_FILE), ("lc-router", st.NODES_FILE), ("prom", st.ENGINES_FILE), ("prom", st.NODES_FILE)]
+        (h, name) for h in ("lc-router", "prom") for name in (st.ENGINES_FILE, st.GPUS_FILE, st.NODES_FILE)]
     # each reaches the router as it can: lc-router through loopback, prom at its address
     router = dict((w["host"], _by_instance(json.loads(w["content"]))) for w in writes if w["path"].endswith(st.ENGINES_FILE))
     assert router["lc-router"]["glm-5.3-flash-sglang-router-0"]["targets"] == ["127.0.0.1:29000"]
