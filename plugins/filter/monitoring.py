@@ -12,12 +12,14 @@ from ansible_collections.launchcard.inference.plugins.plugin_utils import _scrap
 from ansible_collections.launchcard.inference.plugins.plugin_utils import _textfile as textfile
 
 
-def file_sd_files(plan, image_refs=None, monitors=None, folder=None, without=None, gpu_exporters=None):
-    """``[{host, path, content}]``: each monitoring host's files, sorted."""
+def file_sd_files(plan, image_refs=None, monitors=None, folder=None, without=None, gpu_exporters=None, previous=None):
+    """``[{host, path, content}]``: each monitoring host's files, sorted; ``previous``: the files read back there."""
     try:
+        read = scrape_targets.read_back(previous)
         return [dict(host=host, path=path, content=text) for host in sorted(set(monitors or ()))
-                for path, text in scrape_targets.file_sd_paths(plan, image_refs or {}, host, folder, without or (),
-                                                               gpu_exporters or {}).items()]
+                for path, text in scrape_targets.file_sd_paths(
+                    plan, image_refs or {}, host, folder, without or (), gpu_exporters or {},
+                    dict((p, t) for (h, p), t in read.items() if h == host)).items()]
     except (KeyError, TypeError, ValueError) as exc:
         raise AnsibleFilterError("launchcard.inference.file_sd_files: %s" % to_text(exc))
 

@@ -8,7 +8,8 @@ https://prometheus.io/docs/prometheus/latest/configuration/configuration/#file_s
 ``{"targets": ["HOST:PORT"], "labels": {NAME: VALUE}}``. Each target is its own group, labelled with what the plan
 knows of it (:data:`LABELS`), so every series scraped from it carries the card, revision, recipe, instance, role,
 engine, host and, when the image was resolved, its digest. ``instance`` is the plan's instance id (not Prometheus's
-default ``HOST:PORT``), stable across redeploys and moves.
+default ``HOST:PORT``), stable across redeploys and moves. An undeploy resolves no image: the instances it keeps carry
+the digest the monitoring host's file already gives them (:func:`kept_digests`), so their series stay the same.
 
 Where metrics are served (each fact cited beside the code that uses it):
 
@@ -27,7 +28,9 @@ another host cannot be scraped from there: it is left out and named in the notes
 
 from __future__ import annotations
 
+import base64
 import json
+import re
 
 from ansible_collections.launchcard.inference.plugins.plugin_utils import _gpu_exporter as gpu_exporter
 from ansible_collections.launchcard.inference.plugins.plugin_utils._recipe import (
@@ -50,6 +53,10 @@ FILES = (ENGINES_FILE, NODES_FILE, GPUS_FILE)
 NODE_EXPORTER_PORT = 9100
 LOOPBACK = ("127.0.0.1", "localhost", "::1", "[::1]")
 WILDCARD = ("0.0.0.0", "::", "[::]", "")
+#: The one ``image_digest`` a file read back from a monitoring host may hand on: that file is not trusted input.
+KEPT_DIGEST = re.compile(r"sha256:[0-9a-f]{64}\Z")
+#: The labels that make a target of the file read back the same instance as one of the plan (:func:`kept_digests`).
+SAME_INSTANCE = ("card", "instance", "recipe", "revision")
 
 
 def _bracket(host):
@@ -95,7 +102,50 @@ def _digest(inst, image_refs):
     return ref.rsplit("@", 1)[1] if ref and "@" in ref else None
 
 
-def engine_targets(fleet_plan, image_refs=None, monitor=None):
+def read_back(registered):
+    """``{(host, path): text}``: the files ``ansible.builtin.slurp`` read on the monitoring hosts, looped over the
+    filter ``file_sd_files``' ``[{host, path, content}]`` (``playbooks/undeploy.yml``). An item that read nothing (no
+    file, an unreachable host) or whose content is not base64 of UTF-8 text is left out."""
+    results = registered.get("results") if isinstance(registered, dict) else registered
+    out = {}
+    for res in results if isinstance(results, list) else ():
+        item = res.get("item") if isinstance(res, dict) else None
+        if not isinstance(item, dict) or res.get("encoding") != "base64" or not isinstance(res.get("content"), str):
+            continue
+        try:
+            out[(item.get("host"), item.get("path"))] = base64.b64decode(res["content"], validate=True).decode("utf-8")
+        except ValueError:  # binascii.Error and UnicodeDecodeError are ValueErrors
+            continue
+    return out
+
+
+def kept_digests(text):
+    """``{(card, instance, recipe, revision): "sha256:..."}``: the ``image_digest`` labels of an engines file as a
+    monitoring host keeps it (:data:`ENGINES_FILE`, written by an earlier run), for the instances whose digest a run
+    does not know (an undeploy resolves no image: the registry may be down).
+
+    The file is not trusted: text that is not such a file, a group without the four labels of :data:`SAME_INSTANCE`
+    as strings, or a label that is not ``sha256:`` and 64 lowercase hex digits gives nothing; two groups of one
+    instance with different digests give none for it. Never raises.
+    """
+    try:
+        groups = json.loads(text)
+    except (TypeError, ValueError, RecursionError):
+        return {}
+    kept, clashes = {}, set()
+    for group in groups if isinstance(groups, list) else ():
+        labels = group.get("labels") if isinstance(group, dict) else None
+        if not isinstance(labels, dict):
+            continue
+        key, digest = tuple(labels.get(name) for name in SAME_INSTANCE), labels.get("image_digest")
+        if not all(isinstance(v, str) and v for v in key) or not isinstance(digest, str) or not KEPT_DIGEST.match(digest):
+            continue
+        if kept.setdefault(key, digest) != digest:
+            clashes.add(key)
+    return dict((key, digest) for key, digest in kept.items() if key not in clashes)
+
+
+def engine_targets(fleet_plan, image_refs=None, monitor=None, kept=None):
     """The engines' and routers' targets as ``monitor`` reaches them.
 
     :param fleet_plan: the plan (``_planner.plan_fleet``: ``cards`` and ``hosts``, each host naming its ``card``).
@@ -103,6 +153,8 @@ def engine_targets(fleet_plan, image_refs=None, monitor=None):
         role's); an instance's own ``image_ref`` wins.
     :param monitor: the monitoring host's inventory name when it is a host of the plan (its own instances are
         scraped through loopback), else None.
+    :param kept: :func:`kept_digests` of the monitoring host's file, for an instance whose image ``image_refs`` does
+        not resolve: it keeps the ``image_digest`` it had there.
     :returns: ``(groups, notes)``: the file_sd groups, sorted by instance; one line per instance left out.
     """
     groups, notes = [], []
@@ -121,7 +173,7 @@ def engine_targets(fleet_plan, image_refs=None, monitor=None):
                 continue
             labels = {"card": card.get("slug", ""), "revision": card.get("revision", ""), "recipe": inst["recipe"],
                       "instance": inst["id"], "role": inst["role"], "engine": inst["engine"], "host": host}
-            digest = _digest(inst, image_refs)
+            digest = _digest(inst, image_refs) or (kept or {}).get(tuple(labels[name] for name in SAME_INSTANCE))
             if digest:
                 labels["image_digest"] = digest
             groups.append({"targets": ["%s:%d" % (addr, port)], "labels": labels})
@@ -141,7 +193,7 @@ def node_targets(fleet_plan, monitor=None, port=NODE_EXPORTER_PORT):
     return groups
 
 
-def file_sd_files(fleet_plan, image_refs=None, monitor=None, gpu_exporters=None):
+def file_sd_files(fleet_plan, image_refs=None, monitor=None, gpu_exporters=None, kept=None):
     """``({file name: text}, notes)``: the file_sd files a monitoring host gets (:data:`FILES`), as sorted JSON with
     a final newline, so an unchanged plan rewrites nothing.
 
@@ -150,8 +202,9 @@ def file_sd_files(fleet_plan, image_refs=None, monitor=None, gpu_exporters=None)
         groups shrink or that disappears alike (discovery/file/file.go, ``refresh``: "Send empty updates for sources
         that disappeared", ``n > m``), and a file that is there keeps ``promtool check config`` from warning that the
         job's file does not exist (promtool 2.42.0, a run), so the exporter turned off leaves no stale target.
+    :param kept: as :func:`engine_targets`.
     """
-    engines, notes = engine_targets(fleet_plan, image_refs, monitor)
+    engines, notes = engine_targets(fleet_plan, image_refs, monitor, kept)
     files = {ENGINES_FILE: engines, NODES_FILE: node_targets(fleet_plan, monitor),
              GPUS_FILE: gpu_exporter.targets(fleet_plan, gpu_exporters, monitor)}
     return dict((name, json.dumps(groups, indent=2, sort_keys=True) + "\n") for name, groups in files.items()), notes
@@ -162,17 +215,20 @@ def file_sd_files(fleet_plan, image_refs=None, monitor=None, gpu_exporters=None)
 FILE_SD_DIR = "/etc/prometheus/file_sd"
 
 
-def file_sd_paths(fleet_plan, image_refs=None, monitor=None, folder=None, without=(), gpu_exporters=None):
+def file_sd_paths(fleet_plan, image_refs=None, monitor=None, folder=None, without=(), gpu_exporters=None, previous=None):
     """``{path: text}``: :func:`file_sd_files` under ``folder`` (default :data:`FILE_SD_DIR`), leaving out the hosts
-    ``without`` names (an undeploy's: their targets leave Prometheus); with no plan every file is an empty list."""
+    ``without`` names (an undeploy's: their targets leave Prometheus); with no plan every file is an empty list.
+    ``previous`` (``{path: text}``, the files now on ``monitor``) keeps the digests of its engines file
+    (:func:`kept_digests`) for the instances ``image_refs`` does not resolve."""
     folder = (folder or FILE_SD_DIR).rstrip("/") or "/"
+    kept = kept_digests((previous or {}).get("%s/%s" % (folder, ENGINES_FILE)))
     if fleet_plan is not None and without:
         fleet_plan = dict(fleet_plan, hosts=dict((h, hp) for h, hp in (fleet_plan.get("hosts") or {}).items()
                                                  if h not in set(without)))
     if fleet_plan is None:
         files = dict((name, "[]\n") for name in FILES)
     else:
-        files = file_sd_files(fleet_plan, image_refs, monitor, gpu_exporters)[0]
+        files = file_sd_files(fleet_plan, image_refs, monitor, gpu_exporters, kept)[0]
     return dict(("%s/%s" % (folder, name), text) for name, text in sorted(files.items()))
 
 

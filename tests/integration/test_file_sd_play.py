@@ -7,7 +7,8 @@ hosts (issue 43): the same two task files those playbooks import (``playbooks/ta
 configuration, with its ``launchcard-gpus`` job, checked by Debian's promtool as the role checks it.
 
 The monitoring host is a local connection whose file_sd folder is a temporary directory; the fleet hosts are
-never contacted (the plan is made on the controller, the file_sd tasks are delegated to the monitoring host).
+never contacted (the plan is made on the controller, the file_sd tasks are delegated to the monitoring host). The
+real ``playbooks/undeploy.yml`` runs limited to the monitoring host, which no unit of the card runs on.
 """
 
 from __future__ import annotations
@@ -173,3 +174,39 @@ def test_promtool_accepts_the_role_config_with_the_gpus_job_before_and_after_a_d
     bad = subprocess.run(["promtool", "check", "config", str(project / "prometheus.yml")],
                          capture_output=True, text=True, check=False)
     assert bad.returncode != 0, bad.stdout + bad.stderr
+
+
+def test_an_undeploy_keeps_the_digest_labels_of_the_targets_it_keeps_without_asking_a_registry(project):
+    """The real undeploy.yml, limited to the monitoring host (no unit of it to remove; every host is local so that
+    the run lock it takes on the plan's anchor host lands in a temporary folder): it resolves no image, and used to
+    rewrite launchcard-engines.json with every kept target's image_digest gone, a new series for each in Prometheus."""
+    refs = {"lmsysorg/sglang:latest": "docker.io/lmsysorg/sglang@sha256:" + "cd" * 32}
+    extra = "launchcard_lock_dir=%s" % (project / "locks")
+    (project / "inventory.ini").write_text(INVENTORY.replace("[prefill]", "ansible_connection=local\n%s\n\n[prefill]" % extra)
+                                           % {"root": ROOT, "sd": project / "sd", "p1": "", "python": sys.executable})
+
+    def play(*args):
+        return subprocess.run([os.path.join(BIN, "ansible-playbook"), "-i", str(project / "inventory.ini")] + list(args),
+                              cwd=ROOT, env=dict(ENV, ANSIBLE_PYTHON_INTERPRETER=sys.executable),
+                              capture_output=True, text=True, timeout=600, check=False)
+
+    deployed = play(str(project / "play.yml"), "-e", json.dumps({"file_sd_image_refs": refs}))
+    assert deployed.returncode == 0, deployed.stdout[-3000:] + deployed.stderr[-2000:]
+    with open(str(project / "sd" / "launchcard-engines.json")) as f:
+        before = f.read()
+    groups = json.loads(before)
+    assert len(groups) == 4 and all(g["labels"]["image_digest"] == "sha256:" + "cd" * 32 for g in groups), before
+    res = play(os.path.join(ROOT, "playbooks", "undeploy.yml"), "--limit", "r-prom")
+    assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-2000:]
+    with open(str(project / "sd" / "launchcard-engines.json")) as f:
+        assert f.read() == before
+    recap = res.stdout.split("PLAY RECAP", 1)[1]
+    assert "failed=0" in recap and "unreachable=0" in recap, recap
+    # a file that is not the collection's (garbled, or a digest that is not one) keeps no label, and fails nothing
+    (project / "sd" / "launchcard-engines.json").write_text(before.replace("sha256:" + "cd" * 32, "sha256:$(reboot)"))
+    res = play(os.path.join(ROOT, "playbooks", "undeploy.yml"), "--limit", "r-prom")
+    assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-2000:]
+    with open(str(project / "sd" / "launchcard-engines.json")) as f:
+        after = json.load(f)
+    assert [g["labels"]["instance"] for g in after] == [g["labels"]["instance"] for g in groups]
+    assert not [g for g in after if "image_digest" in g["labels"]], after
