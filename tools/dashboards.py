@@ -93,8 +93,9 @@ def panels():
                                                  m.SGLANG_RUNNING))]),
         ]),
         ("Prefill", [
-            ("Prefill time to first token p95", "s", [
-                ("{{instance}}", _quantile(0.95, m.VLLM_TTFT_BUCKET, m.SGLANG_TTFT_BUCKET, by, "prefill"))]),
+            # SGLang's PD prefill observes no time to first token: its requests' latency, which ends with the prefill
+            ("Prefill latency p95", "s", [
+                ("{{instance}}", _quantile(0.95, m.VLLM_TTFT_BUCKET, m.SGLANG_E2E_LATENCY_BUCKET, by, "prefill"))]),
             ("Prefill prompt tokens per second", "short", [
                 ("{{instance}}", _either("sum by (%s) (rate({m}{{%s}}%s))" % (by, _sel("prefill"), RATE),
                                          m.VLLM_PROMPT_TOKENS, m.SGLANG_PROMPT_TOKENS))]),

@@ -25,6 +25,8 @@ SGLANG_TTFT_BUCKETS = (0.1, 0.2, 0.4, 0.6, 0.8, 1, 2, 4, 6, 8, 10, 20, 40, 60, 8
 # sglang/srt/observability/metrics_collector.py:2014 (0.5.23), the default bucket_inter_token_latency
 SGLANG_ITL_BUCKETS = (0.002, 0.004, 0.006, 0.008, 0.010, 0.015, 0.020, 0.025, 0.030, 0.035, 0.040, 0.060, 0.080,
                       0.100, 0.200, 0.400, 0.600, 0.800, 1.000, 2.000, 4.000, 6.000, 8.000)
+# sglang/srt/observability/metrics_collector.py:1987 (0.5.23), the default bucket_e2e_request_latency
+SGLANG_E2E_BUCKETS = (0.1, 0.2, 0.4, 0.6, 0.8, 1, 2, 4, 6, 8, 10, 20, 40, 60, 80, 100, 200, 400, 600, 1200, 1800, 2400)
 #: The stand-in's own KV capacity in tokens (it has no KV cache): the KV use gauges are in-flight tokens over it.
 KV_CAPACITY_TOKENS = 131072
 
@@ -57,10 +59,12 @@ SGLANG = [
     ("sglang:time_to_first_token_seconds", "histogram", "Histogram of time to first token in seconds.",
      ("is_streaming",)),  # :2041
     ("sglang:inter_token_latency_seconds", "histogram", "Histogram of inter-token latency in seconds.", ()),  # :2051
+    ("sglang:e2e_request_latency_seconds", "histogram", "Histogram of End-to-end request latency in seconds",
+     ("is_streaming",)),  # :2068
 ]
 BUCKETS = {"vllm:time_to_first_token_seconds": VLLM_TTFT_BUCKETS, "vllm:inter_token_latency_seconds": VLLM_ITL_BUCKETS,
            "sglang:time_to_first_token_seconds": SGLANG_TTFT_BUCKETS,
-           "sglang:inter_token_latency_seconds": SGLANG_ITL_BUCKETS}
+           "sglang:inter_token_latency_seconds": SGLANG_ITL_BUCKETS, "sglang:e2e_request_latency_seconds": SGLANG_E2E_BUCKETS}
 
 
 def _family(name: str, mtype: str) -> str:
@@ -126,7 +130,8 @@ class Metrics:
 
     def finished(self, prompt_tokens: int, output_tokens: int, ttft_s: float, intervals: List[float],
                  stream: bool, finish: str = "length") -> None:
-        """One generation served: its prompt and output tokens, time to first token, the gaps between its tokens."""
+        """One generation served: its prompt and output tokens, time to first token, the gaps between its tokens
+        (its latency: the three together)."""
         with self.lock:
             if self.engine == "vllm":
                 # loggers.py:1262-1287: tokens, then a TTFT per first token and an ITL per later token
@@ -148,6 +153,7 @@ class Metrics:
             self._add("sglang:prompt_tokens_total", streaming, prompt_tokens)
             self._add("sglang:generation_tokens_total", streaming, output_tokens)
             self._add("sglang:num_requests_total", streaming, 1)
+            self._observe("sglang:e2e_request_latency_seconds", streaming, ttft_s + sum(intervals))
 
     def render(self, running: int, waiting: int, kv_tokens: int) -> List[str]:
         """The text format's lines: each family declared (HELP, TYPE), then its samples."""

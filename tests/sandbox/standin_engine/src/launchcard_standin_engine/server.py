@@ -41,7 +41,7 @@ What it imitates (and how far):
   ``vllm:num_requests_waiting`` (vllm/v1/metrics/loggers.py, 0.32.0); SGLang's
   ``GET /v1/loads`` (``loads[].num_running_reqs``, ``num_waiting_reqs``;
   sglang/srt/entrypoints/v1_loads.py, 0.5.23), its older ``/get_load``, and its
-  ``/metrics`` only with ``--enable-metrics`` (http_server.py).
+  ``/metrics`` only with ``--enable-metrics`` (http_server.py). What ``/metrics`` exports: ``metrics.py``.
 
 How each engine stops on SIGTERM/SIGINT, and how the servers start: ``lifecycle.py``.
 """
