@@ -709,3 +709,16 @@ def test_vllm_series_have_the_real_scrapes_labels_and_buckets(procs):
     for name in contract("vllm-0.32.0.yml"):
         series = name + "_bucket" if name.endswith("_seconds") else name
         assert shapes(text, series) == shapes(real, series), series
+
+
+def test_an_sglang_pd_prefill_observes_its_latency_but_no_time_to_first_token_and_an_encoder_none():
+    sys.path.insert(0, str(SRC))
+    from launchcard_standin_engine.metrics import Metrics
+    prefill = Metrics("sglang", "prefill", "m")
+    prefill.finished(3, 1, 0.3, [], stream=False)
+    text = "\n".join(prefill.render(0, 0, 0))
+    assert "sglang:time_to_first_token_seconds_count" not in text and "sglang:inter_token_latency_seconds_count" not in text
+    assert 'sglang:e2e_request_latency_seconds_bucket{engine_type="prefill",is_streaming="false",le="0.4",model_name="m"} 1.0' in text
+    assert 'sglang:e2e_request_latency_seconds_bucket{engine_type="prefill",is_streaming="false",le="0.2",model_name="m"} 0.0' in text
+    encoder = Metrics("sglang", "encoder", "m")
+    assert encoder.render(0, 0, 0) == []
