@@ -93,8 +93,9 @@ def panels():
                                                  m.SGLANG_RUNNING))]),
         ]),
         ("Prefill", [
-            ("Prefill time to first token p95", "s", [
-                ("{{instance}}", _quantile(0.95, m.VLLM_TTFT_BUCKET, m.SGLANG_TTFT_BUCKET, by, "prefill"))]),
+            # SGLang's PD prefill observes no time to first token: its requests' latency, which ends with the prefill
+            ("Prefill latency p95", "s", [
+                ("{{instance}}", _quantile(0.95, m.VLLM_TTFT_BUCKET, m.SGLANG_E2E_LATENCY_BUCKET, by, "prefill"))]),
             ("Prefill prompt tokens per second", "short", [
                 ("{{instance}}", _either("sum by (%s) (rate({m}{{%s}}%s))" % (by, _sel("prefill"), RATE),
                                          m.VLLM_PROMPT_TOKENS, m.SGLANG_PROMPT_TOKENS))]),
@@ -128,11 +129,12 @@ def panels():
 
 
 def annotations():
-    """``[(name, color, expr)]``: a deploy or an upgrade that changed a unit, from the textfile facts (a
-    timestamp that moves when one finishes)."""
+    """``[(name, color, expr)]``: a deploy or an upgrade that changed a unit, from the textfile facts: a mark
+    while the unit's timestamp is under two minutes old. Not ``changes()``: a unit's first upgrade (or deploy) adds
+    its series with one value, which ``changes()`` never counts (module_utils/_textfile_facts.py writes none before)."""
     m = _names()
-    return [("Deploys", "blue", "changes(%s{%s}[2m]) > 0" % (m.LAST_DEPLOY, NODE_SEL)),
-            ("Upgrades", "purple", "changes(%s{%s}[2m]) > 0" % (m.LAST_UPGRADE, NODE_SEL))]
+    return [("Deploys", "blue", "%s{%s} > time() - 120" % (m.LAST_DEPLOY, NODE_SEL)),
+            ("Upgrades", "purple", "%s{%s} > time() - 120" % (m.LAST_UPGRADE, NODE_SEL))]
 
 
 def queries():

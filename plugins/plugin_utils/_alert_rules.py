@@ -40,6 +40,8 @@ SGLANG_TTFT_BUCKET = "sglang:time_to_first_token_seconds_bucket"
 SGLANG_ITL_BUCKET = "sglang:inter_token_latency_seconds_bucket"
 SGLANG_PROMPT_TOKENS = "sglang:prompt_tokens_total"
 SGLANG_REQUESTS = "sglang:num_requests_total"
+# a PD prefill observes no time to first token (sglang/srt/managers/tokenizer_manager.py:3236): its request latency
+SGLANG_E2E_LATENCY_BUCKET = "sglang:e2e_request_latency_seconds_bucket"
 # sglang-router 0.3.2: 1 per healthy worker (monitoring/contracts/sglang-router-0.3.2.yml)
 ROUTER_WORKER_HEALTH = "smg_worker_health"
 ROUTER_REQUESTS = "smg_router_requests_total"

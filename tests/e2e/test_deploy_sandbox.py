@@ -489,3 +489,52 @@ def test_a_run_that_refuses_a_host_leaves_the_scrape_targets_as_they_were(fleet,
     res = run([os.path.join(BIN, "ansible-playbook"), "playbooks/deploy.yml", "-i", str(inv / "gpus.ini")])
     assert res.returncode != 0 and "refusing to stop" in " ".join(res.stdout.split()), res.stdout[-4000:]
     assert ssh(fleet[MONITORS[0]], engines).stdout == before
+
+
+def _dashboards():
+    """tools/dashboards.py, the module ``--query`` runs."""
+    import importlib.util
+    spec = importlib.util.spec_from_file_location("lc_dashboards", os.path.join(ROOT, "tools", "dashboards.py"))
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def _complete(url, model):
+    body = json.dumps({"model": model, "prompt": "hi", "max_tokens": 4}).encode()
+    req = urllib.request.Request(url + "/v1/completions", data=body, headers={"Content-Type": "application/json"})
+    with urllib.request.urlopen(req, timeout=60) as resp:
+        return resp.status
+
+
+def test_every_dashboard_query_returns_data_from_the_sandbox_prometheus(fleet, plan, prometheus, tmp_path):
+    """Issue 43: each query of the fleet dashboard, run as `tools/dashboards.py --query` runs it (a range query, every
+    variable All, $__rate_interval 1m), returns data from the sandbox Prometheus once the fleet served traffic the
+    way clients send it (through the router, straight to the aggregated and language engines) and a unit was
+    upgraded and deployed again (the annotations)."""
+    dashboards = _dashboards()
+    with open(os.path.join(ROOT, "monitoring", "dashboards", "launchcard-fleet.json")) as f:
+        board = json.load(f)
+    started = time.time()
+    instances = [i for hp in plan["hosts"].values() for i in hp["instances"]]
+    (cp,) = plan["hosts"]["lc-cp"]["instances"]
+    with open(os.path.join(ROOT, "cards", "glm-5.3-flash.json")) as f:
+        card = json.load(f)
+    card["envs"][cp["recipe_index"]].setdefault("env", {})["LAUNCHCARD_E2E_GENERATION"] = "2"
+    (tmp_path / "generation-2.json").write_text(json.dumps(card))
+    res = FLEET.playbook("upgrade", "-e", "launchcard_card_src=%s" % (tmp_path / "generation-2.json"),
+                         "-e", "launchcard_upgrade_allow_outage=true")
+    assert res.returncode == 0, res.stdout[-6000:] + res.stderr[-2000:]
+    res = playbook()  # back to the example card: a deploy that changes the unit again
+    assert res.returncode == 0, res.stdout[-6000:] + res.stderr[-2000:]
+    clients = [i for i in instances if i["role"] in ("router", "aggregated", "language")]
+    assert {i["role"] for i in clients} == {"router", "aggregated", "language"}, clients
+    deadline = time.time() + 240
+    while True:
+        for inst in clients:
+            assert _complete(inst["url"], inst["served_model"]) == 200, inst["id"]
+        empty = dashboards.empty_queries(prometheus, board, start=started, end=time.time(), step=5)
+        if not empty or time.time() > deadline:
+            break
+        time.sleep(1)
+    assert not empty, "queries with no data:\n" + "\n".join("%s: %s\n    %s" % (w, why, q) for w, q, why in empty)

@@ -113,13 +113,15 @@ def _router(procs):
     return "http://127.0.0.1:%d" % api, metrics
 
 
-def _facts(textfile_dir, deployed, upgraded):
+def _facts(textfile_dir, deployed, upgraded=None):
     """The collection's textfile facts (monitoring/contracts/launchcard.yml), written as node_exporter reads them:
-    a whole file renamed into place."""
+    a whole file renamed into place; a unit never upgraded has no upgrade timestamp (module_utils/_textfile_facts.py)."""
     part = textfile_dir / "launchcard.prom.part"
     unit = "launchcard-%s-vllm-aggregated-0.service" % CARD
-    part.write_text("launchcard_last_deploy_timestamp_seconds{unit=\"%s\"} %d\n"
-                    "launchcard_last_upgrade_timestamp_seconds{unit=\"%s\"} %d\n" % (unit, deployed, unit, upgraded))
+    text = "launchcard_last_deploy_timestamp_seconds{unit=\"%s\"} %d\n" % (unit, deployed)
+    if upgraded is not None:
+        text += "launchcard_last_upgrade_timestamp_seconds{unit=\"%s\"} %d\n" % (unit, upgraded)
+    part.write_text(text)
     os.replace(part, textfile_dir / "launchcard.prom")
 
 
@@ -148,7 +150,7 @@ def test_every_dashboard_query_returns_data_from_a_real_prometheus(tmp_path, pro
     textfile = tmp_path / "textfile"
     textfile.mkdir()
     started = int(time.time())
-    _facts(textfile, started - 86400, started - 86400)
+    _facts(textfile, started - 86400)  # deployed a day ago, never upgraded: its first upgrade is marked too
     node_port = free_port()
     node = procs.start([NODE_EXPORTER, "--web.listen-address=127.0.0.1:%d" % node_port, "--collector.disable-defaults",
                         "--collector.textfile", "--collector.textfile.directory=%s" % textfile, "--collector.systemd"])

@@ -171,7 +171,7 @@ def test_sglang_endpoints(procs):
     status, body = http("POST", f"{base}/generate", {"text": "hi"})
     assert status == 200 and f"port={port}" in json.loads(body)["text"]
     metrics = http("GET", f"{base}/metrics")[1]
-    assert 'sglang:num_requests_total{model_name="served"} 1.0' in metrics
+    assert 'sglang:num_requests_total{engine_type="unified",is_streaming="false",model_name="served"} 1.0' in metrics
     proc.send_signal(signal.SIGTERM)
     assert proc.wait(timeout=10) == 0
 
@@ -630,3 +630,95 @@ def test_the_drain_module_waits_for_a_real_stream(procs):
     res = run_drain({"endpoints": eps[:1], "timeout": 1, "interval": 0.2}, False, request)
     assert res["busy"] == ["v"] and "1 request(s) in flight" in res["warnings"][0]
     long.close()
+
+
+# -- /metrics: the pinned releases' metrics the alert rules and dashboards read (monitoring/contracts/) ---------------
+
+CONTRACTS = Path(__file__).resolve().parents[2] / "monitoring" / "contracts"
+REAL_VLLM_SCRAPE = Path(__file__).resolve().parents[1] / "unit" / "fixtures" / "metrics" / "vllm-0.32.0.prom"
+
+
+def contract(name):
+    """``{name as the text format declares it: type}`` of a contract file: a histogram by the name it is defined
+    as (its series are NAME_bucket, _count, _sum), a counter by its ``_total`` name."""
+    import yaml
+    doc = yaml.safe_load((CONTRACTS / name).read_text())
+    return {(spec.get("defined_as", key) if spec["type"] == "histogram" else key): spec["type"]
+            for key, spec in doc["metrics"].items()}
+
+
+def scrape(port):
+    """``({declared name: type}, {series with labels: value})`` of a stand-in's /metrics, its own info left out."""
+    status, text = http("GET", f"http://127.0.0.1:{port}/metrics")
+    assert status == 200
+    declared = dict(line.split()[2:4] for line in text.splitlines() if line.startswith("# TYPE "))
+    samples = dict(line.rsplit(" ", 1) for line in text.splitlines() if line and not line.startswith("#"))
+    declared.pop("launchcard_standin_info")
+    return declared, {k: float(v) for k, v in samples.items() if not k.startswith("launchcard_standin_info")}
+
+
+def total(samples, name):
+    return sum(v for k, v in samples.items() if k.split("{")[0] == name)
+
+
+@pytest.mark.parametrize("engine,contract_file", [("vllm", "vllm-0.32.0.yml"), ("sglang", "sglang-0.5.23.yml")])
+def test_metrics_are_the_contracts_and_grow_with_each_generation(procs, engine, contract_file):
+    proc, port = slow_engine(procs, engine, *(["--enable-metrics"] if engine == "sglang" else []))
+    declared, before = scrape(port)
+    assert declared == contract(contract_file)  # no metric the release does not export, none missing
+    stream = Stream(port, 4)
+    stream.wait_tokens(2)
+    dummy, during = scrape(port)
+    running = "vllm:num_requests_running" if engine == "vllm" else "sglang:num_running_reqs"
+    usage = "vllm:kv_cache_usage_perc" if engine == "vllm" else "sglang:token_usage"
+    assert total(during, running) == 1 and 0 < total(during, usage) < 1
+    assert stream.read(10) == "done" and stream.tokens == 4
+    stream.close()
+    dummy, after = scrape(port)
+    assert total(after, running) == 0 and total(after, usage) == 0
+    p = engine + ":"
+    assert total(after, p + "prompt_tokens_total") > total(before, p + "prompt_tokens_total")
+    assert total(after, p + "time_to_first_token_seconds_count") == total(before, p + "time_to_first_token_seconds_count") + 1
+    assert total(after, p + "generation_tokens_total") - total(before, p + "generation_tokens_total") == 4
+    # three gaps of 0.1 s between four tokens (LAUNCHCARD_STANDIN_TOKEN_S)
+    assert total(after, p + "inter_token_latency_seconds_count") - total(before, p + "inter_token_latency_seconds_count") == 3
+    assert 0.2 < total(after, p + "inter_token_latency_seconds_sum") < 1.0
+    requests = "vllm:request_success_total" if engine == "vllm" else "sglang:num_requests_total"
+    assert total(after, requests) == total(before, requests) + 1
+    # every series the dashboards read now has a sample, but SGLang's retractions: its collector creates that series
+    # on the first retraction (metrics_collector.py:1519), which the stand-in never makes
+    present = {k.split("{")[0] for k in after}
+    want = {n + "_bucket" if t == "histogram" else n for n, t in declared.items()}
+    assert want - present == ({"sglang:num_retracted_requests_total"} if engine == "sglang" else set())
+
+
+def test_vllm_series_have_the_real_scrapes_labels_and_buckets(procs):
+    proc, port = slow_engine(procs, "vllm")
+    Stream(port, 2).read(10)
+    status, text = http("GET", f"http://127.0.0.1:{port}/metrics")
+    real = REAL_VLLM_SCRAPE.read_text()
+
+    def shapes(scrape_text, name):
+        """each series of ``name`` as its label names, with the ``le`` and ``finished_reason`` values"""
+        out = set()
+        for line in scrape_text.splitlines():
+            if line.split("{")[0] == name:
+                labels = dict(kv.split("=", 1) for kv in line.split("{", 1)[1].rsplit("}", 1)[0].split(","))
+                out.add(tuple(sorted((k, v if k in ("le", "finished_reason") else "") for k, v in labels.items())))
+        return out
+    for name in contract("vllm-0.32.0.yml"):
+        series = name + "_bucket" if name.endswith("_seconds") else name
+        assert shapes(text, series) == shapes(real, series), series
+
+
+def test_an_sglang_pd_prefill_observes_its_latency_but_no_time_to_first_token_and_an_encoder_none():
+    sys.path.insert(0, str(SRC))
+    from launchcard_standin_engine.metrics import Metrics
+    prefill = Metrics("sglang", "prefill", "m")
+    prefill.finished(3, 1, 0.3, [], stream=False)
+    text = "\n".join(prefill.render(0, 0, 0))
+    assert "sglang:time_to_first_token_seconds_count" not in text and "sglang:inter_token_latency_seconds_count" not in text
+    assert 'sglang:e2e_request_latency_seconds_bucket{engine_type="prefill",is_streaming="false",le="0.4",model_name="m"} 1.0' in text
+    assert 'sglang:e2e_request_latency_seconds_bucket{engine_type="prefill",is_streaming="false",le="0.2",model_name="m"} 0.0' in text
+    encoder = Metrics("sglang", "encoder", "m")
+    assert encoder.render(0, 0, 0) == []

@@ -41,7 +41,7 @@ What it imitates (and how far):
   ``vllm:num_requests_waiting`` (vllm/v1/metrics/loggers.py, 0.32.0); SGLang's
   ``GET /v1/loads`` (``loads[].num_running_reqs``, ``num_waiting_reqs``;
   sglang/srt/entrypoints/v1_loads.py, 0.5.23), its older ``/get_load``, and its
-  ``/metrics`` only with ``--enable-metrics`` (http_server.py).
+  ``/metrics`` only with ``--enable-metrics`` (http_server.py). What ``/metrics`` exports: ``metrics.py``.
 
 How each engine stops on SIGTERM/SIGINT, and how the servers start: ``lifecycle.py``.
 """
@@ -62,6 +62,7 @@ from typing import Dict, List, Optional, Tuple
 
 from launchcard_standin_engine import STANDIN_VERSION
 from launchcard_standin_engine.cli import ServerConfig
+from launchcard_standin_engine.metrics import Metrics
 
 KV_TTL_S = 600.0
 KV_MAX_ROOMS = 10000
@@ -107,6 +108,9 @@ class EngineState:
         self.requests_by_path: Dict[str, int] = {}
         self.draining = False
         self.inflight = 0  # inference requests being answered (SGLang's rid_to_state, for its SIGTERM drain)
+        self.waiting = 0  # inference requests held by LAUNCHCARD_STANDIN_HOLD_INFERENCE_S (the engines' queue)
+        self.kv_tokens = 0  # prompt and output tokens of the generations in flight (the KV use gauges)
+        self.metrics = Metrics(config.engine, config.role, config.served_model_names[0])
         self.warmup_until = 0.0
         self.inference_held_until = 0.0
         self.encoders_ready = config.role != "language" or not config.encoder_urls
@@ -303,6 +307,7 @@ class EngineHandler(BaseHTTPRequestHandler):
 
     def do_POST(self):  # noqa: N802
         path = self.path.split("?", 1)[0]
+        self.received = time.time()  # the engines time a request's first token from its arrival
         self.st.count(path)
         cfg = self.st.config
         if path == "/flush_cache" and cfg.engine == "sglang":
@@ -321,7 +326,13 @@ class EngineHandler(BaseHTTPRequestHandler):
         body = self._json_body()
         held = self.st.inference_held_until - time.time()
         if held > 0 and body is not None:
-            time.sleep(held)  # blocked by the warm-up while /health is already 200
+            with self.st.lock:
+                self.st.waiting += 1
+            try:
+                time.sleep(held)  # blocked by the warm-up while /health is already 200
+            finally:
+                with self.st.lock:
+                    self.st.waiting -= 1
         if body is not None:
             if os.environ.get("LAUNCHCARD_STANDIN_LOG_BODIES"):
                 _log(f"{cfg.role} POST {path} body={json.dumps(body, sort_keys=True)}")
@@ -411,33 +422,10 @@ class EngineHandler(BaseHTTPRequestHandler):
                                     "num_waiting_reqs": 0, "num_used_tokens": 0, "num_total_tokens": 0}]})
 
     def _metrics(self):
-        cfg = self.st.config
-        model = cfg.served_model_names[0].replace("\\", "\\\\").replace('"', '\\"')
-        with self.st.lock:
-            total = self.st.requests_by_path.get("/v1/completions", 0) + self.st.requests_by_path.get(
-                "/v1/chat/completions", 0) + self.st.requests_by_path.get("/generate", 0)
-        if cfg.engine == "vllm":
-            lines = [
-                "# HELP vllm:num_requests_running Number of requests in model execution batches.",
-                "# TYPE vllm:num_requests_running gauge",
-                f'vllm:num_requests_running{{model_name="{model}"}} {float(self.st.inflight)}',
-                "# HELP vllm:num_requests_waiting Number of requests waiting to be processed.",
-                "# TYPE vllm:num_requests_waiting gauge",
-                f'vllm:num_requests_waiting{{model_name="{model}"}} 0.0',
-                "# HELP vllm:request_success_total Count of successfully processed requests.",
-                "# TYPE vllm:request_success_total counter",
-                f'vllm:request_success_total{{finished_reason="length",model_name="{model}"}} {float(total)}',
-            ]
-        else:
-            lines = [
-                "# HELP sglang:num_running_reqs The number of running requests.",
-                "# TYPE sglang:num_running_reqs gauge",
-                f'sglang:num_running_reqs{{model_name="{model}"}} {float(self.st.inflight)}',
-                "# HELP sglang:num_requests_total Number of requests processed.",
-                "# TYPE sglang:num_requests_total counter",
-                f'sglang:num_requests_total{{model_name="{model}"}} {float(total)}',
-            ]
-        lines += [
+        st, cfg = self.st, self.st.config
+        with st.lock:
+            running, waiting, kv_tokens = st.inflight, st.waiting, st.kv_tokens
+        lines = st.metrics.render(running, waiting, kv_tokens) + [
             "# HELP launchcard_standin_info TEST CODE: this server is the launchcard sandbox stand-in.",
             "# TYPE launchcard_standin_info gauge",
             f'launchcard_standin_info{{engine="{cfg.engine}",role="{cfg.role}"}} 1.0',
@@ -521,16 +509,19 @@ class EngineHandler(BaseHTTPRequestHandler):
         if st.token_s > 0 and kind in ("completion", "chat"):
             self._slow(kind, body, text, int(max_tokens), prompt_tokens, info_of(st, pd))
             return
+        # the whole answer at once: its first token now, the others with no time between them
+        ttft = time.time() - getattr(self, "received", time.time())
+        for _i in range(self._items(kind, body)):
+            st.metrics.finished(prompt_tokens, completion_tokens, ttft, [0.0] * (completion_tokens - 1),
+                                bool(body.get("stream")))
         usage = {"prompt_tokens": prompt_tokens, "completion_tokens": completion_tokens,
                  "total_tokens": prompt_tokens + completion_tokens}
         info = info_of(st, pd)
         created = int(time.time())
         model = requested or cfg.served_model_names[0]
         if kind == "generate":
-            batch = isinstance(body.get("text"), list) or (
-                isinstance(body.get("input_ids"), list) and body["input_ids"]
-                and isinstance(body["input_ids"][0], list))
-            n = len(body.get("text") or body.get("input_ids") or []) if batch else 1
+            batch = self._batch(kind, body)
+            n = self._items(kind, body)
             meta = {"id": uuid.uuid4().hex, "finish_reason": {"type": "length", "length": completion_tokens},
                     "prompt_tokens": prompt_tokens, "completion_tokens": completion_tokens,
                     "cached_tokens": 0, "e2e_latency": 0.0}
@@ -567,8 +558,28 @@ class EngineHandler(BaseHTTPRequestHandler):
         else:
             self._json(200, obj)
 
+    @staticmethod
+    def _items(kind: str, body: dict) -> int:
+        """How many generations a request asks for: SGLang's /generate takes a batch of prompts."""
+        return len(body.get("text") or body.get("input_ids") or []) if EngineHandler._batch(kind, body) else 1
+
+    @staticmethod
+    def _batch(kind: str, body: dict) -> bool:
+        return kind == "generate" and (isinstance(body.get("text"), list) or bool(
+            isinstance(body.get("input_ids"), list) and body["input_ids"] and isinstance(body["input_ids"][0], list)))
+
     def _slow(self, kind: str, body: dict, text: str, n: int, prompt_tokens: int, info: dict) -> None:
         """One token every ``token_s`` seconds; what SIGTERM does to it is the engine's (see the module doc)."""
+        held = prompt_tokens + max(1, n)  # the KV a real engine holds for it while it generates
+        with self.st.lock:
+            self.st.kv_tokens += held
+        try:
+            self._tokens(kind, body, text, n, prompt_tokens, info)
+        finally:
+            with self.st.lock:
+                self.st.kv_tokens -= held
+
+    def _tokens(self, kind: str, body: dict, text: str, n: int, prompt_tokens: int, info: dict) -> None:
         st = self.st
         words = text.split()
         tokens = [(" " if i else "") + words[i % len(words)] for i in range(max(1, n))]
@@ -588,7 +599,7 @@ class EngineHandler(BaseHTTPRequestHandler):
             self.send_header("Content-Type", "text/event-stream")
             self.send_header("Transfer-Encoding", "chunked")
             self.end_headers()
-        sent = []
+        sent, stamps = [], []
         for i, piece in enumerate(tokens):
             if i:
                 time.sleep(st.token_s)
@@ -598,6 +609,7 @@ class EngineHandler(BaseHTTPRequestHandler):
                 self.close_connection = True
                 return  # the stream ends without its last chunk: the client reads an incomplete answer
             sent.append(piece)
+            stamps.append(time.time())
             if stream:
                 last = i == len(tokens) - 1
                 self._chunk(f"data: {json.dumps(chunk(piece, 'length' if last else None))}\n\n")
@@ -611,6 +623,9 @@ class EngineHandler(BaseHTTPRequestHandler):
             finish = "abort"
         else:
             finish = "length"
+        if stamps:
+            st.metrics.finished(prompt_tokens, len(sent), stamps[0] - getattr(self, "received", stamps[0]),
+                                [b - a for a, b in zip(stamps, stamps[1:])], stream, finish)
         if stream:
             self._chunk("data: [DONE]\n\n")
             self._chunk("")
