@@ -39,6 +39,7 @@ HELP = {
 }
 EVENTS = {"deploy": DEPLOY, "upgrade": UPGRADE}
 _KEPT = (DEPLOY, UPGRADE, GATE)
+# a file of its own, so that a drain (engine_drain) never rewrites launchcard.prom
 DRAINS_FILE = "launchcard-drains.prom"
 DRAINS = "launchcard_drains_total"
 DRAIN_TIMEOUTS = "launchcard_drain_timeouts_total"

@@ -248,9 +248,8 @@ def main():
         module.warn(warning)
     written = False
     if module.params["textfile"] is not None:
-        # launchcard.prom stays the one file with launchcard_gate_passed: node_exporter 1.5.0 serves every *.prom
-        # file's samples together (collector/textfile.go, Update), and client_golang 1.14.0 drops a series "collected
-        # before with the same name and label values" (prometheus/registry.go, checkMetricConsistency)
+        # launchcard_gate_passed stays in launchcard.prom alone: node_exporter 1.5.0 serves all *.prom files' samples as one
+        # (collector/textfile.go, Update) and client_golang 1.14.0 drops a repeated series (prometheus/registry.go, checkMetricConsistency)
         written, result["textfile"], diff = textfile_facts.converge_gate(
             module.params["textfile"]["directory"], textfile_facts.gate_results(result), time.time(), module.check_mode)
         if module._diff and diff:
