@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from ansible.plugins.action import ActionBase
 
-from ansible_collections.launchcard.inference.plugins.plugin_utils._textfile import TEXTFILE_DIR
+from ansible_collections.launchcard.inference.plugins.plugin_utils._textfile import with_directory
 
 
 class ActionModule(ActionBase):
@@ -37,9 +37,7 @@ class ActionModule(ActionBase):
             result.update(settled)
             result["changed"] = False
             return result
-        if isinstance(args.get("textfile"), dict) and not args["textfile"].get("directory"):
-            args["textfile"] = dict(args["textfile"], directory=TEXTFILE_DIR)
-        result.update(self._execute_module(module_name="launchcard.inference.systemd_units", module_args=args,
+        result.update(self._execute_module(module_name="launchcard.inference.systemd_units", module_args=with_directory(args),
                                            task_vars=task_vars))
         self._remove_tmp_path(self._connection._shell.tmpdir)
         return result

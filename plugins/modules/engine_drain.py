@@ -48,6 +48,22 @@ options:
     description: Seconds between two readings of an engine that still has requests.
     type: float
     default: 1.0
+  textfile:
+    description:
+      - Count this drain per engine for node exporter's textfile collector, in C(launchcard-drains.prom) in
+        O(textfile.directory) (written beside it and renamed, mode 0644; docs/observability.md lists its metrics),
+        under the engine's O(endpoints[].name), its unit. A unit the file does not list yet is added.
+      - When O(textfile.directory) does not exist (node exporter is not installed), nothing is written and
+        RV(textfile) says so; the call does not fail.
+      - Unset (the default) - nothing is written.
+    type: dict
+    suboptions:
+      directory:
+        description:
+          - node exporter's textfile directory; the action plugin fills it in, when not given, with the collection's
+            (C(plugins/plugin_utils/_textfile.py)).
+        type: path
+        required: true
 author:
   - launchcard.inference contributors (@launchcard)
 extends_documentation_fragment:
@@ -55,10 +71,10 @@ extends_documentation_fragment:
 attributes:
   check_mode:
     support: full
-    details: Each engine is read once, without waiting.
+    details: Each engine is read once, without waiting; with O(textfile), the count that would be written is predicted.
   diff_mode:
-    support: N/A
-    details: Reads only; nothing to diff.
+    support: full
+    details: With O(textfile), the counters' file when it changes (or would).
 """
 
 EXAMPLES = r"""
@@ -98,9 +114,20 @@ unreadable:
   returned: always
   type: list
   elements: str
+textfile:
+  description:
+    - With O(textfile), the file's C(path), whether it C(changed) (or would, in check mode), and C(skipped), why
+      nothing was written (its directory does not exist), else null.
+  returned: when O(textfile) is given
+  type: dict
+  sample: {path: /var/lib/prometheus/node-exporter/launchcard-drains.prom, changed: true, skipped: null}
 """
 
+import time
+
 from ansible.module_utils.basic import AnsibleModule
+
+from ansible_collections.launchcard.inference.plugins.module_utils import _textfile_facts as textfile_facts
 
 from ansible_collections.launchcard.inference.plugins.module_utils._drain import DrainError, run_drain
 from ansible_collections.launchcard.inference.plugins.module_utils._gate import request
@@ -116,6 +143,7 @@ def main():
             )),
             timeout=dict(type="int", default=300),
             interval=dict(type="float", default=1.0),
+            textfile=dict(type="dict", options=dict(directory=dict(type="path", required=True))),
         ),
         supports_check_mode=True,
     )
@@ -125,7 +153,14 @@ def main():
         module.fail_json(msg=str(exc))
     for warning in result.pop("warnings"):
         module.warn(warning)
-    module.exit_json(changed=False, **result)
+    changed = False
+    if module.params["textfile"] is not None:
+        changed, result["textfile"], diff = textfile_facts.converge_drains(
+            module.params["textfile"]["directory"], textfile_facts.drain_results(result["endpoints"]), time.time(),
+            module.check_mode)
+        if module._diff and diff:
+            result["diff"] = diff
+    module.exit_json(changed=changed, **result)
 
 
 if __name__ == "__main__":

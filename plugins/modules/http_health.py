@@ -133,6 +133,23 @@ options:
         description: Name prefix of the collection's unit files.
         type: str
         default: launchcard-
+  textfile:
+    description:
+      - Write each gated unit's result (C(launchcard_gate_passed), 1 healthy, 0 not) into C(launchcard.prom) in
+        O(textfile.directory), the file M(launchcard.inference.systemd_units) writes (its O(launchcard.inference.systemd_units#module:textfile));
+        only the units that file lists, the rest of it unchanged, written beside it and renamed, also when the gate
+        fails. C(playbooks/upgrade.yml) passes it to the gates of its switch and its rollback.
+      - When O(textfile.directory) or the file does not exist, nothing is written and RV(textfile) says so; the call
+        does not fail because of it.
+      - Unset (the default) - nothing is written.
+    type: dict
+    suboptions:
+      directory:
+        description:
+          - node exporter's textfile directory; the action plugin fills it in, when not given, with the collection's
+            (C(plugins/plugin_utils/_textfile.py)).
+        type: path
+        required: true
 author:
   - launchcard.inference contributors (@launchcard)
 extends_documentation_fragment:
@@ -141,10 +158,10 @@ attributes:
   check_mode:
     details:
       - The endpoints are probed once and nothing fails; with O(record), the record is predicted (C(changed), RV(recorded)),
-        not written.
+        not written; with O(textfile), so is the file.
   diff_mode:
     support: full
-    details: With O(record), the host's record when it changes (or would), without its C(previous).
+    details: With O(record), the host's record when it changes (or would), without its C(previous); with O(textfile), the file.
 """
 
 EXAMPLES = r"""
@@ -202,15 +219,26 @@ lock:
   returned: always
   type: dict
   sample: {released: [/var/lib/launchcard/lock.json], held_by: []}
+textfile:
+  description:
+    - With O(textfile), the file's C(path), whether it C(changed) (or would, in check mode), and C(skipped), why
+      nothing was written, else null.
+  returned: when O(textfile) is given
+  type: dict
+  sample: {path: /var/lib/prometheus/node-exporter/launchcard.prom, changed: true, skipped: null}
 """
+
+import time
 
 from ansible.module_utils.basic import AnsibleModule
 
+from ansible_collections.launchcard.inference.plugins.module_utils import _textfile_facts as textfile_facts
 from ansible_collections.launchcard.inference.plugins.module_utils._gate import ARGUMENT_SPEC, GateError, run_gate
 
 
 def main():
-    module = AnsibleModule(argument_spec=ARGUMENT_SPEC, supports_check_mode=True)
+    module = AnsibleModule(argument_spec=dict(ARGUMENT_SPEC, textfile=dict(type="dict", options=dict(
+        directory=dict(type="path", required=True)))), supports_check_mode=True)
     try:
         result = run_gate(module.params, module.check_mode, module.run_command, module.get_bin_path,
                           module.atomic_move, diff=module._diff)
@@ -218,10 +246,18 @@ def main():
         module.fail_json(msg=str(exc))
     for warning in result.pop("warnings"):
         module.warn(warning)
+    written = False
+    if module.params["textfile"] is not None:
+        # launchcard_gate_passed stays in launchcard.prom alone: node_exporter 1.5.0 serves all *.prom files' samples as one
+        # (collector/textfile.go, Update) and client_golang 1.14.0 drops a repeated series (prometheus/registry.go, checkMetricConsistency)
+        written, result["textfile"], diff = textfile_facts.converge_gate(
+            module.params["textfile"]["directory"], textfile_facts.gate_results(result), time.time(), module.check_mode)
+        if module._diff and diff:
+            result["diff"] = ([result["diff"]] if "diff" in result else []) + [diff]
     if result["msg"]:
         module.fail_json(**result)
     del result["msg"]
-    module.exit_json(changed=bool(result["recorded"]), **result)
+    module.exit_json(changed=bool(result["recorded"]) or written, **result)
 
 
 if __name__ == "__main__":

@@ -204,8 +204,10 @@ options:
         its metrics. A unit whose file this call changed, or that it started or restarted, gets the time of this
         run as its last deploy or upgrade; the others keep their timestamps and, when the gate did not judge them
         in this call, their gate result, so a call that changes nothing writes nothing.
+      - The same call lists the instances in C(launchcard-drains.prom), the drain counters of
+        M(launchcard.inference.engine_drain), at 0 before a unit's first drain; a unit's counts are kept.
       - When O(textfile.directory) does not exist (node exporter is not installed), nothing is written and
-        RV(textfile) says so; the call does not fail. No instance - the file is removed.
+        RV(textfile) says so; the call does not fail. No instance - both files are removed.
       - Unset (the default) - the file is left as it is.
     type: dict
     suboptions:
@@ -333,8 +335,8 @@ health:
     then_gated: null
 textfile:
   description:
-    - With O(textfile), the file's C(path), whether it C(changed) (or would, in check mode), and C(skipped), why
-      nothing was written (its directory does not exist), else null.
+    - With O(textfile), the path of C(launchcard.prom), whether it or C(launchcard-drains.prom) C(changed) (or would, in
+      check mode), and C(skipped), why nothing was written (its directory does not exist), else null.
   returned: when O(textfile) is given and the module ran on the host
   type: dict
   sample: {path: /var/lib/prometheus/node-exporter/launchcard.prom, changed: true, skipped: null}
@@ -710,12 +712,12 @@ def main():
     if p["textfile"] is not None:
         touched = (set(todo["start"]) | set(todo["restart"]) | rewritten) & set(wanted)
         instances = dict((u, v) for u, v in p["textfile"]["instances"].items() if u in wanted)
-        written, result["textfile"], diff = textfile_facts.converge(
+        written, result["textfile"], diffs = textfile_facts.converge(
             dict(p["textfile"], instances=instances), touched, textfile_facts.gate_results(result["health"]),
             time.time(), module.check_mode)
         result["changed"] = result["changed"] or written
-        if module._diff and diff:
-            result["diff"] = result.get("diff", []) + [diff]
+        if module._diff and diffs:
+            result["diff"] = result.get("diff", []) + diffs
     module.exit_json(**result)
 
 

@@ -28,3 +28,11 @@ def instances(fleet_plan, host):
     card = card_of(fleet_plan, hp)
     return dict((i["unit"], {"card": card.get("slug", ""), "recipe": i["recipe"], "revision": card.get("revision", ""),
                              "role": i["role"], "engine": i["engine"]}) for i in hp.get("instances") or [])
+
+
+def with_directory(args):
+    """A module's arguments with ``textfile.directory`` filled in when ``textfile`` is given without it (the host side
+    of a module cannot import plugin_utils, so its action plugin does this)."""
+    if isinstance(args.get("textfile"), dict) and not args["textfile"].get("directory"):
+        return dict(args, textfile=dict(args["textfile"], directory=TEXTFILE_DIR))
+    return args

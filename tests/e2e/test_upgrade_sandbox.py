@@ -37,6 +37,7 @@ playbook, ssh, down = FLEET.playbook, FLEET.ssh, FLEET.down
 CARDS = os.path.join(ROOT, "tests", "e2e", "cards")
 WORKERS = {"lc-up-w1": "198.18.9.11", "lc-up-w2": "198.18.9.12", "lc-up-w3": "198.18.9.13", "lc-up-w4": "198.18.9.14"}
 ROUTER = "198.18.9.20"
+TEXTFILE_DIR = "/var/lib/prometheus/node-exporter"
 ROUTER_URL = "http://%s:30080" % ROUTER
 WORKER_URLS = {"http://%s:30000" % a for a in WORKERS.values()}
 MODEL = "launchcard-test/Upgrade-Tiny"
@@ -112,6 +113,9 @@ def fleet():
     up = FLEET.up()
     try:
         assert up.returncode == 0, up.stdout[-3000:] + up.stderr[-3000:]
+        # node exporter's textfile directory, as its package ships it (monitoring.yml is not this fleet's subject)
+        for address in WORKERS.values():
+            assert ssh(address, "mkdir -p %s" % TEXTFILE_DIR).returncode == 0, address
         res = playbook("deploy")
         assert res.returncode == 0, res.stdout[-6000:] + res.stderr[-2000:]
         yield
@@ -188,6 +192,15 @@ def test_every_replica_runs_the_new_card_and_the_router_was_not_restarted(upgrad
     state = ssh(ROUTER, "cat /var/lib/launchcard/state.json").stdout
     assert json.loads(state)["card"]["revision"] == REV2
     assert "lc-up-router: revision %s, 1 unit(s) (unchanged)" % REV2[:12] in flat, res.stdout[-3000:]
+    # node exporter's textfile facts: each replica was drained once, idle in time, and passed the upgrade's gate
+    unit = r'\{unit="launchcard-upgrade-tiny-sglang-aggregated-\d+\.service"\}'
+    for host, address in WORKERS.items():
+        drains = ssh(address, "cat %s/launchcard-drains.prom" % TEXTFILE_DIR).stdout
+        assert re.search(r"^launchcard_drains_total%s 1$" % unit, drains, re.M), (host, drains)
+        assert re.search(r"^launchcard_drain_timeouts_total%s 0$" % unit, drains, re.M), (host, drains)
+        facts = ssh(address, "cat %s/launchcard.prom" % TEXTFILE_DIR).stdout
+        assert re.search(r"^launchcard_gate_passed%s 1$" % unit, facts, re.M), (host, facts)
+        assert re.search(r'^launchcard_instance_info\{.*revision="%s"' % REV2, facts, re.M), (host, facts)
     status, body = http("GET", ROUTER_URL + "/workers")
     assert {w["url"] for w in json.loads(body)["workers"] if w["is_healthy"]} == WORKER_URLS
     # pre-staged: the new revision next to the one served before, on every replica

@@ -58,7 +58,19 @@ def test_a_first_deploy_writes_every_unit_s_facts_0644(systemd, capsys, tmp_path
         'launchcard_last_deploy_timestamp_seconds{unit="%s"} 1700000000\n' % (B, A, B, A))
     assert stat.S_IMODE(os.stat(prom(opts)).st_mode) == 0o644
     # written beside and renamed: no temporary file is left in the collector's directory
-    assert os.listdir(opts["directory"]) == [facts.FILE_NAME]
+    assert sorted(os.listdir(opts["directory"])) == [facts.DRAINS_FILE, facts.FILE_NAME]
+    # the drain counters exist at 0 before the first drain, so that increase() sees the first one
+    with open(os.path.join(opts["directory"], facts.DRAINS_FILE)) as f:
+        assert f.read() == (
+            "# HELP launchcard_drains_total Drains of the unit (engine_drain) before an upgrade stopped it.\n"
+            "# TYPE launchcard_drains_total counter\n"
+            'launchcard_drains_total{unit="%s"} 0\n'
+            'launchcard_drains_total{unit="%s"} 0\n'
+            "# HELP launchcard_drain_timeouts_total Drains of the unit whose wait ran out with requests still in flight.\n"
+            "# TYPE launchcard_drain_timeouts_total counter\n"
+            'launchcard_drain_timeouts_total{unit="%s"} 0\n'
+            'launchcard_drain_timeouts_total{unit="%s"} 0\n' % (B, A, B, A))
+    assert stat.S_IMODE(os.stat(os.path.join(opts["directory"], facts.DRAINS_FILE)).st_mode) == 0o644
 
 
 def test_a_no_op_run_leaves_the_file_byte_identical_and_unchanged(systemd, capsys, tmp_path, monkeypatch):
@@ -127,7 +139,7 @@ def test_no_instance_left_removes_the_file_and_units_not_given_are_left_out(syst
     run_module(capsys, systemd, UNITS, textfile=opts)
     assert "aggregated-9" not in read(opts)
     result, dummy = run_module(capsys, systemd, [], textfile=dict(opts, instances={}))
-    assert result["textfile"]["changed"] is True and not os.path.exists(prom(opts))
+    assert result["textfile"]["changed"] is True and os.listdir(opts["directory"]) == []
 
 
 def test_label_values_are_escaped_and_read_back():
@@ -139,7 +151,9 @@ def test_label_values_are_escaped_and_read_back():
 
 
 def test_every_name_written_is_in_the_collection_s_metric_contract():
-    assert set(facts.HELP) <= set(contract.load()["launchcard"]["metrics"])
+    declared = contract.load()["launchcard"]["metrics"]
+    assert set(facts.HELP) | set(facts.DRAIN_HELP) <= set(declared)
+    assert all(declared[name]["type"] == kind for name, (kind, dummy) in facts.DRAIN_HELP.items())
 
 
 def test_the_plan_s_instances_give_the_labels_of_their_scrape_targets():
