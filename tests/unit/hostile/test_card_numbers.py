@@ -90,3 +90,16 @@ def test_the_largest_numbers_accepted_go_through_the_memory_check():
     assert (needs["fraction"], needs["tokens"], needs["sglang"]["max_running_requests"]) == (
         1.0, _argv.LARGEST_INT, _argv.LARGEST_INT)
     assert needs["kv_mib"] > 0
+
+
+@pytest.mark.parametrize("value", [DIGITS, "0", "65536", "5600.0", "1e4"])
+def test_a_nixl_side_channel_port_that_is_no_port_is_refused_naming_the_variable(value):
+    doc = copy.deepcopy(DOC)
+    doc["envs"][VLLM].setdefault("env", {})["VLLM_NIXL_SIDE_CHANNEL_PORT"] = value
+    with pytest.raises(CardError) as exc:
+        load_card(json.dumps(doc), "card.json")
+    (path, message), = exc.value.errors
+    assert path == "envs[%d].env.VLLM_NIXL_SIDE_CHANNEL_PORT" % VLLM and message.startswith("expected a TCP port"), \
+        exc.value.errors
+    doc["envs"][VLLM]["env"]["VLLM_NIXL_SIDE_CHANNEL_PORT"] = "65535"
+    assert load_card(json.dumps(doc), "card.json")["recipes"][VLLM]["env"]["VLLM_NIXL_SIDE_CHANNEL_PORT"] == "65535"
