@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import math
 
-from ansible_collections.launchcard.inference.plugins.plugin_utils._argv_numbers import (  # noqa: F401 (re-exported)
+from ansible_collections.launchcard.inference.plugins.plugin_utils._argv_numbers import (
     AUTO, CONTEXT_FLAG, FRACTION_FLAGS, MEMORY_DP, MEMORY_PP, MEMORY_TP, SGLANG_COUNTS, context_tokens, number as _number)
 from ansible_collections.launchcard.inference.plugins.plugin_utils._recipe import argv_reader
 
