@@ -26,6 +26,11 @@ from __future__ import annotations
 
 import re
 
+#: The largest magnitude of an integer the collection reads from an argv: every integer up to 2**53 converts to a
+#: Python float (IEEE 754 binary64, sys.float_info.mant_dig 53) exactly and finitely, which the planner's and the
+#: memory check's arithmetic need; a 400-digit count becomes float infinity there.
+LARGEST_INT = 2 ** 53
+
 # argparse's _negative_number_matcher: such tokens are values, not options.
 _NEGATIVE_NUMBER = re.compile(r"^-\d+$|^-\d*\.\d+$")
 
@@ -131,16 +136,21 @@ class Argv:
         :param path: where the argv sits in the card (``envs[4].argv``); errors
             name the value's element, ``envs[4].argv[8]``.
         :raises ValueError: with a message naming the element and the flag as
-            written when the value is not an integer.
+            written when the value is not an integer or its magnitude exceeds :data:`LARGEST_INT`.
         """
         raw = self.get(flags)
         if raw is None:
             return default
         try:
-            return int(raw)
+            value = int(raw)
         except ValueError:
             where, written = self._value_at(flags, path)
             raise ValueError("%s: %s expects an integer, found %r" % (where, written, raw))
+        if abs(value) > LARGEST_INT:
+            where, written = self._value_at(flags, path)
+            raise ValueError("%s: %s is out of range: an integer of at most 2**53 (%d) is expected, found %d digits" % (
+                where, written, LARGEST_INT, len(raw.strip().lstrip("+-"))))
+        return value
 
     def get_port(self, flags, default, path="argv"):
         """Return an option's value as a TCP port (an int from 1 to 65535).

@@ -63,6 +63,11 @@ _CONTROL_RE = re.compile("[\x00-\x1f\x7f]")
 #: letters, digits, ``-``, ``_``, ``.``; at most 96 characters).
 HF_REPO_PATTERN = "^[A-Za-z0-9][A-Za-z0-9._-]*/[A-Za-z0-9][A-Za-z0-9._-]*$"
 
+#: A folder inside the repository (``checkpoints[].subdir``): relative (no leading ``/``), parts separated by one
+#: ``/``, none of them ``.``, ``..`` or empty, so the path cannot leave the repository's folder; control characters
+#: are refused by SAFE_STRING_PATTERN beside it.
+RELATIVE_PATH_PATTERN = "^(?!\\.\\.?(?:/|$))[^/]+(?:/(?!\\.\\.?(?:/|$))[^/]+)*$(?!\\n)"
+
 #: A full git commit SHA as the Hub reports it: 40 lowercase hex digits.
 REVISION_PATTERN = "^[0-9a-f]{40}$"
 
@@ -92,6 +97,9 @@ _PATTERN_EXPECT = {
     HF_REPO_PATTERN: "a Hugging Face repo id 'owner/name' (letters, digits, '-', '_', '.')",
     REVISION_PATTERN: "a 40-character lowercase hex commit SHA (not a branch or tag name)",
     ENV_NAME_PATTERN: "an environment variable name matching ^[A-Za-z_][A-Za-z0-9_]*$",
+    RELATIVE_PATH_PATTERN: (
+        "a relative path inside the repository's folder (no leading '/', no '.', '..' or empty part)"
+    ),
     IMAGE_PATTERN: (
         "an OCI image reference [registry[:port]/]lowercase/path[:tag][@sha256:<64 hex>]"
     ),
@@ -215,7 +223,7 @@ CARD_SCHEMA = {
             "properties": {
                 "name": _safe(minLength=1),
                 "format": _TEXT,
-                "subdir": {"type": ["string", "null"], "allOf": [_NO_CONTROL]},
+                "subdir": {"type": ["string", "null"], "pattern": RELATIVE_PATH_PATTERN, "allOf": [_NO_CONTROL]},
                 "source_repo": {
                     "anyOf": [{"$ref": "#/$defs/hf_repo"}, {"type": "null"}],
                 },

@@ -72,6 +72,10 @@ READY_TIMEOUT = "VLLM_ENGINE_READY_TIMEOUT_S"
 #: span (_unit_spec.SYSTEMD_MAX_SECONDS); a longer TimeoutStartSec= is ignored and systemd's default kills a slow load.
 SECONDS_VARIABLES = {READY_TIMEOUT: SYSTEMD_MAX_SECONDS - START_MARGIN_S}
 _WHOLE = re.compile(r"^[0-9]+$")
+#: vllm/envs.py (0.32.0): int(os.getenv("VLLM_NIXL_SIDE_CHANNEL_PORT", "5600")), the first NIXL side channel port; the
+#: planner moves it off taken ports and preflight checks it is free (module_utils/_preflight.py): a TCP port.
+NIXL_PORT = "VLLM_NIXL_SIDE_CHANNEL_PORT"
+PORT_VARIABLES = (NIXL_PORT,)
 
 
 def seconds_issue(name, value):
@@ -85,6 +89,17 @@ def seconds_issue(name, value):
     if int(text) > limit:
         return ("expected at most %d seconds, found %s digits: the unit's TimeoutStartSec= (this + %d) would be more "
                 "than systemd parses, and systemd would ignore it" % (limit, len(text), START_MARGIN_S))
+    return None
+
+
+def port_issue(name, value):
+    """Why ``value`` is not a usable value of the port variable ``name`` (:data:`PORT_VARIABLES`), or None."""
+    if name not in PORT_VARIABLES:
+        return None
+    text = str(value)
+    if not _WHOLE.match(text) or not 1 <= int(text) <= 65535:
+        return "expected a TCP port from 1 to 65535 (digits only), found %r" % (
+            text if len(text) <= 40 else "%s... (%d characters)" % (text[:20], len(text)))
     return None
 
 
@@ -110,10 +125,10 @@ def refusal_message(name):
 
 
 def issue(name, value):
-    """Why ``name=value`` may not be in an engine's environment (a refused name, or seconds systemd cannot carry);
-    None when it may."""
-    timed = isinstance(value, (str, int)) and not isinstance(value, bool)
-    return refusal_message(name) or (seconds_issue(name, value) if timed else None)
+    """Why ``name=value`` may not be in an engine's environment (a refused name, seconds systemd cannot carry, a port
+    the collection reads that is none); None when it may."""
+    scalar = isinstance(value, (str, int)) and not isinstance(value, bool)
+    return refusal_message(name) or (seconds_issue(name, value) or port_issue(name, value) if scalar else None)
 
 
 def env_issues(env, where):

@@ -13,8 +13,9 @@ an activation floor and the KV cache of one sequence of ``--max-model-len`` toke
 from __future__ import annotations
 
 import math
-import re
 
+from ansible_collections.launchcard.inference.plugins.plugin_utils._argv_numbers import (
+    AUTO, CONTEXT_FLAG, FRACTION_FLAGS, MEMORY_DP, MEMORY_PP, MEMORY_TP, SGLANG_COUNTS, context_tokens, number as _number)
 from ansible_collections.launchcard.inference.plugins.plugin_utils._recipe import argv_reader
 
 MIB = 1 << 20
@@ -22,8 +23,6 @@ GIB = 1 << 30
 
 # vllm/config/cache.py (0.32.0): gpu_memory_utilization: float = Field(default=0.92, gt=0, le=1)
 VLLM_DEFAULT_UTILIZATION = 0.92
-FRACTION_FLAGS = {"vllm": "--gpu-memory-utilization", "sglang": "--mem-fraction-static"}
-CONTEXT_FLAG = {"vllm": "--max-model-len", "sglang": "--context-length"}
 
 # Bytes per KV element by --kv-cache-dtype: vllm/utils/torch_utils.py (0.32.0) STR_DTYPE_TO_TORCH_DTYPE (fp8* and
 # int8 are one byte, float16/bfloat16 two); SGLang 0.5.23's --kv-cache-dtype choices (auto, fp8_e5m2, fp8_e4m3, mxfp8,
@@ -87,30 +86,6 @@ def kv_bytes_per_token(config, kv_cache_dtype, tp=1, pp=1):
     return 2 * per_gpu_layers * max(1, math.ceil(kv_heads / float(max(1, tp)))) * head_dim * elem
 
 
-# vllm/utils/argparse_utils.py (0.32.0) human_readable_int_or_auto: --max-model-len takes 1k (10**3), 1K (2**10),
-# ... up to t/T, and -1 or "auto" (vLLM fits the length to the memory)
-_SUFFIXES = {"k": 10 ** 3, "m": 10 ** 6, "g": 10 ** 9, "t": 10 ** 12, "K": 2 ** 10, "M": 2 ** 20, "G": 2 ** 30, "T": 2 ** 40}
-AUTO = "auto"
-
-
-def context_tokens(value):
-    """vLLM's ``--max-model-len`` as its parser reads it: an int, :data:`AUTO`, or None (unset or unreadable)."""
-    text = str(value).strip() if value is not None else ""
-    if text.lower() == "auto" or text == "-1":
-        return AUTO
-    match = re.match(r"^(\d+(?:\.\d+)?)([kKmMgGtT]?)$", text)
-    if not match:
-        return None
-    return int(float(match.group(1)) * _SUFFIXES.get(match.group(2), 1))
-
-
-def _number(value):
-    try:
-        return float(value)
-    except (TypeError, ValueError):
-        return None
-
-
 def instance_needs(inst, weights_mib, model_config, config_error=None):
     """One GPU instance's memory needs (an entry of ``needs.memory``).
 
@@ -130,8 +105,9 @@ def instance_needs(inst, weights_mib, model_config, config_error=None):
     fraction = _number(a.get(flag)) if flag else None
     if fraction is None and launcher == "vllm":
         fraction = VLLM_DEFAULT_UTILIZATION
-    tp = int(_number(a.get(("--tensor-parallel-size", "-tp", "--tp-size", "--tp"))) or 1)
-    pp = int(_number(a.get(("--pipeline-parallel-size", "-pp", "--pp-size"))) or 1)
+    # _recipe.describe refused a number here that is not finite or out of range (_argv_numbers.check)
+    tp = int(_number(a.get(MEMORY_TP)) or 1)
+    pp = int(_number(a.get(MEMORY_PP)) or 1)
     ctx_flag = CONTEXT_FLAG.get(launcher, "--max-model-len")
     written = a.get(ctx_flag)
     tokens = context_tokens(written) if launcher == "vllm" else _number(written)
@@ -170,22 +146,18 @@ def instance_needs(inst, weights_mib, model_config, config_error=None):
     if launcher == "sglang":
         # what SGLang's default --mem-fraction-static reads (module_utils/_preflight_gpu_checks.py computes it on the
         # host, from the GPU's memory): python/sglang/srt/arg_groups/memory_hook.py (0.5.23)
-        dp = _int(a.get(("--data-parallel-size", "--dp-size", "--dp"))) or 1
-        out["sglang"] = {
+        dp = _int(a.get(MEMORY_DP)) or 1
+        counts = dict((key, _int(a.get(flags))) for key, flags in SGLANG_COUNTS.items())
+        out["sglang"] = dict(counts, **{
             "tp": tp, "pp": pp,
-            "chunked_prefill_size": _int(a.get("--chunked-prefill-size")),
-            "max_prefill_tokens": _int(a.get("--max-prefill-tokens")),
-            "max_running_requests": _int(a.get("--max-running-requests")),
-            "decode_max_bs": _int(a.get("--cuda-graph-max-bs-decode")),
-            "prefill_max_bs": _int(a.get("--cuda-graph-max-bs-prefill")),
             "disable_decode_graph": a.has(("--disable-cuda-graph", "--disable-decode-cuda-graph")),
             "disable_prefill_graph": a.has(("--disable-cuda-graph", "--disable-prefill-cuda-graph")),
             "disaggregation_mode": a.get("--disaggregation-mode"),
             "dp_attention": a.has("--enable-dp-attention"),
-            "attn_dp_size": _int(a.get(("--attn-dp-size", "--attention-data-parallel-size"))) or dp,
+            "attn_dp_size": counts["attn_dp_size"] or dp,
             "deepep": str(a.get("--moe-a2a-backend") or "").startswith("deepep"),
             "mla": bool(text_config(model_config or {}).get("kv_lora_rank")),
-        }
+        })
     return out
 
 

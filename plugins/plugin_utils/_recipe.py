@@ -20,6 +20,7 @@ from __future__ import annotations
 import json
 import re
 
+from ansible_collections.launchcard.inference.plugins.plugin_utils import _argv_numbers
 from ansible_collections.launchcard.inference.plugins.plugin_utils._argv import Argv, abbreviations
 
 VLLM_DEFAULT_PORT = 8000
@@ -228,8 +229,8 @@ def describe(env, index):
         ``argv``, ``env``, optional ``checkpoint``, ``validated_hardware``).
     :param index: its position in ``envs`` (used in names and error paths).
     :returns: a JSON-serialisable dict; see docs/card-schema.md, "Recipes: how argv is read".
-    :raises RecipeError: the argv names no known launcher, a numeric flag is
-        not a number, or a JSON flag (``--kv-transfer-config``) is not JSON.
+    :raises RecipeError: the argv names no known launcher, a numeric flag the
+        collection reads is not a number, not finite or out of range (:mod:`._argv_numbers`), or a JSON flag (``--kv-transfer-config``) is not JSON.
     """
     path = "envs[%d].argv" % index
     argv = list(env["argv"])
@@ -250,6 +251,7 @@ def describe(env, index):
             model = _vllm(a, path)
         else:
             model = _sglang(a, path)
+        _argv_numbers.check(a, kind, path)
     except ValueError as exc:
         if isinstance(exc, RecipeError):
             raise

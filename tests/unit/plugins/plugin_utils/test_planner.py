@@ -567,7 +567,13 @@ def test_vllm_nixl_side_channel_host_on_each_host():
 def test_vllm_nixl_side_channel_port_must_be_a_number():
     doc = json.loads(_read(os.path.join(VALID, "03-vllm-pd-nixl.json")))
     doc["envs"][0]["env"]["VLLM_NIXL_SIDE_CHANNEL_PORT"] = "fifty"
+    with pytest.raises(CardError) as exc:
+        load_card(json.dumps(doc), "x")
+    assert [p for p, dummy in exc.value.errors] == ["envs[0].env.VLLM_NIXL_SIDE_CHANNEL_PORT"]
+    # a card model that skipped the card's checks: the planner still names the instance
+    doc["envs"][0]["env"]["VLLM_NIXL_SIDE_CHANNEL_PORT"] = "5600"
     card = load_card(json.dumps(doc), "x")
+    card["recipes"][0]["env"]["VLLM_NIXL_SIDE_CHANNEL_PORT"] = "fifty"
     errors = _errors(card, [_h("a", "10.8.0.1", ["vllm-aggregated-0"])])
     assert errors == [("qwen3-32b-vllm-aggregated-0-0",
                        "env VLLM_NIXL_SIDE_CHANNEL_PORT must be a port number, found 'fifty'")]
