@@ -17,6 +17,7 @@ from ansible_collections.launchcard.inference.plugins.module_utils import _state
 from ansible_collections.launchcard.inference.plugins.module_utils import _systemd as systemd
 from ansible_collections.launchcard.inference.plugins.plugin_utils import _argv_check as argv_check
 from ansible_collections.launchcard.inference.plugins.plugin_utils import _images as images
+from ansible_collections.launchcard.inference.plugins.plugin_utils import _inventory_check as inventory_check
 from ansible_collections.launchcard.inference.plugins.plugin_utils import _memory_budget as memory_budget
 from ansible_collections.launchcard.inference.plugins.plugin_utils import _native_locks as native_locks
 from ansible_collections.launchcard.inference.plugins.plugin_utils import _planfile as planfile
@@ -473,6 +474,12 @@ def preflight_needs(card, host_plan, plan=None, image_vendors=None, native_packa
     return needs
 
 
+def misspelt_variables(host_vars, variable):
+    """One host's unknown ``launchcard_*`` variables that look like ``variable`` (a misspelt name the planning step
+    warned of), for a check whose message names them (see plugin_utils._inventory_check.misspelt)."""
+    return inventory_check.misspelt(list(host_vars or {}), [variable], inventory_check.known_variables()).get(variable, [])
+
+
 def preflight_report(hostvars, hosts, result_var="preflight_result"):
     """Preflight table lines for ``hosts`` from each host's registered result."""
     by_host = {}
@@ -589,6 +596,7 @@ class FilterModule(object):
             "version_drift": versions.drift,
             "preflight_needs": preflight_needs,
             "preflight_report": preflight_report,
+            "misspelt_variables": misspelt_variables,
             "argv_checks": argv_checks,
             "argv_check_report": argv_check_report,
             "preflight_fleet_warnings": preflight_fleet_warnings,
