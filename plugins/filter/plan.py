@@ -375,7 +375,7 @@ def units_gate_first(host_plan, plan, host, timeout, interval, record=None, gate
 def units_reads(host_plan, plan, host, host_vars, remove_secrets=False, gates=None):
     """The preflight call's ``units_reads`` option for one host: what the units role's converge would compare
     (its unit files, states, drop-ins and secrets file, in systemd_units' default places) and the endpoints of
-    both gate stages, probed once; None for a host the plan gives nothing.
+    both gate stages, probed once (none on a host the plan gives nothing: its converge only prunes).
 
     :param host_vars: ``hostvars[host]``: its secrets and their file, as ``unit_settings`` reads them
         (plugin_utils._unit_options.host_secrets; no preflight fact is needed).
@@ -383,9 +383,7 @@ def units_reads(host_plan, plan, host, host_vars, remove_secrets=False, gates=No
     :param gates: the plan's ``gate_table``, computed once for the fleet.
     :raises AnsibleFilterError: a secret the secrets file cannot hold (the converge would refuse it too).
     """
-    if host_plan is None:
-        return None
-    gate = units_gate_first(host_plan, plan, host, 0, 0, gates=gates)
+    gate = units_gate_first(host_plan, plan, host, 0, 0, gates=gates) if host_plan is not None else {"endpoints": [], "then": []}
     settings = unit_options.host_secrets(host_vars if host_vars is not None else {})
     secrets = settings["secrets"]
     try:
