@@ -98,13 +98,13 @@ def check_runtime_change(host):
     names = ", ".join(kept)
     them = "it" if len(kept) == 1 else "them"
     misspelt = [str(v) for v in host.options.get("misspelt") or ()]
-    hint = (" (%s set on this host: did you mean %s?)" % (", ".join(misspelt), RUNTIME_VARIABLE)) if misspelt else ""
+    variable = RUNTIME_VARIABLE + ("; %s is set on this host: did you mean %s?" % (
+        ", ".join(misspelt), RUNTIME_VARIABLE) if misspelt else "")
     if allow:
         return _result("runtime_change", False, need, found,
-                       "this host runs %s under %s; the plan asks for %s: this deploy moves %s to %s (%s is true)%s" % (
-                           names, kind, want, them, want, ALLOW_RUNTIME_VARIABLE, hint), severity="warning")
+                       "this host runs %s under %s; the plan asks for %s (%s): this deploy moves %s to %s (%s is true)" % (
+                           names, kind, want, variable, them, want, ALLOW_RUNTIME_VARIABLE), severity="warning")
     return _result("runtime_change", False, need, found,
-                   "this host runs %s under %s, but the plan asks for %s (%s)%s: nothing is changed; set %s to %s, "
+                   "this host runs %s under %s, but the plan asks for %s (%s): nothing is changed; set %s to %s, "
                    "or set %s=true to move %s to %s" % (
-                       names, kind, want, RUNTIME_VARIABLE, hint, RUNTIME_VARIABLE, kind, ALLOW_RUNTIME_VARIABLE,
-                       them, want))
+                       names, kind, want, variable, RUNTIME_VARIABLE, kind, ALLOW_RUNTIME_VARIABLE, them, want))

@@ -114,7 +114,7 @@ def test_a_deploy_that_would_move_running_instances_to_another_runtime_fails_nam
     assert check["need"] == "podman (the record's runtime)" and check["found"] == "docker (launchcard_runtime)"
     assert check["message"] == (
         "this host runs glm-5.3-flash-sglang-aggregated-0 under podman, but the plan asks for docker "
-        "(launchcard_runtime) (launchcard_runtim set on this host: did you mean launchcard_runtime?): nothing is "
+        "(launchcard_runtime; launchcard_runtim is set on this host: did you mean launchcard_runtime?): nothing is "
         "changed; set launchcard_runtime to podman, or set launchcard_allow_runtime_change=true to move it to docker")
 
 
