@@ -17,6 +17,7 @@ from ansible_collections.launchcard.inference.plugins.module_utils import _state
 from ansible_collections.launchcard.inference.plugins.module_utils import _systemd as systemd
 from ansible_collections.launchcard.inference.plugins.plugin_utils import _argv_check as argv_check
 from ansible_collections.launchcard.inference.plugins.plugin_utils import _images as images
+from ansible_collections.launchcard.inference.plugins.plugin_utils import _inventory_check as inventory_check
 from ansible_collections.launchcard.inference.plugins.plugin_utils import _memory_budget as memory_budget
 from ansible_collections.launchcard.inference.plugins.plugin_utils import _native_locks as native_locks
 from ansible_collections.launchcard.inference.plugins.plugin_utils import _planfile as planfile
@@ -374,7 +375,7 @@ def units_gate_first(host_plan, plan, host, timeout, interval, record=None, gate
 def units_reads(host_plan, plan, host, host_vars, remove_secrets=False, gates=None):
     """The preflight call's ``units_reads`` option for one host: what the units role's converge would compare
     (its unit files, states, drop-ins and secrets file, in systemd_units' default places) and the endpoints of
-    both gate stages, probed once; None for a host the plan gives nothing.
+    both gate stages, probed once (none on a host the plan gives nothing: its converge only prunes).
 
     :param host_vars: ``hostvars[host]``: its secrets and their file, as ``unit_settings`` reads them
         (plugin_utils._unit_options.host_secrets; no preflight fact is needed).
@@ -382,9 +383,7 @@ def units_reads(host_plan, plan, host, host_vars, remove_secrets=False, gates=No
     :param gates: the plan's ``gate_table``, computed once for the fleet.
     :raises AnsibleFilterError: a secret the secrets file cannot hold (the converge would refuse it too).
     """
-    if host_plan is None:
-        return None
-    gate = units_gate_first(host_plan, plan, host, 0, 0, gates=gates)
+    gate = units_gate_first(host_plan, plan, host, 0, 0, gates=gates) if host_plan is not None else {"endpoints": [], "then": []}
     settings = unit_options.host_secrets(host_vars if host_vars is not None else {})
     secrets = settings["secrets"]
     try:
@@ -471,6 +470,12 @@ def preflight_needs(card, host_plan, plan=None, image_vendors=None, native_packa
     except vendors.VendorError as exc:
         raise AnsibleFilterError(to_text(exc))
     return needs
+
+
+def misspelt_variables(host_vars, variable):
+    """One host's unknown ``launchcard_*`` variables that look like ``variable`` (a misspelt name the planning step
+    warned of), for a check whose message names them (see plugin_utils._inventory_check.misspelt)."""
+    return inventory_check.misspelt(list(host_vars or {}), [variable], inventory_check.known_variables()).get(variable, [])
 
 
 def preflight_report(hostvars, hosts, result_var="preflight_result"):
@@ -589,6 +594,7 @@ class FilterModule(object):
             "version_drift": versions.drift,
             "preflight_needs": preflight_needs,
             "preflight_report": preflight_report,
+            "misspelt_variables": misspelt_variables,
             "argv_checks": argv_checks,
             "argv_check_report": argv_check_report,
             "preflight_fleet_warnings": preflight_fleet_warnings,

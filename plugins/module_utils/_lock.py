@@ -250,3 +250,33 @@ def refusal(conflicts):
     lines.append("Wait for that run to end. If it is no longer running (killed, or its controller lost), "
                  "break its locks with -e launchcard_lock_break=true.")
     return "\n".join(lines)
+
+
+def preflight_lock(module, spec, failed_checks):
+    """The preflight module's run lock of its host (its ``lock`` option), taken after the checks; see that option."""
+    if not spec:
+        return None
+    paths = spec.get("paths") or []
+    deferred = [{"path": p.get("path"), "scope": p.get("scope") or "host"} for p in paths if (p or {}).get("defer")]
+    out = {"taken": False, "reason": "", "held_by": [], "broken": [], "locks": [], "deferred": deferred}
+    if failed_checks:
+        out["reason"] = "not taken: a check of this host failed"
+        return out
+    try:
+        # the deferred paths in check mode: a lock another run holds is reported, nothing is written
+        results, held, broken, dummy = apply_all(
+            "present", [p for p in paths if not (p or {}).get("defer")], spec.get("holder") or {},
+            bool(spec.get("break_stale")), module.check_mode)
+        later = apply_all("present", deferred, spec.get("holder") or {}, False, True)
+    except (ValueError, LockError) as exc:
+        module.fail_json(msg="lock: %s" % exc)
+    results, held = results + later[0], held + later[1]
+    for line in broken:
+        module.warn("run lock broken on request: %s" % line)
+    if held and module.check_mode:
+        for line in held:
+            module.warn("run lock: %s (check mode: nothing is changed, a real run would be refused)" % line)
+    out.update(taken=not held and not module.check_mode and not deferred, held_by=held, broken=broken, locks=results,
+               reason="held by another run" if held else ("check mode" if module.check_mode else (
+                   "deferred: checked here, taken where the run changes the host" if deferred else "")))
+    return out

@@ -39,7 +39,7 @@ from ansible_collections.launchcard.inference.plugins.module_utils._preflight_gp
     check_gpu_in_use,
     check_memory_budget,
 )
-from ansible_collections.launchcard.inference.plugins.module_utils._preflight_removal import check_removal
+from ansible_collections.launchcard.inference.plugins.module_utils._preflight_removal import check_removal, check_runtime_change
 from ansible_collections.launchcard.inference.plugins.module_utils._preflight_runtime_checks import (
     check_container_amd_devices,
     check_container_ascend_devices,
@@ -274,11 +274,14 @@ REGISTRY = (
     ("container_amd_devices", check_container_amd_devices),
     ("container_ascend_devices", check_container_ascend_devices),
     ("removal", check_removal),
+    ("runtime_change", check_runtime_change),
 )
 """Every check, in report order: ``(name, function)``. A function takes the host view
 (facts, needs, options) and returns one result dict, or ``None`` where it does not apply."""
 
 CHECKS = tuple(entry[0] for entry in REGISTRY)
+# what runs on a host the plan gives nothing (``options.placed`` false): the checks of what it serves today
+RECORD_CHECKS = ("removal",)
 
 
 def evaluate(facts, needs, options=None):
@@ -319,7 +322,10 @@ def evaluate(facts, needs, options=None):
         the one found), ``container_toolkit`` (bool, default True: with ``install_driver`` the NVIDIA stack role
         configures the container toolkit next, so its checks warn), ``amd_render_gid`` (int: the group the AMD
         units add; None: ``facts.runtime_devices.render_gid``), ``ascend_devices`` (list of int: the
-        ``/dev/davinciN`` the units pass; None: those found). ``facts.container_access`` is
+        ``/dev/davinciN`` the units pass; None: those found), ``allow_removal`` and ``allow_runtime_change`` (bool;
+        None: the ``removal`` or ``runtime_change`` check does not apply), ``misspelt`` (the host's unknown variables
+        near ``launchcard_runtime``), ``placed`` (False: the plan gives the host nothing, only :data:`RECORD_CHECKS`
+        run). ``facts.container_access`` is
         :func:`container_access` output.
     :returns: list of result dicts ``{check, ok, need, found, message,
         severity}`` where severity is ``ok``, ``warning`` or ``error``.
@@ -327,6 +333,8 @@ def evaluate(facts, needs, options=None):
     options = options or {}
     enabled = dict.fromkeys(CHECKS, True)
     enabled.update(options.get("checks") or {})
+    if options.get("placed") is False:
+        enabled = dict((name, on and name in RECORD_CHECKS) for name, on in enabled.items())
     host = _Host(facts, needs, options)
     out = []
     for name, check in REGISTRY:

@@ -1,8 +1,10 @@
 # -*- coding: utf-8 -*-
 # Copyright: (c) 2026, launchcard.inference contributors
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""Preflight's ``removal`` check: a deploy never stops an instance a host serves today only because the plan no
-longer places it there (a dropped group, a misspelt variable); the converge would prune its unit.
+"""Preflight's checks of the host's record: a deploy never stops an instance a host serves today only because the
+plan no longer places it there (``removal``: a dropped group, a misspelt variable; the converge would prune its unit),
+nor moves the instances it keeps to another runtime (``runtime_change``: a misspelt ``launchcard_runtime`` falls back
+to the default, and the runtime role and the converge would replace every engine).
 
 Pure Python, no Ansible import. Read from the host's record (``_state.py``, written by the deploy that started the
 instance) in the preflight call, so the refusal comes before any host changes and costs no round trip.
@@ -15,6 +17,9 @@ from ansible_collections.launchcard.inference.plugins.module_utils._state import
 
 # the variable that lets a deploy remove them (undeploy.yml removes a whole fleet)
 ALLOW_VARIABLE = "launchcard_allow_removal"
+# the variable that names the runtime, and the one that lets a deploy move running instances to another
+RUNTIME_VARIABLE = "launchcard_runtime"
+ALLOW_RUNTIME_VARIABLE = "launchcard_allow_runtime_change"
 
 
 def recorded_units(record_text):
@@ -29,6 +34,17 @@ def recorded_units(record_text):
         if isinstance(inst, dict) and isinstance(inst.get("unit"), str):
             out.append((inst["unit"], inst.get("id") if isinstance(inst.get("id"), str) else inst["unit"]))
     return out
+
+
+def recorded_runtime(record_text):
+    """The runtime the host's record says its instances run under (``runtime.kind``: docker, podman or native,
+    written by the deploy that started them), or None without a record, one that names none or does not parse."""
+    try:
+        record = parse(record_text)
+    except ValueError:
+        return None
+    kind = ((record or {}).get("runtime") or {}).get("kind")
+    return kind if isinstance(kind, str) and kind else None
 
 
 def removals(recorded, needs):
@@ -59,3 +75,36 @@ def check_removal(host):
                    "launchcard_recipes, a misspelt variable?): nothing is stopped; fix the inventory, or set "
                    "%s=true to remove %s (undeploy.yml removes a whole fleet)" % (
                        names, ALLOW_VARIABLE, "it" if len(gone) == 1 else "them"))
+
+
+def check_runtime_change(host):
+    """``runtime_change``: the instances the host runs today and the plan keeps there stay under the runtime their
+    record names, unless the deploy allows the change (``options.allow_runtime_change``; None: not checked).
+    ``options.misspelt``: the host's unknown variables near :data:`RUNTIME_VARIABLE`, named in the message."""
+    allow = host.options.get("allow_runtime_change")
+    kind = host.facts.get("recorded_runtime")
+    recorded = host.facts.get("recorded_units")
+    if allow is None or not kind or not recorded:
+        return None
+    gone = set(removals(recorded, host.needs))
+    kept = [iid for unit, iid in recorded if (unit, iid) not in gone]
+    want = host.options.get("runtime") or "docker"
+    if not kept:
+        return None
+    need = "%s (the record's runtime)" % kind
+    found = "%s (%s)" % (want, RUNTIME_VARIABLE)
+    if want == kind:
+        return _result("runtime_change", True, need, found, "the plan keeps the runtime this host's instances run under")
+    names = ", ".join(kept)
+    them = "it" if len(kept) == 1 else "them"
+    misspelt = [str(v) for v in host.options.get("misspelt") or ()]
+    variable = RUNTIME_VARIABLE + ("; %s is set on this host: did you mean %s?" % (
+        ", ".join(misspelt), RUNTIME_VARIABLE) if misspelt else "")
+    if allow:
+        return _result("runtime_change", False, need, found,
+                       "this host runs %s under %s; the plan asks for %s (%s): this deploy moves %s to %s (%s is true)" % (
+                           names, kind, want, variable, them, want, ALLOW_RUNTIME_VARIABLE), severity="warning")
+    return _result("runtime_change", False, need, found,
+                   "this host runs %s under %s, but the plan asks for %s (%s): nothing is changed; set %s to %s, "
+                   "or set %s=true to move %s to %s" % (
+                       names, kind, want, variable, RUNTIME_VARIABLE, kind, ALLOW_RUNTIME_VARIABLE, them, want))

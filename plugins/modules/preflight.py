@@ -53,7 +53,8 @@ options:
         C(cann_driver), C(fabric), C(ports), C(peers),
         C(shm), C(rdma), C(container_engine), C(image_disk), C(image_vendor), C(native_install),
         C(container_nvidia_runtime), C(container_cdi_spec), C(container_amd_devices), C(container_ascend_devices),
-        C(removal).
+        C(removal), C(runtime_change).
+      - C(runtime_change) - with O(record) and O(allow_runtime_change) set - see O(allow_runtime_change).
       - C(removal) - with O(record) and O(allow_removal) set - every instance the host's record names is still placed
         here (C(needs.units), or C(needs.former_units) - its unit under an earlier release's name). One the plan no
         longer places (a host or group that lost its C(launchcard_recipes), a misspelt variable) fails, naming it,
@@ -305,6 +306,21 @@ options:
         (C(playbooks/upgrade.yml) removes the instances it replaces itself). C(playbooks/deploy.yml) sets it from
         C(launchcard_allow_removal) (default V(false)).
     type: bool
+  allow_runtime_change:
+    description:
+      - With O(record) - V(false) - the C(runtime_change) check fails when the instances the record names and the plan
+        keeps here run under another runtime (the record's C(runtime.kind)) than O(runtime); V(true) - it warns.
+        Unset - not checked. C(playbooks/deploy.yml) sets it from C(launchcard_allow_runtime_change) (default V(false)).
+    type: bool
+  misspelt:
+    description: The host's unknown variables near C(launchcard_runtime), named in the C(runtime_change) message.
+    type: list
+    elements: str
+    default: []
+  placed:
+    description: V(false) - the plan gives this host nothing; only the C(removal) check runs (what it serves today).
+    type: bool
+    default: true
 author:
   - launchcard.inference contributors (@launchcard)
 extends_documentation_fragment:
@@ -578,7 +594,7 @@ from ansible_collections.launchcard.inference.plugins.module_utils._image_store 
     stored_image_digests,
 )
 from ansible_collections.launchcard.inference.plugins.module_utils._preflight import evaluate, failed
-from ansible_collections.launchcard.inference.plugins.module_utils._preflight_removal import recorded_units
+from ansible_collections.launchcard.inference.plugins.module_utils._preflight_removal import recorded_runtime, recorded_units
 from ansible_collections.launchcard.inference.plugins.module_utils._preflight_checks import GIB, bare_host, stack_vendor
 from ansible_collections.launchcard.inference.plugins.module_utils._preflight_runtime_checks import DEFAULT_IMAGE_UNPACK_FACTOR
 from ansible_collections.launchcard.inference.plugins.module_utils._preflight_reads import (
@@ -646,36 +662,6 @@ def _units_found(module, spec, record_text):
     return gate.converge_reads(spec, module.run_command, module.get_bin_path, record)
 
 
-def _take_lock(module, spec, failed_checks):
-    """The run lock of this host (``lock`` option), taken after the checks; see the option's description."""
-    if not spec:
-        return None
-    paths = spec.get("paths") or []
-    deferred = [{"path": p.get("path"), "scope": p.get("scope") or "host"} for p in paths if (p or {}).get("defer")]
-    out = {"taken": False, "reason": "", "held_by": [], "broken": [], "locks": [], "deferred": deferred}
-    if failed_checks:
-        out["reason"] = "not taken: a check of this host failed"
-        return out
-    try:
-        # the deferred paths in check mode: a lock another run holds is reported, nothing is written
-        results, held, broken, dummy = _lock.apply_all(
-            "present", [p for p in paths if not (p or {}).get("defer")], spec.get("holder") or {},
-            bool(spec.get("break_stale")), module.check_mode)
-        later = _lock.apply_all("present", deferred, spec.get("holder") or {}, False, True)
-    except (ValueError, _lock.LockError) as exc:
-        module.fail_json(msg="lock: %s" % exc)
-    results, held = results + later[0], held + later[1]
-    for line in broken:
-        module.warn("run lock broken on request: %s" % line)
-    if held and module.check_mode:
-        for line in held:
-            module.warn("run lock: %s (check mode: nothing is changed, a real run would be refused)" % line)
-    out.update(taken=not held and not module.check_mode and not deferred, held_by=held, broken=broken, locks=results,
-               reason="held by another run" if held else ("check mode" if module.check_mode else (
-                   "deferred: checked here, taken where the run changes the host" if deferred else "")))
-    return out
-
-
 def main():
     module = AnsibleModule(
         argument_spec=dict(
@@ -704,6 +690,9 @@ def main():
             lock=dict(type="dict"),
             record=dict(type="path"),
             allow_removal=dict(type="bool"),
+            allow_runtime_change=dict(type="bool"),
+            misspelt=dict(type="list", elements="str", default=[]),
+            placed=dict(type="bool", default=True),
             container_vendor=dict(type="str", choices=["", "nvidia", "amd", "ascend", "none"], default=""),
             container_toolkit=dict(type="bool", default=True),
             amd_render_gid=dict(type="int"),
@@ -732,6 +721,7 @@ def main():
         "engines": {"docker": module.get_bin_path("docker")},
         # what the record says the host runs, for the removal check (popped below: the record has its own returns)
         "recorded_units": recorded_units(record_text) if p["record"] else None,
+        "recorded_runtime": recorded_runtime(record_text) if p["record"] else None,
     }
     facts["gpu_owners"] = gpu_owners(facts["accelerators"])
     facts["container_access"] = container_access(
@@ -758,9 +748,13 @@ def main():
         "amd_render_gid": p["amd_render_gid"],
         "ascend_devices": p["ascend_devices"],
         "allow_removal": p["allow_removal"],
+        "allow_runtime_change": p["allow_runtime_change"],
+        "misspelt": p["misspelt"],
+        "placed": p["placed"],
     })
     facts["listening"] = dict((str(k), v) for k, v in facts["listening"].items())
     facts.pop("recorded_units", None)
+    facts.pop("recorded_runtime", None)
     staged = False
     if p["repo"] and p["revision"] and _COMMIT.match(p["revision"]):
         staged = weights_staged(_read(stamp_path(p["weights_dir"], p["repo"], p["revision"])),
@@ -768,7 +762,7 @@ def main():
     failed_checks = [r["check"] for r in failed(results)]
     # the lock files are the run's own bookkeeping (released by the same run): changed stays false
     module.exit_json(changed=False, checks=results, failed_checks=failed_checks,
-                     lock=_take_lock(module, p["lock"], failed_checks),
+                     lock=_lock.preflight_lock(module, p["lock"], failed_checks),
                      bare_host=bare_host(facts["accelerators"], p["install_driver"]),
                      stack_vendor=stack_vendor(facts["accelerators"]),
                      native_stamps=native_stamps(p["native_venv"]) if p["native_venv"] else None,

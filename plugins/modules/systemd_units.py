@@ -88,8 +88,8 @@ options:
     description:
       - V(false) - with O(units) empty (a host the plan gives nothing, though its units run - a host or group that
         lost its C(launchcard_recipes), a misspelt variable), a unit O(prune) would stop while it runs fails the
-        call, naming each, before anything changes (in check mode too). A host that keeps some units is checked
-        by M(launchcard.inference.preflight)'s C(removal) check instead, before any host changes.
+        call, naming each, before anything changes (in check mode too). A deploy's
+        M(launchcard.inference.preflight) C(removal) check refuses them first, before any host changes.
       - The units role sets it from C(launchcard_allow_removal) (default V(false)); C(undeploy.yml) removes a fleet.
     type: bool
     default: true

@@ -70,6 +70,18 @@ def unknown_variables(host_names, known):
     return lines
 
 
+def misspelt(names, variables, known):
+    """The unknown ``launchcard_*`` names among ``names`` (one host's variables) that :func:`unknown_variables` takes
+    for each of ``variables``: ``{variable: sorted names}``, only the variables some name is near."""
+    out = {}
+    for name in names:
+        if isinstance(name, str) and name.startswith(PREFIX) and name not in known:
+            guess = near(name, sorted(known))
+            if guess in variables:
+                out.setdefault(guess, []).append(name)
+    return dict((k, sorted(v)) for k, v in out.items())
+
+
 def registry_credentials(value, variable="launchcard_registry_credentials"):
     """Problems of a ``{registry: {username, password}}`` mapping: each entry needs both, non-empty strings."""
     if value in (None, "", {}):

@@ -306,7 +306,8 @@ def setup_parts(preflight, host_plan, stack_roles, run_tags=("all",), skip_tags=
 
     parts = []
     vendor = preflight.get("stack_vendor") or "none"
-    if install_stack and vendor in stack_roles and wanted("stack"):
+    # a host the plan gives nothing gets no stack (its preflight call checked only what it serves today)
+    if install_stack and vendor in stack_roles and wanted("stack") and host_plan is not None:
         parts.append(stack_roles[vendor])
         if preflight.get("bare_host"):
             parts.append("preflight")

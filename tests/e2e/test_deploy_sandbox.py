@@ -243,8 +243,8 @@ def test_second_deploy_changes_nothing(fleet, hub, first_deploy):
     # (its converge result came from that reading, on the controller) and none took a run lock
     converge = res.stdout.split("Units | Converge every unit of this host", 1)[1].split("\nTASK [", 1)[0]
     settled = re.findall(r"^ok: \[(\S+)\] => ?(?:\n {4}.*)*?\n {4}settled: true$", converge, re.M)
-    # (lc-monitor runs no recipe: no converge)
-    assert sorted(settled) == sorted(h for h in fleet if h not in MONITORS), converge[-3000:]
+    # (lc-monitor too: it runs no recipe, and its preflight call, which checks only what it serves, read no unit there)
+    assert sorted(settled) == sorted(fleet), converge[-3000:]
     # (a task every host skips prints nothing: display_skipped_hosts is off in ansible.cfg)
     assert "Take the run lock of each host this run changes]" not in res.stdout
     assert "Take the fleet lock on its anchor when this run changes a host]" not in res.stdout
@@ -469,26 +469,99 @@ def test_a_stopped_engine_or_router_fires_target_down_naming_it(fleet, plan, pro
     wait_until(lambda: all(t["health"] == "up" for t in targets(prometheus)), 120, "every target up again")
 
 
-def test_a_run_that_refuses_a_host_leaves_the_scrape_targets_as_they_were(fleet, plan, prometheus, tmp_path):
-    """A misspelt launchcard_recipes leaves lc-cp out of the plan: the deploy refuses to stop its engine (#42), and
-    the monitoring hosts' targets still name it, so the engine that serves stays watched (fresh-user walkthrough)."""
+def inventory_copy(tmp_path, ini=None, all_vars=None):
+    """The sandbox inventory copied under ``tmp_path`` with one replacement ``(old, new)`` in gpus.ini or in
+    group_vars/all.yml (a misspelt variable); the rest linked to the original."""
     inv = tmp_path / "inventories" / "sandbox"
     inv.mkdir(parents=True)
     for name in ("cards", ".sandbox"):  # {{ inventory_dir }}/../.. reads the cards and the fleet key
         os.symlink(os.path.join(ROOT, name), str(tmp_path / name))
-    os.symlink(os.path.join(ROOT, "inventories", "sandbox", "group_vars"), str(inv / "group_vars"))
+    group_vars = os.path.join(ROOT, "inventories", "sandbox", "group_vars")
+    if all_vars:
+        (inv / "group_vars").mkdir()
+        for name in os.listdir(group_vars):
+            if name != "all.yml":
+                os.symlink(os.path.join(group_vars, name), str(inv / "group_vars" / name))
+        with open(os.path.join(group_vars, "all.yml")) as f:
+            text = f.read()
+        assert all_vars[0] in text
+        (inv / "group_vars" / "all.yml").write_text(text.replace(all_vars[0], all_vars[1]))
+    else:
+        os.symlink(group_vars, str(inv / "group_vars"))
     with open(os.path.join(ROOT, INVENTORY)) as f:
         text = f.read()
-    marker = "[sglang_cp:vars]\nlaunchcard_recipes="
-    assert marker in text
-    (inv / "gpus.ini").write_text(text.replace(marker, "[sglang_cp:vars]\nlaunchcard_recipe="))
+    if ini:
+        assert ini[0] in text
+        text = text.replace(ini[0], ini[1])
+    (inv / "gpus.ini").write_text(text)
+    return str(inv / "gpus.ini")
+
+
+def host_files(fleet, plan):
+    """Per host of the fleet: the checksums of its record and of the collection's unit files, and each planned unit's
+    state and main PID (a restart changes it)."""
+    out = {}
+    for host, address in fleet.items():
+        units = " ".join(i["unit"] for i in (plan["hosts"].get(host) or {}).get("instances", []))
+        show = "systemctl show -p ActiveState -p MainPID %s" % units if units else "true"
+        out[host] = ssh(address, "md5sum /var/lib/launchcard/state.json /etc/systemd/system/launchcard-* "
+                                 "/etc/containers/systemd/launchcard-* 2>/dev/null; %s" % show).stdout
+    return out
+
+
+def test_a_run_that_refuses_a_host_leaves_the_scrape_targets_as_they_were(fleet, plan, prometheus, tmp_path):
+    """A misspelt launchcard_recipes leaves lc-cp out of the plan: the deploy refuses to stop its engine (#42), and
+    the monitoring hosts' targets still name it, so the engine that serves stays watched (fresh-user walkthrough)."""
+    inv = inventory_copy(tmp_path, ini=("[sglang_cp:vars]\nlaunchcard_recipes=", "[sglang_cp:vars]\nlaunchcard_recipe="))
     engines = "cat /etc/prometheus/file_sd/launchcard-engines.json"
     before = ssh(fleet[MONITORS[0]], engines).stdout
     (cp,) = plan["hosts"]["lc-cp"]["instances"]
     assert cp["id"] in before
-    res = run([os.path.join(BIN, "ansible-playbook"), "playbooks/deploy.yml", "-i", str(inv / "gpus.ini")])
-    assert res.returncode != 0 and "refusing to stop" in " ".join(res.stdout.split()), res.stdout[-4000:]
+    res = run([os.path.join(BIN, "ansible-playbook"), "playbooks/deploy.yml", "-i", inv])
+    assert res.returncode != 0 and "removal" in " ".join(host_failures(res.stdout).get("lc-cp", [])), res.stdout[-4000:]
     assert ssh(fleet[MONITORS[0]], engines).stdout == before
+
+
+def test_a_run_that_refuses_a_host_changes_no_host(fleet, plan, first_deploy, tmp_path):
+    """#42: a misspelt launchcard_recipes leaves lc-vllm out of the plan. Preflight refuses it (the report names it),
+    and no host changes: not its units, not the other hosts' records (the plan's images, which they record, lost
+    vLLM's), and every engine keeps serving (fresh-user walkthrough)."""
+    inv = inventory_copy(tmp_path, ini=("[vllm_tp8:vars]\nlaunchcard_recipes=", "[vllm_tp8:vars]\nlaunchcard_recipe="))
+    before = host_files(fleet, plan)
+    res = run([os.path.join(BIN, "ansible-playbook"), "playbooks/deploy.yml", "-i", inv])
+    assert res.returncode != 0, res.stdout[-4000:]
+    (vllm,) = plan["hosts"]["lc-vllm"]["instances"]
+    rows = [r for r in report_table(res.stdout) if r["host"] == "lc-vllm"]
+    assert [(r["check"], r["result"], r["found"]) for r in rows] == [("removal", "FAIL", vllm["id"])], rows
+    assert "Units | Converge every unit" not in res.stdout and "Images | Pin every host's images" not in res.stdout
+    assert host_files(fleet, plan) == before
+    for host, hp in plan["hosts"].items():
+        for inst in hp["instances"]:
+            with urllib.request.urlopen("http://%s:%d/health" % (fleet[host], inst["port"]), timeout=10) as resp:
+                assert resp.status == 200, (host, inst["unit"])
+
+
+def test_a_misspelt_runtime_is_refused_before_any_host_changes(fleet, plan, first_deploy, tmp_path):
+    """#42: launchcard_runtim: podman on this podman fleet falls back to the default runtime (docker). Preflight refuses
+    every host whose engines run under podman, naming them, both runtimes, the variable and the misspelling, before
+    the runtime role installs docker anywhere; the engines keep serving."""
+    inv = inventory_copy(tmp_path, all_vars=("launchcard_runtime: podman", "launchcard_runtim: podman"))
+    before = host_files(fleet, plan)
+    res = run([os.path.join(BIN, "ansible-playbook"), "playbooks/deploy.yml", "-i", inv])
+    assert res.returncode != 0, res.stdout[-4000:]
+    rows = dict((r["host"], r) for r in report_table(res.stdout) if r["check"] == "runtime_change")
+    assert sorted(rows) == sorted(plan["hosts"]), rows
+    for host, hp in plan["hosts"].items():
+        assert rows[host]["result"] == "FAIL" and rows[host]["found"] == "docker (launchcard_runtime)", rows[host]
+        message = " ".join(host_failures(res.stdout).get(host, []))
+        assert "under podman, but the plan asks for docker" in message, message
+        assert "did you mean launchcard_runtime?" in message and "launchcard_allow_runtime_change=true" in message
+        assert all(i["id"] in message for i in hp["instances"]), message
+    assert "TASK [launchcard.inference.runtime" not in res.stdout and "docker.io" not in res.stdout
+    assert host_files(fleet, plan) == before
+    for host, hp in plan["hosts"].items():
+        assert ssh(fleet[host], "systemctl is-active %s" % " ".join(i["unit"] for i in hp["instances"])).stdout.split() \
+            == ["active"] * len(hp["instances"]), host
 
 
 def _dashboards():

@@ -81,6 +81,14 @@ def test_the_known_variables_are_read_from_the_roles_and_playbooks():
     assert "launchcard_recipe" not in known and "launchcard_runtim" not in known
 
 
+def test_a_misspelt_runtime_is_found_among_a_hosts_variables_for_the_check_that_names_it():
+    known = inventory_check.known_variables(REPO_ROOT)
+    names = ["launchcard_runtim", "launchcard_recipes", "launchcard_recipe", "ansible_host", "launchcard_allow_runtime_change"]
+    assert inventory_check.misspelt(names, ["launchcard_runtime"], known) == {"launchcard_runtime": ["launchcard_runtim"]}
+    # spelt right, or near another variable: nothing to name
+    assert inventory_check.misspelt(["launchcard_runtime", "launchcard_recipe"], ["launchcard_runtime"], known) == {}
+
+
 def test_every_variable_the_guides_name_is_known():
     # a variable read only in Python (a filter's host variable) is named where the playbook that calls it is
     names = set()

@@ -168,14 +168,15 @@ def test_every_check_passes_on_a_good_host():
     res = _by_check(evaluate(_facts(), NEEDS))
     # peers, shm and image_disk need facts/options this host does not have (test_preflight_more.py);
     # rocm_release and cann_driver are for AMD and Ascend hosts (test_preflight_compat.py)
-    # the container_* checks need a container runtime (test_preflight_containers.py), removal a record
-    # (tests/unit/plugins/modules/test_preflight_removal.py); memory_budget, gpu_in_use and gpu_health need
+    # the container_* checks need a container runtime (test_preflight_containers.py), removal and runtime_change a
+    # record (tests/unit/plugins/modules/test_preflight_removal.py); memory_budget, gpu_in_use and gpu_health need
     # nvidia-smi's -q -x facts and the plan's memory needs (test_preflight_gpu.py)
     assert sorted(res) == sorted(set(CHECKS) - {"peers", "shm", "rdma", "container_engine", "image_disk", "rocm_release",
                                                 "memory_budget", "gpu_in_use", "gpu_health",
                                                 "cann_driver", "image_vendor", "native_install",
                                                 "container_nvidia_runtime", "container_cdi_spec",
-                                                "container_amd_devices", "container_ascend_devices", "removal"})
+                                                "container_amd_devices", "container_ascend_devices", "removal",
+                                                "runtime_change"})
     for r in res.values():
         assert r["ok"] is True and r["severity"] == "ok", r
     assert res["disk"]["need"] == "417.0 GiB free on /var/lib/launchcard/models"

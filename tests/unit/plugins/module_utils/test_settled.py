@@ -179,7 +179,13 @@ def test_the_filters_pass_the_secrets_digest_and_decide_with_the_record():
     assert reads["secrets_file"] == "/etc/launchcard/secrets.env"
     none = filters.units_reads(PLAN["hosts"]["h1"], PLAN, "h1", {"launchcard_secrets_env_file": "/s"}, True)
     assert none["secrets_sha256"] == "" and none["remove_secrets"] and none["secrets_file"] == "/s"
-    assert filters.units_reads(None, PLAN, "h9", {}) is None
+    # a host the plan gives nothing (a monitoring host): its unit files and secrets are read, no endpoint probed,
+    # and with none of the collection's units on it its converge is settled without a call
+    bare = filters.units_reads(None, PLAN, "h9", {})
+    assert bare["endpoints"] == [] and bare["then"] == [] and bare["secrets_file"] == "/etc/launchcard/secrets.env"
+    assert filters.units_settled(found(files={}, states={}, endpoints=[]), [], [], None)["settled"] is True
+    assert filters.units_settled(found(files={SVC: sha(UNITS[0]["content"])}, states={SVC: dict(RUNNING, Id=SVC)}),
+                                 [], [], None) is None
     record = {"card": {"sha256": "c"}, "instances": PLAN["hosts"]["h1"]["instances"], "runtime": {"kind": "native"},
               "release_lock": {"run_id": "r", "paths": []}}
     units = [dict(UNITS[0], instance="i0")]

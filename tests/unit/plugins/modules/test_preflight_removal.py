@@ -1,8 +1,9 @@
 # -*- coding: utf-8 -*-
 # Copyright: (c) 2026, launchcard.inference contributors
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""Preflight's removal check (docs/untrusted-input.md, "Inventory mistakes"): an instance a host serves today that
-the plan no longer places there fails the host in its preflight call, before any host changes.
+"""Preflight's removal and runtime_change checks (docs/untrusted-input.md, "Inventory mistakes"): an instance a host
+serves today that the plan no longer places there, or would move to another runtime, fails the host in its preflight
+call, before any host changes.
 
 The module in-process (test_preflight_module.py's fake host), the host's record written as host_state writes it;
 the needs made by the same filter the preflight role calls, from a plan of the example card.
@@ -22,9 +23,9 @@ UNIT_A = "launchcard-glm-5.3-flash-sglang-aggregated-0.service"
 UNIT_B = "launchcard-glm-5.3-flash-sglang-aggregated-1.service"
 
 
-def record(host, *units):
+def record(host, *units, runtime=None):
     path = host["tmp"] / "state.json"
-    path.write_text(json.dumps({"version": 1, "card": {}, "previous": None, "runtime": {}, "units": {},
+    path.write_text(json.dumps({"version": 1, "card": {}, "previous": None, "runtime": runtime or {}, "units": {},
                                 "instances": [{"id": u[len("launchcard-"):-len(".service")], "unit": u} for u in units]}))
     return str(path)
 
@@ -82,3 +83,61 @@ def test_a_kept_or_renamed_instance_and_a_first_deploy_pass(host, capsys):
 def test_not_checked_unless_asked(host, capsys):
     # playbooks/upgrade.yml removes what it replaces itself: no allow_removal, no check
     assert "removal" not in by_check(removal(capsys, host, record(host, UNIT_A, UNIT_B), needs_for(UNIT_A), None))
+
+
+def test_a_host_the_plan_gives_nothing_is_checked_for_what_it_serves_alone(host, capsys):
+    # a misspelt launchcard_recipes leaves the host out of the plan: its preflight call fails it, naming what it serves
+    args = dict(needs={}, record=record(host, UNIT_A), allow_removal=False, placed=False)
+    result = run_module(capsys, host, **args)
+    assert result["failed_checks"] == ["removal"]
+    assert [r["check"] for r in result["checks"]] == ["removal"]
+    assert by_check(result)["removal"]["found"] == "glm-5.3-flash-sglang-aggregated-0"
+    # one that serves nothing (a monitoring host) passes, and nothing else of it is judged
+    result = run_module(capsys, host, needs={}, record=str(host["tmp"] / "none.json"), allow_removal=False, placed=False)
+    assert result["failed_checks"] == [] and [r["check"] for r in result["checks"]] == ["removal"]
+
+
+def runtime_change(capsys, host, kind, runtime, allow, misspelt=(), units=(UNIT_A,)):
+    args = dict(needs=needs_for(UNIT_A), record=record(host, *units, runtime={"kind": kind}), runtime=runtime,
+                checks=dict((c, False) for c in ("os", "disk", "container_engine", "image_disk", "native_install")),
+                allow_removal=False, misspelt=list(misspelt))
+    if allow is not None:
+        args["allow_runtime_change"] = allow
+    return run_module(capsys, host, **args)
+
+
+def test_a_deploy_that_would_move_running_instances_to_another_runtime_fails_naming_both(host, capsys):
+    # launchcard_runtim: podman on a podman fleet: the plan falls back to the default, docker
+    result = runtime_change(capsys, host, "podman", "docker", False, misspelt=["launchcard_runtim"])
+    check = by_check(result)["runtime_change"]
+    assert "runtime_change" in result["failed_checks"]
+    assert check["need"] == "podman (the record's runtime)" and check["found"] == "docker (launchcard_runtime)"
+    assert check["message"] == (
+        "this host runs glm-5.3-flash-sglang-aggregated-0 under podman, but the plan asks for docker "
+        "(launchcard_runtime; launchcard_runtim is set on this host: did you mean launchcard_runtime?): nothing is "
+        "changed; set launchcard_runtime to podman, or set launchcard_allow_runtime_change=true to move it to docker")
+
+
+def test_native_to_a_container_is_a_change_of_runtime_too(host, capsys):
+    check = by_check(runtime_change(capsys, host, "native", "podman", False))["runtime_change"]
+    assert check["severity"] == "error" and "under native, but the plan asks for podman" in check["message"]
+    assert "did you mean" not in check["message"]
+
+
+def test_an_allowed_change_is_a_warning_naming_what_moves(host, capsys):
+    result = runtime_change(capsys, host, "podman", "docker", True)
+    check = by_check(result)["runtime_change"]
+    assert "runtime_change" not in result["failed_checks"] and check["severity"] == "warning"
+    assert "this deploy moves it to docker (launchcard_allow_runtime_change is true)" in check["message"]
+
+
+def test_the_same_runtime_a_first_deploy_or_no_check_passes(host, capsys):
+    assert by_check(runtime_change(capsys, host, "podman", "podman", False))["runtime_change"]["ok"] is True
+    # the instance the record names is one the plan removes: the removal check names it, not this one
+    assert "runtime_change" not in by_check(runtime_change(capsys, host, "podman", "docker", False, units=(UNIT_B,)))
+    # not asked (playbooks/upgrade.yml, playbooks/preflight.yml)
+    assert "runtime_change" not in by_check(runtime_change(capsys, host, "podman", "docker", None))
+    # no record yet
+    args = dict(needs=needs_for(UNIT_A), record=str(host["tmp"] / "none.json"), runtime="docker",
+                checks={"os": False, "disk": False}, allow_runtime_change=False)
+    assert "runtime_change" not in by_check(run_module(capsys, host, **args))

@@ -235,6 +235,8 @@ ROUTER_HOST = {"instances": [{"role": "router"}]}
     # routers load no weights; a host outside the plan none either
     ({"stack_vendor": "none"}, ROUTER_HOST, ["all"], [], True, []),
     ({"stack_vendor": "none"}, None, ["all"], [], True, []),
+    # a host the plan gives nothing, checked only for what it serves today (its record): no stack either
+    ({"stack_vendor": "nvidia", "bare_host": True}, None, ["all"], [], True, []),
     # the stack provisioned another way
     ({"stack_vendor": "ascend", "bare_host": True}, ENGINE_HOST, ["all"], [], False, ["weights"]),
     # tags pick the parts; preflight not run (--tags weights): the weights are staged (the role checks)
