@@ -104,8 +104,8 @@ def drain(capsys, directory, endpoints, **args):
                timeout=0, textfile={"directory": directory}, **args)
 
 
-def test_an_upgrade_s_drain_and_gate_land_in_their_files_and_no_series_is_in_two(systemd, vllm, capsys, tmp_path,
-                                                                                   monkeypatch):
+def test_an_upgrade_s_drain_and_gate_land_in_their_files_and_no_series_is_in_two(
+        systemd, vllm, capsys, tmp_path, monkeypatch):
     directory = folder(tmp_path)
     monkeypatch.setattr("time.time", lambda: 1700000000.0)
     # the deploy: both units listed in the drain counters at 0, before their first drain
