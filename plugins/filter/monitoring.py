@@ -32,8 +32,8 @@ def textfile_instances(plan, host):
         raise AnsibleFilterError("launchcard.inference.textfile_instances: %s" % to_text(exc))
 
 
-def file_sd_scrape_configs(folder=None):
-    return scrape_targets.scrape_configs(folder)
+def file_sd_scrape_configs(folder=None, monitor=None, recipes=None):
+    return scrape_targets.scrape_configs(folder, monitor, recipes)
 
 
 def alert_rules(thresholds=None):

@@ -14,7 +14,8 @@ description:
   - Writes every given unit file whose content differs, removes the collection's own unit files that
     are no longer wanted (stopping and disabling them first), runs C(systemctl daemon-reload) once and
     only when a file changed, then enables, starts, or restarts the units with one C(systemctl) call
-    per action.
+    per action. A removed unit it stopped is C(systemctl reset-failed) after the reload, so none is left
+    C(failed) behind.
   - Reads every unit's state with a single C(systemctl show) call, so a host converges in one round
     trip however many units it runs.
   - Units whose file changed are restarted together in one call, so prefill/decode partners on one
@@ -675,6 +676,10 @@ def main():
             # NVML: Unknown Error"), so reload only when a unit file changed.
             run(["daemon-reload"])
             reloaded = True
+        if stale_active:
+            # a removed unit that failed (or whose stop failed) stays loaded as `not-found failed` until
+            # `systemctl reset-failed` (systemctl(1)), seen by node_exporter's systemd collector; "not loaded" is fine
+            run(["reset-failed", "--"] + sorted(stale_active), check_rc=False)
         if todo["enable"]:
             run(["enable", "--"] + todo["enable"])
         if todo["start"] or todo["restart"]:

@@ -155,11 +155,12 @@ def rule_groups(thresholds=None):
               'up{role="router"} == 1 unless on (card, instance) (%s == 1)' % ROUTER_WORKER_HEALTH,
               t["router_no_workers_for"], "critical", "%s has no healthy worker" % who,
               "The router answers but none of its workers is healthy: every request fails."),
-        _rule("LaunchcardWeightsDiskNearlyFull", "%s{card!=\"\", %s} / %s{card!=\"\", %s} < %s" % (
+        # host: the nodes file's hosts and the monitoring host's own (_scrape_targets.MONITOR_NODE_JOB), not a site's
+        _rule("LaunchcardWeightsDiskNearlyFull", "%s{host!=\"\", %s} / %s{host!=\"\", %s} < %s" % (
             NODE_FS_AVAIL, NOT_DISKS, NODE_FS_SIZE, NOT_DISKS, t["disk_free_ratio"]), t["disk_for"], "warning",
             "{{ $labels.mountpoint }} on {{ $labels.host }} is nearly full",
-            "{{ $value | humanizePercentage }} free on {{ $labels.mountpoint }}: the next revision's weights may "
-            "not fit."),
+            "{{ $value | humanizePercentage }} free on {{ $labels.mountpoint }}: the next revision's weights (on a "
+            "monitoring host, Prometheus's data) may not fit."),
         _rule("LaunchcardLivenessRestarts", "increase(%s[%s]) > 0" % (LIVENESS_RESTARTS, t["liveness_window"]), None,
               "warning", "{{ $labels.unit }} was restarted by its liveness check on {{ $labels.host }}",
               "The liveness timer restarted {{ $labels.unit }} {{ $value }} time(s) within %s: it stopped answering "

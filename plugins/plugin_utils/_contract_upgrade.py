@@ -58,8 +58,8 @@ def engine_moves(current, target, target_units, cards, runtime="docker", pins=No
                 continue  # the router's release is not its image's (sglang-router, pinned on its own)
             before, after = old_text.get(unit), new_text.get(unit)
             was = old_inst.get(unit)
-            if before == after or (was and was.get("image") == inst.get("image") and runs(before) == runs(after)):
-                continue  # the same build runs (its flags may change)
+            if before == after or _same_build(before, after, was, inst):
+                continue  # the same build runs (its flags or revision may change)
             new = engine_version.resolve(engine, inst.get("image"), runtime,
                                          _card_version(cards, hplan.get("card"), inst.get("recipe_index")),
                                          (pins or {}).get(host))
@@ -77,6 +77,15 @@ def engine_moves(current, target, target_units, cards, runtime="docker", pins=No
             out.append({"host": host, "unit": unit, "recipe": inst.get("recipe"), "engine": engine,
                         "old": old, "new": new})
     return out
+
+
+def _same_build(before, after, was, inst):
+    """Whether the unit's process stays the same build: the same image (a digest differing only where both unit files
+    name one: a check-mode run resolves none) and the same native requirements."""
+    (old_images, old_req), (new_images, new_req) = runs(before), runs(after)
+    if not was or was.get("image") != inst.get("image") or old_req != new_req:
+        return False
+    return all(old_images[i] == new_images[i] for i in set(old_images) & set(new_images))
 
 
 def _rel(path):

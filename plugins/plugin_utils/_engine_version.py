@@ -93,5 +93,11 @@ def resolve(engine, image=None, runtime="docker", card_version=None, pins=None):
     version = release(card_version)
     if version:
         return {"version": version, "from": "card engine_version"}
-    what = "native install" if runtime == "native" else "image %s" % image
-    return {"version": None, "from": "%s names no release" % what}
+    if runtime == "native":
+        said = "native install, its lock not read" if pins is None else "native install, its lock pins no %s" % engine
+    elif image:
+        said = "image %s: not a release tag of %s's images" % (image, engine)
+    else:
+        said = "no image named"
+    card = "envs[].engine_version is no release number" if card_version else "no envs[].engine_version"
+    return {"version": None, "from": "%s, %s" % (said, card)}

@@ -114,7 +114,7 @@ def host_settings(hosts, hostvars):
 def run_argv(conf, binary):
     """The ``docker run``/``podman run`` argv of the exporter's container."""
     exp = EXPORTERS[conf["vendor"]]
-    argv = [binary, "run", "--rm", "--name", CONTAINER]
+    argv = _unit_spec.container_run(binary, conf["runtime"], CONTAINER)
     if conf["runtime"] == "podman" and conf["vendor"] == "nvidia":
         # podman takes NVIDIA GPUs as CDI devices (the NVIDIA container toolkit's CDI guide), as the engines' units do
         argv += ["--device", "nvidia.com/gpu=all"]

@@ -232,8 +232,18 @@ def file_sd_paths(fleet_plan, image_refs=None, monitor=None, folder=None, withou
     return dict(("%s/%s" % (folder, name), text) for name, text in sorted(files.items()))
 
 
-def scrape_configs(folder=None):
+#: The job of a monitoring host's own node exporter: the nodes file lists only the hosts the plan places.
+MONITOR_NODE_JOB = "launchcard-monitor-node"
+
+
+def scrape_configs(folder=None, monitor=None, recipes=None):
     """Prometheus ``scrape_configs`` entries reading the file_sd files in ``folder``: one job per file, named after it
-    (``launchcard-engines``, ``launchcard-gpus``, ``launchcard-nodes``)."""
-    return [{"job_name": path.rsplit("/", 1)[1][:-len(".json")], "file_sd_configs": [{"files": [path]}]}
+    (``launchcard-engines``, ``launchcard-gpus``, ``launchcard-nodes``); then, for the monitoring host ``monitor``
+    that runs no recipe (``launchcard_recipes``), :data:`MONITOR_NODE_JOB` scraping its own node exporter, labelled
+    ``host`` (one the plan places is in the nodes file, with its card: not scraped twice)."""
+    jobs = [{"job_name": path.rsplit("/", 1)[1][:-len(".json")], "file_sd_configs": [{"files": [path]}]}
             for path in sorted(file_sd_paths(None, folder=folder))]
+    if monitor and not recipes:
+        jobs.append({"job_name": MONITOR_NODE_JOB, "static_configs": [
+            {"targets": ["127.0.0.1:%d" % NODE_EXPORTER_PORT], "labels": {"host": str(monitor)}}]})
+    return jobs

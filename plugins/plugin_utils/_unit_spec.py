@@ -26,6 +26,18 @@ PODMAN_CGROUPS = ("enabled", "disabled", "no-conmon", "split")
 # what ``units`` holds when an option changes every kind of unit
 ALL_UNITS = RUNTIMES
 CONTAINERS = ("docker", "podman")
+
+
+def container_run(binary, runtime, name):
+    """The head of a unit's foreground ``docker run``/``podman run`` (the client is the unit's main process).
+
+    docker keeps ``--rm``: its client waits for the removal before it exits with the container's status. podman's
+    does not: with ``--rm`` conmon's cleanup may remove the stopped container before the client's wait reads its
+    status, and the client then exits 127 (pkg/domain/infra/abi/containers.go ContainerRun: ``ctr.Wait`` gives
+    ErrNoSuchCtr, no Exited event, ``define.ExecErrorCodeNotFound``; podman-run(1) "127 ... could not be found"),
+    leaving the stopped unit ``failed``. Its record is removed by the unit's ExecStartPre=/ExecStopPost= ``rm -f``.
+    """
+    return [binary, "run"] + (["--rm"] if runtime == "docker" else []) + ["--name", name]
 # the roles that read every option, through the unit_settings filter (units) and the render_fleet module (render)
 OPTION_ROLES = ("units", "render")
 

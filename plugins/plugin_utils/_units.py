@@ -18,7 +18,7 @@ from ansible_collections.launchcard.inference.plugins.plugin_utils._argv import 
 from ansible_collections.launchcard.inference.plugins.plugin_utils._unit_escape import (
     UnsafeValue, _check, _quadlet_value, _spec, exec_line)
 from ansible_collections.launchcard.inference.plugins.plugin_utils._unit_spec import (
-    CONTAINERS as CONTAINER_RUNTIMES, SPEC, START_MARGIN_S, STOP_UNIT_MARGIN_S, OptionError, with_defaults)
+    CONTAINERS as CONTAINER_RUNTIMES, SPEC, START_MARGIN_S, STOP_UNIT_MARGIN_S, OptionError, container_run, with_defaults)
 from ansible_collections.launchcard.inference.plugins.plugin_utils._unit_times import (
     VLLM_SHUTDOWN_FLAG, _card_shutdown_timeout, _ready_timeout, _start_timeout, drain_s,
     stop_timeout)
@@ -457,7 +457,8 @@ def command(inst, options=None):
       engine's process alone, :data:`ENV_PROGRAM`); GPUs chosen
       with the vendor's visible-devices variable for vLLM, ``--base-gpu-id``
       (already in argv) for SGLang.
-    - ``docker``/``podman``: ``run --rm --name <id> --network host --ipc host``
+    - ``docker``/``podman``: ``run --name <id> --network host --ipc host`` (docker: ``run --rm``,
+      :func:`._unit_spec.container_run`)
       (``--shm-size SIZE`` instead with ``container_shm_size``; podman: ``--cgroups=MODE`` unless
       ``podman_cgroups`` is ``enabled``),
       vendor device flags (the vendors' container guides: NVIDIA ``--gpus``,
@@ -494,7 +495,7 @@ def command(inst, options=None):
     if opts["hf_offline"]:
         env.setdefault("HF_HUB_OFFLINE", "1")
     _jit_env(env, inst, opts)
-    run = [binary, "run", "--rm", "--name", inst["id"], "--network", "host"]
+    run = container_run(binary, opts["runtime"], inst["id"]) + ["--network", "host"]
     devices, passing = container_options(inst, opts, env)
     grace = str(stop_timeout(inst, opts))
     # podman-run(1), docker-run(1) --stop-timeout: what any stop of the container (an operator's `podman stop`, a
@@ -559,8 +560,8 @@ def render(inst, options=None):
         lines.append("ExecStartPost=%s" % exec_line(ready))
     if stop is not None:
         lines.append("ExecStop=%s" % exec_line(stop))
-        # The container's record is removed by the client's --rm only when its monitor (conmon) outlives the
-        # stop; systemd ends every process of the unit, so remove it here too ("-": none left is fine).
+        # podman's run has no --rm (container_run) and docker's --rm needs its client to outlive the stop:
+        # the container's record is removed here ("-": none left is fine).
         lines.append("ExecStopPost=-%s" % exec_line([start[0], "rm", "-f", inst["id"]]))
     if opts["runtime"] == "native":
         check_hidden_paths(opts)

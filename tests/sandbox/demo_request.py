@@ -97,9 +97,10 @@ def inventory_plan(inventory):
             if h in seen or "launchcard_card_src" not in hv:
                 continue
             seen.add(h)
-            # ansible-inventory does not template; the sandbox inventories
-            # only use {{ inventory_dir }} in card paths.
-            src = hv["launchcard_card_src"].replace("{{ inventory_dir }}", inventory_dir)
+            # ansible-inventory does not template; the sandbox inventories only use {{ playbook_dir }} (the
+            # repo's playbooks/) or {{ inventory_dir }} in card paths.
+            src = hv["launchcard_card_src"].replace("{{ playbook_dir }}", os.path.join(ROOT, "playbooks")).replace(
+                "{{ inventory_dir }}", inventory_dir)
             by_card.setdefault(src, []).append((h, {
                 "address": hv.get("launchcard_address") or hv.get("ansible_host") or h,
                 "recipes": hv.get("launchcard_recipes") or [],

@@ -105,3 +105,31 @@ def test_substitute_puts_values_all_and_intervals_and_refuses_an_unknown_variabl
     assert dashboards.substitute(expr, {"card": "glm"}) == 'rate(x{card=~"glm", host=~".*"}[1m])'
     with pytest.raises(ValueError, match=r"\$cluster"):
         dashboards.substitute('up{a=~"$cluster"}')
+
+
+@pytest.mark.parametrize("argv,rc,said", [
+    (["--help"], 0, "usage: tools/dashboards.py"),
+    (["--bogus"], 2, "unrecognized arguments: --bogus"),
+    (["--query"], 2, "argument --query: expected one argument"),
+    (["--query", "prometheus:9090"], 2, "is not a Prometheus URL"),
+    (["--check", "--query", "http://p:9090"], 2, "not allowed with argument"),
+])
+def test_help_and_bad_arguments_write_nothing(tmp_path, monkeypatch, capsys, argv, rc, said):
+    monkeypatch.setattr(dashboards, "OUT_DIR", str(tmp_path / "out"))
+    with pytest.raises(SystemExit) as info:
+        dashboards.main(argv)
+    assert info.value.code == rc
+    out = capsys.readouterr()
+    assert said in out.out + out.err
+    assert not (tmp_path / "out").exists()
+
+
+def test_query_reports_an_annotation_without_events_as_a_note(monkeypatch, capsys):
+    found = [("annotation Upgrades", "changes(x[5m]) > 0", "no data")]
+    monkeypatch.setattr(dashboards, "empty_queries", lambda url, board: list(found))
+    assert dashboards.main(["--query", "http://prometheus:9090"]) == 0
+    assert capsys.readouterr().out.startswith("note: launchcard-fleet.json: annotation Upgrades: no data")
+    found.append(("Engines / Requests / all", "rate(y[5m])", "no data"))
+    assert dashboards.main(["--query", "http://prometheus:9090"]) == 1
+    found[:] = [("annotation Upgrades", "changes(x[5m]) > 0", "error: bad_data")]
+    assert dashboards.main(["--query", "http://prometheus:9090"]) == 1

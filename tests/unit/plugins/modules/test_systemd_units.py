@@ -80,7 +80,16 @@ elif verb in ("start", "restart"):
 elif verb == "stop":
     for n in names:
         u = unit(n)
-        u["active"], u["sub"] = "inactive", "dead"
+        # _stop_fails: the unit's main process exits non-zero on the stop (podman's 127), the unit ends failed
+        u["active"], u["sub"] = ("failed", "failed") if n in state.get("_stop_fails", []) else ("inactive", "dead")
+elif verb == "reset-failed":
+    for n in names:
+        if not exists(n) and n not in state:
+            sys.stderr.write("Failed to reset failed state of unit %s: Unit %s not loaded.\n" % (n, n))
+            sys.exit(1)
+        u = unit(n)
+        if u["active"] == "failed":
+            u["active"], u["sub"] = "inactive", "dead"
 elif verb in ("enable", "disable") and any(generated(n) for n in names):
     sys.stderr.write("Failed to %s unit: Unit is transient or generated.\n" % verb)
     sys.exit(1)
@@ -219,7 +228,7 @@ def test_prune_stops_disables_and_deletes_a_stale_unit_and_leaves_foreign_units_
     assert result["actions"]["stop"] == [OLD] and result["actions"]["disable"] == [OLD]
     assert systemd.listing() == [A, FOREIGN]
     mutating = systemd.mutating()
-    assert mutating == [["stop", "--", OLD], ["disable", "--", OLD], ["daemon-reload"]]
+    assert mutating == [["stop", "--", OLD], ["disable", "--", OLD], ["daemon-reload"], ["reset-failed", "--", OLD]]
     calls = systemd.systemctl()
     by_verb = dict((c["argv"][0], c) for c in calls if c["argv"][0] in MUTATING)
     # stopped and disabled while its file still existed, reloaded once it was gone

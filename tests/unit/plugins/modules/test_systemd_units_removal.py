@@ -60,3 +60,22 @@ def test_a_host_that_keeps_units_is_left_to_preflights_removal_check(systemd, ca
     serving(systemd)
     result, dummy = run_module(capsys, systemd, [(A, unit_text("/bin/a"))], allow_removal=False)
     assert result["removed"] == [OLD]
+
+
+def test_a_removed_unit_whose_stop_failed_is_not_left_failed(systemd, capsys):
+    # podman's client exiting 127 on the stop left the router's unit `not-found failed`, which node_exporter's
+    # systemd collector reports (LaunchcardUnitFailed) after an undeploy
+    serving(systemd)
+    state = systemd.state()
+    state["_stop_fails"] = [A]
+    state[OLD].update(active="failed", sub="failed")  # crashed before the undeploy
+    systemd.save(state)
+    result, dummy = run_module(capsys, systemd, [], allow_removal=True)
+    assert result["removed"] == [A, OLD]
+    after = systemd.state()
+    assert (after[A]["active"], after[OLD]["active"]) == ("inactive", "inactive")
+    assert after[FOREIGN]["active"] == "active"
+    reset = [c for c in systemd.mutating() if c[0] == "reset-failed"]
+    assert reset == [["reset-failed", "--", A, OLD]]
+    # after the reload that dropped their files
+    assert systemd.mutating().index(reset[0]) > systemd.mutating().index(["daemon-reload"])

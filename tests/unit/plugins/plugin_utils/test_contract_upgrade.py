@@ -102,7 +102,8 @@ def test_an_upgrade_to_an_unknown_release_is_a_note_not_a_warning():
     (found,) = _findings(moves, contract.CONTRACTS_DIR)
     assert found["warning"] is False
     assert found["text"].startswith("sglang of recipe sglang-aggregated on w0, w1: 0.5.23 (image tag v0.5.23) -> "
-                                    "unknown (image lmsysorg/sglang:latest names no release): which release runs "
+                                    "unknown (image lmsysorg/sglang:latest: not a release tag of sglang's images, "
+                                    "no envs[].engine_version): which release runs "
                                     "after the upgrade is unknown; the rules and dashboard are held to sglang 0.5.23")
 
 
@@ -128,6 +129,48 @@ def test_back_to_the_pinned_release_says_which_metrics_return(contracts):
 def test_the_same_release_says_nothing(old, new, flag, contracts):
     moves = _moves(_image(old), _image(new, flag=flag))
     assert _findings(moves, contracts) == []
+
+
+def _revision(image, revision="2" * 40):
+    def change(doc):
+        for env in doc["envs"]:
+            env["image"] = image
+        doc["hf"]["revision"] = revision
+    return _card(V1, change)
+
+
+def _digests(p, digest):
+    """Each host's units as a deploy that pinned the card's image to ``digest`` writes them."""
+    refs = {"lmsysorg/sglang:latest": "lmsysorg/sglang:latest@sha256:" + digest * 64}
+    return {h: host_units(hp, {"runtime": "docker", "image_refs": refs}) for h, hp in p["hosts"].items()}
+
+
+@pytest.mark.parametrize("old_digest,new_digest", [
+    ("a", "a"),  # the pinned image unchanged
+    ("a", None),  # check mode: the target's units name the tag (no registry was asked for the digest)
+])
+def test_a_new_revision_on_the_same_build_says_nothing(old_digest, new_digest, contracts):
+    # docs/observability.md: nothing is said for an instance whose build stays the same
+    old_card, new_card = _image("lmsysorg/sglang:latest"), _revision("lmsysorg/sglang:latest")
+    old, new = _plan(old_card), _plan(new_card)
+    records = _records(old, old_card, "docker")
+    for h, units in _digests(old, old_digest).items():
+        records[h]["units"] = {u["name"]: {"text": u["content"]} for u in units}
+    target = _digests(new, new_digest) if new_digest else _units(new, "docker")
+    moves = contract_upgrade.engine_moves(records, new, target, {"card": new_card})
+    assert moves == [] and _findings(moves, contracts) == []
+
+
+def test_a_tag_that_moved_to_another_build_is_said():
+    old_card, new_card = _image("lmsysorg/sglang:latest"), _revision("lmsysorg/sglang:latest")
+    old, new = _plan(old_card), _plan(new_card)
+    records = _records(old, old_card, "docker")
+    for h, units in _digests(old, "a").items():
+        records[h]["units"] = {u["name"]: {"text": u["content"]} for u in units}
+    moves = contract_upgrade.engine_moves(records, new, _digests(new, "b"), {"card": new_card})
+    assert [m["host"] for m in moves] == ["w0", "w1"]
+    (found,) = _findings(moves, contract.CONTRACTS_DIR)
+    assert found["warning"] is False and "which release runs after the upgrade is unknown" in found["text"]
 
 
 def test_a_native_install_runs_what_its_lock_pins():

@@ -72,14 +72,18 @@ def test_the_release_a_native_lock_pins():
     ({"image": "vllm/vllm-openai:latest", "card_version": "0.32.0"},
      {"version": "0.32.0", "from": "card engine_version"}),
     ({"image": "vllm/vllm-openai:latest", "card_version": "some day"},
-     {"version": None, "from": "image vllm/vllm-openai:latest names no release"}),
+     {"version": None, "from": "image vllm/vllm-openai:latest: not a release tag of vllm's images, "
+                                "envs[].engine_version is no release number"}),
+    ({"image": None}, {"version": None, "from": "no image named, no envs[].engine_version"}),
     # a native install runs its lock, whatever the image
     ({"image": "vllm/vllm-openai:v0.33.0", "runtime": "native", "pins": ["vllm==0.23.0"]},
      {"version": "0.23.0", "from": "native lock"}),
     ({"image": "vllm/vllm-openai:v0.33.0", "runtime": "native", "pins": None, "card_version": "v0.32.0"},
      {"version": "0.32.0", "from": "card engine_version"}),
     ({"image": "vllm/vllm-openai:v0.33.0", "runtime": "native"},
-     {"version": None, "from": "native install names no release"}),
+     {"version": None, "from": "native install, its lock not read, no envs[].engine_version"}),
+    ({"image": None, "runtime": "native", "pins": ["sglang==0.5.23"]},
+     {"version": None, "from": "native install, its lock pins no vllm, no envs[].engine_version"}),
 ])
 def test_which_release_a_recipe_runs(kw, want):
     assert ev.resolve("vllm", **kw) == want

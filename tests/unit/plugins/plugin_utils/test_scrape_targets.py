@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import os
 
+from ansible_collections.launchcard.inference.plugins.plugin_utils import _alert_rules as alert_rules
 from ansible_collections.launchcard.inference.plugins.plugin_utils import _scrape_targets as st
 from ansible_collections.launchcard.inference.plugins.plugin_utils._card import load_card
 from ansible_collections.launchcard.inference.plugins.plugin_utils._planner import normalize_placement, plan_fleet
@@ -140,6 +141,22 @@ def test_the_files_go_where_the_prometheus_role_reads_them():
     # launchcard_file_sd_dir moves them all, for a Prometheus of the site's own
     assert [j["file_sd_configs"][0]["files"][0] for j in st.scrape_configs("/srv/sd/")] == [
         "/srv/sd/launchcard-engines.json", "/srv/sd/launchcard-gpus.json", "/srv/sd/launchcard-nodes.json"]
+
+
+def test_a_monitoring_host_scrapes_its_own_node_exporter_once():
+    jobs = st.scrape_configs(None, "lc-monitor")
+    assert jobs[:3] == st.scrape_configs()
+    assert jobs[3] == {"job_name": st.MONITOR_NODE_JOB, "static_configs": [
+        {"targets": ["127.0.0.1:%d" % st.NODE_EXPORTER_PORT], "labels": {"host": "lc-monitor"}}]}
+    # one the plan places is in the nodes file (labelled with its card): no second job for the same exporter
+    assert st.scrape_configs(None, "lc-router", ["sglang-router"]) == st.scrape_configs()
+    assert "lc-router" in [g["labels"]["host"] for g in st.node_targets(_fleet(), monitor="lc-router")]
+
+
+def test_the_disk_rule_watches_every_node_target_with_a_host_the_collection_labels():
+    (rule,) = [r for g in alert_rules.rule_groups()["groups"] for r in g["rules"]
+               if r.get("alert") == "LaunchcardWeightsDiskNearlyFull"]
+    assert 'host!=""' in rule["expr"] and 'card!=""' not in rule["expr"]
 
 
 def test_an_undeploy_leaves_its_hosts_targets_out_and_keeps_the_others():

@@ -408,8 +408,8 @@ def test_podman_cgroups_mode_is_one_flag_right_after_the_run_options():
     default = command(inst, {"runtime": "podman"})[0]
     assert not [w for w in default if w.startswith("--cgroups")]
     start = command(inst, {"runtime": "podman", "podman_cgroups": "disabled"})[0]
-    assert start[:9] == ["/usr/bin/podman", "run", "--rm", "--name", inst["id"], "--network", "host", "--ipc", "host"]
-    assert start[9] == "--cgroups=disabled"
+    assert start[:8] == ["/usr/bin/podman", "run", "--name", inst["id"], "--network", "host", "--ipc", "host"]
+    assert start[8] == "--cgroups=disabled"
     # a podman option: docker units never get it
     assert not [w for w in command(inst, {"runtime": "docker", "podman_cgroups": "disabled"})[0]
                 if w.startswith("--cgroups")]
@@ -554,3 +554,13 @@ def test_description_and_syslog_identifier_escape_specifiers():
     inst["host"] = "gpu%h"
     text = render(inst)
     assert directives(text, "Description")[0].endswith("on gpu%%h")
+
+
+@pytest.mark.parametrize("runtime", ["docker", "podman"])
+def test_only_docker_removes_its_container_by_the_clients_rm(runtime):
+    # podman's client exits 127 when conmon's --rm cleanup removes the container before its wait reads the status
+    # (the stopped unit is left failed); the unit's ExecStopPost= rm -f removes it instead
+    inst = _inst(EX, "sglang-encoder")
+    text = render(inst, {"runtime": runtime})
+    assert ("--rm" in parse_exec(directives(text, "ExecStart")[0])) == (runtime == "docker")
+    assert directives(text, "ExecStopPost") == ["-/usr/bin/%s rm -f %s" % (runtime, inst["id"])]
