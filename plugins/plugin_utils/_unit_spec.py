@@ -38,6 +38,8 @@ def container_run(binary, runtime, name):
     leaving the stopped unit ``failed``. Its record is removed by the unit's ExecStartPre=/ExecStopPost= ``rm -f``.
     """
     return [binary, "run"] + (["--rm"] if runtime == "docker" else []) + ["--name", name]
+
+
 # the roles that read every option, through the unit_settings filter (units) and the render_fleet module (render)
 OPTION_ROLES = ("units", "render")
 

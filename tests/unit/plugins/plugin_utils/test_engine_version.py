@@ -72,8 +72,8 @@ def test_the_release_a_native_lock_pins():
     ({"image": "vllm/vllm-openai:latest", "card_version": "0.32.0"},
      {"version": "0.32.0", "from": "card engine_version"}),
     ({"image": "vllm/vllm-openai:latest", "card_version": "some day"},
-     {"version": None, "from": "image vllm/vllm-openai:latest: not a release tag of vllm's images, "
-                                "envs[].engine_version is no release number"}),
+     {"version": None,
+      "from": "image vllm/vllm-openai:latest: not a release tag of vllm's images, envs[].engine_version is no release number"}),
     ({"image": None}, {"version": None, "from": "no image named, no envs[].engine_version"}),
     # a native install runs its lock, whatever the image
     ({"image": "vllm/vllm-openai:v0.33.0", "runtime": "native", "pins": ["vllm==0.23.0"]},
