@@ -40,11 +40,15 @@ def _run(tmp_path, hosts):
         extra = " {{ gpu_exporter_enabled | bool }}" if role == "gpu_exporter" else ""
         (coll / "roles" / role / "tasks" / "main.yml").write_text(TASK % {"log": log, "role": role, "extra": extra})
     os.symlink(os.path.join(ROOT, "roles", "gpu_exporter", "defaults"), str(coll / "roles" / "gpu_exporter" / "defaults"))
+    # the real plugins and meta: the repository's ansible.cfg (as `make` exports it) loads the collection's callback
+    for part in ("plugins", "meta"):
+        os.symlink(os.path.join(ROOT, part), str(coll / part))
     (coll / "galaxy.yml").write_text("namespace: launchcard\nname: inference\nversion: 1.0.0\n")
     local = "ansible_connection=local ansible_python_interpreter=%s" % sys.executable
     (tmp_path / "inventory.ini").write_text("\n".join(
         ["%s %s" % (h, local) for h in hosts] + ["[launchcard_monitoring]", "prom %s" % local, ""]))
-    env = dict(os.environ, PATH=BIN + os.pathsep + os.environ.get("PATH", ""), ANSIBLE_NOCOLOR="1",
+    env = dict(os.environ, ANSIBLE_CONFIG=os.path.join(ROOT, "ansible.cfg"), PATH=BIN + os.pathsep + os.environ.get("PATH", ""),
+               ANSIBLE_NOCOLOR="1",
                ANSIBLE_COLLECTIONS_PATH=str(tmp_path / "collections"), ANSIBLE_RETRY_FILES_ENABLED="0")
     res = subprocess.run([os.path.join(BIN, "ansible-playbook"), "-i", str(tmp_path / "inventory.ini"),
                           os.path.join(ROOT, "playbooks", "monitoring.yml")],
