@@ -67,7 +67,7 @@ def from_pins(pins, engine):
     """The release of ``engine`` among pip pins (``vllm==0.23.0``, ``sglang[all]==0.5.23``), or None."""
     for pin in pins or []:
         name, sep, version = str(pin).partition("==")
-        name = re.split(r"[\[;\s]", name, 1)[0].strip().lower().replace("_", "-")
+        name = re.split(r"[\[;\s]", name, maxsplit=1)[0].strip().lower().replace("_", "-")
         if sep and name == engine:
             return release(version.split(";", 1)[0])
     return None
