@@ -3,6 +3,9 @@
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 """The launch_card action with plan_file (issue 28 item 2): a plan made once, applied to the fleet or a part of it.
 
+The action is plugins.action.launch_card as test_launch_card_action builds it: this file reaches ansible-core through
+it (tests/compat/run.py reads that from this docstring, not from the sibling test's imports).
+
 The plan file is written as playbooks/plan.yml writes it (plugin_utils._planfile over the action's facts=false
 result); the inventory and card are test_launch_card_action's (the sandbox fleet, the example card).
 """
