@@ -10,50 +10,20 @@ from ansible.module_utils.parsing.convert_bool import boolean
 
 from ansible_collections.launchcard.inference.plugins.module_utils import _lock as lock
 from ansible_collections.launchcard.inference.plugins.plugin_utils import _planfile as planfile
+from ansible_collections.launchcard.inference.plugins.plugin_utils import _run_locks as run_locks
 
-HOST_LOCK = "lock.json"
-FLEET_LOCK = "fleet-lock.json"
-
-
-def _get(mapping, *keys):
-    for key in keys:
-        if not isinstance(mapping, dict) and not hasattr(mapping, "get"):
-            return None
-        mapping = mapping.get(key)
-        if mapping is None:
-            return None
-    return mapping
+HOST_LOCK = run_locks.HOST_LOCK
+FLEET_LOCK = run_locks.FLEET_LOCK
+_get = run_locks.get
 
 
 def run_lock_spec(run, host, plan, lock_dir="/var/lib/launchcard", break_stale=False, scope="host", defer=False):
-    """The ``lock`` option of one host's preflight call (``scope="host"``: its host lock, and the fleet lock
-    when ``host`` is the anchor), or of the fleet lock alone (``scope="fleet"``).
-
-    :param defer: the locks are only checked in the preflight call (``defer: true``), to be taken later where the
-        run changes a host (``playbooks/deploy.yml``: the host lock on that host, the fleet lock on the anchor); not
-        with ``break_stale``, whose run takes every lock in the preflight call.
-
-    :param run: ``launchcard_run`` (set by the plan role).
-    :returns: ``{"holder": {...}, "paths": [{"path", "scope"}], "break_stale": bool}``.
-    """
-    if not run or not run.get("id"):
-        raise AnsibleFilterError("launchcard.inference.run_lock_spec: no launchcard_run (the plan role sets it)")
-    lock_dir = (lock_dir or "/var/lib/launchcard").rstrip("/") or "/"
-    cards = run.get("cards") or {}
-    if scope == "fleet":
-        card = ",".join(sorted(set(cards.values())))
-        paths = [{"path": "%s/%s" % (lock_dir, FLEET_LOCK), "scope": "fleet"}]
-    else:
-        card = cards.get(_get(plan, "hosts", host, "card")) or ",".join(sorted(set(cards.values())))
-        paths = [{"path": "%s/%s" % (lock_dir, HOST_LOCK), "scope": "host"}]
-        if host == run.get("anchor"):
-            paths.append({"path": "%s/%s" % (lock_dir, FLEET_LOCK), "scope": "fleet"})
-        if defer and not break_stale:
-            for path in paths:
-                path["defer"] = True
-    holder = {"run_id": run["id"], "user": run.get("user"), "controller": run.get("controller"),
-              "playbook": run.get("playbook"), "card": card}
-    return {"holder": holder, "paths": paths, "break_stale": bool(break_stale)}
+    """The ``lock`` option of one host's preflight call, or of the fleet lock alone (see
+    ``plugins/plugin_utils/_run_locks.py`` lock_spec)."""
+    try:
+        return run_locks.lock_spec(run, host, plan, lock_dir, break_stale, scope, defer)
+    except ValueError as exc:
+        raise AnsibleFilterError("launchcard.inference.run_lock_spec: %s" % exc)
 
 
 def _locks(result):

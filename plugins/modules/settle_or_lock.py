@@ -1,0 +1,91 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, launchcard.inference contributors
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+
+from __future__ import annotations
+
+DOCUMENTATION = r"""
+---
+module: settle_or_lock
+short_description: Leave a host as it is from its preflight reading, or take its run lock
+version_added: 1.0.0
+description:
+  - An action plugin, one task per host, after preflight: C(playbooks/deploy.yml) calls it before the setup steps.
+  - A host is left as it is when its preflight call deferred its locks (O(deferred)), it has no setup step to run
+    (O(setup_parts) is empty) and the converge would change nothing there (the variable O(settled_var), the
+    result of the filter C(launchcard.inference.units_settled) on the preflight call's reading, is not null). Then
+    the host is not contacted; RV(settled) is that converge result, which the converge task returns without a
+    round trip (O(launchcard.inference.systemd_units#module:settled)). O(settled_var) is templated only on a host
+    that may be left as it is.
+  - Any other host takes the host-scope locks of O(deferred) through M(launchcard.inference.run_lock), for the
+    run the play's C(launchcard_run) names (its holder is the run id, user, controller, playbook and the host's card
+    checksum from C(launchcard_plan)); a lock another run holds fails the host, naming the holder.
+options:
+  deferred:
+    description: The locks the host's preflight call checked without taking them (its RV(launchcard.inference.preflight#module:lock)C(.deferred)).
+    type: list
+    elements: dict
+    default: []
+  setup_parts:
+    description: The setup steps the deploy runs on the host before its units (empty on a no-op run); returned as given.
+    type: list
+    elements: str
+    default: []
+  settled_var:
+    description: The variable that holds the host's settled converge result, or null where the converge would act.
+    type: str
+    default: units_settled
+seealso:
+  - module: launchcard.inference.deploy_fleet
+  - module: launchcard.inference.run_lock
+  - module: launchcard.inference.systemd_units
+author:
+  - launchcard.inference contributors (@launchcard)
+extends_documentation_fragment:
+  - launchcard.inference.attributes
+  - ansible.builtin.action_common_attributes.flow
+attributes:
+  check_mode:
+    support: full
+    details: As M(launchcard.inference.run_lock) in check mode; a settled host's reading is the same.
+  diff_mode:
+    support: N/A
+    details: The lock files are the run's bookkeeping; nothing to diff.
+  action:
+    support: full
+  async:
+    support: none
+  bypass_host_loop:
+    support: none
+"""
+
+EXAMPLES = r"""
+- name: Leave the settled hosts as they are, lock the others
+  launchcard.inference.settle_or_lock:
+    deferred: "{{ preflight_result.lock.deferred | default([]) }}"
+    setup_parts: "{{ launchcard_setup_parts }}"
+  register: launchcard_host_step
+
+- name: Converge, or return the settled reading without a round trip
+  launchcard.inference.systemd_units:
+    settled: "{{ launchcard_host_step.settled }}"
+    units: "{{ [] if launchcard_host_step.settled else my_units }}"
+"""
+
+RETURN = r"""
+settled:
+  description: The converge result of a host left as it is (C(settled=true)), else null.
+  returned: always
+  type: dict
+setup_parts:
+  description: O(setup_parts), as given.
+  returned: always
+  type: list
+  elements: str
+locks:
+  description: The run_lock module's result per lock path, when the host took its locks.
+  returned: when the host takes a lock
+  type: list
+  elements: dict
+"""

@@ -1,0 +1,53 @@
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, launchcard.inference contributors
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Private to the collection: the run lock a host takes (docs/operations.md, "Run lock"); the lock itself is
+plugins/module_utils/_lock.py. Used by the filter launchcard.inference.run_lock_spec and the deploy's action plugins."""
+
+from __future__ import annotations
+
+HOST_LOCK = "lock.json"
+FLEET_LOCK = "fleet-lock.json"
+
+
+def get(mapping, *keys):
+    """``mapping``'s entry at ``keys``, or None where a step is missing."""
+    for key in keys:
+        if not isinstance(mapping, dict) and not hasattr(mapping, "get"):
+            return None
+        mapping = mapping.get(key)
+        if mapping is None:
+            return None
+    return mapping
+
+
+def lock_spec(run, host, plan, lock_dir="/var/lib/launchcard", break_stale=False, scope="host", defer=False):
+    """The ``lock`` option of one host's preflight call (``scope="host"``: its host lock, and the fleet lock
+    when ``host`` is the anchor), or of the fleet lock alone (``scope="fleet"``).
+
+    :param defer: the locks are only checked in the preflight call (``defer: true``), to be taken later where the
+        run changes a host (``playbooks/deploy.yml``: the host lock on that host, the fleet lock on the anchor); not
+        with ``break_stale``, whose run takes every lock in the preflight call.
+
+    :param run: ``launchcard_run`` (set by the plan role).
+    :returns: ``{"holder": {...}, "paths": [{"path", "scope"}], "break_stale": bool}``.
+    :raises ValueError: without a run id.
+    """
+    if not run or not run.get("id"):
+        raise ValueError("no launchcard_run (the plan role sets it)")
+    lock_dir = (lock_dir or "/var/lib/launchcard").rstrip("/") or "/"
+    cards = run.get("cards") or {}
+    if scope == "fleet":
+        card = ",".join(sorted(set(cards.values())))
+        paths = [{"path": "%s/%s" % (lock_dir, FLEET_LOCK), "scope": "fleet"}]
+    else:
+        card = cards.get(get(plan, "hosts", host, "card")) or ",".join(sorted(set(cards.values())))
+        paths = [{"path": "%s/%s" % (lock_dir, HOST_LOCK), "scope": "host"}]
+        if host == run.get("anchor"):
+            paths.append({"path": "%s/%s" % (lock_dir, FLEET_LOCK), "scope": "fleet"})
+        if defer and not break_stale:
+            for path in paths:
+                path["defer"] = True
+    holder = {"run_id": run["id"], "user": run.get("user"), "controller": run.get("controller"),
+              "playbook": run.get("playbook"), "card": card}
+    return {"holder": holder, "paths": paths, "break_stale": bool(break_stale)}
