@@ -12,8 +12,6 @@ from ansible_collections.launchcard.inference.plugins.module_utils import _lock 
 from ansible_collections.launchcard.inference.plugins.plugin_utils import _planfile as planfile
 from ansible_collections.launchcard.inference.plugins.plugin_utils import _run_locks as run_locks
 
-HOST_LOCK = run_locks.HOST_LOCK
-FLEET_LOCK = run_locks.FLEET_LOCK
 _get = run_locks.get
 
 
