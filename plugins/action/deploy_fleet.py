@@ -10,6 +10,7 @@ from ansible.plugins.action import ActionBase
 
 from ansible_collections.launchcard.inference.plugins.plugin_utils import _deploy_fleet as deploy_fleet
 from ansible_collections.launchcard.inference.plugins.plugin_utils import _play_vars as play_vars
+from ansible_collections.launchcard.inference.plugins.plugin_utils import _run_locks as run_locks
 
 
 class ActionModule(ActionBase):
@@ -27,7 +28,8 @@ class ActionModule(ActionBase):
             hosts=dict(type="list", elements="str", required=True),
             consumers=dict(type="bool", default=True),
             allow_moved_peers=dict(type="bool", default=False),
-            result_var=dict(type="str", default="preflight_result"),
+            records=dict(type="str", default="preflight_result.units_found.record_instances"),
+            deferred=dict(type="str", default="preflight_result.lock.deferred"),
         ))
         hostvars = task_vars.get("hostvars") or {}
         plan = play_vars.variable(self._templar, task_vars, "launchcard_plan") or {}
@@ -35,21 +37,24 @@ class ActionModule(ActionBase):
         run = play_vars.variable(self._templar, task_vars, "launchcard_run") or {}
         hosts = args["hosts"]
 
-        def reading(host):
-            return (hostvars[host].get(args["result_var"]) if host in hostvars else None) or {}
+        def read(host, path):
+            """``path`` (dotted) in ``host``'s variables, None where a step is missing."""
+            steps = path.split(".")
+            value = hostvars[host].get(steps[0]) if host in hostvars else None
+            return run_locks.get(value, *steps[1:]) if steps[1:] else value
 
         lines = []
         if args["consumers"] and not all(h in hosts for h in (plan.get("hosts") or {})):
             # where each run host's instances are today: its record, read by its preflight call
-            recorded = dict((h, ((reading(h).get("units_found") or {}).get("record_instances") or []))
-                            for h in hosts if h in hostvars)
+            recorded = dict((h, read(h, args["records"]) or []) for h in hosts if h in hostvars)
             try:
                 lines = deploy_fleet.stranded(plan, cards, recorded, hosts, args["allow_moved_peers"])
             except (KeyError, TypeError, ValueError) as exc:
                 result.update(failed=True, msg="launchcard.inference.deploy_fleet: %s" % to_text(exc))
                 return result
         anchor = run.get("anchor")
-        fleet_lock = deploy_fleet.fleet_lock(anchor, hosts, reading(anchor) if anchor in hosts else None)
+        deferred = (read(anchor, args["deferred"]) or []) if anchor in hosts else []
+        fleet_lock = run_locks.fleet_lock(anchor, hosts, {"lock": {"deferred": deferred}})
         result.update(changed=False, stranded=lines, fleet_lock=fleet_lock)
         if lines:
             result["msg"] = lines

@@ -8,7 +8,6 @@ from __future__ import annotations
 from ansible.module_utils.common.text.converters import to_text
 from ansible.plugins.action import ActionBase
 
-from ansible_collections.launchcard.inference.plugins.plugin_utils import _deploy_fleet as deploy_fleet
 from ansible_collections.launchcard.inference.plugins.plugin_utils import _play_vars as play_vars
 from ansible_collections.launchcard.inference.plugins.plugin_utils import _run_locks as run_locks
 
@@ -34,7 +33,7 @@ class ActionModule(ActionBase):
         def reading():
             return play_vars.variable(self._templar, task_vars, args["settled_var"])
 
-        decision = deploy_fleet.host_decision({"lock": {"deferred": args["deferred"]}}, args["setup_parts"], reading)
+        decision = run_locks.host_decision({"lock": {"deferred": args["deferred"]}}, args["setup_parts"], reading)
         if decision["settled"] is not None and not (isinstance(decision["settled"], dict) and decision["settled"].get("settled")):
             result.update(failed=True, msg="%s: expected the result of launchcard.inference.units_settled (a dict with "
                                            "settled: true) or null" % args["settled_var"])

@@ -14,7 +14,7 @@ description:
   - Runs on the controller (an action plugin), once for the fleet (C(run_once) and C(register)); contacts no host.
     C(playbooks/deploy.yml) calls it after every host's M(launchcard.inference.preflight) call.
   - Reads the play's C(launchcard_plan), C(launchcard_cards) and C(launchcard_run) (the plan step sets them) and
-    each host's registered preflight result (O(result_var)).
+    what each host's registered preflight result holds (O(records), O(deferred)).
   - A limited run (C(--limit), C(launchcard_target), a slice of a plan file) rewrites only its own hosts' units.
     With O(consumers), it lists each instance of the run whose address or port the plan moves while a unit on a
     planned host outside the run names it (a router's worker URLs, a language server's encoders, the other ranks
@@ -41,10 +41,16 @@ options:
     description: Run a limited run that strands units outside it anyway (C(launchcard_allow_moved_peers)).
     type: bool
     default: false
-  result_var:
-    description: The host variable that holds each host's registered M(launchcard.inference.preflight) result.
+  records:
+    description:
+      - Where, in each host's variables, its record's instances are (C(unit), C(url), C(argv)), as a dotted path.
+      - C(playbooks/upgrade.yml) reads the records with its own task (C(upgrade_current.record.instances)).
     type: str
-    default: preflight_result
+    default: preflight_result.units_found.record_instances
+  deferred:
+    description: Where, in the anchor's variables, the locks its preflight call deferred are, as a dotted path.
+    type: str
+    default: preflight_result.lock.deferred
 seealso:
   - module: launchcard.inference.settle_or_lock
   - module: launchcard.inference.preflight

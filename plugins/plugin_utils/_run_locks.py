@@ -1,10 +1,14 @@
 # -*- coding: utf-8 -*-
 # Copyright: (c) 2026, launchcard.inference contributors
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""Private to the collection: the run lock a host takes (docs/operations.md, "Run lock"); the lock itself is
-plugins/module_utils/_lock.py. Used by the filter launchcard.inference.run_lock_spec and the deploy's action plugins."""
+"""Private to the collection: the run lock a host takes (docs/operations.md, "Run lock"), and which hosts a deploy
+leaves as they are; the lock itself is plugins/module_utils/_lock.py. Used by the filter
+launchcard.inference.run_lock_spec and the deploy's action plugins. Imports nothing heavy: every host's worker loads
+it (plugins/action/settle_or_lock.py)."""
 
 from __future__ import annotations
+
+from collections.abc import Mapping
 
 HOST_LOCK = "lock.json"
 FLEET_LOCK = "fleet-lock.json"
@@ -51,3 +55,33 @@ def lock_spec(run, host, plan, lock_dir="/var/lib/launchcard", break_stale=False
     holder = {"run_id": run["id"], "user": run.get("user"), "controller": run.get("controller"),
               "playbook": run.get("playbook"), "card": card}
     return {"holder": holder, "paths": paths, "break_stale": bool(break_stale)}
+
+
+def deferred_locks(preflight):
+    """The locks the host's preflight call deferred (checked, not taken): ``[{path, scope, ...}]``."""
+    lock = preflight.get("lock") if isinstance(preflight, Mapping) else None
+    deferred = lock.get("deferred") if isinstance(lock, Mapping) else None
+    return list(deferred or ())
+
+
+def host_decision(preflight, setup_parts, settled):
+    """One host's decisions: ``settled``, the converge result when the host is left as it is (its preflight
+    call deferred its locks, it has no setup step, and ``settled()`` gives a reading), else None; ``setup_parts``;
+    ``lock``, the host-scope locks it takes (none when settled).
+
+    ``settled`` is a callable, so the costly reading is made only for a host that may be left as it is.
+    """
+    deferred = deferred_locks(preflight)
+    parts = list(setup_parts or ())
+    reading = settled() if deferred and not parts else None
+    reading = reading or None
+    lock = [] if reading else [d for d in deferred if isinstance(d, Mapping) and d.get("scope") == "host"]
+    return {"settled": reading, "setup_parts": parts, "lock": lock}
+
+
+def fleet_lock(anchor, hosts, anchor_preflight):
+    """The fleet-scope locks the anchor's preflight call deferred, when the anchor is in the run; the play takes
+    them only once some host has taken its lock (a run that changes nothing takes none)."""
+    if anchor is None or anchor not in hosts:
+        return []
+    return [d for d in deferred_locks(anchor_preflight) if isinstance(d, Mapping) and d.get("scope") == "fleet"]

@@ -14,7 +14,7 @@ from ansible.template import Templar
 from ansible_collections.launchcard.inference.plugins.action import deploy_fleet as fleet_action
 from ansible_collections.launchcard.inference.plugins.action import settle_or_lock as host_action
 from ansible_collections.launchcard.inference.plugins.module_utils import _state as state
-from ansible_collections.launchcard.inference.plugins.plugin_utils import _deploy_fleet as core
+from ansible_collections.launchcard.inference.plugins.plugin_utils import _run_locks as core
 from ansible_collections.launchcard.inference.tests.unit.plugins.plugin_utils.planner_cases import EX, _h, _plan
 
 PD = [_h("pre", "10.7.0.1", ["sglang-prefill"]), _h("dec", "10.7.0.2", ["sglang-decode"]),
@@ -152,3 +152,15 @@ def test_a_plan_the_limit_check_cannot_read_fails_naming_the_step():
     hostvars = {"pre": {"preflight_result": {"units_found": found}}}
     out, dummy = fleet_run({"hosts": ["pre"]}, hostvars, dict(plan, hosts=dict(plan["hosts"], rtr={"card": "c", "instances": [{}]})))
     assert out["failed"] and out["msg"] == "launchcard.inference.deploy_fleet: 'recipe'"
+
+
+def test_upgrade_s_read_of_the_records_gives_the_same_lines():
+    # playbooks/upgrade.yml reads each record with its own task: the same refusal from that path
+    plan, found = moved_plan()
+    from_preflight, dummy = fleet_run({"hosts": ["pre"]}, {"pre": {"preflight_result": {"units_found": found}}}, plan)
+    upgraded = {"pre": {"upgrade_current": {"record": {"instances": found["record_instances"]}}}}
+    out, dummy = fleet_run({"hosts": ["pre"], "records": "upgrade_current.record.instances"}, upgraded, plan)
+    assert out["stranded"] == from_preflight["stranded"] and len(out["stranded"]) == 3 and out["failed"]
+    # a host whose read returned nothing recorded nothing: a first deploy moves nothing
+    out, dummy = fleet_run({"hosts": ["pre"]}, {"pre": {"preflight_result": {}}}, plan)
+    assert out["stranded"] == [] and not out.get("failed")
