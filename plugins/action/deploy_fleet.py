@@ -55,7 +55,14 @@ class ActionModule(ActionBase):
         anchor = run.get("anchor")
         deferred = (read(anchor, args["deferred"]) or []) if anchor in hosts else []
         fleet_lock = run_locks.fleet_lock(anchor, hosts, {"lock": {"deferred": deferred}})
-        result.update(changed=False, stranded=lines, fleet_lock=fleet_lock)
+        holder = None
+        if fleet_lock:
+            try:
+                holder = run_locks.lock_spec(run, anchor, plan, scope="fleet")["holder"]
+            except ValueError as exc:
+                result.update(failed=True, msg="launchcard.inference.deploy_fleet: %s" % to_text(exc))
+                return result
+        result.update(changed=False, stranded=lines, fleet_lock=fleet_lock, fleet_holder=holder)
         if lines:
             result["msg"] = lines
             # shown as the debug action shows its message (the lines name the units and the hosts to add)

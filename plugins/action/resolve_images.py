@@ -17,12 +17,15 @@ from ansible_collections.launchcard.inference.plugins.plugin_utils._images impor
     drift_warning,
     gone_error,
     hold,
+    held_refs,
     measure_all,
     parse_reference,
     pin_plan,
+    pullers,
     registry_client,
     resolve_all,
 )
+from ansible_collections.launchcard.inference.plugins.plugin_utils._play_vars import variable
 from ansible_collections.launchcard.inference.plugins.plugin_utils._registry_api import DEFAULT_PLATFORM, RegistryClient
 
 
@@ -49,8 +52,17 @@ class ActionModule(ActionBase):
             verify=dict(type="dict", default={}),
             pullers=dict(type="dict", default={}),
             resolved=dict(type="dict", default={}),
-        ), mutually_exclusive=[("images", "plan")], required_one_of=[("images", "plan")])
-        images = args["images"] if args["images"] is not None else distinct_images(args["plan"])
+            pin=dict(type="dict"),
+            pin_hosts=dict(type="list", elements="str", default=[]),
+            hold_recorded=dict(type="bool", default=True),
+        ), mutually_exclusive=[("images", "plan", "pin"), ("pin", "verify"), ("pin", "hold")],
+            required_one_of=[("images", "plan", "pin")])
+        pinned = None
+        if args["pin"] is not None:
+            pinned, args["verify"], args["pullers"] = self._pin(args, task_vars or {})
+            images = []
+        else:
+            images = args["images"] if args["images"] is not None else distinct_images(args["plan"])
         try:
             # a native fleet pulls no image: its credentials go nowhere
             client = RegistryClient(mirrors=args["mirrors"], timeout=args["timeout"], runtime=registry_client(args["runtime"]),
@@ -94,4 +106,18 @@ class ActionModule(ActionBase):
                       image_sources=dict(client.answered))
         if args["plan"] is not None:
             result["plan"] = pin_plan(args["plan"], refs)
+        if pinned is not None:
+            # the moved tags' warnings are preflight's report (roles/preflight), not repeated here
+            result.update(image_refs=pinned[0], drift=pinned[1])
         return result
+
+    def _pin(self, args, task_vars):
+        """O(pin) held where a tag moved (the hosts' records agree on another digest), the held digests to verify,
+        and the hosts that must pull each image (those whose store lacks the digest they recorded)."""
+        hostvars = task_vars.get("hostvars") or {}
+        found = dict((h, hostvars[h].get("preflight_result") or {}) for h in args["pin_hosts"] if h in hostvars)
+        held = held_refs(dict((h, r.get("recorded_image_refs") or {}) for h, r in found.items()))[0] if args["hold_recorded"] else {}
+        refs, drift = hold(args["pin"], held)
+        verify = dict((m["image"], refs[m["image"]]) for m in drift)
+        plan = variable(self._templar, task_vars, "launchcard_plan") or {}
+        return (refs, drift), verify, (pullers(plan, found) if verify else {})

@@ -10,6 +10,8 @@ from ansible.plugins.action import ActionBase
 
 from ansible_collections.launchcard.inference.plugins.plugin_utils import _play_vars as play_vars
 from ansible_collections.launchcard.inference.plugins.plugin_utils import _run_locks as run_locks
+# loaded in the controller before the workers fork (plugins/filter/plan.py imports it): no import per host
+from ansible_collections.launchcard.inference.plugins.plugin_utils import _unit_options as unit_options
 
 
 class ActionModule(ActionBase):
@@ -23,17 +25,25 @@ class ActionModule(ActionBase):
         del tmp  # no effect since ansible-core 2.5
         task_vars = task_vars or {}
         dummy, args = self.validate_argument_spec(argument_spec=dict(
-            deferred=dict(type="list", elements="dict", default=[]),
-            setup_parts=dict(type="list", elements="str", default=[]),
+            preflight=dict(type="dict", default={}),
+            host_plan=dict(type="dict"),
+            stack_roles=dict(type="dict", default={}),
+            install_stack=dict(type="bool", default=True),
+            runtime=dict(type="bool", default=False),
+            units_prepare=dict(type="bool", default=False),
             settled_var=dict(type="str", default="units_settled"),
         ))
         host = task_vars.get("inventory_hostname")
+        # --tags/--skip-tags pick the setup parts (the play's magic variables)
+        parts = unit_options.setup_parts(args["preflight"], args["host_plan"], args["stack_roles"],
+                                         task_vars.get("ansible_run_tags") or ["all"], task_vars.get("ansible_skip_tags") or [],
+                                         args["install_stack"], args["runtime"], args["units_prepare"])
 
         # the reading is templated only for a host that may be left as it is (it names the unit files, the costly part)
         def reading():
             return play_vars.variable(self._templar, task_vars, args["settled_var"])
 
-        decision = run_locks.host_decision({"lock": {"deferred": args["deferred"]}}, args["setup_parts"], reading)
+        decision = run_locks.host_decision(args["preflight"], parts, reading, planned=args["host_plan"] is not None)
         if decision["settled"] is not None and not (isinstance(decision["settled"], dict) and decision["settled"].get("settled")):
             result.update(failed=True, msg="%s: expected the result of launchcard.inference.units_settled (a dict with "
                                            "settled: true) or null" % args["settled_var"])

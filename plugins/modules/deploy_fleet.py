@@ -24,7 +24,7 @@ description:
     lists them without failing. Nothing is read on a run of every planned host.
   - Returns the fleet lock that the fleet's anchor (the plan's first host) deferred in its preflight call, when
     the anchor is in O(hosts); the play takes it only once some host has taken its own lock, so a run that
-    changes nothing takes none.
+    changes nothing takes none, and the holder to take it for.
 options:
   hosts:
     description: The run's hosts (C(ansible_play_hosts_all)).
@@ -105,4 +105,9 @@ fleet_lock:
   type: list
   elements: dict
   sample: [{"path": "/var/lib/launchcard/fleet-lock.json", "scope": "fleet", "defer": true}]
+fleet_holder:
+  description: The holder the fleet lock is taken for (the run id, user, controller, playbook and the checksums of the
+    plan's cards), when RV(fleet_lock) is not empty; else null.
+  returned: always
+  type: dict
 """

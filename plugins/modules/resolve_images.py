@@ -83,15 +83,36 @@ options:
   verify:
     description:
       - Image to a pinned C(name@sha256:...) that must still be in the registry (the digests a deploy keeps for a
-        moved tag, the C(held) of the C(launchcard.inference.hold_images) filter).
+        moved tag). O(pin) computes it.
     type: dict
     default: {}
   pullers:
     description:
-      - Image to the hosts that must pull it (C(launchcard.inference.image_pullers)); a digest of O(verify) that is
-        gone stops the run when its image has any.
+      - Image to the hosts that must pull it; a digest of O(verify) that is gone stops the run when its image has
+        any. O(pin) computes it.
     type: dict
     default: {}
+  pin:
+    description:
+      - Image to the pinned reference an earlier call resolved (its RV(image_refs)), to pin the fleet to after
+        preflight (C(playbooks/tasks/pin-images.yml)); asks the registry for no tag.
+      - With O(hold_recorded), an image whose tag moved keeps the digest the records of O(pin_hosts) agree on
+        (C(runtime.image_refs) of C(/var/lib/launchcard/state.json), read by each host's
+        M(launchcard.inference.preflight) call, registered as C(preflight_result)); each kept digest is checked as
+        O(verify) checks it, stopping the run when a host that must pull it (one whose record or store lacks it, for
+        the play's C(launchcard_plan)) would find it gone. RV(image_refs) is the result, RV(drift) the moved tags;
+        the moved tags are preflight's report, not warned about again here.
+    type: dict
+  pin_hosts:
+    description: The hosts whose preflight results O(pin) reads (C(ansible_play_hosts)).
+    type: list
+    elements: str
+    default: []
+  hold_recorded:
+    description: With O(pin), hold a moved tag at the recorded digest (a deploy); C(false) follows the registry
+      (C(playbooks/upgrade.yml)).
+    type: bool
+    default: true
   resolved:
     description:
       - Images already resolved, C({image_refs - {image - ref}, image_sizes - {image - bytes}}) (a plan file's
@@ -122,7 +143,7 @@ options:
     description:
       - Image to the pinned reference (C(name@sha256:...)) the fleet runs now, as the hosts recorded it
         (C(runtime.image_refs) of C(/var/lib/launchcard/state.json), read by M(launchcard.inference.preflight)'s
-        O(launchcard.inference.preflight#module:record) and joined by the C(launchcard.inference.held_images) filter).
+        O(launchcard.inference.preflight#module:record)); O(pin) joins the hosts' records itself.
       - An image whose tag now resolves to another digest keeps the held one and is reported (a warning, and
         RV(drift)); a deploy never moves a running fleet to a moved tag, C(playbooks/upgrade.yml) passes no
         O(hold) and follows it. An image the card names by digest is never held.

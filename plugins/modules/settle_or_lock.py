@@ -12,26 +12,46 @@ short_description: Leave a host as it is from its preflight reading, or take its
 version_added: 1.0.0
 description:
   - An action plugin, one task per host, after preflight: C(playbooks/deploy.yml) calls it before the setup steps.
-  - A host is left as it is when its preflight call deferred its locks (O(deferred)), it has no setup step to run
-    (O(setup_parts) is empty) and the converge would change nothing there (the variable O(settled_var), the
-    result of the filter C(launchcard.inference.units_settled) on the preflight call's reading, is not null). Then
-    the host is not contacted; RV(settled) is that converge result, which the converge task returns without a
-    round trip (O(launchcard.inference.systemd_units#module:settled)). O(settled_var) is templated only on a host
-    that may be left as it is.
-  - Any other host takes the host-scope locks of O(deferred) through M(launchcard.inference.run_lock), for the
-    run the play's C(launchcard_run) names (its holder is the run id, user, controller, playbook and the host's card
-    checksum from C(launchcard_plan)); a lock another run holds fails the host, naming the holder.
+  - Lists the setup steps the deploy runs on the host before its units (RV(setup_parts)), from its preflight
+    call's verdict (O(preflight)) - the accelerator stack of the vendor it found (O(stack_roles), unless
+    O(install_stack) is false; then preflight again on a host that was bare), the model weights on a host that runs
+    an engine where preflight did not find them staged, the runtime (O(runtime)) and the units' setup
+    (O(units_prepare)), each only where the run's C(--tags)/C(--skip-tags) select its tag (C(stack), C(weights),
+    C(runtime), C(units)).
+  - A host is left as it is when it has no setup step, its preflight call deferred its locks (or the plan gives it
+    nothing, O(host_plan) is null, and it takes no lock), and the converge would change nothing there (the variable
+    O(settled_var), the result of the filter C(launchcard.inference.units_settled) on the preflight call's reading,
+    is not null). Then the host is not contacted; RV(settled) is that converge result, which the converge task
+    returns without a round trip (O(launchcard.inference.systemd_units#module:settled)). O(settled_var) is
+    templated only on a host that may be left as it is.
+  - Any other host takes the host-scope locks its preflight call deferred through M(launchcard.inference.run_lock),
+    for the run the play's C(launchcard_run) names (its holder is the run id, user, controller, playbook and the
+    host's card checksum from C(launchcard_plan)); a lock another run holds fails the host, naming the holder.
 options:
-  deferred:
-    description: The locks the host's preflight call checked without taking them (its RV(launchcard.inference.preflight#module:lock)C(.deferred)).
-    type: list
-    elements: dict
-    default: []
-  setup_parts:
-    description: The setup steps the deploy runs on the host before its units (empty on a no-op run); returned as given.
-    type: list
-    elements: str
-    default: []
+  preflight:
+    description: The host's M(launchcard.inference.preflight) result (C(lock.deferred), C(stack_vendor), C(bare_host),
+      C(weights_staged)); empty where preflight did not run.
+    type: dict
+    default: {}
+  host_plan:
+    description: The host's share of the plan (its C(instances)), or null where the plan gives it nothing.
+    type: dict
+  stack_roles:
+    description: Vendor to the role that installs its accelerator stack, for example C({nvidia - nvidia}).
+    type: dict
+    default: {}
+  install_stack:
+    description: Install the accelerator stack where preflight found it missing (C(launchcard_install_accelerator_stack)).
+    type: bool
+    default: true
+  runtime:
+    description: The runtime role has something to do on the host (its C(runtime_needed)).
+    type: bool
+    default: false
+  units_prepare:
+    description: The units role's setup steps have something to do on the host (its C(units_prepare_needed)).
+    type: bool
+    default: false
   settled_var:
     description: The variable that holds the host's settled converge result, or null where the converge would act.
     type: str
@@ -63,8 +83,11 @@ attributes:
 EXAMPLES = r"""
 - name: Leave the settled hosts as they are, lock the others
   launchcard.inference.settle_or_lock:
-    deferred: "{{ preflight_result.lock.deferred | default([]) }}"
-    setup_parts: "{{ launchcard_setup_parts }}"
+    preflight: "{{ preflight_result | default({}) }}"
+    host_plan: "{{ launchcard_host_plan }}"
+    stack_roles: {nvidia: nvidia, amd: rocm, ascend: ascend}
+    runtime: "{{ runtime_needed | bool }}"
+    units_prepare: "{{ units_prepare_needed | bool }}"
   register: launchcard_host_step
 
 - name: Converge, or return the settled reading without a round trip
@@ -79,7 +102,7 @@ settled:
   returned: always
   type: dict
 setup_parts:
-  description: O(setup_parts), as given.
+  description: The roles the deploy includes on the host before its units, in order (empty on a no-op run).
   returned: always
   type: list
   elements: str

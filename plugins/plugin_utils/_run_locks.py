@@ -64,16 +64,17 @@ def deferred_locks(preflight):
     return list(deferred or ())
 
 
-def host_decision(preflight, setup_parts, settled):
+def host_decision(preflight, setup_parts, settled, planned=True):
     """One host's decisions: ``settled``, the converge result when the host is left as it is (its preflight
-    call deferred its locks, it has no setup step, and ``settled()`` gives a reading), else None; ``setup_parts``;
-    ``lock``, the host-scope locks it takes (none when settled).
+    call deferred its locks, or the plan gives it nothing (``planned`` false: it takes no lock); it has no setup
+    step; and ``settled()`` gives a reading), else None; ``setup_parts``; ``lock``, the host-scope locks it takes
+    (none when settled).
 
     ``settled`` is a callable, so the costly reading is made only for a host that may be left as it is.
     """
     deferred = deferred_locks(preflight)
     parts = list(setup_parts or ())
-    reading = settled() if deferred and not parts else None
+    reading = settled() if (deferred or not planned) and not parts else None
     reading = reading or None
     lock = [] if reading else [d for d in deferred if isinstance(d, Mapping) and d.get("scope") == "host"]
     return {"settled": reading, "setup_parts": parts, "lock": lock}
@@ -85,3 +86,44 @@ def fleet_lock(anchor, hosts, anchor_preflight):
     if anchor is None or anchor not in hosts:
         return []
     return [d for d in deferred_locks(anchor_preflight) if isinstance(d, Mapping) and d.get("scope") == "fleet"]
+
+
+def _locks(result):
+    """The per-path lock results of a registered preflight (``lock.locks``) or run_lock (``locks``) result."""
+    return get(result, "lock", "locks") or get(result, "locks") or []
+
+
+def _taken(result):
+    return [{"path": r["path"], "scope": r.get("scope") or "host"} for r in _locks(result) if r.get("acquired")]
+
+
+def taken(hostvars, hosts, fleet=None, anchor=None, released=None, result="preflight_result", keep_fleet=False):
+    """The locks this run holds: ``[{"host", "paths": [{"path", "scope"}]}]``, hosts in ``hosts`` order.
+
+    :param hostvars: ``hostvars``; a host's locks are in its registered ``result`` (``preflight_result.lock``, or a
+        ``run_lock`` result; a list of names: each of them).
+    :param hosts: the hosts to look at (``ansible_play_hosts_all``).
+    :param fleet: the registered result of the task that took the fleet lock on ``anchor`` (outside the limit, or
+        deferred to after preflight); when ``anchor`` is one of ``hosts``, its ``released`` paths count for it.
+    :param released: the name (or a list of names; a dotted name reads into a result, as
+        ``units_converge.health``) of registered ``host_state`` or gate results whose ``lock.released``
+        lists the paths a host already released (those are left out).
+    :param keep_fleet: leave the fleet lock out (a slice of a plan, :func:`run_lock_keeps_fleet`).
+    """
+    if isinstance(released, str):
+        released = [released]
+    out = []
+    fleet_paths = _taken(fleet) if anchor else []
+    for host in hosts or ():
+        hv = hostvars[host] if host in hostvars else {}
+        paths = [p for name in ([result] if isinstance(result, str) else result or ()) for p in _taken(get(hv, name))]
+        if host == anchor:
+            paths += [p for p in fleet_paths if p not in paths]
+            fleet_paths = []
+        gone = set(p for name in released or () for p in (get(hv, *(name.split(".") + ["lock", "released"])) or []))
+        paths = [p for p in paths if p["path"] not in gone and not (keep_fleet and p["scope"] == "fleet")]
+        if paths:
+            out.append({"host": host, "paths": paths})
+    if fleet_paths and not keep_fleet:
+        out.append({"host": anchor, "paths": fleet_paths})
+    return out

@@ -42,6 +42,16 @@ def build(cls, args, check_mode=False, task_vars=None):
     return action, connection
 
 
+ENGINE_PLAN = {"card": "c", "instances": [{"role": "prefill"}]}
+STACKS = {"nvidia": "nvidia", "amd": "rocm"}
+
+
+def host_args(deferred, host_plan=ENGINE_PLAN, weights_staged=True, vendor="none", **flags):
+    """The host step's arguments as deploy-locks.yml gives them: the preflight result, the host's plan, the flags."""
+    preflight = {"lock": {"deferred": deferred}, "stack_vendor": vendor, "weights_staged": weights_staged}
+    return dict(dict(preflight=preflight, host_plan=host_plan, stack_roles=STACKS), **flags)
+
+
 def host_run(args, task_vars, check_mode=False):
     action, connection = build(host_action, args, check_mode, task_vars)
     return action.run(task_vars=task_vars), action, connection
@@ -49,7 +59,7 @@ def host_run(args, task_vars, check_mode=False):
 
 def test_a_host_with_deferred_locks_no_setup_and_a_settled_reading_is_left_as_it_is():
     tv = {"inventory_hostname": "pre", "units_settled": SETTLED, "launchcard_run": RUN, "launchcard_plan": {}}
-    out, action, connection = host_run({"deferred": [HOST, FLEET], "setup_parts": []}, tv)
+    out, action, connection = host_run(host_args([HOST, FLEET]), tv)
     assert out["settled"] == SETTLED and out["changed"] is False and out["setup_parts"] == []
     assert "locks" not in out  # the fleet lock task and the always section read 'locks' as "this host locked"
     assert not action._execute_module.called and not connection.exec_command.called
@@ -57,9 +67,9 @@ def test_a_host_with_deferred_locks_no_setup_and_a_settled_reading_is_left_as_it
 
 def test_a_host_with_a_setup_step_or_no_reading_takes_its_host_lock_only():
     plan = {"hosts": {"pre": {"card": "c"}}}
-    for parts, reading in ((["runtime"], SETTLED), ([], None)):
+    for parts, reading, flags in ((["runtime"], SETTLED, {"runtime": True}), ([], None, {})):
         tv = {"inventory_hostname": "pre", "units_settled": reading, "launchcard_run": RUN, "launchcard_plan": plan}
-        out, action, dummy = host_run({"deferred": [HOST, FLEET], "setup_parts": parts}, tv)
+        out, action, dummy = host_run(host_args([HOST, FLEET], **flags), tv)
         assert out["settled"] is None and out["setup_parts"] == parts and out["locks"] == LOCKED["locks"]
         kw = action._execute_module.call_args.kwargs
         assert kw["module_name"] == "launchcard.inference.run_lock"
@@ -72,7 +82,7 @@ def test_a_host_with_a_setup_step_or_no_reading_takes_its_host_lock_only():
 def test_the_reading_is_not_even_read_where_the_host_changes_anyway():
     # a setup step to run: units_settled (the unit files' templating) is never read
     tv = {"inventory_hostname": "pre", "launchcard_run": RUN, "launchcard_plan": {}}
-    out, action, dummy = host_run({"deferred": [HOST], "setup_parts": ["weights"]}, tv)
+    out, action, dummy = host_run(host_args([HOST], weights_staged=False), tv)
     assert out["settled"] is None and action._execute_module.called
     calls = []
     assert core.host_decision({"lock": {"deferred": [HOST]}}, ["weights"], lambda: calls.append(1))["settled"] is None
@@ -81,20 +91,20 @@ def test_the_reading_is_not_even_read_where_the_host_changes_anyway():
 
 def test_without_deferred_locks_nothing_is_read_and_nothing_is_taken():
     # --tags units (no preflight), or launchcard_lock_break (the preflight call took every lock)
-    out, action, dummy = host_run({"deferred": [], "setup_parts": []}, {"inventory_hostname": "pre", "units_settled": SETTLED})
+    out, action, dummy = host_run(host_args([]), {"inventory_hostname": "pre", "units_settled": SETTLED})
     assert out["settled"] is None and "locks" not in out and not action._execute_module.called
 
 
 def test_a_reading_that_is_not_a_converge_result_fails_naming_the_variable():
     tv = {"inventory_hostname": "pre", "units_settled": {"changed": False}}
-    out, action, dummy = host_run({"deferred": [HOST], "setup_parts": []}, tv)
+    out, action, dummy = host_run(host_args([HOST]), tv)
     assert out["failed"] and out["msg"].startswith("units_settled: expected the result of launchcard.inference.units_settled")
     assert not action._execute_module.called
 
 
 def test_a_lock_without_a_run_fails_before_any_host_is_contacted():
     tv = {"inventory_hostname": "pre", "units_settled": None, "launchcard_plan": {}}
-    out, action, dummy = host_run({"deferred": [HOST], "setup_parts": []}, tv)
+    out, action, dummy = host_run(host_args([HOST]), tv)
     assert out["failed"] and "no launchcard_run" in out["msg"] and not action._execute_module.called
 
 
@@ -164,3 +174,38 @@ def test_upgrade_s_read_of_the_records_gives_the_same_lines():
     # a host whose read returned nothing recorded nothing: a first deploy moves nothing
     out, dummy = fleet_run({"hosts": ["pre"]}, {"pre": {"preflight_result": {}}}, plan)
     assert out["stranded"] == [] and not out.get("failed")
+
+
+def test_the_host_step_lists_the_setup_parts_preflight_found_missing_picked_by_the_run_s_tags():
+    tv = {"inventory_hostname": "pre", "units_settled": SETTLED, "launchcard_run": RUN, "launchcard_plan": {}}
+    bare = host_args([HOST], vendor="nvidia", weights_staged=False, runtime=True, units_prepare=True)
+    out, dummy, dummy = host_run(bare, tv)
+    assert out["setup_parts"] == ["nvidia", "weights", "runtime", "units"] and out["settled"] is None and out["locks"]
+    out, dummy, dummy = host_run(bare, dict(tv, ansible_run_tags=["units", "weights"], ansible_skip_tags=["weights"]))
+    assert out["setup_parts"] == ["units"]
+    # launchcard_install_accelerator_stack: false, and a --tags run none of whose parts are missing: settled
+    out, action, dummy = host_run(dict(bare, install_stack=False), dict(tv, ansible_run_tags=["stack"]))
+    assert out["setup_parts"] == [] and out["settled"] == SETTLED and not action._execute_module.called
+
+
+def test_a_host_the_plan_gives_nothing_is_left_as_it_is_from_its_reading_and_takes_no_lock():
+    # its preflight call defers no lock (it has none to take); a converge that would change nothing: no round trip
+    tv = {"inventory_hostname": "old", "units_settled": SETTLED, "launchcard_run": RUN, "launchcard_plan": {}}
+    out, action, dummy = host_run(host_args([], host_plan=None, vendor="nvidia"), tv)
+    assert out["settled"] == SETTLED and out["setup_parts"] == [] and "locks" not in out
+    # one whose units the converge removes: no reading, still no lock
+    out, action, dummy = host_run(host_args([], host_plan=None), dict(tv, units_settled=None))
+    assert out["settled"] is None and "locks" not in out and not action._execute_module.called
+    # a planned host without deferred locks (launchcard_lock_break) is never settled
+    out, dummy, dummy = host_run(host_args([]), tv)
+    assert out["settled"] is None
+
+
+def test_the_fleet_step_gives_the_holder_of_the_fleet_lock_it_returns():
+    plan, dummy = moved_plan()
+    hostvars = {"pre": {"preflight_result": {"lock": {"deferred": [HOST, FLEET]}}}, "dec": {}, "rtr": {}}
+    out, dummy = fleet_run({"hosts": ["pre", "dec", "rtr"]}, hostvars, plan)
+    assert out["fleet_holder"] == {"run_id": "r-1", "user": "ops", "controller": "ctl", "playbook": "deploy.yml",
+                                   "card": "sha256:abc"}
+    out, dummy = fleet_run({"hosts": ["dec", "rtr"]}, hostvars, plan)
+    assert out["fleet_lock"] == [] and out["fleet_holder"] is None
