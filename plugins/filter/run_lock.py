@@ -9,6 +9,7 @@ from ansible.errors import AnsibleFilterError
 from ansible.module_utils.parsing.convert_bool import boolean
 
 from ansible_collections.launchcard.inference.plugins.module_utils import _lock as lock
+from ansible_collections.launchcard.inference.plugins.plugin_utils import _locks_taken as locks_taken
 from ansible_collections.launchcard.inference.plugins.plugin_utils import _planfile as planfile
 
 HOST_LOCK = "lock.json"
@@ -61,40 +62,9 @@ def _locks(result):
     return _get(result, "lock", "locks") or _get(result, "locks") or []
 
 
-def _taken(result):
-    return [{"path": r["path"], "scope": r.get("scope") or "host"} for r in _locks(result) if r.get("acquired")]
-
-
 def run_lock_taken(hostvars, hosts, fleet=None, anchor=None, released=None, result="preflight_result", keep_fleet=False):
-    """The locks this run holds: ``[{"host", "paths": [{"path", "scope"}]}]``, hosts in ``hosts`` order.
-
-    :param hostvars: ``hostvars``; a host's locks are in its registered ``result`` (``preflight_result.lock``, or a
-        ``run_lock`` result; a list of names: each of them).
-    :param hosts: the hosts to look at (``ansible_play_hosts_all``).
-    :param fleet: the registered result of the task that took the fleet lock on ``anchor`` (outside the limit, or
-        deferred to after preflight); when ``anchor`` is one of ``hosts``, its ``released`` paths count for it.
-    :param released: the name (or a list of names; a dotted name reads into a result, as
-        ``units_converge.health``) of registered ``host_state`` or gate results whose ``lock.released``
-        lists the paths a host already released (those are left out).
-    :param keep_fleet: leave the fleet lock out (a slice of a plan, :func:`run_lock_keeps_fleet`).
-    """
-    if isinstance(released, str):
-        released = [released]
-    out = []
-    fleet_paths = _taken(fleet) if anchor else []
-    for host in hosts or ():
-        hv = hostvars[host] if host in hostvars else {}
-        paths = [p for name in ([result] if isinstance(result, str) else result or ()) for p in _taken(_get(hv, name))]
-        if host == anchor:
-            paths += [p for p in fleet_paths if p not in paths]
-            fleet_paths = []
-        gone = set(p for name in released or () for p in (_get(hv, *(name.split(".") + ["lock", "released"])) or []))
-        paths = [p for p in paths if p["path"] not in gone and not (keep_fleet and p["scope"] == "fleet")]
-        if paths:
-            out.append({"host": host, "paths": paths})
-    if fleet_paths and not keep_fleet:
-        out.append({"host": anchor, "paths": fleet_paths})
-    return out
+    """The locks this run holds (see plugin_utils._locks_taken.taken)."""
+    return locks_taken.taken(hostvars, hosts, fleet, anchor, released, result, keep_fleet)
 
 
 def run_lock_refusal(hostvars, hosts, fleet=None, anchor=None, result="preflight_result"):
