@@ -27,6 +27,24 @@ from ansible_collections.launchcard.inference.plugins.plugin_utils import _units
 STATE_VAR = "upgrade_current"
 
 
+class HostvarsOnce(object):
+    """``hostvars`` whose hosts are each read once: ansible-core's ``hostvars[host]`` merges that host's variables
+    anew on every read (ansible-core 2.19 lib/ansible/vars/hostvars.py ``raw_get``: ``VariableManager.get_vars``, no
+    cache)."""
+
+    def __init__(self, hostvars):
+        self._hostvars = hostvars
+        self._read = {}
+
+    def __contains__(self, host):
+        return host in self._hostvars
+
+    def __getitem__(self, host):
+        if host not in self._read:
+            self._read[host] = self._hostvars[host]
+        return self._read[host]
+
+
 def _vars(hostvars, host):
     return hostvars[host] if host in hostvars else {}
 
@@ -200,6 +218,7 @@ def fleet(plan, cards, hostvars, hosts, options=None, serial=1, allow_outage=Fal
         "hosts": {host: host_data}}`` for every host of ``hosts``.
     :raises ValueError: bad input, naming the variable or host.
     """
+    hostvars = HostvarsOnce(hostvars)
     result = rollout(plan, hostvars, hosts, cards, options, serial, state_var)
     report = rollout_mod.report(result, allow_outage)
     lines = stranded(plan, cards, hostvars, hosts, allow_moved_peers, state_var)

@@ -188,3 +188,22 @@ def test_the_locks_step_returns_what_no_record_released():
 
 def test_the_result_is_json():
     json.dumps(plugin({"options": OPTS, "serial": 2})[0].run(task_vars=fleet_vars(gpus=1)))
+
+
+class CountingHostvars(dict):
+    """``hostvars`` that counts how often each host's variables are read (each read is a merge in ansible-core)."""
+
+    def __init__(self, *args):
+        super().__init__(*args)
+        self.reads = {}
+
+    def __getitem__(self, host):
+        self.reads[host] = self.reads.get(host, 0) + 1
+        return super().__getitem__(host)
+
+
+def test_each_hosts_variables_are_read_once():
+    task_vars = fleet_vars(gpus=1)
+    task_vars["hostvars"] = CountingHostvars(task_vars["hostvars"])
+    out = plugin({"options": dict(OPTS, runtime="podman"), "serial": 2})[0].run(task_vars=task_vars)
+    assert out["rollout"]["outages"] and task_vars["hostvars"].reads == {"w0": 1, "w1": 1, "rt": 1}
