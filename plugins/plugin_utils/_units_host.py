@@ -11,6 +11,8 @@ reads them) and the units role's variables (``units_*``: defaults, or what the p
 
 from __future__ import annotations
 
+import hashlib
+
 from ansible.module_utils.parsing.convert_bool import boolean
 
 from ansible_collections.launchcard.inference.plugins.plugin_utils import _play_vars as play_vars
@@ -68,6 +70,43 @@ class UnitsHost(object):
             hostvars = self._vars.get("hostvars") or {}
             self._cache["settings"] = unit_options.host_settings(hostvars[self.host] if self.host in hostvars else {})
         return self._cache["settings"]
+
+    def reads(self):
+        """The preflight call's ``units_reads`` option (:func:`._units_gate.reads`), as the role variable builds it.
+
+        :raises ValueError: a secret the secrets file cannot hold.
+        """
+        hostvars = self._vars.get("hostvars") or {}
+        return units_gate.reads(self.host_plan, self.plan, self.host, hostvars[self.host] if self.host in hostvars else {},
+                                self.flag("units_hf_token_remove"), self.gates)
+
+    def setup_needed(self):
+        """Whether ``tasks/prepare.yml``'s setup steps have anything to do (the role variable ``units_setup_needed``):
+        :func:`._unit_options.setup_needed` of the preflight call's reading (``units_setup_found``; null: they run) and
+        the SHA-1 of the readiness helper the role ships (``units_ready_helper_src``)."""
+        found = self.var("units_setup_found")
+        if found is None:
+            return True
+        with open(self.var("units_ready_helper_src"), "rb") as f:
+            helper_sha1 = hashlib.sha1(f.read()).hexdigest()
+        return unit_options.setup_needed(found, self.settings["options"], helper_sha1)
+
+    def foreign_peers(self):
+        """``{address: host}`` of the planned instances outside the play (``launchcard_foreign_peers``, found once for the
+        run by ``playbooks/tasks/plan.yml``, else from the plan): empty on a full run."""
+        found = self.var("launchcard_foreign_peers")
+        if found is not None:
+            return found
+        return report.foreign_peers(self.plan, self._vars.get("ansible_play_hosts_all") or [])
+
+    def prepare_needed(self):
+        """Whether ``tasks/prepare.yml`` runs on the host (the role variable ``units_prepare_needed``): the plan gives it
+        something, and a --limit run leaves out a planned peer its units may point at (unless ``units_allow_moved_peers``)
+        or a setup step is not done."""
+        if self.host_plan is None:
+            return False
+        moved = self.var("units_state") == "started" and not self.flag("units_allow_moved_peers") and bool(self.foreign_peers())
+        return moved or self.setup_needed()
 
     def gate_timeout(self):
         """``units_health_timeout_s``, else what the host's engines need to load (:func:`._unit_times.gate_timeout`).

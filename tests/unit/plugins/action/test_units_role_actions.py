@@ -6,6 +6,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import os
 from unittest.mock import MagicMock
 
@@ -17,6 +18,7 @@ from ansible.playbook.play_context import PlayContext
 from ansible_collections.launchcard.inference.plugins.action.http_health import ActionModule as HttpHealth
 from ansible_collections.launchcard.inference.plugins.action.systemd_units import ActionModule as SystemdUnits
 from ansible_collections.launchcard.inference.plugins.action.units_summary import ActionModule as UnitsSummary
+from ansible_collections.launchcard.inference.plugins.filter import plan as filters
 from ansible_collections.launchcard.inference.plugins.plugin_utils import _report as report
 from ansible_collections.launchcard.inference.plugins.plugin_utils import _textfile as textfile
 from ansible_collections.launchcard.inference.plugins.plugin_utils import _unit_options as unit_options
@@ -24,6 +26,7 @@ from ansible_collections.launchcard.inference.plugins.plugin_utils import _unit_
 from ansible_collections.launchcard.inference.plugins.plugin_utils import _units as units
 from ansible_collections.launchcard.inference.plugins.plugin_utils._card import load_card
 from ansible_collections.launchcard.inference.plugins.plugin_utils._planner import normalize_placement, plan
+from ansible_collections.launchcard.inference.plugins.plugin_utils._units_host import UnitsHost
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", "..", ".."))
 RECIPES = ("vllm-aggregated", "sglang-encoder", "sglang-language", "sglang-aggregated", "sglang-prefill", "sglang-decode")
@@ -264,3 +267,28 @@ def test_in_check_mode_the_summary_says_what_would_start_and_a_healthy_fleet_has
     assert "failures" not in out and "would start (check mode)" in out["msg"]
     # (the router and the language server report no unit here)
     assert out["msg"].endswith("2 not in this run, 1 would start (check mode), 5 healthy")
+
+
+# what other steps read of the units role, from the same reading of the host's variables
+
+def test_the_preflight_reads_and_the_setup_decisions_match_the_role_variables(fleet):
+    helper = os.path.join(ROOT, "roles", "units", "files", "wait-ready.py")
+    with open(helper) as f:
+        sha1 = hashlib.sha1(f.read().encode("utf-8")).hexdigest()
+    installed = {"exists": True, "type": "file", "owner": "root", "group": "root", "mode": "0644", "checksum": sha1}
+    in_place = {"inspected": {unit_options.READY_HELPER: installed}, "users": {}}
+    tv = task_vars(fleet, "gpu-000", own={"launchcard_hf_token": "hf_x"}, units_ready_helper_src=helper,
+                   units_setup_found=in_place, ansible_play_hosts_all=list(fleet["hosts"]), units_allow_moved_peers=False)
+    here = UnitsHost(None, tv)
+    assert here.reads() == filters.units_reads(fleet["hosts"]["gpu-000"], fleet, "gpu-000", {"launchcard_hf_token": "hf_x"})
+    opts = unit_options.host_options({"launchcard_hf_token": "hf_x"})
+    assert here.setup_needed() is filters.units_setup_needed(in_place, opts, sha1) is False
+    assert here.foreign_peers() == {} and here.prepare_needed() is False
+    # a --limit run that leaves out the router's peers: the prepare step checks them
+    limited = UnitsHost(None, dict(tv, inventory_hostname="router-0", ansible_play_hosts_all=["router-0"]))
+    assert limited.foreign_peers() == filters.foreign_peers(fleet, ["router-0"]) != {} and limited.prepare_needed() is True
+    assert UnitsHost(None, dict(tv, inventory_hostname="router-0", launchcard_foreign_peers={})).prepare_needed() is False
+    # the helper changed (or nothing read): the setup runs; a host the plan gives nothing prepares nothing
+    assert UnitsHost(None, dict(tv, units_ready_helper_src=__file__)).setup_needed() is True
+    assert UnitsHost(None, dict(tv, units_setup_found=None)).prepare_needed() is True
+    assert UnitsHost(None, dict(tv, inventory_hostname="lc-monitor", units_setup_found=None)).prepare_needed() is False
