@@ -11,7 +11,6 @@ from ansible.errors import AnsibleActionFail
 from ansible.module_utils.common.text.converters import to_text
 
 from ansible_collections.launchcard.inference.plugins.plugin_utils._textfile_action import TextfileAction
-from ansible_collections.launchcard.inference.plugins.plugin_utils._units_host import UnitsHost
 
 STAGES = ("first", "then")
 
@@ -30,6 +29,8 @@ class ActionModule(TextfileAction):
         if stage not in STAGES or "endpoints" in args:
             raise AnsibleActionFail("stage: expected one of %s without endpoints (the stage builds them), found %r%s"
                                     % (", ".join(STAGES), stage, " with endpoints" if "endpoints" in args else ""))
+        # imported here: the gates of other plays (upgrade, stack reboot) give their endpoints and need none of it
+        from ansible_collections.launchcard.inference.plugins.plugin_utils._units_host import UnitsHost
         try:
             found = UnitsHost(self._templar, task_vars).gate_stage(stage, self._play_context.check_mode)
         except ValueError as exc:
