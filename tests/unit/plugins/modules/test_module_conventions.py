@@ -28,7 +28,7 @@ BIN = os.path.dirname(sys.executable)
 CHECK_MODE = dict.fromkeys(MODULES, "full")
 DIFF_MODE = dict(dict.fromkeys(MODULES, "N/A"), systemd_units="full", render_fleet="none", hf_snapshot="none", host_state="full", router_workers="none",
                  http_health="full", engine_drain="full")
-PLATFORMS = dict(dict.fromkeys(MODULES, "posix"), launch_card="all", render_fleet="all", resolve_images="all",
+PLATFORMS = dict(dict.fromkeys(MODULES, "posix"), launch_card="all", render_fleet="all", resolve_images="all", units_summary="all",
                  upgrade_fleet="all")
 
 
