@@ -548,12 +548,9 @@ def argv_check_report(checks, hostvars, hosts, result_var="preflight_argv"):
 def plan_file(planned, resolved=None):
     """The text of a plan file (see plugin_utils._planfile) from the plan role's result and the resolved images."""
     try:
-        inputs = planned["launchcard_plan_inputs"]
-        return planfile.dumps(planfile.document(planned["launchcard_plan"], planned["launchcard_cards"],
-                                                inputs["cards"], inputs["inventory"], resolved))
-    except (KeyError, TypeError) as exc:
-        raise AnsibleFilterError("launchcard.inference.plan_file: expected the launch_card result registered with "
-                                 "facts=false (plan_planned), missing %s" % to_text(exc))
+        return planfile.text_of(planned, resolved)
+    except planfile.PlanFileError as exc:
+        raise AnsibleFilterError("launchcard.inference.plan_file: %s" % to_text(exc))
 
 
 class FilterModule(object):
