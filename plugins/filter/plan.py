@@ -22,6 +22,7 @@ from ansible_collections.launchcard.inference.plugins.plugin_utils import _memor
 from ansible_collections.launchcard.inference.plugins.plugin_utils import _native_locks as native_locks
 from ansible_collections.launchcard.inference.plugins.plugin_utils import _planfile as planfile
 from ansible_collections.launchcard.inference.plugins.plugin_utils import _report as report
+from ansible_collections.launchcard.inference.plugins.plugin_utils import _role_vars as role_vars
 from ansible_collections.launchcard.inference.plugins.plugin_utils import _unit_options as unit_options
 from ansible_collections.launchcard.inference.plugins.plugin_utils import _unit_times as unit_times
 from ansible_collections.launchcard.inference.plugins.plugin_utils import _units as units
@@ -87,17 +88,9 @@ def failure_budget_spent(lost, hosts, percent=None):
 
 
 def role_vars_by_host(hostvars, hosts, argument_spec):
-    """The variables of a role argument spec each host sets (inventory, extra vars), hosts grouped by equal values.
-
-    For a check run once for the fleet: ``ansible.builtin.validate_argument_spec`` (run_once) reads the play's
-    variables and role defaults itself, and takes each group's values as ``provided_arguments``.
-    """
-    names = list(argument_spec or {})
-    per_host = {}
-    for host in hosts or []:
-        host_vars = hostvars[host]
-        per_host[host] = dict((name, host_vars[name]) for name in names if name in host_vars)
-    return report.hosts_by_settings(per_host)
+    """The variables of a role argument spec each host sets (inventory, extra vars), hosts grouped by equal values
+    (see plugin_utils._role_vars.by_host)."""
+    return role_vars.by_host(hostvars, hosts, list(argument_spec or {}))
 
 
 def units_setup_reads(host_vars):
