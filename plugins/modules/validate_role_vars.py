@@ -15,7 +15,7 @@ description:
     group and extra variables) of the options of O(argument_spec), and checks each distinct set once, over the
     play's variables and the roles' defaults, as M(ansible.builtin.validate_argument_spec) checks a role's
     variables - so a fleet whose hosts share their settings is checked once, not once per host and role.
-  - Fails naming the hosts of each set and each error (C(<hosts>: <error>)), before any host is changed.
+  - "Fails naming the hosts of each set with each error (C(<hosts>: <error>)), before any host is changed."
   - Contacts no host.
 options:
   argument_spec:
@@ -62,7 +62,7 @@ checked:
   type: list
   elements: str
 argument_errors:
-  description: Each error, C(<hosts>: <error>).
+  description: "Each error, C(<hosts>: <error>)."
   returned: failure
   type: list
   elements: str
