@@ -7,7 +7,6 @@ _run_locks.py ``lock_spec``), so the plan is never sent to the host; then the mo
 
 from __future__ import annotations
 
-from ansible.errors import AnsibleActionFail
 from ansible.plugins.action import ActionBase
 
 from ansible_collections.launchcard.inference.plugins.plugin_utils import _run_locks as run_locks
@@ -44,7 +43,9 @@ class ActionModule(ActionBase):
                 spec = run_locks.lock_spec(args["run"], task_vars.get("inventory_hostname"), plan, args["lock_dir"],
                                            args["break_stale"], args["scope"])
             except ValueError as exc:
-                raise AnsibleActionFail("run: %s" % exc)
+                # returned, not raised: ansible-core 2.19 prints a raised failure twice (plugins/action/launch_card.py)
+                result.update(failed=True, changed=False, msg="run: %s" % exc)
+                return result
             module_args.update(paths=spec["paths"], holder=spec["holder"])
         result.update(self._execute_module(module_name="launchcard.inference.run_lock", module_args=module_args,
                                            task_vars=task_vars))

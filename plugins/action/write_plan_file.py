@@ -6,7 +6,6 @@
 
 from __future__ import annotations
 
-from ansible.errors import AnsibleActionFail
 from ansible.module_utils.common.text.converters import to_text
 from ansible.plugins.action import ActionBase
 
@@ -30,7 +29,9 @@ class ActionModule(ActionBase):
         try:
             content = planfile.text_of(args["planned"], args["resolved"])
         except planfile.PlanFileError as exc:
-            raise AnsibleActionFail("planned: %s" % to_text(exc))
+            # returned, not raised: ansible-core 2.19 prints a raised failure twice (plugins/action/launch_card.py)
+            result.update(failed=True, changed=False, msg="planned: %s" % to_text(exc))
+            return result
         new_task = self._task.copy()
         new_task.args.clear()
         new_task.args.update(content=content, dest=args["dest"], mode=args["mode"])

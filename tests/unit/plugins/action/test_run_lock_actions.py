@@ -72,12 +72,16 @@ def test_without_run_the_paths_and_holder_go_as_given(tmp_path):
     assert sent == {"state": "absent", "paths": paths, "holder": {"run_id": "x"}, "break_stale": False, "fail_msg": "stop"}
 
 
+def test_a_run_without_id_is_refused_before_the_host_is_contacted():
+    res, sent = take({"run": {"user": "alice"}}, "h1", launchcard_plan=PLAN)
+    assert res["failed"] is True and res["msg"] == "run: no launchcard_run (the plan role sets it)" and sent == []
+
+
 @pytest.mark.parametrize("args, message", [
-    ({"run": {"user": "alice"}}, "^run: no launchcard_run"),
     ({"run": RUN_A, "paths": [{"path": "/x", "scope": "host"}], "holder": {"run_id": "x"}}, "mutually exclusive"),
     ({"state": "present"}, "one of the following is required: run, paths"),
 ])
-def test_a_run_without_id_or_with_paths_too_is_refused_before_the_host_is_contacted(args, message):
+def test_a_run_with_paths_too_or_neither_is_refused_before_the_host_is_contacted(args, message):
     with pytest.raises(AnsibleActionFail, match=message):
         take(args, "h1", launchcard_plan=PLAN)
 
