@@ -11,7 +11,8 @@ from ansible.plugins.action import ActionBase
 
 from ansible_collections.launchcard.inference.plugins.plugin_utils import _gpu_exporter as gpu_exporter
 
-UNIT_PATH = "/etc/systemd/system/launchcard-gpu-exporter.service"
+# systemd.unit(5): the system unit search path administrators write to
+UNIT_PATH = "/etc/systemd/system/" + gpu_exporter.UNIT
 
 
 class ActionModule(ActionBase):
