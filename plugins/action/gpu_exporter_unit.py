@@ -11,7 +11,7 @@ from ansible.plugins.action import ActionBase
 
 from ansible_collections.launchcard.inference.plugins.plugin_utils import _gpu_exporter as gpu_exporter
 
-# systemd.unit(5): the system unit search path administrators write to
+# systemd.unit(5), system unit search path: /etc/systemd/system holds the local configuration
 UNIT_PATH = "/etc/systemd/system/" + gpu_exporter.UNIT
 
 
