@@ -274,18 +274,16 @@ SANDBOX_FACTS = """{{ {'facts': {
 
 
 def units_role_playbook(path, out):
-    """A playbook that evaluates the units role's own converge input (its ``units`` argument and task
-    vars, read from roles/units/tasks/converge.yml and roles/units/vars/main.yml) for every host, with the facts the sandbox hosts report,
-    and writes each unit where render.yml would. Contacts no host."""
+    """A playbook that evaluates the units role's own converge input (the unit files its converge writes,
+    units_converge_units of roles/units/vars/main.yml, which the systemd_units action plugin's from_plan builds
+    alike: tests/unit/plugins/action/test_units_role_actions.py) for every host, with the facts the sandbox hosts
+    report, and writes each unit where render.yml would. Contacts no host."""
     with open(os.path.join(ROOT, "roles", "units", "tasks", "converge.yml")) as f:
         converge = next(t for t in yaml.safe_load(f) if "launchcard.inference.systemd_units" in t)
+    assert converge["launchcard.inference.systemd_units"]["from_plan"] is True
     with open(os.path.join(ROOT, "roles", "units", "vars", "main.yml")) as f:
         task_vars = dict(yaml.safe_load(f) or {})  # units_settings: the one options builder
-    task_vars.update(converge.get("vars") or {})
-    with open(os.path.join(ROOT, "roles", "units", "defaults", "main.yml")) as f:
-        # a host that changes (null: not settled), so the task's units option looks up the files it would send
-        task_vars["units_settled_result"] = yaml.safe_load(f)["units_settled_result"]
-    task_vars["units_role_files"] = converge["launchcard.inference.systemd_units"]["units"]
+    task_vars["units_role_files"] = "{{ units_converge_units }}"
     playbook = [{
         "name": "What the units role would converge", "hosts": "all", "gather_facts": False,
         "tasks": [

@@ -30,7 +30,7 @@ DIFF_MODE = dict(dict.fromkeys(MODULES, "N/A"), systemd_units="full", render_fle
                  http_health="full", engine_drain="full", write_plan_file="full",
                  gpu_exporter_unit="full")
 PLATFORMS = dict(dict.fromkeys(MODULES, "posix"), launch_card="all", render_fleet="all", resolve_images="all",
-                 run_lock_status="all", validate_role_vars="all")
+                 run_lock_status="all", validate_role_vars="all", units_summary="all")
 
 
 @pytest.fixture(scope="module")
