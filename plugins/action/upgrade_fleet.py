@@ -10,7 +10,7 @@ from ansible.errors import AnsibleActionFail
 from ansible.module_utils.common.text.converters import to_text
 from ansible.plugins.action import ActionBase
 
-from ansible_collections.launchcard.inference.plugins.plugin_utils import _locks_taken as locks_taken
+from ansible_collections.launchcard.inference.plugins.plugin_utils import _run_locks as run_locks
 from ansible_collections.launchcard.inference.plugins.plugin_utils import _upgrade_fleet as upgrade_fleet
 
 # the registered host_state results whose lock.released lists what a host's record already released
@@ -41,7 +41,7 @@ class ActionModule(ActionBase):
         if args["step"] == "locks":
             run = task_vars.get("launchcard_run")
             # before the plan set launchcard_run, no lock was taken
-            result["locks"] = locks_taken.taken(
+            result["locks"] = run_locks.taken(
                 hostvars, hosts, task_vars.get("preflight_fleet_lock"), (run or {}).get("anchor"),
                 RECORD_RESULTS) if run else []
             return result

@@ -22,6 +22,7 @@ from ansible_collections.launchcard.inference.plugins.plugin_utils import _memor
 from ansible_collections.launchcard.inference.plugins.plugin_utils import _native_locks as native_locks
 from ansible_collections.launchcard.inference.plugins.plugin_utils import _planfile as planfile
 from ansible_collections.launchcard.inference.plugins.plugin_utils import _report as report
+from ansible_collections.launchcard.inference.plugins.plugin_utils import _role_vars as role_vars
 from ansible_collections.launchcard.inference.plugins.plugin_utils import _unit_options as unit_options
 from ansible_collections.launchcard.inference.plugins.plugin_utils import _unit_times as unit_times
 from ansible_collections.launchcard.inference.plugins.plugin_utils import _units as units
@@ -88,17 +89,9 @@ def failure_budget_spent(lost, hosts, percent=None):
 
 
 def role_vars_by_host(hostvars, hosts, argument_spec):
-    """The variables of a role argument spec each host sets (inventory, extra vars), hosts grouped by equal values.
-
-    For a check run once for the fleet: ``ansible.builtin.validate_argument_spec`` (run_once) reads the play's
-    variables and role defaults itself, and takes each group's values as ``provided_arguments``.
-    """
-    names = list(argument_spec or {})
-    per_host = {}
-    for host in hosts or []:
-        host_vars = hostvars[host]
-        per_host[host] = dict((name, host_vars[name]) for name in names if name in host_vars)
-    return report.hosts_by_settings(per_host)
+    """The variables of a role argument spec each host sets (inventory, extra vars), hosts grouped by equal values
+    (see plugin_utils._role_vars.by_host)."""
+    return role_vars.by_host(hostvars, hosts, list(argument_spec or {}))
 
 
 def units_setup_reads(host_vars):
@@ -457,12 +450,9 @@ def argv_check_report(checks, hostvars, hosts, result_var="preflight_argv"):
 def plan_file(planned, resolved=None):
     """The text of a plan file (see plugin_utils._planfile) from the plan role's result and the resolved images."""
     try:
-        inputs = planned["launchcard_plan_inputs"]
-        return planfile.dumps(planfile.document(planned["launchcard_plan"], planned["launchcard_cards"],
-                                                inputs["cards"], inputs["inventory"], resolved))
-    except (KeyError, TypeError) as exc:
-        raise AnsibleFilterError("launchcard.inference.plan_file: expected the launch_card result registered with "
-                                 "facts=false (plan_planned), missing %s" % to_text(exc))
+        return planfile.text_of(planned, resolved)
+    except planfile.PlanFileError as exc:
+        raise AnsibleFilterError("launchcard.inference.plan_file: %s" % to_text(exc))
 
 
 class FilterModule(object):

@@ -362,8 +362,8 @@ def test_render_equals_what_the_units_role_converges(inventory, tmp_path):
 
 
 def test_deploy_checks_each_hosts_role_variables_once_and_names_the_host_before_any_contact(tmp_path):
-    """The argument check runs once for the fleet (one loop item per distinct set of host values): a bad value
-    on one host fails the run naming that host and the variable, before any host is contacted (these
+    """The argument check runs once for the fleet (one check per distinct set of host values, in one task): a bad
+    value on one host fails the run naming that host and the variable, before any host is contacted (these
     addresses route nowhere)."""
     with open(os.path.join(HERE, "two-by-two.ini")) as f:
         text = f.read().replace("{{ inventory_dir }}/../../../cards", os.path.join(ROOT, "cards"))
@@ -373,8 +373,8 @@ def test_deploy_checks_each_hosts_role_variables_once_and_names_the_host_before_
                          cwd=ROOT, env=ENV, capture_output=True, text=True, check=False)
     out = res.stdout + res.stderr
     assert res.returncode != 0, out[-3000:]
-    assert "ok: [r-p1] => (item=r-p1, r-p2, r-d1 and 1 more)" in out, out[-3000:]
-    assert re.search(r"failed: \[r-p1\] \(item=r-d2\).*\n(.*\n)*.*'preflight_headroom_mib' is of type str", out), out[-3000:]
+    assert re.search(r"\n +checked:\n +- r-p1, r-p2, r-d1 and 1 more\n +- r-d2\n", out), out[-3000:]
+    assert re.search(r"fatal: \[r-p1\]: FAILED!.*\n(.*\n)*.*\n +r-d2: argument 'preflight_headroom_mib' is of type str", out), out[-3000:]
     assert "Preflight | Check this host" not in out
 
 
