@@ -8,45 +8,30 @@ from __future__ import annotations
 from ansible.errors import AnsibleFilterError
 from ansible.module_utils.parsing.convert_bool import boolean
 
-from ansible_collections.launchcard.inference.plugins.module_utils import _lock as lock
 from ansible_collections.launchcard.inference.plugins.plugin_utils import _planfile as planfile
 from ansible_collections.launchcard.inference.plugins.plugin_utils import _run_locks as run_locks
 
-_get = run_locks.get
+HOST_LOCK = run_locks.HOST_LOCK
+FLEET_LOCK = run_locks.FLEET_LOCK
 
 
 def run_lock_spec(run, host, plan, lock_dir="/var/lib/launchcard", break_stale=False, scope="host", defer=False):
     """The ``lock`` option of one host's preflight call, or of the fleet lock alone (see
-    ``plugins/plugin_utils/_run_locks.py`` lock_spec)."""
+    plugin_utils._run_locks.lock_spec)."""
     try:
         return run_locks.lock_spec(run, host, plan, lock_dir, break_stale, scope, defer)
     except ValueError as exc:
         raise AnsibleFilterError("launchcard.inference.run_lock_spec: %s" % exc)
 
 
-def _locks(result):
-    """The per-path lock results of a registered preflight (``lock.locks``) or run_lock (``locks``) result."""
-    return _get(result, "lock", "locks") or _get(result, "locks") or []
-
-
 def run_lock_taken(hostvars, hosts, fleet=None, anchor=None, released=None, result="preflight_result", keep_fleet=False):
-    """The locks this run holds (see ``plugins/plugin_utils/_run_locks.py`` taken)."""
+    """The locks this run holds (see plugin_utils._run_locks.taken)."""
     return run_locks.taken(hostvars, hosts, fleet, anchor, released, result, keep_fleet)
 
 
 def run_lock_refusal(hostvars, hosts, fleet=None, anchor=None, result="preflight_result"):
-    """Why this run must not go on: each lock another run holds (``<host>:<path> held by <holder>``), and how to
-    break a stale one; ``""`` when no other run holds a lock this run needs."""
-    conflicts = []
-    for host in hosts or ():
-        hv = hostvars[host] if host in hostvars else {}
-        for r in _locks(_get(hv, result)):
-            if r.get("held_by"):
-                conflicts.append((host, r["path"], r["held_by"]))
-    for r in _locks(fleet):
-        if r.get("held_by"):
-            conflicts.append((anchor, r["path"], r["held_by"]))
-    return lock.refusal(conflicts) if conflicts else ""
+    """Why this run must not go on (see plugin_utils._run_locks.refusal)."""
+    return run_locks.refusal(hostvars, hosts, fleet, anchor, result)
 
 
 def run_lock_keeps_fleet(run, plan, hosts, final=None):

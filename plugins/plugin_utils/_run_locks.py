@@ -1,14 +1,16 @@
 # -*- coding: utf-8 -*-
 # Copyright: (c) 2026, launchcard.inference contributors
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""Private to the collection: the run lock a host takes (docs/operations.md, "Run lock"), and which hosts a deploy
-leaves as they are; the lock itself is plugins/module_utils/_lock.py. Used by the filter
-launchcard.inference.run_lock_spec and the deploy's action plugins. Imports nothing heavy: every host's worker loads
-it (plugins/action/settle_or_lock.py)."""
+"""Private to the collection: the run lock a host takes (docs/operations.md, "Run lock"), which hosts a deploy leaves
+as they are, the locks a run holds across its hosts and why it must stop; the lock itself is
+plugins/module_utils/_lock.py. Used by the run_lock filters and action plugins (plugins/action/run_lock.py,
+run_lock_status.py, and the deploy's settle_or_lock.py and deploy_fleet.py)."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
+
+from ansible_collections.launchcard.inference.plugins.module_utils import _lock as lock
 
 HOST_LOCK = "lock.json"
 FLEET_LOCK = "fleet-lock.json"
@@ -100,15 +102,15 @@ def _taken(result):
 def taken(hostvars, hosts, fleet=None, anchor=None, released=None, result="preflight_result", keep_fleet=False):
     """The locks this run holds: ``[{"host", "paths": [{"path", "scope"}]}]``, hosts in ``hosts`` order.
 
-    :param hostvars: ``hostvars``; a host's locks are in its registered ``result`` (``preflight_result.lock``, or a
-        ``run_lock`` result; a list of names: each of them).
+    :param hostvars: ``hostvars`` (or any mapping of host to its variables); a host's locks are in its registered
+        ``result`` (``preflight_result.lock``, or a ``run_lock`` result; a list of names: each of them).
     :param hosts: the hosts to look at (``ansible_play_hosts_all``).
     :param fleet: the registered result of the task that took the fleet lock on ``anchor`` (outside the limit, or
         deferred to after preflight); when ``anchor`` is one of ``hosts``, its ``released`` paths count for it.
     :param released: the name (or a list of names; a dotted name reads into a result, as
         ``units_converge.health``) of registered ``host_state`` or gate results whose ``lock.released``
         lists the paths a host already released (those are left out).
-    :param keep_fleet: leave the fleet lock out (a slice of a plan, :func:`run_lock_keeps_fleet`).
+    :param keep_fleet: leave the fleet lock out (a slice of a plan, _planfile.keeps_fleet_lock).
     """
     if isinstance(released, str):
         released = [released]
@@ -127,3 +129,19 @@ def taken(hostvars, hosts, fleet=None, anchor=None, released=None, result="prefl
     if fleet_paths and not keep_fleet:
         out.append({"host": anchor, "paths": fleet_paths})
     return out
+
+
+def refusal(hostvars, hosts, fleet=None, anchor=None, result="preflight_result"):
+    """Why this run must not go on: each lock another run holds (``<host>:<path> held by <holder>``), and how to
+    break a stale one; ``""`` when no other run holds a lock this run needs. ``result``: as :func:`taken`'s."""
+    conflicts = []
+    for host in hosts or ():
+        hv = hostvars[host] if host in hostvars else {}
+        for name in [result] if isinstance(result, str) else result or ():
+            for r in _locks(get(hv, name)):
+                if r.get("held_by"):
+                    conflicts.append((host, r["path"], r["held_by"]))
+    for r in _locks(fleet):
+        if r.get("held_by"):
+            conflicts.append((anchor, r["path"], r["held_by"]))
+    return lock.refusal(conflicts) if conflicts else ""
