@@ -52,7 +52,7 @@ def docs(env):
 
 
 # the preflight role's fleet step runs on the controller only
-PLATFORMS["preflight_fleet"] = "all"
+PLATFORMS.update(preflight_fleet="all")
 
 
 def runtime():
