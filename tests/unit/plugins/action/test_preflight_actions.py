@@ -137,9 +137,15 @@ def test_read_units_adds_the_setup_reads_and_the_converges_reads_except_on_the_r
     assert args["inspect"][0] == "/etc/x" and len(args["inspect"]) == 3 and args["users"] == []
     reads = args["units_reads"]
     # the router's endpoint answers through its peers: the second stage; a token held: the file is not removed
-    assert reads["endpoints"] == [] and [e["unit"] for e in reads["then"]] == [e["unit"] for e in
-                                                                             report.gate_endpoints(the_plan, "r", "then", {}, {}, None)]
+    then = report.gate_endpoints(the_plan, "r", "then", {}, {}, None)
+    assert reads["endpoints"] == [] and then and reads["then"] == then
     assert len(reads["secrets_sha256"]) == 64 and reads["remove_secrets"] is False
+    # an engine that names no peer: the first stage; no token: the converge removes the file it finds
+    action = _task(preflight_action.ActionModule, {"weights_dir": "/w", "read_units": True}, "launchcard.inference.preflight")
+    action.run(task_vars=_vars(cards, the_plan, "p", launchcard_hf_token_remove=True))
+    reads = _sent(action)[1]["units_reads"]
+    assert reads["endpoints"] and reads["endpoints"] == report.gate_endpoints(the_plan, "p", "first", {}, {}, None)
+    assert reads["secrets_sha256"] == "" and reads["remove_secrets"] is True
     action = _task(preflight_action.ActionModule, {"weights_dir": "/w", "read_units": True, "recheck": True,
                                                    "install_driver": True}, "launchcard.inference.preflight")
     action.run(task_vars=task_vars)
