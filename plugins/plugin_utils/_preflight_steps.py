@@ -87,10 +87,13 @@ def _dropped(value):
 def optional_args(args):
     """The preflight call's options whose empty value means "not set" (an inventory's ``''``, a null default)
     left out, ``ascend_devices`` given as JSON text (an INI ``[group:vars]`` list) parsed, and
-    ``allow_removal``/``allow_runtime_change`` as booleans where set."""
+    ``allow_removal``/``allow_runtime_change`` (null: not checked) as booleans where set."""
     out = dict(args)
-    for name in ("amd_render_gid", "ascend_devices", "native_venv", "record", "allow_removal", "allow_runtime_change"):
+    for name in ("amd_render_gid", "ascend_devices", "native_venv", "record"):
         if name in out and _dropped(out[name]):
+            del out[name]
+    for name in ("allow_removal", "allow_runtime_change"):
+        if name in out and out[name] is None:
             del out[name]
     # gpu_memory_mib: 0 or null is "unknown", as the role's default(omit, true) gave it
     if "gpu_memory_mib" in out and not out["gpu_memory_mib"]:
