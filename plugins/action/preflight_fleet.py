@@ -20,8 +20,8 @@ ARGUMENT_SPEC = dict(
     argv_result=dict(type="str", default="preflight_argv"),
     image_refs=dict(type="dict", default={}),
     argv_python=dict(type="str", default="/opt/launchcard/venv/bin/python"),
-    argv_checks=dict(type="list", elements="dict", default=[]),
-    hold_images=dict(type="bool", default=False),
+    checks=dict(type="list", elements="dict", default=[]),
+    hold_moved=dict(type="bool", default=False),
     lock=dict(type="bool", default=False),
     fleet_lock=dict(type="raw"),
     recheck=dict(type="bool", default=False),
@@ -62,7 +62,7 @@ class ActionModule(ActionBase):
             out = steps.report_step(
                 var("launchcard_plan") or {}, var("launchcard_cards") or {}, results,
                 dict((h, host_vars[h].get(args["argv_result"]) or {}) for h in host_vars), hosts_all, hosts,
-                checks=args["argv_checks"], image_refs=args["image_refs"], hold=args["hold_images"], lock_taken=args["lock"],
+                checks=args["checks"], image_refs=args["image_refs"], hold=args["hold_moved"], lock_taken=args["lock"],
                 check_mode=check_mode, recheck=args["recheck"], fleet=args["fleet_lock"], anchor=run.get("anchor"),
                 keep_fleet=boolean(var("launchcard_keep_fleet_lock") or False, strict=False), percent=percent)
         except ValueError as exc:

@@ -44,12 +44,12 @@ options:
     description: O(step=argv) - the native virtualenv's Python, for an argv check on a native host.
     type: str
     default: /opt/launchcard/venv/bin/python
-  argv_checks:
+  checks:
     description: O(step=report) - the checks the argv step gave (its RV(checks)).
     type: list
     elements: dict
     default: []
-  hold_images:
+  hold_moved:
     description: O(step=report) - warn of each tag that moved in the registry since the hosts recorded its digest.
     type: bool
     default: false
@@ -91,7 +91,7 @@ EXAMPLES = r"""
 - name: Report every host
   launchcard.inference.preflight_fleet:
     step: report
-    argv_checks: "{{ preflight_argv_plan.checks }}"
+    checks: "{{ preflight_argv_plan.checks }}"
   register: preflight_fleet
   run_once: true
 """

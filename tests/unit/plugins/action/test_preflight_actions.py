@@ -246,7 +246,7 @@ def test_a_moved_tag_and_a_check_that_could_not_run_are_fleet_warnings_below_the
     checks = [{"key": "k1", "host": "p", "runtime": "podman", "image": image, "recipes": ["sglang-prefill"],
                "engine_label": "SGLang"}]
     argv = {"p": {"results": [{"key": "k1", "status": "unavailable", "message": "no image"}]}}
-    args = {"step": "report", "hold_images": True, "image_refs": {image: image.split(":")[0] + "@" + new}, "argv_checks": checks}
+    args = {"step": "report", "hold_moved": True, "image_refs": {image: image.split(":")[0] + "@" + new}, "checks": checks}
     out = _task(fleet_action.ActionModule, args, "launchcard.inference.preflight_fleet").run(
         task_vars=_fleet_vars(cards, the_plan, results, argv))
     lines = out["msg"].split("\n")
@@ -271,7 +271,7 @@ def test_a_rejected_argv_stops_the_run_and_the_images_pulled_for_accepted_checks
     argv = {"p": {"results": [{"key": "k1", "status": "rejected", "message": "unrecognized", "flag": "--x", "near": [],
                                "pulled": True}]},
             "d": {"results": [{"key": "k2", "status": "ok", "pulled": True}]}}
-    out = _task(fleet_action.ActionModule, {"step": "report", "argv_checks": checks, "lock": True},
+    out = _task(fleet_action.ActionModule, {"step": "report", "checks": checks, "lock": True},
                 "launchcard.inference.preflight_fleet").run(task_vars=_fleet_vars(cards, the_plan, results, argv))
     then = out["then"]
     assert len(then["argv_refusals"]) == 1 and "sglang-prefill" in then["argv_refusals"][0]
