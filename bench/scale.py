@@ -89,9 +89,9 @@ def shadow_collection(workdir):
         if name != "action":
             os.symlink(os.path.join(ROOT, "plugins", name), os.path.join(coll, "plugins", name))
     for name in os.listdir(os.path.join(ROOT, "plugins", "action")):
-        # not the preflight action: the stand-in takes its place (a copy onto a link would overwrite this tree's file)
-        if name != "preflight.py":
-            os.symlink(os.path.join(ROOT, "plugins", "action", name), os.path.join(coll, "plugins", "action", name))
+        if name == "preflight.py":
+            continue  # a link here would make the copy below overwrite the tree's own file
+        os.symlink(os.path.join(ROOT, "plugins", "action", name), os.path.join(coll, "plugins", "action", name))
     shutil.copy(os.path.join(ROOT, "bench", "scale_preflight.py"), os.path.join(coll, "plugins", "action", "preflight.py"))
     return workdir
 

@@ -8,7 +8,6 @@ module's ``auth`` option, which it never logs."""
 
 from __future__ import annotations
 
-from ansible.errors import AnsibleActionFail
 from ansible.plugins.action import ActionBase
 
 from ansible_collections.launchcard.inference.plugins.plugin_utils import _images as images
@@ -27,19 +26,20 @@ class ActionModule(ActionBase):
         del tmp  # no effect since ansible-core 2.5
         args = dict(self._task.args)
         mirrors, credentials, plain_http = (args.pop(name, None) for name in REGISTRY_OPTIONS)
-        for name, value, kind in (("registry_mirrors", mirrors, dict), ("registry_credentials", credentials, dict),
-                                  ("registry_plain_http", plain_http, list)):
-            if value is not None and not isinstance(value, kind):
-                raise AnsibleActionFail("launchcard.inference.engine_argv: %s must be a %s, found %s"
-                                        % (name, kind.__name__, type(value).__name__))
-        if any(isinstance(c, dict) and c.get("pull") for c in args.get("checks") or []):
-            try:
+        try:
+            for name, value, kind in (("registry_mirrors", mirrors, dict), ("registry_credentials", credentials, dict),
+                                      ("registry_plain_http", plain_http, list)):
+                if value is not None and not isinstance(value, kind):
+                    raise ValueError("%s must be a %s, found %s" % (name, kind.__name__, type(value).__name__))
+            if any(isinstance(c, dict) and c.get("pull") for c in args.get("checks") or []):
                 if mirrors and "registries_conf" not in args:
                     args["registries_conf"] = images.podman_registries_conf(mirrors)
                 if credentials and "auth" not in args:
                     args["auth"] = images.registry_auth(credentials, mirrors, plain_http)
-            except ValueError as exc:
-                raise AnsibleActionFail("launchcard.inference.engine_argv: %s" % exc)
+        except ValueError as exc:
+            # returned, not raised: ansible-core 2.19 prints a raised failure twice (plugins/action/run_lock.py)
+            result.update(failed=True, changed=False, msg="launchcard.inference.engine_argv: %s" % exc)
+            return result
         result.update(self._execute_module(module_name="launchcard.inference.engine_argv", module_args=args,
                                            task_vars=task_vars))
         self._remove_tmp_path(self._connection._shell.tmpdir)

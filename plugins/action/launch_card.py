@@ -22,6 +22,7 @@ from ansible.utils.display import Display
 from ansible_collections.launchcard.inference.plugins.plugin_utils._card import MAX_CARD_BYTES, CardError, load_card
 from ansible_collections.launchcard.inference.plugins.plugin_utils import _inventory_check as inventory_check
 from ansible_collections.launchcard.inference.plugins.plugin_utils import _memory_budget as memory_budget
+from ansible_collections.launchcard.inference.plugins.plugin_utils import _plan_tables as plan_tables
 from ansible_collections.launchcard.inference.plugins.plugin_utils import _planfile as planfile
 from ansible_collections.launchcard.inference.plugins.plugin_utils._outages import mini_lb_notes
 from ansible_collections.launchcard.inference.plugins.plugin_utils._planner import (
@@ -174,6 +175,7 @@ class ActionModule(ActionBase):
             model_configs=dict(type="bool", default=False),
             hf_endpoint=dict(type="str", default=""),
             hf_token=dict(type="str", default="", no_log=True),
+            plan_final=dict(type="raw"),
         ))
         hostvars = task_vars.get("hostvars", {})
         # The fleet is the inventory: plan every host, also those outside
@@ -264,6 +266,14 @@ class ActionModule(ActionBase):
             result["ansible_facts"] = planned
         else:
             result.update(planned)
+            # the tables every host reads of the whole plan, once for the fleet (the caller's set_fact shares them)
+            play_hosts = task_vars.get("ansible_play_hosts_all")
+            try:
+                result.update(plan_tables.fleet_tables(cards, the_plan, planned["launchcard_run"],
+                                                       the_plan["hosts"] if play_hosts is None else play_hosts,
+                                                       args["plan_final"]))
+            except ValueError as exc:
+                raise AnsibleActionFail(to_text(exc))
         # what playbooks/plan.yml writes beside the plan: the cards' checksums and the inventory's fingerprint
         result["launchcard_plan_inputs"] = {"cards": digests, "inventory": inventory}
         result["msg"] = "; ".join("%s@%s: %d recipe(s), %d instance(s) on %d host(s)" % (

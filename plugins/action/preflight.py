@@ -5,24 +5,20 @@
 variables (its needs, whether the plan places it, its misspelt variables, its run lock, what the units role reads in
 the same call) are computed here from the task's variables, then the module runs on the host.
 
-Logic: ``plugins/plugin_utils/_preflight_steps.py`` (needs, reads) and ``_run_locks.py`` (the lock's holder).
-With ``fleet_lock`` the task takes the fleet lock alone (run once on the anchor, outside the run's limit) through
-the ``run_lock`` module.
-"""
+Logic: ``plugins/plugin_utils/_preflight_steps.py`` (needs), ``_units_host.py`` (the units role's reads) and
+``_run_locks.py`` (the lock's holder)."""
 
 from __future__ import annotations
 
-from ansible.errors import AnsibleActionFail
 from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
-from ansible.module_utils.parsing.convert_bool import boolean
 from ansible.plugins.action import ActionBase
 
 from ansible_collections.launchcard.inference.plugins.module_utils._preflight_options import CONTROLLER_SPEC
 from ansible_collections.launchcard.inference.plugins.plugin_utils import _play_vars as play_vars
 from ansible_collections.launchcard.inference.plugins.plugin_utils import _preflight_steps as steps
-from ansible_collections.launchcard.inference.plugins.plugin_utils import _report as report
 from ansible_collections.launchcard.inference.plugins.plugin_utils import _run_locks as run_locks
 from ansible_collections.launchcard.inference.plugins.plugin_utils import _unit_options as unit_options
+from ansible_collections.launchcard.inference.plugins.plugin_utils import _units_host as units_host
 
 
 class ActionModule(ActionBase):
@@ -41,19 +37,16 @@ class ActionModule(ActionBase):
         args = dict(self._task.args)
         own = dict((k, args.pop(k)) for k in list(args) if k in CONTROLLER_SPEC)
         checked = ArgumentSpecValidator(CONTROLLER_SPEC).validate(own)
-        if checked.error_messages:
-            raise AnsibleActionFail("launchcard.inference.preflight: %s" % "; ".join(checked.error_messages))
-        own = checked.validated_parameters
         try:
-            if own["fleet_lock"]:
-                spec = run_locks.lock_spec(self._var(task_vars, "launchcard_run"), None, None, own["lock_dir"],
-                                           own["break_lock"], scope="fleet")
-                module, module_args = "launchcard.inference.run_lock", spec
-            else:
-                module, module_args = "launchcard.inference.preflight", self._module_args(args, own, task_vars)
+            if checked.error_messages:
+                raise ValueError("; ".join(checked.error_messages))
+            module_args = self._module_args(args, checked.validated_parameters, task_vars)
         except ValueError as exc:
-            raise AnsibleActionFail("launchcard.inference.preflight: %s" % exc)
-        result.update(self._execute_module(module_name=module, module_args=module_args, task_vars=task_vars))
+            # returned, not raised: ansible-core 2.19 prints a raised failure twice (plugins/action/run_lock.py)
+            result.update(failed=True, changed=False, msg="launchcard.inference.preflight: %s" % exc)
+            return result
+        result.update(self._execute_module(module_name="launchcard.inference.preflight", module_args=module_args,
+                                           task_vars=task_vars))
         self._remove_tmp_path(self._connection._shell.tmpdir)
         return result
 
@@ -89,25 +82,10 @@ class ActionModule(ActionBase):
                 given = list(out.get(name) or [])
                 out[name] = given + [x for x in found if x not in given]
             if not own["recheck"]:
-                out["units_reads"] = steps.units_reads(host_plan, plan, host, host_vars, self._remove_secrets(task_vars),
-                                                       self._gates(task_vars, plan, host))
+                out["units_reads"] = units_host.UnitsHost(self._templar, task_vars).reads()
         if own["take_lock"] and host_plan is not None:
             # the re-check of a bare host takes its lock again (re-entrant: the same run), so its result, which
             # replaces the first one, still lists the locks that the record and the always section release
             out["lock"] = run_locks.lock_spec(self._var(task_vars, "launchcard_run"), host, plan, own["lock_dir"],
                                               own["break_lock"], defer=own["lock_defer"])
         return out
-
-    def _remove_secrets(self, task_vars):
-        # the units role's remove_secrets (roles/units/defaults: launchcard_hf_token_remove)
-        value = self._var(task_vars, "units_hf_token_remove")
-        if value is None:
-            value = self._var(task_vars, "launchcard_hf_token_remove")
-        return boolean(value or False, strict=False)
-
-    def _gates(self, task_vars, plan, host):
-        # this host's gate from the fleet's table (playbooks/tasks/plan.yml), else found in the plan for it alone
-        gates = self._var(task_vars, "launchcard_gates")
-        if isinstance(gates, dict):
-            return {host: gates.get(host, [])}
-        return report.gate_table(plan, [host])

@@ -7,7 +7,6 @@ host's registered results once; logic in ``plugins/plugin_utils/_preflight_steps
 
 from __future__ import annotations
 
-from ansible.errors import AnsibleActionFail
 from ansible.module_utils.parsing.convert_bool import boolean
 from ansible.plugins.action import ActionBase
 
@@ -66,7 +65,9 @@ class ActionModule(ActionBase):
                 check_mode=check_mode, recheck=args["recheck"], fleet=args["fleet_lock"], anchor=run.get("anchor"),
                 keep_fleet=boolean(var("launchcard_keep_fleet_lock") or False, strict=False), percent=percent)
         except ValueError as exc:
-            raise AnsibleActionFail("launchcard.inference.preflight_fleet: %s" % exc)
+            # returned, not raised: ansible-core 2.19 prints a raised failure twice (plugins/action/run_lock.py)
+            result.update(failed=True, changed=False, msg="launchcard.inference.preflight_fleet: %s" % exc)
+            return result
         result.update(out)
         result["changed"] = False
         # the table is printed as debug prints its msg, at every verbosity

@@ -2,24 +2,31 @@
 # Copyright: (c) 2026, launchcard.inference contributors
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 """Controller side of ``launchcard.inference.systemd_units``: a host the preflight call found settled is not
-contacted.
+contacted; with ``from_plan`` the units role's options are built here, in Python, from the host's variables.
 
 The ``settled`` option carries the result the module would return on a host where it would change nothing
-(``plugins/module_utils/_systemd.py`` ``settled_converge``, from the host's preflight reading, through the filter
-``launchcard.inference.units_settled``). Given, this plugin returns it; otherwise it runs the module on the host
-with the other options, as a task without an action plugin would, filling in ``textfile.directory`` (node exporter's
-textfile directory, ``plugins/plugin_utils/_textfile.py``: the host side cannot import plugin_utils).
+(``plugins/module_utils/_systemd.py`` ``settled_converge``, from the host's preflight reading). Given, this plugin
+returns it; otherwise it runs the module on the host with the other options, as a task without an action plugin
+would, filling in ``textfile.directory`` (node exporter's textfile directory, ``plugins/plugin_utils/_textfile.py``:
+the host side cannot import plugin_utils) and, with ``from_plan``, the unit files, secrets, gate and textfile facts
+(``plugins/plugin_utils/_units_host.py``).
 """
 
 from __future__ import annotations
 
+from ansible.module_utils.common.text.converters import to_text
+from ansible.module_utils.parsing.convert_bool import boolean
 from ansible.plugins.action import ActionBase
 
 from ansible_collections.launchcard.inference.plugins.plugin_utils._textfile import with_directory
+from ansible_collections.launchcard.inference.plugins.plugin_utils._units_host import UnitsHost
+
+# what from_plan builds: given beside it, they would be overwritten, so they are refused
+FROM_PLAN = ("units", "secrets", "secrets_file", "remove_secrets", "health", "textfile")
 
 
 class ActionModule(ActionBase):
-    """Return ``settled`` when given, else run the module."""
+    """Return ``settled`` when given, else run the module (its options built from the plan with ``from_plan``)."""
 
     TRANSFERS_FILES = False
     _supports_check_mode = True
@@ -29,6 +36,7 @@ class ActionModule(ActionBase):
         del tmp  # no effect since ansible-core 2.5
         args = dict(self._task.args)
         settled = args.pop("settled", None)
+        from_plan = boolean(args.pop("from_plan", False), strict=False)
         if settled:
             if not isinstance(settled, dict) or not settled.get("settled"):
                 result.update(failed=True, msg="settled: expected the result of launchcard.inference.units_settled "
@@ -37,6 +45,16 @@ class ActionModule(ActionBase):
             result.update(settled)
             result["changed"] = False
             return result
+        if from_plan:
+            both = sorted(set(FROM_PLAN) & set(args))
+            if both:
+                result.update(failed=True, msg="from_plan builds %s: give them or from_plan, not both" % ", ".join(both))
+                return result
+            try:
+                args.update(UnitsHost(self._templar, task_vars).converge_args(args.get("state", "started")))
+            except ValueError as exc:
+                result.update(failed=True, msg="launchcard.inference.systemd_units: %s; nothing was changed" % to_text(exc))
+                return result
         result.update(self._execute_module(module_name="launchcard.inference.systemd_units", module_args=with_directory(args),
                                            task_vars=task_vars))
         self._remove_tmp_path(self._connection._shell.tmpdir)

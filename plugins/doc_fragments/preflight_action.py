@@ -51,19 +51,12 @@ options:
     type: bool
     default: false
   lock_dir:
-    description: With O(take_lock) or O(fleet_lock) - the directory of the lock files on the hosts.
+    description: With O(take_lock) - the directory of the lock files on the hosts.
     type: path
     default: /var/lib/launchcard
   break_lock:
     description:
-      - With O(take_lock) or O(fleet_lock) - replace a lock another run holds (a stale one; C(-e launchcard_lock_break=true)).
-    type: bool
-    default: false
-  fleet_lock:
-    description:
-      - Take the fleet lock alone, with M(launchcard.inference.run_lock), instead of the checks (the task runs once,
-        delegated to the anchor host, when the anchor is outside the run's limit); the task returns that module's
-        result. Every other option is then ignored.
+      - With O(take_lock) - replace a lock another run holds (a stale one; C(-e launchcard_lock_break=true)).
     type: bool
     default: false
 """

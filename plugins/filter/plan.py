@@ -18,9 +18,11 @@ from ansible_collections.launchcard.inference.plugins.plugin_utils import _image
 from ansible_collections.launchcard.inference.plugins.plugin_utils import _planfile as planfile
 from ansible_collections.launchcard.inference.plugins.plugin_utils import _preflight_steps as preflight_steps
 from ansible_collections.launchcard.inference.plugins.plugin_utils import _report as report
+from ansible_collections.launchcard.inference.plugins.plugin_utils import _role_vars as role_vars
 from ansible_collections.launchcard.inference.plugins.plugin_utils import _unit_options as unit_options
 from ansible_collections.launchcard.inference.plugins.plugin_utils import _unit_times as unit_times
 from ansible_collections.launchcard.inference.plugins.plugin_utils import _units as units
+from ansible_collections.launchcard.inference.plugins.plugin_utils import _units_gate as units_gate
 from ansible_collections.launchcard.inference.plugins.plugin_utils import _weights as weights
 from ansible_collections.launchcard.inference.plugins.module_utils import _versions as versions
 
@@ -82,17 +84,9 @@ def failure_budget_spent(lost, hosts, percent=None):
 
 
 def role_vars_by_host(hostvars, hosts, argument_spec):
-    """The variables of a role argument spec each host sets (inventory, extra vars), hosts grouped by equal values.
-
-    For a check run once for the fleet: ``ansible.builtin.validate_argument_spec`` (run_once) reads the play's
-    variables and role defaults itself, and takes each group's values as ``provided_arguments``.
-    """
-    names = list(argument_spec or {})
-    per_host = {}
-    for host in hosts or []:
-        host_vars = hostvars[host]
-        per_host[host] = dict((name, host_vars[name]) for name in names if name in host_vars)
-    return report.hosts_by_settings(per_host)
+    """The variables of a role argument spec each host sets (inventory, extra vars), hosts grouped by equal values
+    (see plugin_utils._role_vars.by_host)."""
+    return role_vars.by_host(hostvars, hosts, list(argument_spec or {}))
 
 
 def units_setup_reads(host_vars):
@@ -251,24 +245,8 @@ def weights_peer_report(peers, cards=None):
     return weights.peer_report(peers or {}, repo_of)
 
 
-FIRST_STAGE_RESULTS = ("units_converge.health", "units_health_first")
-
-
-def first_stage_result(hostvars_of_host, result_var=FIRST_STAGE_RESULTS):
-    """A host's first-stage gate result: the first of ``result_var`` (dotted paths into its variables) found.
-
-    The units role gates the first stage in its converge call (``units_converge.health``), or, with
-    ``--tags health``, in a task of its own (``units_health_first``).
-    """
-    for path in [result_var] if isinstance(result_var, str) else result_var:
-        value = hostvars_of_host
-        for key in path.split("."):
-            value = value.get(key) if hasattr(value, "get") else None
-            if value is None:
-                break
-        if value:
-            return value
-    return {}
+FIRST_STAGE_RESULTS = units_gate.FIRST_STAGE_RESULTS
+first_stage_result = units_gate.first_stage_result
 
 
 def health_endpoints(host_plan, converge=None, stage=None, plan=None, host=None, hostvars=None,
@@ -303,14 +281,7 @@ def health_endpoints(host_plan, converge=None, stage=None, plan=None, host=None,
     return _previous(out, converge)
 
 
-def _previous(endpoints, converge):
-    """``endpoints`` with ``previous`` (what the unit ran before) on those whose start or restart ``converge`` queued."""
-    queued = (converge or {}).get("queued") or {}
-    for ep in endpoints:
-        if ep["unit"] in queued:
-            ep["previous"] = {"invocation_id": queued[ep["unit"]].get("invocation_id") or "",
-                              "main_pid": queued[ep["unit"]].get("main_pid") or 0}
-    return endpoints
+_previous = units_gate.with_previous
 
 
 def gate_table(plan, hosts=None):
@@ -320,73 +291,21 @@ def gate_table(plan, hosts=None):
 
 def units_second_stage(gates, hostvars, hosts, check_mode=False, result_var=FIRST_STAGE_RESULTS,
                        converge_var="units_converge"):
-    """The units role's second gate stage for every host of ``hosts`` that has one, computed once for the fleet
-    (a task run once) from every host's results in ``hostvars``: ``{host: {"endpoints", "peers_settled"}}``.
-
-    ``endpoints``: what ``health_endpoints`` gives with ``stage="then"`` and the host's own converge, less the units
-    that converge would start or restart in check mode; ``peers_settled``: plugin_utils._report.peers_settled.
-    """
-    gates = gates or {}
-    prior, pending, converges = {}, {}, {}
-    for name in gates:
-        if name not in hostvars:
-            continue
-        hv = hostvars[name]
-        prior[name] = first_stage_result(hv, result_var)
-        conv = hv.get(converge_var)
-        if check_mode:
-            pending[name] = report.pending_units(conv, True)
-        if conv and not conv.get("skipped"):
-            converges[name] = conv
-    wanted = [h for h in hosts or [] if any(e.get("peers") for e in gates.get(h) or [])]
-    out = report.second_stage(gates, wanted, prior, pending, converges)
-    for host, stage in out.items():
-        conv = converges.get(host)
-        own = report.pending_units(conv, check_mode)
-        stage["endpoints"] = [ep for ep in _previous(stage["endpoints"], conv) if ep["name"] not in own]
-    return out
+    """The units role's second gate stage of every host of ``hosts`` that has one (see plugin_utils._units_gate)."""
+    return units_gate.second_stage(gates, hostvars, hosts, check_mode, result_var, converge_var)
 
 
 def units_gate_first(host_plan, plan, host, timeout, interval, record=None, gates=None):
-    """The units role's first gate stage, as ``systemd_units``' ``health`` option; None for a host the plan
-    gives nothing.
-
-    ``endpoints``: the host's engines that name no peer (``health_endpoints`` with ``stage="first"``);
-    ``then``: those that do (the second stage), which the call probes once when it changed nothing on the host
-    (see module_utils._gate.run_gate); ``timeout`` (s), ``interval`` (s) and ``record``, which the call writes
-    only once the first stage and, where there is one, the second are gated (otherwise the second stage's
-    call carries it). ``gates``: the plan's ``gate_table``, computed once for the fleet.
-    """
-    if host_plan is None:
-        return None
-    spec = {"endpoints": health_endpoints(host_plan, stage="first", plan=plan, host=host, gates=gates),
-            "then": health_endpoints(host_plan, stage="then", plan=plan, host=host, gates=gates),
-            "timeout": int(timeout), "interval": float(interval)}
-    if record is not None:
-        spec["record"] = record
-    return spec
+    """The units role's first gate stage, as ``systemd_units``' ``health`` option (see plugin_utils._units_gate)."""
+    return units_gate.gate_first(host_plan, plan, host, timeout, interval, record, gates)
 
 
 def units_reads(host_plan, plan, host, host_vars, remove_secrets=False, gates=None):
-    """The preflight call's ``units_reads`` option for one host: what the units role's converge would compare
-    (its unit files, states, drop-ins and secrets file, in systemd_units' default places) and the endpoints of
-    both gate stages, probed once (none on a host the plan gives nothing: its converge only prunes).
-
-    :param host_vars: ``hostvars[host]``: its secrets and their file, as ``unit_settings`` reads them
-        (plugin_utils._unit_options.host_secrets; no preflight fact is needed).
-    :param remove_secrets: the converge's ``remove_secrets``.
-    :param gates: the plan's ``gate_table``, computed once for the fleet.
-    :raises AnsibleFilterError: a secret the secrets file cannot hold (the converge would refuse it too).
-    """
-    gate = units_gate_first(host_plan, plan, host, 0, 0, gates=gates) if host_plan is not None else {"endpoints": [], "then": []}
-    settings = unit_options.host_secrets(host_vars if host_vars is not None else {})
-    secrets = settings["secrets"]
+    """The preflight call's ``units_reads`` option for one host (see plugin_utils._units_gate.reads)."""
     try:
-        digest = state.sha256_text(systemd.render_env_file(secrets)) if secrets else ""
+        return units_gate.reads(host_plan, plan, host, host_vars, remove_secrets, gates)
     except ValueError as exc:
-        raise AnsibleFilterError("launchcard.inference.units_reads: secrets: %s" % to_text(exc))
-    return {"secrets_file": settings["secrets_file"], "secrets_sha256": digest, "remove_secrets": bool(remove_secrets) and not secrets,
-            "endpoints": gate["endpoints"], "then": gate["then"]}
+        raise AnsibleFilterError("launchcard.inference.units_reads: %s" % to_text(exc))
 
 
 def units_settled(found, units, allowed_dropins=None, record=None):
@@ -405,25 +324,8 @@ def units_settled(found, units, allowed_dropins=None, record=None):
 
 
 def deploy_summary(plan, hostvars, check_mode=False):
-    """Deploy summary table lines: host, recipe, engine, role, port, state.
-
-    Rows are grouped by state, the worst first (unhealthy, failed, ...,
-    healthy last), and a line of counts per state ends the table, after an
-    empty line (see plugin_utils._report.deploy_table).
-
-    Reads each planned host's registered ``units_converge`` and
-    ``units_health`` results from ``hostvars``. In check mode, units the
-    converge would start or restart read ``would start (check mode)``.
-    """
-    results = {}
-    for host in (plan or {}).get("hosts", {}):
-        hv = hostvars[host] if host in hostvars else {}
-        conv, health = hv.get("units_converge") or {}, hv.get("units_health") or {}
-        first = first_stage_result(hv)  # the gate's first stage (see health_endpoints)
-        endpoints = (first.get("endpoints") or []) + (health.get("endpoints") or [])
-        results[host] = {"units": conv.get("units"), "health": endpoints if (first or health) else None,
-                         "pending": report.pending_units(conv, check_mode)}
-    return report.deploy_table(report.deploy_rows(plan, results))
+    """Deploy summary table lines (see plugin_utils._units_gate.summary)."""
+    return units_gate.summary(plan, hostvars, check_mode)
 
 
 def preflight_peers(plan, cards):
@@ -485,12 +387,9 @@ def argv_check_report(checks, hostvars, hosts, result_var="preflight_argv"):
 def plan_file(planned, resolved=None):
     """The text of a plan file (see plugin_utils._planfile) from the plan role's result and the resolved images."""
     try:
-        inputs = planned["launchcard_plan_inputs"]
-        return planfile.dumps(planfile.document(planned["launchcard_plan"], planned["launchcard_cards"],
-                                                inputs["cards"], inputs["inventory"], resolved))
-    except (KeyError, TypeError) as exc:
-        raise AnsibleFilterError("launchcard.inference.plan_file: expected the launch_card result registered with "
-                                 "facts=false (plan_planned), missing %s" % to_text(exc))
+        return planfile.text_of(planned, resolved)
+    except planfile.PlanFileError as exc:
+        raise AnsibleFilterError("launchcard.inference.plan_file: %s" % to_text(exc))
 
 
 class FilterModule(object):

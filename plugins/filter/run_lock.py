@@ -8,108 +8,30 @@ from __future__ import annotations
 from ansible.errors import AnsibleFilterError
 from ansible.module_utils.parsing.convert_bool import boolean
 
-from ansible_collections.launchcard.inference.plugins.module_utils import _lock as lock
 from ansible_collections.launchcard.inference.plugins.plugin_utils import _planfile as planfile
+from ansible_collections.launchcard.inference.plugins.plugin_utils import _run_locks as run_locks
 
-HOST_LOCK = "lock.json"
-FLEET_LOCK = "fleet-lock.json"
-
-
-def _get(mapping, *keys):
-    for key in keys:
-        if not isinstance(mapping, dict) and not hasattr(mapping, "get"):
-            return None
-        mapping = mapping.get(key)
-        if mapping is None:
-            return None
-    return mapping
+HOST_LOCK = run_locks.HOST_LOCK
+FLEET_LOCK = run_locks.FLEET_LOCK
 
 
 def run_lock_spec(run, host, plan, lock_dir="/var/lib/launchcard", break_stale=False, scope="host", defer=False):
-    """The ``lock`` option of one host's preflight call (``scope="host"``: its host lock, and the fleet lock
-    when ``host`` is the anchor), or of the fleet lock alone (``scope="fleet"``).
-
-    :param defer: the locks are only checked in the preflight call (``defer: true``), to be taken later where the
-        run changes a host (``playbooks/deploy.yml``: the host lock on that host, the fleet lock on the anchor); not
-        with ``break_stale``, whose run takes every lock in the preflight call.
-
-    :param run: ``launchcard_run`` (set by the plan role).
-    :returns: ``{"holder": {...}, "paths": [{"path", "scope"}], "break_stale": bool}``.
-    """
-    if not run or not run.get("id"):
-        raise AnsibleFilterError("launchcard.inference.run_lock_spec: no launchcard_run (the plan role sets it)")
-    lock_dir = (lock_dir or "/var/lib/launchcard").rstrip("/") or "/"
-    cards = run.get("cards") or {}
-    if scope == "fleet":
-        card = ",".join(sorted(set(cards.values())))
-        paths = [{"path": "%s/%s" % (lock_dir, FLEET_LOCK), "scope": "fleet"}]
-    else:
-        card = cards.get(_get(plan, "hosts", host, "card")) or ",".join(sorted(set(cards.values())))
-        paths = [{"path": "%s/%s" % (lock_dir, HOST_LOCK), "scope": "host"}]
-        if host == run.get("anchor"):
-            paths.append({"path": "%s/%s" % (lock_dir, FLEET_LOCK), "scope": "fleet"})
-        if defer and not break_stale:
-            for path in paths:
-                path["defer"] = True
-    holder = {"run_id": run["id"], "user": run.get("user"), "controller": run.get("controller"),
-              "playbook": run.get("playbook"), "card": card}
-    return {"holder": holder, "paths": paths, "break_stale": bool(break_stale)}
-
-
-def _locks(result):
-    """The per-path lock results of a registered preflight (``lock.locks``) or run_lock (``locks``) result."""
-    return _get(result, "lock", "locks") or _get(result, "locks") or []
-
-
-def _taken(result):
-    return [{"path": r["path"], "scope": r.get("scope") or "host"} for r in _locks(result) if r.get("acquired")]
+    """The ``lock`` option of one host's preflight call, or of the fleet lock alone (see
+    plugin_utils._run_locks.lock_spec)."""
+    try:
+        return run_locks.lock_spec(run, host, plan, lock_dir, break_stale, scope, defer)
+    except ValueError as exc:
+        raise AnsibleFilterError("launchcard.inference.run_lock_spec: %s" % exc)
 
 
 def run_lock_taken(hostvars, hosts, fleet=None, anchor=None, released=None, result="preflight_result", keep_fleet=False):
-    """The locks this run holds: ``[{"host", "paths": [{"path", "scope"}]}]``, hosts in ``hosts`` order.
-
-    :param hostvars: ``hostvars``; a host's locks are in its registered ``result`` (``preflight_result.lock``, or a
-        ``run_lock`` result; a list of names: each of them).
-    :param hosts: the hosts to look at (``ansible_play_hosts_all``).
-    :param fleet: the registered result of the task that took the fleet lock on ``anchor`` (outside the limit, or
-        deferred to after preflight); when ``anchor`` is one of ``hosts``, its ``released`` paths count for it.
-    :param released: the name (or a list of names; a dotted name reads into a result, as
-        ``units_converge.health``) of registered ``host_state`` or gate results whose ``lock.released``
-        lists the paths a host already released (those are left out).
-    :param keep_fleet: leave the fleet lock out (a slice of a plan, :func:`run_lock_keeps_fleet`).
-    """
-    if isinstance(released, str):
-        released = [released]
-    out = []
-    fleet_paths = _taken(fleet) if anchor else []
-    for host in hosts or ():
-        hv = hostvars[host] if host in hostvars else {}
-        paths = [p for name in ([result] if isinstance(result, str) else result or ()) for p in _taken(_get(hv, name))]
-        if host == anchor:
-            paths += [p for p in fleet_paths if p not in paths]
-            fleet_paths = []
-        gone = set(p for name in released or () for p in (_get(hv, *(name.split(".") + ["lock", "released"])) or []))
-        paths = [p for p in paths if p["path"] not in gone and not (keep_fleet and p["scope"] == "fleet")]
-        if paths:
-            out.append({"host": host, "paths": paths})
-    if fleet_paths and not keep_fleet:
-        out.append({"host": anchor, "paths": fleet_paths})
-    return out
+    """The locks this run holds (see plugin_utils._run_locks.taken)."""
+    return run_locks.taken(hostvars, hosts, fleet, anchor, released, result, keep_fleet)
 
 
 def run_lock_refusal(hostvars, hosts, fleet=None, anchor=None, result="preflight_result"):
-    """Why this run must not go on: each lock another run holds (``<host>:<path> held by <holder>``), and how to
-    break a stale one; ``""`` when no other run holds a lock this run needs."""
-    conflicts = []
-    for host in hosts or ():
-        hv = hostvars[host] if host in hostvars else {}
-        for r in _locks(_get(hv, result)):
-            if r.get("held_by"):
-                conflicts.append((host, r["path"], r["held_by"]))
-    for r in _locks(fleet):
-        if r.get("held_by"):
-            conflicts.append((anchor, r["path"], r["held_by"]))
-    return lock.refusal(conflicts) if conflicts else ""
+    """Why this run must not go on (see plugin_utils._run_locks.refusal)."""
+    return run_locks.refusal(hostvars, hosts, fleet, anchor, result)
 
 
 def run_lock_keeps_fleet(run, plan, hosts, final=None):

@@ -16,5 +16,4 @@ CONTROLLER_SPEC = dict(
     lock_defer=dict(type="bool", default=False),
     lock_dir=dict(type="path", default="/var/lib/launchcard"),
     break_lock=dict(type="bool", default=False),
-    fleet_lock=dict(type="bool", default=False),
 )

@@ -27,10 +27,9 @@ description:
     them every O(interval) seconds until then.
 options:
   endpoints:
-    description: The endpoints to gate on.
+    description: The endpoints to gate on. Required unless O(stage) is given (which builds them).
     type: list
     elements: dict
-    required: true
     suboptions:
       name:
         description: A label for reports, for example the unit name.
@@ -79,6 +78,23 @@ options:
             description: The unit's C(MainPID) before the job; 0 when none.
             type: int
             default: 0
+  stage:
+    description:
+      - Handled on the controller by the action plugin of the same name, never sent to the host. A stage of the
+        C(launchcard.inference.units) role's health gate on this host, built from the host's variables (then not
+        given - O(endpoints); O(timeout), O(interval) and O(record) unless given) - C(first), the engines that name no
+        peer (C(--tags health), with no converge in the run); C(then), those that answer only through their peers
+        (routers, language servers), after every host's converge, those whose peer was not healthy in its first stage
+        read unhealthy without a probe.
+      - The endpoints are the host's share of the plan (C(launchcard_plan); the fleet's C(launchcard_gates) where the
+        play found it); the timeout C(units_health_timeout_s), else what the host's engines need to load; the interval
+        C(units_health_interval_s); with C(then), the record C(units_record) where this run's
+        M(launchcard.inference.systemd_units) call (C(units_converge)) did not write it, and the peers' first-stage
+        results (C(units_converge.health) or C(units_health_first)) from their variables.
+      - The task is skipped on a host whose stage has no endpoint, and with C(then) where the converge call's one
+        probe gated these endpoints while their peers stayed as they were.
+    type: str
+    choices: [first, then]
   journal_lines:
     description:
       - Lines of a crashed unit's journal quoted in the message, its engine's own output
@@ -237,8 +253,12 @@ from ansible_collections.launchcard.inference.plugins.module_utils._gate import 
 
 
 def main():
-    module = AnsibleModule(argument_spec=dict(ARGUMENT_SPEC, textfile=dict(type="dict", options=dict(
-        directory=dict(type="path", required=True)))), supports_check_mode=True)
+    # stage: the action plugin builds the endpoints from it and never sends it
+    module = AnsibleModule(argument_spec=dict(ARGUMENT_SPEC, endpoints=dict(ARGUMENT_SPEC["endpoints"], required=False),
+                                              stage=dict(type="str", choices=["first", "then"]),
+                                              textfile=dict(type="dict", options=dict(directory=dict(type="path", required=True)))),
+                           required_one_of=[["endpoints", "stage"]], mutually_exclusive=[["endpoints", "stage"]],
+                           supports_check_mode=True)
     try:
         result = run_gate(module.params, module.check_mode, module.run_command, module.get_bin_path,
                           module.atomic_move, diff=module._diff)

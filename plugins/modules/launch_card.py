@@ -124,6 +124,12 @@ options:
         copied. The C(launchcard.inference.plan) role uses V(false).
     type: bool
     default: true
+  plan_final:
+    description:
+      - With O(facts=false) - C(launchcard_plan_final), whether this job of a plan file is the plan's final one
+        (see RV(launchcard_keep_fleet_lock)); a boolean or its string, empty or null when unset.
+    type: raw
+    version_added: 1.0.0
 author:
   - launchcard.inference contributors (@launchcard)
 notes:
@@ -209,6 +215,32 @@ ansible_facts:
         With O(plan_file) only - the images the plan file holds resolved (C(image_refs), C(image_sizes)), for
         M(launchcard.inference.resolve_images)'s O(launchcard.inference.resolve_images#module:resolved); empty when it holds none.
       type: dict
+launchcard_gates:
+  description: >-
+    With O(facts=false) - every planned host's health gate, C({host - [{name, url, probe, model, unit, peers}]}),
+    C(peers) the planned instances whose endpoint the instance's argv names; the units role reads it.
+  returned: success and O(facts=false)
+  type: dict
+launchcard_peer_ports:
+  description: >-
+    With O(facts=false) - every planned host's peer ports on other hosts, C({host - [{address, port, why}]}), for its
+    M(launchcard.inference.preflight) call.
+  returned: success and O(facts=false)
+  type: dict
+launchcard_foreign_peers:
+  description: >-
+    With O(facts=false) - the planned instances on the plan's hosts outside the play (a C(--limit) run),
+    C({address - host}); empty on a full run. The units role checks no unit inside the run is left pointing at one
+    the plan moved.
+  returned: success and O(facts=false)
+  type: dict
+launchcard_keep_fleet_lock:
+  description: >-
+    With O(facts=false) - whether this job leaves the fleet lock held for a later job of its plan file - true for a
+    job of a plan file (O(plan_run)) that is not its final one - O(plan_final) false, or unset and the play
+    holds a part of the plan's hosts.
+  returned: success and O(facts=false)
+  type: bool
 launchcard_plan_inputs:
   description: >-
     What the plan was made from, for the plan file - C(cards) (source to C(sha256:<hex>) of the card's bytes) and

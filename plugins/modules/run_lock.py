@@ -36,15 +36,42 @@ options:
     choices: [present, absent]
     default: present
   paths:
-    description: The lock files, each C({path, scope}); C(scope) is C(host) or C(fleet) (recorded in the lock).
+    description:
+      - The lock files, each C({path, scope}); C(scope) is C(host) or C(fleet) (recorded in the lock).
+      - Required without O(run), which finds them.
     type: list
     elements: dict
-    required: true
   holder:
     description:
       - "This run: C({run_id, user, controller, playbook, card}). O(state=absent) needs only C(run_id)."
+      - Required without O(run), which finds it.
     type: dict
-    required: true
+  run:
+    description:
+      - C(launchcard_run) (the plan role sets it). Given, the lock files and the holder are found on the
+        controller instead of O(paths) and O(holder) - the host lock C(O(lock_dir)/lock.json) of this host (and
+        the fleet lock C(O(lock_dir)/fleet-lock.json) where it is the run's anchor, the plan's first host in sorted
+        order), or, with O(scope=fleet), the fleet lock alone; the holder names the run and the host's card
+        (every card of the run for the fleet lock).
+      - Read by the action plugin on the controller; the host is sent the paths and the holder, never the plan.
+    type: dict
+    version_added: 1.0.0
+  plan:
+    description:
+      - With O(run) - C(launchcard_plan), for the host's card in the holder; default the play's C(launchcard_plan).
+    type: dict
+    version_added: 1.0.0
+  scope:
+    description: With O(run) - C(host) (this host's locks) or C(fleet) (the fleet lock alone).
+    type: str
+    choices: [host, fleet]
+    default: host
+    version_added: 1.0.0
+  lock_dir:
+    description: With O(run) - the directory of the lock files (C(launchcard_lock_dir)).
+    type: str
+    default: /var/lib/launchcard
+    version_added: 1.0.0
   break_stale:
     description:
       - Replace a lock held by another run (a stale one, left by a killed run). Only on request
@@ -81,6 +108,11 @@ EXAMPLES = r"""
       card: "{{ launchcard_run.cards.values() | join(',') }}"
   delegate_to: "{{ launchcard_run.anchor }}"
   run_once: true
+
+- name: Take this host's locks, found from the run and the plan
+  launchcard.inference.run_lock:
+    run: "{{ launchcard_run }}"
+    break_stale: "{{ launchcard_lock_break | default(false) | bool }}"
 
 - name: Release this run's host lock
   launchcard.inference.run_lock:
@@ -121,14 +153,24 @@ def main():
     module = AnsibleModule(
         argument_spec=dict(
             state=dict(type="str", choices=["present", "absent"], default="present"),
-            paths=dict(type="list", elements="dict", required=True),
-            holder=dict(type="dict", required=True),
+            paths=dict(type="list", elements="dict"),
+            holder=dict(type="dict"),
             break_stale=dict(type="bool", default=False),
             fail_msg=dict(type="str"),
+            # read by the action plugin (plugins/action/run_lock.py), which sends paths and holder instead
+            run=dict(type="dict"),
+            plan=dict(type="dict"),
+            scope=dict(type="str", choices=["host", "fleet"], default="host"),
+            lock_dir=dict(type="str", default="/var/lib/launchcard"),
         ),
+        required_one_of=[("run", "paths")],
+        required_together=[("paths", "holder")],
+        mutually_exclusive=[("run", "paths"), ("run", "holder")],
         supports_check_mode=True,
     )
     p = module.params
+    if p["paths"] is None:
+        module.fail_json(msg="run: the locks of a run are found on the controller, by the action plugin of this module")
     try:
         results, held, broken, dummy = lock.apply_all(p["state"], p["paths"], p["holder"], p["break_stale"], module.check_mode)
     except (ValueError, lock.LockError) as exc:

@@ -198,6 +198,18 @@ options:
         nothing makes one round trip per host fewer. The result then has C(settled=true).
       - Null or unset (the default) - the module runs on the host as usual.
     type: dict
+  from_plan:
+    description:
+      - Handled on the controller by the action plugin of the same name, never sent to the host. True - the action
+        plugin builds O(units), O(secrets), O(secrets_file), O(remove_secrets), O(health) and O(textfile) (which are
+        then not given) from the host's variables, as the C(launchcard.inference.units) role converges them, in
+        Python - the unit files of the host's share of the plan (C(launchcard_plan)) under its unit options (as
+        C(playbooks/render.yml) renders them), the token C(launchcard_hf_token) (C(units_hf_token_remove)), the
+        first stage of the health gate (when O(state=started); C(units_health_timeout_s), C(units_health_interval_s),
+        C(units_record); the fleet's C(launchcard_gates) where the play found it) and its instances' textfile facts.
+      - False (the default) - the options as given.
+    type: bool
+    default: false
   textfile:
     description:
       - Write the facts of the host's instances for node exporter's textfile collector, C(launchcard.prom) in
@@ -226,7 +238,7 @@ options:
       instances:
         description:
           - Unit (C(NAME.service)) -> its labels C(card), C(recipe), C(revision), C(role), C(engine), from the plan
-            (the filter C(launchcard.inference.textfile_instances)). Units not in O(units) are left out.
+            (O(from_plan) fills them in). Units not in O(units) are left out.
         type: dict
         default: {}
 author:
@@ -242,7 +254,8 @@ attributes:
   action:
     description: Has an action plugin of the same name, which runs on the controller before the module.
     support: full
-    details: The action plugin returns O(settled) without contacting the host, else runs the module.
+    details: The action plugin returns O(settled) without contacting the host, else runs the module (with O(from_plan), on
+      the options it built).
 notes:
   - Requires systemd on the managed host.
 """
@@ -506,6 +519,7 @@ def main():
             secrets_file=dict(type="path", default="/etc/launchcard/secrets.env"),
             health=dict(type="dict"),
             settled=dict(type="dict"),
+            from_plan=dict(type="bool", default=False),
             textfile=dict(type="dict", options=dict(
                 directory=dict(type="path", required=True),
                 event=dict(type="str", choices=list(textfile_facts.EVENTS), default="deploy"),

@@ -102,6 +102,20 @@ def dumps(doc):
     return json.dumps(doc, indent=1, sort_keys=True, separators=(",", ": "), ensure_ascii=False) + "\n"
 
 
+def text_of(planned, images=None):
+    """The plan file's text from the planning step's result (``launch_card`` with ``facts=false``, registered as
+    ``plan_planned``) and the resolved images (or None).
+
+    :raises PlanFileError: ``planned`` is not such a result (the key it lacks named).
+    """
+    try:
+        inputs = planned["launchcard_plan_inputs"]
+        return dumps(document(planned["launchcard_plan"], planned["launchcard_cards"], inputs["cards"],
+                              inputs["inventory"], images))
+    except (KeyError, TypeError) as exc:
+        raise PlanFileError("expected the launch_card result registered with facts=false (plan_planned), missing %s" % exc)
+
+
 def loads(text, path="plan file"):
     """Parse and check a plan file's text.
 

@@ -3,7 +3,8 @@
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 """Private to the collection: what the preflight role computes on the controller, for one host (the preflight
 call's options: plugins/action/preflight.py) and once for the fleet after every host's call (the report, the argv
-checks, the locks to release, the failure budget: plugins/action/preflight_fleet.py)."""
+checks, the locks to release, the failure budget: plugins/action/preflight_fleet.py). The run lock's own logic is
+_run_locks.py, the units role's reads _units_gate.py."""
 
 from __future__ import annotations
 
@@ -11,10 +12,7 @@ import json
 
 from ansible.module_utils.parsing.convert_bool import boolean
 
-from ansible_collections.launchcard.inference.plugins.module_utils import _lock as lock
 from ansible_collections.launchcard.inference.plugins.module_utils import _preflight as preflight
-from ansible_collections.launchcard.inference.plugins.module_utils import _state as state
-from ansible_collections.launchcard.inference.plugins.module_utils import _systemd as systemd
 from ansible_collections.launchcard.inference.plugins.plugin_utils import _argv_check as argv_check
 from ansible_collections.launchcard.inference.plugins.plugin_utils import _images as images
 from ansible_collections.launchcard.inference.plugins.plugin_utils import _inventory_check as inventory_check
@@ -54,30 +52,6 @@ def misspelt(names, variable):
     """Among one host's variable ``names``, the unknown ``launchcard_*`` ones that look like ``variable`` (a misspelt
     name the planning step warned of), for the check whose message names them (plugin_utils._inventory_check)."""
     return inventory_check.misspelt(list(names or ()), [variable], inventory_check.known_variables()).get(variable, [])
-
-
-def units_reads(host_plan, plan, host, host_vars, remove_secrets=False, gates=None):
-    """The preflight call's ``units_reads`` option for one host: what the units role's converge would compare (its
-    secrets file, in systemd_units' default place) and the endpoints of both gate stages, probed once (none on a host
-    the plan gives nothing: its converge only prunes).
-
-    :param host_vars: the host's variables (its secrets and their file, plugin_utils._unit_options.host_secrets).
-    :param gates: the plan's gate table (``launchcard_gates``), computed once for the fleet.
-    :raises ValueError: a secret the secrets file cannot hold (the converge would refuse it too).
-    """
-    if host_plan is None:
-        gate = {"endpoints": [], "then": []}
-    else:
-        gate = dict((stage, report.gate_endpoints(plan, host, stage, {}, {}, gates)) for stage in ("first", "then"))
-        gate["endpoints"] = gate.pop("first")
-    settings = unit_options.host_secrets(host_vars if host_vars is not None else {})
-    secrets = settings["secrets"]
-    try:
-        digest = state.sha256_text(systemd.render_env_file(secrets)) if secrets else ""
-    except ValueError as exc:
-        raise ValueError("secrets: %s" % exc)
-    return {"secrets_file": settings["secrets_file"], "secrets_sha256": digest,
-            "remove_secrets": bool(remove_secrets) and not secrets, "endpoints": gate["endpoints"], "then": gate["then"]}
 
 
 def _dropped(value):
@@ -189,17 +163,10 @@ def argv_report(checks, argv_results, cards):
     return {"refusals": refusals, "warnings": warnings, "kept": argv_check.argv_pulls_kept(checks, results)}
 
 
-def _locks(result):
-    """The per-path lock results of a preflight (``lock.locks``) or run_lock (``locks``) result."""
-    return run_locks.get(result, "lock", "locks") or run_locks.get(result, "locks") or []
-
-
-def lock_refusal(results, hosts, fleet=None, anchor=None):
-    """Why this run must not go on: each lock another run holds, and how to break a stale one (module_utils._lock
-    refusal); ``""`` when no other run holds a lock this run needs."""
-    conflicts = [(host, r["path"], r["held_by"]) for host in hosts for r in _locks(results.get(host)) if r.get("held_by")]
-    conflicts += [(anchor, r["path"], r["held_by"]) for r in _locks(fleet) if r.get("held_by")]
-    return lock.refusal(conflicts) if conflicts else ""
+def lock_refusal(results, hosts):
+    """Each lock another run holds in the hosts' preflight results, and how to break a stale one (_run_locks.refusal);
+    ``""`` when none."""
+    return run_locks.refusal(dict((h, {"preflight_result": results.get(h) or {}}) for h in hosts), hosts)
 
 
 def argv_step(plan, image_refs, host_vars, results, hosts_all, hosts, native_python, check_mode=False, percent=None):

@@ -35,7 +35,7 @@ Output of :func:`rollout` (all JSON-serialisable):
   "mode", "api", "workers", "touched"}``.
 - ``unchanged``: hosts with nothing to do (never touched).
 - ``warnings``: what the upgrade leaves as it is, in words (an engine whose model is a local path).
-- ``contracts`` (added by the ``upgrade_rollout`` filter, which has the cards): each engine the upgrade moves to
+- ``contracts`` (added by ``_upgrade_fleet.rollout``, which has the cards): each engine the upgrade moves to
   another release against the metric contract, ``{"warning", "text"}`` (:mod:`_contract_upgrade`).
 - ``surges``: every instance that switches beside a twin of it instead of dropping requests (:func:`_surge.surges`;
   a PD router's ops for it join its host's ``router_ops``).

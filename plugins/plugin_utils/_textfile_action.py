@@ -18,10 +18,17 @@ class TextfileAction(ActionBase):
     TRANSFERS_FILES = False
     _supports_check_mode = True
 
+    def module_args(self, task_vars, result):
+        """The module's arguments: the task's. A subclass may build them, or fail or skip ``result`` instead."""
+        del task_vars, result
+        return dict(self._task.args)
+
     def run(self, tmp=None, task_vars=None):
         result = super(TextfileAction, self).run(tmp, task_vars)
         del tmp  # no effect since ansible-core 2.5
-        result.update(self._execute_module(module_name=self.MODULE, module_args=with_directory(dict(self._task.args)),
-                                           task_vars=task_vars))
+        args = self.module_args(task_vars, result)
+        if result.get("failed") or result.get("skipped"):
+            return result
+        result.update(self._execute_module(module_name=self.MODULE, module_args=with_directory(args), task_vars=task_vars))
         self._remove_tmp_path(self._connection._shell.tmpdir)
         return result

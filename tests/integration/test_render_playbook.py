@@ -274,18 +274,16 @@ SANDBOX_FACTS = """{{ {'facts': {
 
 
 def units_role_playbook(path, out):
-    """A playbook that evaluates the units role's own converge input (its ``units`` argument and task
-    vars, read from roles/units/tasks/converge.yml and roles/units/vars/main.yml) for every host, with the facts the sandbox hosts report,
-    and writes each unit where render.yml would. Contacts no host."""
+    """A playbook that evaluates the units role's own converge input (the unit files its converge writes,
+    units_converge_units of roles/units/vars/main.yml, which the systemd_units action plugin's from_plan builds
+    alike: tests/unit/plugins/action/test_units_role_actions.py) for every host, with the facts the sandbox hosts
+    report, and writes each unit where render.yml would. Contacts no host."""
     with open(os.path.join(ROOT, "roles", "units", "tasks", "converge.yml")) as f:
         converge = next(t for t in yaml.safe_load(f) if "launchcard.inference.systemd_units" in t)
+    assert converge["launchcard.inference.systemd_units"]["from_plan"] is True
     with open(os.path.join(ROOT, "roles", "units", "vars", "main.yml")) as f:
         task_vars = dict(yaml.safe_load(f) or {})  # units_settings: the one options builder
-    task_vars.update(converge.get("vars") or {})
-    with open(os.path.join(ROOT, "roles", "units", "defaults", "main.yml")) as f:
-        # a host that changes (null: not settled), so the task's units option looks up the files it would send
-        task_vars["units_settled_result"] = yaml.safe_load(f)["units_settled_result"]
-    task_vars["units_role_files"] = converge["launchcard.inference.systemd_units"]["units"]
+    task_vars["units_role_files"] = "{{ units_converge_units }}"
     playbook = [{
         "name": "What the units role would converge", "hosts": "all", "gather_facts": False,
         "tasks": [
@@ -364,8 +362,8 @@ def test_render_equals_what_the_units_role_converges(inventory, tmp_path):
 
 
 def test_deploy_checks_each_hosts_role_variables_once_and_names_the_host_before_any_contact(tmp_path):
-    """The argument check runs once for the fleet (one loop item per distinct set of host values): a bad value
-    on one host fails the run naming that host and the variable, before any host is contacted (these
+    """The argument check runs once for the fleet (one check per distinct set of host values, in one task): a bad
+    value on one host fails the run naming that host and the variable, before any host is contacted (these
     addresses route nowhere)."""
     with open(os.path.join(HERE, "two-by-two.ini")) as f:
         text = f.read().replace("{{ inventory_dir }}/../../../cards", os.path.join(ROOT, "cards"))
@@ -375,8 +373,8 @@ def test_deploy_checks_each_hosts_role_variables_once_and_names_the_host_before_
                          cwd=ROOT, env=ENV, capture_output=True, text=True, check=False)
     out = res.stdout + res.stderr
     assert res.returncode != 0, out[-3000:]
-    assert "ok: [r-p1] => (item=r-p1, r-p2, r-d1 and 1 more)" in out, out[-3000:]
-    assert re.search(r"failed: \[r-p1\] \(item=r-d2\).*\n(.*\n)*.*'preflight_headroom_mib' is of type str", out), out[-3000:]
+    assert re.search(r"\n +checked:\n +- r-p1, r-p2, r-d1 and 1 more\n +- r-d2\n", out), out[-3000:]
+    assert re.search(r"fatal: \[r-p1\]: FAILED!.*\n(.*\n)*.*\n +r-d2: argument 'preflight_headroom_mib' is of type str", out), out[-3000:]
     assert "Preflight | Check this host" not in out
 
 

@@ -81,7 +81,8 @@ def test_check_mode_names_the_engine_its_releases_and_the_missing_contract(tmp_p
                  "upgrade_current": "{{ records[inventory_hostname] }}"}}] + _upgrade_tasks()
     (tmp_path / "play.yml").write_text(yaml.safe_dump([{
         "hosts": "all", "gather_facts": False, "vars_files": ["records.json"],
-        "vars": {"upgrade_units_options": OPTS, "upgrade_serial": 1, "upgrade_allow_outage": False},
+        "vars": {"upgrade_units_options": OPTS, "upgrade_serial": 1, "upgrade_allow_outage": False,
+                 "upgrade_gate_timeout_s": None},
         "tasks": tasks}], sort_keys=False))
     # JSON results: one line per message, as the log shows it
     env = dict(os.environ, ANSIBLE_CONFIG=os.path.join(ROOT, "ansible.cfg"), ANSIBLE_NOCOLOR="1",

@@ -8,7 +8,8 @@ TEST CODE: the example card's single-host PD layout behind the regular PD router
 one 8-GPU host), the decode's env changed; the rollout is the collection's own (``_rollout.rollout``). The batch
 file runs unchanged against a throwaway copy of the collection whose host-touching modules (``systemd_units``,
 ``router_workers``, ``http_health``, ``engine_drain``, ``host_state``, ``run_lock``) only log their arguments;
-its filters, module_utils and plugin_utils are the collection's own (symlinks).
+its filters, module_utils and plugin_utils, and the upgrade_fleet action, are the collection's own (symlinks); the
+fleet step's share of the host (``upgrade_fleet.hosts``) is its own ``host_data``.
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ BIN = os.path.dirname(sys.executable)
 sys.path.insert(0, os.path.join(ROOT, ".collections"))
 
 from ansible_collections.launchcard.inference.plugins.plugin_utils._units import host_units  # noqa: E402
+from ansible_collections.launchcard.inference.plugins.plugin_utils._upgrade_fleet import host_data  # noqa: E402
 from ansible_collections.launchcard.inference.tests.unit.plugins.plugin_utils.test_outages import (  # noqa: E402
     EXAMPLE,
     OPTS,
@@ -70,17 +72,24 @@ def project(tmp_path):
         os.symlink(os.path.join(ROOT, "plugins", part), str(coll / "plugins" / part))
     for name in MODULES:
         (coll / "plugins" / "modules" / (name + ".py")).write_text(MODULE % {"name": name})
+    # the batch's lock step (run when a batch failed) resolves at load
+    (coll / "plugins" / "action").mkdir()
+    for part in ("modules", "action"):
+        os.symlink(os.path.join(ROOT, "plugins", part, "upgrade_fleet.py"), str(coll / "plugins" / part / "upgrade_fleet.py"))
     hp = plan["hosts"]["gpu-1"]
     records = {"card": {"revision": "1" * 40}, "instances": hp["instances"],
                "units": {u["name"]: {"text": u["content"]} for u in host_units(hp, OPTS)}}
+    # what the fleet step (upgrade.yml's "Plan the rollout", run once) registers for this host
+    cards = {hp["card"]: {"model": {"repo": "r", "revision": "2" * 40}}}
+    hostvars = {"gpu-1": {"upgrade_current": {"record": records}, "preflight_result": {"lock": {"locks": []}}}}
+    step = host_data(plan, cards, hostvars, "gpu-1", rollout, 5, False)
     play_vars = {
-        "upgrade_batch": rollout["batches"][0], "upgrade_rollout": rollout, "launchcard_plan": plan,
-        "launchcard_host_plan": hp,
+        "upgrade_batch": rollout["batches"][0], "upgrade_fleet": {"rollout": {}, "hosts": {"gpu-1": step}},
+        "launchcard_plan": plan, "launchcard_host_plan": hp,
         "upgrade_current": {"record": records}, "upgrade_units_options": OPTS,
         "units_settings": {"secrets": {}, "secrets_file": "/nonexistent/secrets.env"},
-        "upgrade_gate_timeout_s": 5, "units_health_interval_s": 1, "upgrade_router_timeout_s": 5,
-        "upgrade_drain_s": 5, "launchcard_cards": {"card": {"model": {"repo": "r", "revision": "2" * 40}}},
-        "launchcard_runtime_record": {}, "preflight_result": {"lock": {"locks": []}},
+        "units_health_interval_s": 1, "upgrade_router_timeout_s": 5,
+        "upgrade_drain_s": 5, "launchcard_runtime_record": {}, "preflight_result": {"lock": {"locks": []}},
         "launchcard_run": {"id": "test", "anchor": None}, "upgrade_failure": "", "upgrade_runs": "?",
         "upgrade_batch_failed": False}
     (tmp_path / "vars.json").write_text(json.dumps(play_vars))
@@ -128,6 +137,8 @@ def test_the_twin_serves_while_the_decode_switches(project):
     assert [u["name"] for u in start[1]["units"]] == [TWIN] and start[1]["prune"] is False
     assert "--base-gpu-id 4" in start[1]["units"][0]["content"] and "--port 32001" in start[1]["units"][0]["content"]
     assert [e["name"] for e in twin_gate[1]["endpoints"]] == [TWIN]
+    # each gate waits the fleet step's budget for this host (launchcard_upgrade_gate_timeout_s: 5)
+    assert twin_gate[1]["timeout"] == gate[1]["timeout"] == router_gate[1]["timeout"] == 5
     assert (twin_in[1]["add"], twin_in[1]["worker_type"]) == (["http://127.0.0.1:32001"], "decode")
     assert old_out[1]["remove"] == ["http://127.0.0.1:32000"]
     # only the decode drains: the prefill keeps serving beside the twin

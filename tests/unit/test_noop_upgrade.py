@@ -5,8 +5,8 @@
 
 The playbooks' own expressions are rendered here (Jinja's native types, the collection's filters by name): the
 runtime role's ``runtime_needed`` from what each playbook passes it of the preflight call, and upgrade.yml's
-``upgrade_setup_parts``, the one list its setup loop includes. The e2e case: tests/e2e/test_upgrade_sandbox.py
-``test_rerun_changes_nothing``.
+``upgrade_setup_parts``, the one list its setup loop includes, from the fleet step's lists
+(plugin_utils/_upgrade_fleet.py). The e2e case: tests/e2e/test_upgrade_sandbox.py ``test_rerun_changes_nothing``.
 """
 
 from __future__ import annotations
@@ -19,8 +19,8 @@ from jinja2 import pass_context
 from jinja2.nativetypes import NativeEnvironment
 
 from ansible.module_utils.parsing.convert_bool import boolean
-from ansible_collections.launchcard.inference.plugins.filter.plan import setup_parts
 from ansible_collections.launchcard.inference.plugins.lookup import host_entry
+from ansible_collections.launchcard.inference.plugins.plugin_utils._upgrade_fleet import host_data
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 DIGEST, STAMP = "3f786850e387550fdab836ed7e6dc881de23001b", "5f0c2d1e9b8a7c6d5e4f3a2b1c0d9e8f7a6b5c4d"
@@ -31,7 +31,6 @@ NOOP = {"stack_vendor": "none", "weights_staged": True, "recorded_runtime_setup"
 
 ENV = NativeEnvironment()
 ENV.filters["bool"] = lambda value: boolean(value, strict=False)
-ENV.filters["launchcard.inference.setup_parts"] = setup_parts
 
 
 @pass_context
@@ -114,6 +113,11 @@ def test_a_host_whose_runtime_differs_runs_it(playbook, kind, preflight):
 ])
 def test_a_no_op_upgrade_includes_neither_the_runtime_nor_the_weights(preflight, expected):
     variables, play = _runtime_vars("playbooks/upgrade.yml", "docker", preflight)
+    # the fleet step's share for this host (upgrade_fleet registered, run once), from its preflight call
+    cards = {"c": {"model": {"repo": "org/model", "revision": "1" * 40}}}
+    step = host_data({"hosts": {"h": dict(ENGINE_HOST, card="c")}}, cards, {"h": {"preflight_result": preflight}}, "h",
+                     {"hosts": {}, "unchanged": []}, None, False)
+    variables["upgrade_fleet"] = {"hosts": {"h": step}}
     assert _render(play["upgrade_setup_parts"], variables) == expected
     # and the upgrade reaches the two roles through that list only (the runtime's and the units' settings carry no task)
     roles = [(t.get("ansible.builtin.import_role") or t.get("ansible.builtin.include_role"), t.get("loop"))

@@ -17,9 +17,7 @@ import stat
 import subprocess
 
 import pytest
-from ansible.errors import AnsibleFilterError
 
-from ansible_collections.launchcard.inference.plugins.filter import plan as filters
 from ansible_collections.launchcard.inference.plugins.plugin_utils import _weights as weights
 
 REPO = "org/Tiny-1"
@@ -27,7 +25,7 @@ CONF = "/run/launchcard-weights-receive.conf"
 
 
 def test_the_key_runs_only_the_daemon_chrooted_to_the_repository_folder_with_the_copys_options():
-    got = filters.weights_peer_receive("/var/lib/launchcard/models", REPO, CONF, "198.18.11.12")
+    got = weights.peer_receive("/var/lib/launchcard/models", REPO, CONF, "198.18.11.12")
     assert got["repo_dir"] == "/var/lib/launchcard/models/hub/models--org--Tiny-1"
     assert got["key_options"] == 'command="rsync --server --daemon --config=%s .",restrict' % CONF
     assert got["dest"] == "rsync://198.18.11.12/launchcard-weights/"
@@ -36,15 +34,15 @@ def test_the_key_runs_only_the_daemon_chrooted_to_the_repository_folder_with_the
     for line in ("use chroot = yes", "write only = yes", "uid = root", "incoming chmod = ug-s,go-w",
                  "refuse options = * !recursive !links !perms !times !partial !delay-updates !bwlimit"):
         assert line in lines
-    assert filters.weights_peer_receive("/w", REPO, CONF, "fd00::12")["dest"] == "rsync://[fd00::12]/launchcard-weights/"
+    assert weights.peer_receive("/w", REPO, CONF, "fd00::12")["dest"] == "rsync://[fd00::12]/launchcard-weights/"
 
 
 @pytest.mark.parametrize("hf_home", ["/w x", '/w"', "/w\\", "/w;id", "/w/../etc", "relative", "/w\n"])
 def test_a_weights_dir_the_shell_or_sshd_would_read_is_refused_naming_the_variable(hf_home):
-    with pytest.raises(AnsibleFilterError, match="launchcard_weights_dir"):
-        filters.weights_peer_receive(hf_home, REPO, CONF, "h")
-    with pytest.raises(AnsibleFilterError, match="weights_peer_receive_conf"):
-        filters.weights_peer_receive("/w", REPO, hf_home, "h")
+    with pytest.raises(ValueError, match="launchcard_weights_dir"):
+        weights.peer_receive(hf_home, REPO, CONF, "h")
+    with pytest.raises(ValueError, match="weights_peer_receive_conf"):
+        weights.peer_receive("/w", REPO, hf_home, "h")
 
 
 RSYNC = shutil.which("rsync")

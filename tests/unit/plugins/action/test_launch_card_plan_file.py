@@ -3,7 +3,10 @@
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 """The launch_card action with plan_file (issue 28 item 2): a plan made once, applied to the fleet or a part of it.
 
-The plan file is written as playbooks/plan.yml writes it (the plan_file filter over the action's facts=false
+The action is plugins.action.launch_card as test_launch_card_action builds it: this file reaches ansible-core through
+it (tests/compat/run.py reads that from this docstring, not from the sibling test's imports).
+
+The plan file is written as playbooks/plan.yml writes it (plugin_utils._planfile over the action's facts=false
 result); the inventory and card are test_launch_card_action's (the sandbox fleet, the example card).
 """
 
@@ -15,8 +18,8 @@ import shutil
 
 from test_launch_card_action import CARD, FLEET, action, assert_no_host_contacted, failure, task_vars
 
-from ansible_collections.launchcard.inference.plugins.filter.plan import gate_table, plan_file
 from ansible_collections.launchcard.inference.plugins.plugin_utils import _planfile as planfile
+from ansible_collections.launchcard.inference.plugins.plugin_utils import _report as report
 from ansible_collections.launchcard.inference.plugins.plugin_utils._weights import HUB_TOKEN_VARS
 
 ORDER = sorted(FLEET)
@@ -27,7 +30,9 @@ def write_plan(path, tv, images=None):
     planned = plugin.run(task_vars=tv)
     assert "failed" not in planned, planned
     with open(path, "w") as f:
-        f.write(plan_file(planned, images))
+        inputs = planned["launchcard_plan_inputs"]
+        f.write(planfile.dumps(planfile.document(planned["launchcard_plan"], planned["launchcard_cards"],
+                                                 inputs["cards"], inputs["inventory"], images)))
     return planned
 
 
@@ -60,7 +65,7 @@ def test_the_plan_file_gives_every_part_of_the_fleet_what_the_whole_run_gives(tm
         got = apply(path, part)
         assert got["launchcard_plan"] == planned["launchcard_plan"]
         assert got["launchcard_cards"] == planned["launchcard_cards"]
-        assert gate_table(got["launchcard_plan"]) == gate_table(planned["launchcard_plan"])
+        assert report.gate_table(got["launchcard_plan"]) == report.gate_table(planned["launchcard_plan"])
         assert got["launchcard_run"]["anchor"] == planned["launchcard_run"]["anchor"]
     limited = apply(path, task_vars(play_hosts=["lc-router"]))
     assert limited["launchcard_plan"] == planned["launchcard_plan"]

@@ -11,7 +11,6 @@ import os
 from unittest.mock import MagicMock
 
 import pytest
-from ansible.errors import AnsibleActionFail
 from ansible.parsing.dataloader import DataLoader
 from ansible.playbook.play_context import PlayContext
 
@@ -85,7 +84,7 @@ def test_the_call_gets_the_needs_placement_and_revision_of_the_hosts_share_of_th
     assert args["revision"] == cards[CARD]["model"]["revision"] and args["misspelt"] == []
     # nothing asked for: no lock, no units reads, and no option of the action's own reaches the module
     assert "lock" not in args and "units_reads" not in args and args["weights_dir"] == "/w"
-    assert not set(args) & {"take_lock", "read_units", "recheck", "image_vendors", "lock_dir", "fleet_lock"}
+    assert not set(args) & {"take_lock", "read_units", "recheck", "image_vendors", "lock_dir", "break_lock"}
 
 
 def test_the_peer_table_of_the_plan_step_is_used_where_it_ran(fleet):
@@ -117,19 +116,9 @@ def test_the_lock_is_this_runs_on_the_host_and_the_anchor_adds_the_fleet_lock(fl
         assert lock["break_stale"] is False
 
 
-def test_the_fleet_lock_alone_goes_through_the_run_lock_module(fleet):
-    cards, the_plan = fleet
-    action = _task(preflight_action.ActionModule, {"fleet_lock": True, "lock_dir": "/l", "break_lock": True},
-                   "launchcard.inference.preflight")
-    action.run(task_vars=_vars(cards, the_plan, "p"))
-    module, args = _sent(action)
-    assert module == "launchcard.inference.run_lock"
-    assert args["paths"] == [{"path": "/l/fleet-lock.json", "scope": "fleet"}] and args["break_stale"] is True
-
-
 def test_read_units_adds_the_setup_reads_and_the_converges_reads_except_on_the_recheck(fleet):
     cards, the_plan = fleet
-    task_vars = _vars(cards, the_plan, "r", launchcard_hf_token="hf_a", launchcard_hf_token_remove="true")
+    task_vars = _vars(cards, the_plan, "r", launchcard_hf_token="hf_a", units_hf_token_remove="true")
     action = _task(preflight_action.ActionModule, {"weights_dir": "/w", "read_units": True, "inspect": ["/etc/x"]},
                    "launchcard.inference.preflight")
     action.run(task_vars=task_vars)
@@ -140,9 +129,9 @@ def test_read_units_adds_the_setup_reads_and_the_converges_reads_except_on_the_r
     then = report.gate_endpoints(the_plan, "r", "then", {}, {}, None)
     assert reads["endpoints"] == [] and then and reads["then"] == then
     assert len(reads["secrets_sha256"]) == 64 and reads["remove_secrets"] is False
-    # an engine that names no peer: the first stage; no token: the converge removes the file it finds
+    # an engine that names no peer: the first stage; no token and the units role's remove_secrets: the file goes
     action = _task(preflight_action.ActionModule, {"weights_dir": "/w", "read_units": True}, "launchcard.inference.preflight")
-    action.run(task_vars=_vars(cards, the_plan, "p", launchcard_hf_token_remove=True))
+    action.run(task_vars=_vars(cards, the_plan, "p", units_hf_token_remove=True))
     reads = _sent(action)[1]["units_reads"]
     assert reads["endpoints"] and reads["endpoints"] == report.gate_endpoints(the_plan, "p", "first", {}, {}, None)
     assert reads["secrets_sha256"] == "" and reads["remove_secrets"] is True
@@ -163,8 +152,8 @@ def test_unset_values_are_left_out_and_an_ini_list_is_read_as_json(fleet):
     assert not set(args) & {"amd_render_gid", "gpu_memory_mib", "native_venv", "record", "allow_runtime_change"}
     assert args["ascend_devices"] == [0, 1]
     action = _task(preflight_action.ActionModule, {"weights_dir": "/w", "ascend_devices": "0,1"}, "launchcard.inference.preflight")
-    with pytest.raises(AnsibleActionFail, match="ascend_devices: expected a JSON list"):
-        action.run(task_vars=_vars(cards, the_plan, "p"))
+    out = action.run(task_vars=_vars(cards, the_plan, "p"))
+    assert out["failed"] and "ascend_devices: expected a JSON list" in out["msg"] and not action._execute_module.called
 
 
 def test_needs_given_in_the_task_are_sent_as_they_are():
@@ -177,9 +166,8 @@ def test_needs_given_in_the_task_are_sent_as_they_are():
 
 def test_a_bad_action_option_fails_naming_it():
     action = _task(preflight_action.ActionModule, {"weights_dir": "/w", "take_lock": "sometimes"}, "launchcard.inference.preflight")
-    with pytest.raises(AnsibleActionFail, match="take_lock"):
-        action.run(task_vars={"inventory_hostname": "h"})
-    assert not action._execute_module.called
+    out = action.run(task_vars={"inventory_hostname": "h"})
+    assert out["failed"] and "take_lock" in out["msg"] and not action._execute_module.called
 
 
 def _results(hosts, checks=None, **fields):
@@ -234,8 +222,8 @@ def test_a_failed_host_and_an_unreachable_one_spend_a_budget_of_zero_and_the_loc
     out = action.run(task_vars=_fleet_vars(cards, the_plan, results, hosts=("p", "d"), launchcard_max_fail_percentage="70"))
     assert out["then"]["budget_spent"] is False and out["then"]["release"] == []
     action = _task(fleet_action.ActionModule, {"step": "report"}, "launchcard.inference.preflight_fleet")
-    with pytest.raises(AnsibleActionFail, match="launchcard.inference.preflight_fleet: "):
-        action.run(task_vars=_fleet_vars(cards, the_plan, results, launchcard_max_fail_percentage="lots"))
+    out = action.run(task_vars=_fleet_vars(cards, the_plan, results, launchcard_max_fail_percentage="lots"))
+    assert out["failed"] and out["msg"].startswith("launchcard.inference.preflight_fleet: ")
 
 
 def test_a_moved_tag_and_a_check_that_could_not_run_are_fleet_warnings_below_the_table(fleet):
@@ -320,5 +308,5 @@ def test_a_pulling_argv_check_gets_the_registries_conf_and_auth_built_on_the_con
     action.run(task_vars={})
     assert not set(_sent(action)[1]) & {"registries_conf", "auth"}
     action = _task(engine_argv_action.ActionModule, dict(args, registry_mirrors=["x"]), "launchcard.inference.engine_argv")
-    with pytest.raises(AnsibleActionFail, match="registry_mirrors must be a dict"):
-        action.run(task_vars={})
+    out = action.run(task_vars={})
+    assert out["failed"] and "registry_mirrors must be a dict" in out["msg"] and not action._execute_module.called

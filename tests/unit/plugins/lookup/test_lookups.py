@@ -25,11 +25,13 @@ INVENTORY = "[fleet]\nh1\nh2\nh3\nh4\n\n[fleet:vars]\nansible_connection=local\n
 PLAYBOOK = '''
 - hosts: fleet
   gather_facts: false
-  # units_gates_here: the units role reads its host's gates with one lookup in a Jinja block
-  vars_files: ["{{ units_vars }}"]
   vars:
     # a play variable: stored as its template, rendered by the lookup
     table_var: "{{ {'h1': 'from-play', 'h2': 'two'} }}"
+    # the units role's units_reads reads its host's gates with one lookup in a Jinja block ('-%}': a dict, not its text)
+    units_gates_here: >-
+      {% set gates = lookup('launchcard.inference.host_entry', 'launchcard_gates', missing=[], undefined=false) -%}
+      {{ {inventory_hostname: gates} if gates is not false else none }}
   tasks:
     - name: A table for the fleet, set once
       ansible.builtin.set_fact:
@@ -63,8 +65,7 @@ def _run(tmp_path, *extra):
     env = dict(os.environ, ANSIBLE_CONFIG=os.path.join(ROOT, "ansible.cfg"),
                ANSIBLE_CALLBACKS_ENABLED="launchcard.inference.gc_freeze", ANSIBLE_NOCOLOR="1", ANSIBLE_RETRY_FILES_ENABLED="0")
     proc = subprocess.run([os.path.join(BIN, "ansible-playbook"), "-i", str(tmp_path / "hosts.ini"),
-                           str(tmp_path / "play.yml"), "-e", "out_dir=%s" % tmp_path,
-                           "-e", "units_vars=%s" % os.path.join(ROOT, "roles", "units", "vars", "main.yml")] + list(extra),
+                           str(tmp_path / "play.yml"), "-e", "out_dir=%s" % tmp_path] + list(extra),
                           env=env, capture_output=True, text=True,
                           cwd=ROOT, check=False)
     assert proc.returncode == 2, proc.stderr  # h4 failed, as the play makes it

@@ -230,15 +230,15 @@ def test_an_unpinned_contract_is_found_by_release_only(contracts):
     (None, None),  # the collection's lock pins SGLang 0.5.23: the release the rules are held to
     (["sglang==0.5.99"], "0.5.99 (native lock): no contract for sglang 0.5.99"),
 ])
-def test_the_filter_reads_what_each_native_host_installs(packages, said):
-    from ansible_collections.launchcard.inference.plugins.filter import upgrade as upgrade_filter
+def test_the_fleet_step_reads_what_each_native_host_installs(packages, said):
+    from ansible_collections.launchcard.inference.plugins.plugin_utils import _upgrade_fleet as upgrade_fleet
     old_card, new_card = _image("lmsysorg/sglang:v0.5.23"), _image("lmsysorg/sglang:v0.5.23", flag=True)
     old_plan, new_plan = _plan(old_card), _plan(new_card)
     hostvars = {h: {"inventory_hostname": h, "launchcard_runtime_native_packages": packages} for h in new_plan["hosts"]}
     units = {h: host_units(hp, {"runtime": "native", "native_requirements": "cd" * 32})
              for h, hp in new_plan["hosts"].items()}
-    found = upgrade_filter.upgrade_contracts(_records(old_plan, old_card, "native"), new_plan, units,
-                                             {"card": new_card}, hostvars, "native")
+    found = upgrade_fleet.contracts(_records(old_plan, old_card, "native"), new_plan, units,
+                                    {"card": new_card}, hostvars, "native")
     # nothing at all for the pinned release (an unknown one would be a note)
     assert [(f["warning"], f["text"].split(" -> ", 1)[1]) for f in found] == (
         [(True, "%s; the rules and dashboard are held to sglang 0.5.23 (monitoring/contracts/sglang-0.5.23.yml)"

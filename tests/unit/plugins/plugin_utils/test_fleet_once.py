@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 
 from ansible_collections.launchcard.inference.plugins.filter import plan as filters
+from ansible_collections.launchcard.inference.plugins.module_utils import _preflight as preflight
 from ansible_collections.launchcard.inference.plugins.plugin_utils import _report as report
 from ansible_collections.launchcard.inference.plugins.plugin_utils._card import load_card
 from ansible_collections.launchcard.inference.plugins.plugin_utils._planner import normalize_placement, plan
@@ -98,16 +99,18 @@ def _results(p, unhealthy=(), restarted=(), check_mode=False):
 
 def test_the_second_stage_of_every_host_is_one_pass_with_the_per_host_filters_results():
     p = _fleet(48)
-    gates = filters.gate_table(p)
+    gates = report.gate_table(p)
     for case in ({}, {"unhealthy": ("gpu-005", UNIT % "decode")}, {"restarted": (UNIT % "router",)},
                  {"restarted": (UNIT % "router",), "check_mode": True}):
         hostvars = _results(p, **case)
         check = case.get("check_mode", False)
         CountingHostvars.reads = 0
         second = filters.units_second_stage(gates, hostvars, list(p["hosts"]), check)
-        # each host's variables read once for the whole fleet (per host, each host would read every host's)
-        assert CountingHostvars.reads == len(p["hosts"])
         then_hosts = [h for h in p["hosts"] if any(e["peers"] for e in gates[h])]
+        # each host's variables read once for the whole fleet, and only those of the hosts with a second stage and
+        # their peers (per host, each host would read every host's)
+        touched = set(then_hosts) | set(peer["host"] for h in then_hosts for e in gates[h] for peer in e["peers"])
+        assert CountingHostvars.reads == len(touched) < len(p["hosts"])
         assert sorted(second) == sorted(then_hosts) and len(then_hosts) == 9  # 8 language servers, the router
         for host in then_hosts:
             conv = hostvars[host]["units_converge"]
@@ -127,7 +130,7 @@ def test_the_second_stage_of_every_host_is_one_pass_with_the_per_host_filters_re
 
 def test_a_crashed_decode_blocks_the_router_and_unsettles_its_peers():
     p = _fleet(48)
-    second = filters.units_second_stage(filters.gate_table(p), _results(p, unhealthy=("gpu-005", UNIT % "decode")),
+    second = filters.units_second_stage(report.gate_table(p), _results(p, unhealthy=("gpu-005", UNIT % "decode")),
                                         list(p["hosts"]))
     (router,) = second["router-0"]["endpoints"]
     assert router["blocked"].startswith("not probed: its peer is not healthy: %s on gpu-005" % (UNIT % "decode"))
@@ -138,7 +141,7 @@ def test_a_crashed_decode_blocks_the_router_and_unsettles_its_peers():
 
 def test_the_per_host_filters_read_the_table_when_given():
     p = _fleet(24)
-    gates = filters.gate_table(p)
+    gates = report.gate_table(p)
     for host, hp in p["hosts"].items():
         assert filters.units_gate_first(hp, p, host, 600, 2, gates=gates) == filters.units_gate_first(hp, p, host, 600, 2)
         # the table alone answers: the plan is not read again
@@ -191,7 +194,7 @@ def test_the_peer_table_gives_each_host_the_peers_a_search_of_the_whole_plan_fin
         card = load_card(f.read(), EXAMPLE)
     for hp in p["hosts"].values():
         hp["card"] = "glm"  # what plan_fleet gives each host
-    table = filters.preflight_peers(p, {"glm": card})
+    table = preflight.peer_table({"glm": card}, p)
     assert sorted(table) == sorted(p["hosts"])
     for host, hp in p["hosts"].items():
         assert table[host] == _scan_peers(card, hp, p), host
@@ -207,7 +210,7 @@ def test_the_peer_table_finds_a_multi_node_rank_its_first_ranks_init_port():
     p = mn._two_groups_sharing_a_head()
     for hp in p["hosts"].values():
         hp["card"] = "r1"
-    table = filters.preflight_peers(p, {"r1": mn.SGL})
+    table = preflight.peer_table({"r1": mn.SGL}, p)
     assert table == dict((h, _scan_peers(mn.SGL, hp, p)) for h, hp in p["hosts"].items())
     assert [x["port"] for x in table["b"]] == [5000] and [x["port"] for x in table["c"]] == [5007]
     assert table["a"] == []
@@ -215,12 +218,12 @@ def test_the_peer_table_finds_a_multi_node_rank_its_first_ranks_init_port():
 
 def test_the_peers_outside_a_limited_play_are_found_once():
     p = _fleet(24)
-    assert filters.foreign_peers(p, list(p["hosts"])) == {}  # a full run: nothing to check
-    out = filters.foreign_peers(p, [h for h in p["hosts"] if h not in ("gpu-004", "router-0")])
+    assert report.foreign_peers(p, list(p["hosts"])) == {}  # a full run: nothing to check
+    out = report.foreign_peers(p, [h for h in p["hosts"] if h not in ("gpu-004", "router-0")])
     assert out == {"10.1.0.4": "gpu-004", "10.2.0.1": "router-0"}
     # what roles/units/vars/main.yml computed per host before (dict2items | rejectattr | items2dict)
     limited = ["gpu-%03d" % i for i in range(10)]
-    assert filters.foreign_peers(p, limited) == dict(
+    assert report.foreign_peers(p, limited) == dict(
         (i["address"], i["host"]) for h, hp in p["hosts"].items() if h not in limited for i in hp["instances"])
 
 
@@ -229,4 +232,4 @@ def test_the_failure_budget_block_reads_two_lengths():
     hosts = ["h%d" % i for i in range(40)]
     for pct in (0, 5, 10):
         for lost in range(6):
-            assert filters.failure_budget_spent(lost, hosts, pct) == filters.failure_budget_spent(hosts[:lost], hosts, pct)
+            assert report.failure_budget_spent(lost, hosts, pct) == report.failure_budget_spent(hosts[:lost], hosts, pct)

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import os
 
-from ansible_collections.launchcard.inference.plugins.filter.upgrade import upgrade_gpus
+from ansible_collections.launchcard.inference.plugins.plugin_utils._upgrade_fleet import gpus as upgrade_gpus
 from ansible_collections.launchcard.inference.plugins.plugin_utils._outages import mini_lb_notes, outages, report
 from ansible_collections.launchcard.inference.plugins.plugin_utils._planner import normalize_placement, plan_fleet
 from ansible_collections.launchcard.inference.plugins.plugin_utils._rollout import card_sha256, rollout

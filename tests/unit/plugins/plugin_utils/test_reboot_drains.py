@@ -10,8 +10,6 @@ import os
 
 import pytest
 
-from ansible.errors import AnsibleFilterError
-from ansible_collections.launchcard.inference.plugins.filter.upgrade import stack_reboot_drains
 from ansible_collections.launchcard.inference.plugins.plugin_utils._planner import normalize_placement, plan_fleet
 from ansible_collections.launchcard.inference.plugins.plugin_utils._rollout import reboot_drains, router_drains, routers_of
 from ansible_collections.launchcard.inference.tests.unit.plugins.plugin_utils.planner_cases import _card
@@ -129,8 +127,8 @@ def test_an_instance_without_a_url_is_in_no_router():
 
 def test_the_filter():
     plan = _replica_plan()
-    assert stack_reboot_drains(plan, "w0", _serving(plan, "w0"))["routers"][0]["host"] == "rt"
-    assert stack_reboot_drains({}, "w0", [])["ops"] == []
-    with pytest.raises(AnsibleFilterError, match="stack_reboot_drains"):
-        stack_reboot_drains({"hosts": {"w0": {"instances": [{"unit": "u", "url": "x"}]}, "rt": {"instances": [
+    assert reboot_drains(plan, "w0", _serving(plan, "w0"))["routers"][0]["host"] == "rt"
+    assert reboot_drains({}, "w0", [])["ops"] == []
+    with pytest.raises(KeyError, match="unit"):
+        reboot_drains({"hosts": {"w0": {"instances": [{"unit": "u", "url": "x"}]}, "rt": {"instances": [
             {"role": "router", "argv": ["r", "--worker-urls", "x"]}]}}}, "w0", ["u"])

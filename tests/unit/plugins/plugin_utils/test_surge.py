@@ -158,7 +158,7 @@ def test_twins_of_one_batch_share_the_free_gpus_and_the_rest_is_an_outage():
 
 def test_a_host_can_refuse_to_surge():
     """``launchcard_upgrade_surge: false`` on a host (its free GPUs are someone else's): its instances do not surge."""
-    from ansible_collections.launchcard.inference.plugins.filter.upgrade import upgrade_surge_hosts
+    from ansible_collections.launchcard.inference.plugins.plugin_utils._upgrade_fleet import surge_hosts as upgrade_surge_hosts
     hostvars = {"a": {}, "b": {"launchcard_upgrade_surge": False}, "c": {"launchcard_upgrade_surge": "false"}}
     assert upgrade_surge_hosts(hostvars, ["a", "b", "c", "d"]) == ["a", "d"]
     ro, new = _upgrade(EXAMPLE, PD_REGULAR_ONE_HOST, _decode_env)

@@ -1,0 +1,37 @@
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, launchcard.inference contributors
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Action plugin for launchcard.inference.run_lock_status; documented in plugins/modules/run_lock_status.py."""
+
+from __future__ import annotations
+
+from ansible.plugins.action import ActionBase
+
+from ansible_collections.launchcard.inference.plugins.plugin_utils import _run_locks as run_locks
+
+
+class ActionModule(ActionBase):
+    """Controller-side: the play's lock results read once for the fleet (no remote execution)."""
+
+    TRANSFERS_FILES = False
+    _requires_connection = False
+
+    def run(self, tmp=None, task_vars=None):
+        result = super().run(tmp, task_vars)
+        task_vars = task_vars or {}
+        dummy, args = self.validate_argument_spec(argument_spec=dict(
+            results=dict(type="list", elements="str", default=["preflight_result"]),
+            fleet=dict(type="dict"),
+            anchor=dict(type="str"),
+            released=dict(type="list", elements="str", default=[]),
+            keep_fleet=dict(type="bool", default=False),
+            hosts=dict(type="list", elements="str"),
+        ))
+        hosts = args["hosts"] if args["hosts"] is not None else task_vars.get("ansible_play_hosts_all") or []
+        # each host's variables merged once (ansible-core's HostVars merges them anew at every lookup)
+        hostvars = task_vars.get("hostvars") or {}
+        seen = dict((h, hostvars[h] if h in hostvars else {}) for h in hosts)
+        result.update(changed=False, taken=run_locks.taken(seen, hosts, args["fleet"], args["anchor"], args["released"],
+                                                           args["results"], args["keep_fleet"]))
+        result["refusal"] = run_locks.refusal(seen, hosts, args["fleet"], args["anchor"], args["results"])
+        return result

@@ -1,0 +1,35 @@
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, launchcard.inference contributors
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Private to the collection: the roles' variables each host of a play sets, checked once per distinct set against
+the roles' argument specs (plugins/action/validate_role_vars.py; the filter launchcard.inference.role_vars_by_host)."""
+
+from __future__ import annotations
+
+from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
+
+from ansible_collections.launchcard.inference.plugins.plugin_utils import _report as report
+
+
+def by_host(hostvars, hosts, names):
+    """The variables among ``names`` each host sets (inventory, extra vars), hosts grouped by equal values
+    (_report.hosts_by_settings): ``[{"hosts", "vars", "label"}]``."""
+    per_host = {}
+    for host in hosts or []:
+        host_vars = hostvars[host]
+        per_host[host] = dict((name, host_vars[name]) for name in names if name in host_vars)
+    return report.hosts_by_settings(per_host)
+
+
+def errors(argument_spec, base, groups):
+    """Each group's errors against ``argument_spec``, its values over ``base`` (the play's variables and the roles'
+    defaults, as ``ansible.builtin.validate_argument_spec`` reads them), as role argument specs are validated
+    (ansible-core's ArgumentSpecValidator, ``validate_role_argument_spec``): ``[(label, [message])]``, groups
+    without error left out."""
+    validator = ArgumentSpecValidator(argument_spec)
+    out = []
+    for group in groups:
+        found = validator.validate(dict(base, **group["vars"]), validate_role_argument_spec=True).error_messages
+        if found:
+            out.append((group["label"], list(found)))
+    return out

@@ -1,0 +1,177 @@
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, launchcard.inference contributors
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""What the units role's action plugins read of one host's variables, each read once and only when asked
+(private to the collection; controller side).
+
+The plan (``launchcard_plan``), the gate table found once for the fleet (``launchcard_gates``, when the play set it),
+the host's unit settings (:func:`._unit_options.host_settings` of ``hostvars[host]``, as ``playbooks/render.yml``
+reads them) and the units role's variables (``units_*``: defaults, or what the play passes).
+"""
+
+from __future__ import annotations
+
+import hashlib
+
+from ansible.module_utils.parsing.convert_bool import boolean
+
+from ansible_collections.launchcard.inference.plugins.plugin_utils import _play_vars as play_vars
+from ansible_collections.launchcard.inference.plugins.plugin_utils import _report as report
+from ansible_collections.launchcard.inference.plugins.plugin_utils import _textfile as textfile
+from ansible_collections.launchcard.inference.plugins.plugin_utils import _unit_options as unit_options
+from ansible_collections.launchcard.inference.plugins.plugin_utils import _unit_times as unit_times
+from ansible_collections.launchcard.inference.plugins.plugin_utils import _units as units
+from ansible_collections.launchcard.inference.plugins.plugin_utils import _units_gate as units_gate
+
+
+class UnitsHost(object):
+    """One host's view, for the task running there: ``UnitsHost(self._templar, task_vars)``."""
+
+    def __init__(self, templar, task_vars):
+        self._templar, self._vars = templar, task_vars or {}
+        self.host = self._vars.get("inventory_hostname")
+        self._cache = {}
+
+    def var(self, name):
+        """A variable of the task (a role default or play variable rendered), null when undefined."""
+        if name not in self._cache:
+            self._cache[name] = play_vars.variable(self._templar, self._vars, name)
+        return self._cache[name]
+
+    def flag(self, name):
+        """A variable read as Jinja's ``bool`` filter reads it."""
+        return boolean(self.var(name), strict=False)
+
+    @property
+    def plan(self):
+        return self.var("launchcard_plan") or {}
+
+    @property
+    def host_plan(self):
+        """This host's share of the plan, None when it gives the host nothing."""
+        return (self.plan.get("hosts") or {}).get(self.host)
+
+    @property
+    def gates(self):
+        """``{host: [...]}``: this host's gate as planned, from the fleet's table when the play found it once."""
+        if "gates" not in self._cache:
+            table = self.var("launchcard_gates")
+            self._cache["gates"] = ({self.host: table[self.host]} if hasattr(table, "get") and self.host in table
+                                    else report.gate_table(self.plan, [self.host]))
+        return self._cache["gates"]
+
+    @property
+    def settings(self):
+        """:func:`._unit_options.host_settings` of the host's variables (``hostvars[host]``, as render.yml reads them).
+
+        :raises ValueError: a variable the options refuse (the message names it).
+        """
+        if "settings" not in self._cache:
+            hostvars = self._vars.get("hostvars") or {}
+            self._cache["settings"] = unit_options.host_settings(hostvars[self.host] if self.host in hostvars else {})
+        return self._cache["settings"]
+
+    def reads(self):
+        """The preflight call's ``units_reads`` option (:func:`._units_gate.reads`), as the role variable builds it.
+
+        :raises ValueError: a secret the secrets file cannot hold.
+        """
+        hostvars = self._vars.get("hostvars") or {}
+        return units_gate.reads(self.host_plan, self.plan, self.host, hostvars[self.host] if self.host in hostvars else {},
+                                self.flag("units_hf_token_remove"), self.gates)
+
+    def setup_needed(self):
+        """Whether ``tasks/prepare.yml``'s setup steps have anything to do (the role variable ``units_setup_needed``):
+        :func:`._unit_options.setup_needed` of the preflight call's reading (``units_setup_found``; null: they run) and
+        the SHA-1 of the readiness helper the role ships (``units_ready_helper_src``)."""
+        found = self.var("units_setup_found")
+        if found is None:
+            return True
+        with open(self.var("units_ready_helper_src"), "rb") as f:
+            helper_sha1 = hashlib.sha1(f.read()).hexdigest()
+        return unit_options.setup_needed(found, self.settings["options"], helper_sha1)
+
+    def foreign_peers(self):
+        """``{address: host}`` of the planned instances outside the play (``launchcard_foreign_peers``, found once for the
+        run by ``playbooks/tasks/plan.yml``, else from the plan): empty on a full run."""
+        found = self.var("launchcard_foreign_peers")
+        if found is not None:
+            return found
+        return report.foreign_peers(self.plan, self._vars.get("ansible_play_hosts_all") or [])
+
+    def prepare_needed(self):
+        """Whether ``tasks/prepare.yml`` runs on the host (the role variable ``units_prepare_needed``): the plan gives it
+        something, and a --limit run leaves out a planned peer its units may point at (unless ``units_allow_moved_peers``)
+        or a setup step is not done."""
+        if self.host_plan is None:
+            return False
+        moved = self.var("units_state") == "started" and not self.flag("units_allow_moved_peers") and bool(self.foreign_peers())
+        return moved or self.setup_needed()
+
+    def gate_timeout(self):
+        """``units_health_timeout_s``, else what the host's engines need to load (:func:`._unit_times.gate_timeout`).
+
+        :raises ValueError: ``units_health_timeout_s`` is not a whole number of seconds above 0.
+        """
+        try:
+            return unit_times.gate_timeout(self.host_plan or {}, self.settings["options"], self.var("units_health_timeout_s"))
+        except ValueError as exc:
+            raise ValueError("units_health_timeout_s: %s" % exc)
+
+    def converge_args(self, state):
+        """``systemd_units``' options for the units role's converge: the unit files, the secrets and their file, the
+        gate's first stage (``health``, when ``state`` is ``started`` and the plan gives the host something) and the
+        instances' textfile facts.
+
+        :raises ValueError: see :attr:`settings`, :meth:`gate_timeout`; a unit the plan cannot render.
+        """
+        settings, host_plan = self.settings, self.host_plan
+        args = {"units": units.host_units(host_plan or {}, settings["options"]),
+                "secrets": settings["secrets"], "secrets_file": settings["secrets_file"],
+                "remove_secrets": not settings["secrets"] and self.flag("units_hf_token_remove"),
+                "textfile": {"instances": textfile.instances(self.plan, self.host)}}
+        if state == "started" and host_plan is not None:
+            args["health"] = units_gate.gate_first(host_plan, None, self.host, self.gate_timeout(),
+                                                   self.var("units_health_interval_s"), self.var("units_record"), self.gates)
+        return args
+
+    def gate_stage(self, stage, check_mode=False):
+        """``http_health``'s options for a stage of the units role's gate on this host, or ``{"skip_reason": ...}``
+        where it has nothing to gate.
+
+        ``first`` (``--tags health``, no converge in the run): the engines that name no peer. ``then``: those that
+        answer through their peers, less those whose peers' results this run stand for them
+        (:func:`._units_gate.host_second_stage`, read from this host's results and its peers' alone), with the
+        record when this run's converge did not write it (:func:`._units_gate.record_now`).
+
+        :raises ValueError: see :meth:`gate_timeout`.
+        """
+        if self.var("units_state") != "started" or self.host_plan is None:
+            return {"skip_reason": "the plan gives this host nothing to gate" if self.host_plan is None
+                    else "units_state is %s" % self.var("units_state")}
+        if stage == "first":
+            endpoints = report.gate_endpoints(None, self.host, "first", table=self.gates)
+            if not endpoints:
+                return {"skip_reason": "no endpoint of this host names no peer"}
+            return {"endpoints": endpoints, "timeout": self.gate_timeout(), "interval": self.var("units_health_interval_s")}
+        if not report.gate_endpoints(None, self.host, "then", table=self.gates):
+            return {"skip_reason": "no endpoint of this host answers through its peers"}
+        converge = self._vars.get(units_gate.CONVERGE_RESULT)
+        health = (converge or {}).get("health")
+        # null: the converge call gated this host and found no endpoint for this stage
+        then_gated = health.get("then_gated", False) if hasattr(health, "get") else False
+        if then_gated is None:
+            return {"skip_reason": "the converge call found no endpoint of this stage"}
+        hostvars = self._vars.get("hostvars") or {}
+
+        def vars_of(name):
+            return self._vars if name == self.host else (hostvars[name] if name in hostvars else None)
+
+        found = units_gate.host_second_stage(self.host, self.gates, vars_of, check_mode)
+        if then_gated and found["peers_settled"]:
+            return {"skip_reason": "the converge call gated these endpoints and their peers stayed as they were"}
+        out = {"endpoints": found["endpoints"], "timeout": self.gate_timeout(), "interval": self.var("units_health_interval_s")}
+        record = units_gate.record_now(self.var("units_record"), converge)
+        if record is not None:
+            out["record"] = record
+        return out
