@@ -53,6 +53,10 @@ def docs(env):
     return dict((k.rsplit(".", 1)[1], v["doc"]) for k, v in json.loads(out.stdout).items())
 
 
+# the preflight role's fleet step runs on the controller only
+PLATFORMS.update(preflight_fleet="all")
+
+
 def runtime():
     with open(os.path.join(REPO_ROOT, "meta", "runtime.yml")) as f:
         return yaml.safe_load(f)
