@@ -12,6 +12,7 @@ from ansible.plugins.action import ActionBase
 
 from ansible_collections.launchcard.inference.plugins.plugin_utils import _images as images
 from ansible_collections.launchcard.inference.plugins.plugin_utils import _runtime_files as runtime_files
+from ansible_collections.launchcard.inference.plugins.plugin_utils._action_copy import run_copy
 
 ARGUMENT_SPEC = dict(
     part=dict(type="str", default="settings", choices=["settings", "auth"]),
@@ -66,7 +67,7 @@ class ActionModule(ActionBase):
                             text = runtime_files.docker_daemon_text(slurped, args["mirrors"])
                         except images.ImageError as exc:
                             raise AnsibleActionFail(to_text(exc))
-                    res = self._copy(dict(step["args"], content=text), task_vars)
+                    res = run_copy(self, dict(step["args"], content=text), task_vars)
                     daemon_changed = daemon_changed or (step["content"] == "docker_daemon" and bool(res.get("changed")))
                 results.append(res)
                 if res.get("failed"):
@@ -77,13 +78,3 @@ class ActionModule(ActionBase):
         if args["part"] == "settings":
             result["daemon_changed"] = daemon_changed
         return result
-
-    def _copy(self, copy_args, task_vars):
-        """ansible.builtin.copy with these arguments, as this task (its check mode, diff and no_log)."""
-        task = self._task.copy()
-        task.args.clear()
-        task.args.update(copy_args)
-        copy_action = self._shared_loader_obj.action_loader.get(
-            "ansible.legacy.copy", task=task, connection=self._connection, play_context=self._play_context,
-            loader=self._loader, templar=self._templar, shared_loader_obj=self._shared_loader_obj)
-        return copy_action.run(task_vars=task_vars)
