@@ -42,7 +42,7 @@ options:
     required: true
     choices: [docker, podman]
   mirrors:
-    description: C(launchcard_registry_mirrors) - C({registry: [URL or {location, insecure}]}).
+    description: C(launchcard_registry_mirrors) - registry to a list of mirrors, each a URL or C({location, insecure}).
     type: dict
     default: {}
   keyring:
@@ -61,11 +61,11 @@ options:
   pull_concurrency:
     description:
       - C(launchcard_image_pull_concurrency) - the most hosts that pull from one registry at once, a whole number for
-        every registry or C({registry: number}) (a registry not named - no bound); 0 - no bound.
+        every registry, or a mapping of registry to number (a registry not named - no bound); 0 - no bound.
     type: raw
     default: 0
   credentials:
-    description: C(launchcard_registry_credentials) - C({registry or mirror host: {username, password}}); never shown.
+    description: C(launchcard_registry_credentials) - registry or mirror host to C({username, password}); never shown.
     type: dict
     default: {}
   credentials_plain_http:
@@ -124,7 +124,7 @@ diff:
   returned: with --diff, when a file was written
   type: raw
 pull_groups:
-  description: C({registry: {images, throttle}}) - the host's images by registry and the most hosts that pull from it
+  description: Registry to C({images, throttle}) - the host's images by registry and the most hosts that pull from it
     at once (0 - no bound).
   returned: O(part=settings)
   type: dict
