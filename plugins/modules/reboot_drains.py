@@ -44,9 +44,6 @@ attributes:
     support: none
   bypass_host_loop:
     support: none
-  action_group:
-    description: Not a member of the action group C(launchcard.inference.launchcard); it takes no C(module_defaults).
-    support: none
 """
 
 EXAMPLES = r"""
