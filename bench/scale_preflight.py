@@ -6,7 +6,9 @@ do not exist, returning on the controller what the module reads on a host that a
 deploy's host), so that every other task of playbooks/deploy.yml runs as it does on such a fleet.
 
 bench/scale.py copies it into a scratch copy of the collection as ``plugins/action/preflight.py`` (an action
-plugin of a module's name runs instead of the module); the collection itself never ships it.
+plugin of a module's name runs instead of the module); the collection itself never ships it. It is the collection's
+own preflight action plugin (loaded from this tree) with the module call answered here, so the options that action
+computes (the units role's reads, the lock) are the deploy's own.
 
 What a settled host reads is taken from the deploy's own variables, templated here: the unit files the converge
 would write (``units_converge_units``), the record it would write (``units_record``), the endpoints it would
@@ -17,9 +19,9 @@ helper's checksum; the argv each instance runs (for the engine argv check) from 
 from __future__ import annotations
 
 import hashlib
+import importlib.util
 import os
 
-from ansible.plugins.action import ActionBase
 from ansible.template import trust_as_template
 
 from ansible_collections.launchcard.inference.plugins.module_utils import _state as state
@@ -33,19 +35,23 @@ CHECKS = ("os", "python", "gpu_count", "gpu_model", "gpu_memory", "driver", "dis
 CALLS_LOG = "LAUNCHCARD_BENCH_CALLS"  # file each call appends its host to (bench/scale.py counts them)
 
 
-class ActionModule(ActionBase):
-    """A settled host's preflight result, made on the controller."""
+# the shadow collection links plugins/module_utils to this tree: the real action plugin is next to it
+_REAL = os.path.join(os.path.dirname(os.path.realpath(os.path.join(os.path.dirname(__file__), "..", "module_utils"))),
+                     "action", "preflight.py")
+_SPEC = importlib.util.spec_from_file_location("launchcard_bench_preflight_action", _REAL)
+_ACTION = importlib.util.module_from_spec(_SPEC)
+_SPEC.loader.exec_module(_ACTION)
 
-    TRANSFERS_FILES = False
-    _supports_check_mode = True
+
+class ActionModule(_ACTION.ActionModule):
+    """A settled host's preflight result, made on the controller."""
 
     def _expr(self, expression):
         return self._templar.template(trust_as_template("{{ %s }}" % expression))
 
-    def run(self, tmp=None, task_vars=None):
-        result = super(ActionModule, self).run(tmp, task_vars)
-        del tmp
-        args = self._task.args
+    def _execute_module(self, module_name=None, module_args=None, task_vars=None, **kwargs):
+        args = module_args
+        result = {}
         host = task_vars["inventory_hostname"]
         host_plan = self._expr("lookup('launchcard.inference.host_entry', 'launchcard_plan.hosts')")
         options = self._expr("units_settings.options")

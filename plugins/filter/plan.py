@@ -9,25 +9,20 @@ import base64
 
 from ansible.errors import AnsibleFilterError
 from ansible.module_utils.common.text.converters import to_text
-from ansible.module_utils.parsing.convert_bool import boolean
 
 from ansible_collections.launchcard.inference.plugins.module_utils import _drain as drain
 from ansible_collections.launchcard.inference.plugins.module_utils import _preflight as preflight
 from ansible_collections.launchcard.inference.plugins.module_utils import _state as state
 from ansible_collections.launchcard.inference.plugins.module_utils import _systemd as systemd
-from ansible_collections.launchcard.inference.plugins.plugin_utils import _argv_check as argv_check
 from ansible_collections.launchcard.inference.plugins.plugin_utils import _images as images
-from ansible_collections.launchcard.inference.plugins.plugin_utils import _inventory_check as inventory_check
-from ansible_collections.launchcard.inference.plugins.plugin_utils import _memory_budget as memory_budget
-from ansible_collections.launchcard.inference.plugins.plugin_utils import _native_locks as native_locks
 from ansible_collections.launchcard.inference.plugins.plugin_utils import _planfile as planfile
+from ansible_collections.launchcard.inference.plugins.plugin_utils import _preflight_steps as preflight_steps
 from ansible_collections.launchcard.inference.plugins.plugin_utils import _report as report
 from ansible_collections.launchcard.inference.plugins.plugin_utils import _role_vars as role_vars
 from ansible_collections.launchcard.inference.plugins.plugin_utils import _unit_options as unit_options
 from ansible_collections.launchcard.inference.plugins.plugin_utils import _unit_times as unit_times
 from ansible_collections.launchcard.inference.plugins.plugin_utils import _units as units
 from ansible_collections.launchcard.inference.plugins.plugin_utils import _units_gate as units_gate
-from ansible_collections.launchcard.inference.plugins.plugin_utils import _vendors as vendors
 from ansible_collections.launchcard.inference.plugins.plugin_utils import _weights as weights
 from ansible_collections.launchcard.inference.plugins.module_utils import _versions as versions
 
@@ -348,103 +343,45 @@ def foreign_peers(plan, hosts):
 
 
 def preflight_needs(card, host_plan, plan=None, image_vendors=None, native_packages=None, peers=None, native_lock=None):
-    """What one host needs for its share of the plan (see module_utils._preflight.host_needs).
-
-    With the whole ``plan`` the needs also list the peer ports on other hosts to reach. ``image_vendors``
-    (the vendors each GPU instance's image serves, for the ``image_vendor`` check) reads the host's
-    ``launchcard_image_vendors`` (this argument) over the image's name (plugin_utils._vendors).
-    ``native_gaps`` (for the ``native_install`` check): vendor -> what runs here with no lock in the collection
-    for that vendor (plugin_utils._native_locks), empty where ``native_packages`` or ``native_lock`` (the host's
-    ``launchcard_runtime_native_packages``, ``launchcard_runtime_native_lock``) is set.
-    ``peers``: the host's entry of ``preflight_peers``, computed once for the fleet (the plan is then not scanned).
-    """
-    needs = preflight.host_needs(card, host_plan or {}, plan, peers)
-    # what each GPU instance needs of its GPUs' memory, from its argv and the model's config.json in the plan
-    model = ((plan or {}).get("model_configs") or {}).get((host_plan or {}).get("card")) or {}
-    needs["memory"] = [dict(memory_budget.instance_needs(i, needs["weights_by_unit"].get(i.get("unit")),
-                                                         model.get("config"), model.get("error")),
-                            weights_spread_mib=needs["weights_spread_by_unit"].get(i.get("unit")))
-                       for i in (host_plan or {}).get("instances", []) if i.get("gpus")]
+    """What one host needs for its share of the plan (see plugin_utils._preflight_steps.host_needs)."""
     try:
-        needs["image_vendors"] = vendors.image_vendor_needs(host_plan or {}, image_vendors or {})
-        chosen = native_packages is not None or native_lock not in (None, "")
-        needs["native_gaps"] = {} if chosen else native_locks.native_gaps(host_plan)
-    except vendors.VendorError as exc:
+        return preflight_steps.host_needs(card, host_plan, plan, image_vendors, native_packages, peers, native_lock)
+    except ValueError as exc:
         raise AnsibleFilterError(to_text(exc))
-    return needs
 
 
 def misspelt_variables(host_vars, variable):
-    """One host's unknown ``launchcard_*`` variables that look like ``variable`` (a misspelt name the planning step
-    warned of), for a check whose message names them (see plugin_utils._inventory_check.misspelt)."""
-    return inventory_check.misspelt(list(host_vars or {}), [variable], inventory_check.known_variables()).get(variable, [])
+    """One host's unknown ``launchcard_*`` variables that look like ``variable`` (see plugin_utils._preflight_steps)."""
+    return preflight_steps.misspelt(list(host_vars or {}), variable)
+
+
+def _results(hostvars, hosts, result_var):
+    return dict((h, (hostvars[h] if h in hostvars else {}).get(result_var) or {}) for h in hosts or [])
 
 
 def preflight_report(hostvars, hosts, result_var="preflight_result"):
-    """Preflight table lines for ``hosts`` from each host's registered result."""
-    by_host = {}
-    for host in hosts:
-        res = (hostvars[host] if host in hostvars else {}).get(result_var) or {}
-        if res.get("skipped"):
-            continue
-        by_host[host] = res.get("checks")
-    return report.table(["host", "check", "result", "need", "found", "message"], preflight.report_rows(by_host))
+    """Preflight table lines for ``hosts`` from each host's registered result (see plugin_utils._preflight_steps)."""
+    return preflight_steps.report_lines(_results(hostvars, hosts, result_var), hosts)
 
 
 def preflight_fleet_warnings(plan, cards, hostvars, hosts, result_var="preflight_result"):
-    """Fleet-wide preflight warnings (see module_utils._preflight.fleet_gpu_shortfalls) from each host's result."""
-    results = {}
-    for host in hosts:
-        res = (hostvars[host] if host in hostvars else {}).get(result_var)
-        if res and not res.get("skipped"):
-            results[host] = res
-    return preflight.fleet_gpu_shortfalls(plan, cards, results)
+    """Fleet-wide preflight warnings from each host's result (see plugin_utils._preflight_steps.fleet_warnings)."""
+    return preflight_steps.fleet_warnings(plan, cards, _results(hostvars, hosts, result_var), hosts)
 
 
 def argv_checks(plan, image_refs, hostvars, hosts, native_python, result_var="preflight_result", pull=False):
-    """The plan's distinct argv checks this run needs, of the argv each host's units run (its unit options: e.g.
-    vLLM's ``--shutdown-timeout``), each on one host that holds its image or, with ``pull``, that pulls it
-    (plugin_utils._argv_check); an argv and image every host's record names already is not checked."""
-    runtimes, in_place, options, engines, recorded, run_args, containers_conf = {}, {}, {}, {}, {}, {}, {}
+    """The plan's distinct argv checks this run needs (see plugin_utils._preflight_steps.argv_checks)."""
     try:
-        for host in hosts:
-            hv = hostvars[host] if host in hostvars else {}
-            runtimes[host] = hv.get("launchcard_runtime") or "docker"
-            res = hv.get(result_var) or {}
-            facts = res.get("facts") or {}
-            in_place[host] = list((facts.get("image_disk") or {}).get("in_place") or [])
-            options[host] = unit_options.host_options(hv)
-            # preflight's facts: the docker client's path, podman's version (null when absent); a host that failed a
-            # check is not changed, so it pulls nothing
-            engines[host] = None if res.get("failed_checks") else (facts.get("engines") or {}).get(
-                "podman_version" if runtimes[host] == "podman" else "docker")
-            recorded[host] = {"argv": res.get("recorded_argv") or {},
-                              "image_refs": res.get("recorded_image_refs") or {}}
-            # the check's container runs as the host's units do (podman --cgroups), under the runtime role's
-            # containers.conf setting (keyring), which a first deploy has not written yet
-            run_args[host] = units.podman_cgroups_args(options[host])
-            containers_conf[host] = images.podman_containers_conf(
-                boolean(hv.get("launchcard_podman_keyring", True), strict=False)) if runtimes[host] == "podman" else None
-        # a native host's virtualenv is there once the runtime role stamped an install in it (preflight's native_stamps)
-        pythons = dict((h, native_python) for h in hosts if runtimes[h] == "native"
-                       and ((hostvars[h] if h in hostvars else {}).get(result_var) or {}).get("native_stamps") != [])
-        return argv_check.argv_checks(plan, image_refs or {}, runtimes, pythons, in_place, options, engines, recorded,
-                                      bool(pull), run_args, containers_conf)
+        return preflight_steps.argv_checks(plan, image_refs, dict((h, hostvars[h]) for h in hosts if h in hostvars),
+                                           _results(hostvars, hosts, result_var), hosts, native_python, pull)
     except ValueError as exc:
         raise AnsibleFilterError("launchcard.inference.argv_checks: %s" % to_text(exc))
 
 
 def argv_check_report(checks, hostvars, hosts, result_var="preflight_argv"):
-    """``{refusals, warnings, kept}`` of the argv checks from the results the hosts registered (``kept``: the images
-    pulled for accepted checks, ``[{host, runtime, image}]``)."""
-    results = []
-    for host in hosts:
-        res = (hostvars[host] if host in hostvars else {}).get(result_var) or {}
-        if not res.get("skipped"):
-            results.extend(res.get("results") or [])
+    """``{refusals, warnings, kept}`` of the argv checks (see plugin_utils._preflight_steps.argv_report)."""
     cards = next(((hostvars[h] if h in hostvars else {}).get("launchcard_cards") for h in hosts), None)
-    refusals, warnings = argv_check.argv_check_report(checks, results, cards)
-    return {"refusals": refusals, "warnings": warnings, "kept": argv_check.argv_pulls_kept(checks, results)}
+    return preflight_steps.argv_report(checks, list(_results(hostvars, hosts, result_var).values()), cards)
 
 
 def plan_file(planned, resolved=None):

@@ -25,7 +25,7 @@ options:
   checks:
     description:
       - The checks to run here, each C({key, engine, tokens, runtime, image, python, pull, run_args, containers_conf})
-        as the filter P(launchcard.inference.argv_checks#filter) gives them.
+        as M(launchcard.inference.preflight_fleet) gives them (its C(checks), those of this host).
     type: list
     elements: dict
     default: []
@@ -48,14 +48,29 @@ options:
     default: 300
   registries_conf:
     description:
-      - podman, for a pull - the registries configuration the runtime role writes
-        (P(launchcard.inference.podman_registries_conf#filter)), so the pull asks the same mirrors.
+      - podman, for a pull - the registries configuration the runtime role writes, so the pull asks the same mirrors.
+      - Unset, the action plugin builds it from O(registry_mirrors) when a check pulls.
     type: str
   auth:
     description:
-      - For a pull - the registry credentials as P(launchcard.inference.registry_auth#filter) gives them
-        (containers-auth.json(5)). Never logged.
+      - For a pull - the registry credentials as an auth file holds them (containers-auth.json(5)). Never logged.
+      - Unset, the action plugin builds it from O(registry_credentials) when a check pulls.
     type: dict
+  registry_mirrors:
+    description:
+      - For a pull - the registry mirrors the runtime role gives the hosts (C(launchcard_registry_mirrors)), read on
+        the controller into O(registries_conf) and into which hosts are plain HTTP.
+    type: dict
+  registry_credentials:
+    description:
+      - For a pull - the registry credentials the runtime role gives the hosts (C(launchcard_registry_credentials)),
+        read on the controller into O(auth). Never logged.
+    type: dict
+  registry_plain_http:
+    description:
+      - The plain-HTTP hosts that may have credentials (C(launchcard_registry_credentials_plain_http)).
+    type: list
+    elements: str
 author:
   - launchcard.inference contributors (@launchcard)
 extends_documentation_fragment:
@@ -197,6 +212,10 @@ def main():
             timeout=dict(type="int", default=300),
             registries_conf=dict(type="str"),
             auth=dict(type="dict", no_log=True),
+            # read by the action plugin (plugins/action/engine_argv.py), on the controller
+            registry_mirrors=dict(type="dict"),
+            registry_credentials=dict(type="dict", no_log=True),
+            registry_plain_http=dict(type="list", elements="str"),
         ),
         supports_check_mode=True,
     )

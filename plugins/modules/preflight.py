@@ -31,20 +31,26 @@ description:
 options:
   needs:
     description:
-      - What this host needs, as computed on the controller by the C(launchcard.inference.preflight_needs) filter
-        (C(disk_bytes), C(gpus), C(validated_models), C(weights_per_gpu_mib), C(weights_per_gpu_spread_mib), C(ports),
-        C(images), C(peers), C(rdma), C(image_vendors), C(native_gaps)).
+      - What this host needs (C(disk_bytes), C(gpus), C(validated_models), C(weights_per_gpu_mib),
+        C(weights_per_gpu_spread_mib), C(ports), C(images), C(peers), C(rdma), C(image_vendors), C(native_gaps)).
+      - Unset, the action plugin computes it on the controller from this host's share of the plan
+        (C(launchcard_plan), C(launchcard_cards), C(launchcard_peer_ports)), O(image_vendors), O(native_packages)
+        and O(native_lock); empty on a host the plan gives nothing.
     type: dict
-    required: true
+    default: {}
   weights_dir:
     description: Directory that will hold the Hugging Face cache (HF_HOME); its filesystem is measured.
     type: path
     required: true
   repo:
-    description: Hugging Face repository of the card, to count what of its revision is already staged.
+    description:
+      - Hugging Face repository of the card, to count what of its revision is already staged.
+      - Unset, the card's C(model.repo) of this host's share of the plan.
     type: str
   revision:
-    description: The card's pinned revision (40 hex).
+    description:
+      - The card's pinned revision (40 hex).
+      - Unset, the card's C(model.revision) of this host's share of the plan.
     type: str
   checks:
     description:
@@ -220,7 +226,8 @@ options:
       - Not taken when a check of this host fails (the host stops; it holds nothing to release). A lock held by
         another run is returned in RV(lock), never failed here, so the play can release what it took on the other
         hosts before it refuses the run. In check mode nothing is written and a held lock is reported.
-      - Unset (the default, and C(playbooks/preflight.yml)) touches no lock.
+      - Unset, the action plugin fills it with O(take_lock) on a host the plan places; otherwise (the default, and
+        C(playbooks/preflight.yml)) no lock is touched.
     type: dict
   units_reads:
     description:
@@ -228,7 +235,7 @@ options:
         and probe the host's endpoints once, without waiting; RV(units_found) returns it. The deploy decides from it,
         on the controller, whether the converge would change nothing on this host (the filter
         C(launchcard.inference.units_settled)); such a host gets no converge call.
-      - Unset (the default) reads nothing.
+      - Unset, the action plugin fills it with O(read_units) (except on O(recheck)); otherwise nothing is read.
     type: dict
     suboptions:
       prefix:
@@ -313,17 +320,22 @@ options:
         Unset - not checked. C(playbooks/deploy.yml) sets it from C(launchcard_allow_runtime_change) (default V(false)).
     type: bool
   misspelt:
-    description: The host's unknown variables near C(launchcard_runtime), named in the C(runtime_change) message.
+    description:
+      - The host's unknown variables near C(launchcard_runtime), named in the C(runtime_change) message.
+      - Left out of the task, the action plugin finds them among the host's variables.
     type: list
     elements: str
     default: []
   placed:
-    description: V(false) - the plan gives this host nothing; only the C(removal) check runs (what it serves today).
+    description:
+      - V(false) - the plan gives this host nothing; only the C(removal) check runs (what it serves today).
+      - Without O(needs) in the task, the action plugin sets it from C(launchcard_plan).
     type: bool
     default: true
 author:
   - launchcard.inference contributors (@launchcard)
 extends_documentation_fragment:
+  - launchcard.inference.preflight_action
   - launchcard.inference.attributes
 attributes:
   check_mode:
@@ -335,14 +347,17 @@ attributes:
 """
 
 EXAMPLES = r"""
-- name: Preflight this host
+- name: Preflight this host against its share of the plan (launchcard_plan, set by the plan role)
   launchcard.inference.preflight:
-    needs: "{{ card | launchcard.inference.preflight_needs(launchcard_plan.hosts[inventory_hostname], launchcard_plan) }}"
     weights_dir: /var/lib/launchcard/models
-    repo: "{{ card.model.repo }}"
-    revision: "{{ card.model.revision }}"
-  vars:
-    card: "{{ launchcard_cards[launchcard_plan.hosts[inventory_hostname].card] }}"
+    runtime: podman
+
+- name: Preflight, take this run's lock and read what the units role compares, in the same call
+  launchcard.inference.preflight:
+    weights_dir: /var/lib/launchcard/models
+    take_lock: true
+    read_units: true
+  register: preflight_result
 """
 
 RETURN = r"""
@@ -581,6 +596,7 @@ from ansible_collections.launchcard.inference.plugins.module_utils._hf_snapshot 
 from ansible_collections.launchcard.inference.plugins.module_utils._platforms import engine_package
 from ansible_collections.launchcard.inference.plugins.module_utils import _gate as gate
 from ansible_collections.launchcard.inference.plugins.module_utils import _lock
+from ansible_collections.launchcard.inference.plugins.module_utils._preflight_options import CONTROLLER_SPEC
 from ansible_collections.launchcard.inference.plugins.module_utils._state import (
     parse as parse_record,
     recorded_argv,
@@ -665,7 +681,7 @@ def _units_found(module, spec, record_text):
 def main():
     module = AnsibleModule(
         argument_spec=dict(
-            needs=dict(type="dict", required=True),
+            needs=dict(type="dict", default={}),
             weights_dir=dict(type="path", required=True),
             repo=dict(type="str"),
             revision=dict(type="str"),
@@ -698,6 +714,8 @@ def main():
             amd_render_gid=dict(type="int"),
             ascend_devices=dict(type="list", elements="int"),
             units_reads=dict(type="dict", options=gate.READS_SPEC),
+            # read by the action plugin, on the controller (plugins/doc_fragments/preflight_action.py)
+            **CONTROLLER_SPEC
         ),
         supports_check_mode=True,
     )

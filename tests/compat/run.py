@@ -171,17 +171,27 @@ def doc_check(label, bindir, tarball):
 # its commands
 CORE_FACING = re.compile(r"^\s*(from|import)\s+ansible\b|\bplugins\.(filter|action|modules|callback)\b"
                          r"|\bansible-(playbook|doc|galaxy|inventory)\b", re.M)
+SIBLING = re.compile(r"^\s*(?:from|import)\s+(test_\w+)", re.M)
 
 
 def core_facing_tests(root=ROOT):
     """The tests/unit files that reach ansible-core: the rest test the pure core, whose code no ansible-core
     version changes, and run once, under .venv's core (`make units`)."""
-    found = []
+    texts = {}
     for path in sorted(glob.glob(os.path.join(root, "tests", "unit", "**", "test_*.py"), recursive=True)):
         with open(path) as f:
-            if CORE_FACING.search(f.read()):
-                found.append(os.path.relpath(path, root))
-    return found
+            texts[path] = f.read()
+    facing = set(p for p, text in texts.items() if CORE_FACING.search(text))
+    # a test that imports a sibling test module reaches whatever that one reaches
+    grew = True
+    while grew:
+        grew = False
+        for path, text in texts.items():
+            siblings = set(os.path.join(os.path.dirname(path), m + ".py") for m in SIBLING.findall(text))
+            if path not in facing and siblings & facing:
+                facing.add(path)
+                grew = True
+    return [os.path.relpath(p, root) for p in sorted(facing)]
 
 
 def units(label, venv):

@@ -28,10 +28,10 @@ BIN = os.path.dirname(sys.executable)
 CHECK_MODE = dict.fromkeys(MODULES, "full")
 DIFF_MODE = dict(dict.fromkeys(MODULES, "N/A"), systemd_units="full", render_fleet="none", hf_snapshot="none", host_state="full", router_workers="none",
                  http_health="full", engine_drain="full", write_plan_file="full",
-                 gpu_exporter_unit="full")
+                 gpu_exporter_unit="full", container_conf="full", peer_receive="full")
 PLATFORMS = dict(dict.fromkeys(MODULES, "posix"), launch_card="all", render_fleet="all", resolve_images="all",
                  run_lock_status="all", validate_role_vars="all", units_summary="all", upgrade_fleet="all",
-                 deploy_fleet="all")
+                 reboot_batches="all", reboot_drains="all", weights_plan="all", deploy_fleet="all")
 
 
 @pytest.fixture(scope="module")
@@ -52,6 +52,10 @@ def docs(env):
                          env=env, cwd=env["ANSIBLE_HOME"].rsplit("/", 1)[0], capture_output=True, text=True, timeout=300, check=False)
     assert out.returncode == 0, out.stderr
     return dict((k.rsplit(".", 1)[1], v["doc"]) for k, v in json.loads(out.stdout).items())
+
+
+# the preflight role's fleet step runs on the controller only
+PLATFORMS.update(preflight_fleet="all")
 
 
 def runtime():
