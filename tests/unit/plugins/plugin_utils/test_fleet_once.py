@@ -133,7 +133,7 @@ def test_the_second_stage_of_every_host_is_one_pass_with_the_per_host_filters_re
 def test_a_crashed_decode_blocks_the_router_and_unsettles_its_peers():
     p = _fleet(48)
     second = units_gate.second_stage(report.gate_table(p), _results(p, unhealthy=("gpu-005", UNIT % "decode")),
-                                        list(p["hosts"]))
+                                     list(p["hosts"]))
     (router,) = second["router-0"]["endpoints"]
     assert router["blocked"].startswith("not probed: its peer is not healthy: %s on gpu-005" % (UNIT % "decode"))
     assert all("blocked" not in e for h, s in second.items() if h != "router-0" for e in s["endpoints"])
