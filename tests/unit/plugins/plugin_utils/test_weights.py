@@ -8,8 +8,6 @@ from __future__ import annotations
 
 import random
 
-import pytest
-
 from ansible_collections.launchcard.inference.plugins.plugin_utils import _weights as weights
 
 
