@@ -54,14 +54,9 @@ class ActionModule(ActionBase):
             staged[host] = bool(found.get("weights_staged"))
         peers = weights.peer_plan(plan, staged, hosts, fanout, args["source"], hub_concurrency)
         cards = args["cards"] if args["cards"] is not None else self._play_var(task_vars, "launchcard_cards")
-        repo_of = {}
-        for name, card in cards.items():
-            model = (card or {}).get("model") or {}
-            if model.get("repo") and model.get("revision"):
-                repo_of[name] = "%s@%s" % (model["repo"], str(model["revision"])[:12])
         result.update(peers)
         # the debug task after this one says it (peer source)
-        result["report"] = weights.peer_report(peers, repo_of) if args["source"] == "peer" else []
+        result["report"] = weights.peer_report(peers, weights.card_repos(cards)) if args["source"] == "peer" else []
         result["changed"] = False
         return result
 

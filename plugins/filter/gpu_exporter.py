@@ -1,21 +1,13 @@
 # -*- coding: utf-8 -*-
 # Copyright: (c) 2026, launchcard.inference contributors
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""The accelerator exporter's unit (role gpu_exporter) and the hosts that run one; plugins/plugin_utils/_gpu_exporter.py."""
+"""The hosts that run the accelerator exporter (role gpu_exporter); plugins/plugin_utils/_gpu_exporter.py."""
 
 from __future__ import annotations
 
 from ansible.errors import AnsibleFilterError
 
 from ansible_collections.launchcard.inference.plugins.plugin_utils import _gpu_exporter as gpu_exporter
-
-
-def gpu_exporter_unit(vendor, image, runtime=None, port=None, docker_bin=None, podman_bin=None):
-    """The systemd unit text of the vendor's exporter container."""
-    try:
-        return gpu_exporter.render(gpu_exporter.settings(vendor, image, runtime, port), docker_bin, podman_bin)
-    except ValueError as exc:
-        raise AnsibleFilterError("launchcard.inference.gpu_exporter_unit: %s" % exc)
 
 
 def gpu_exporters(plan, hostvars):
@@ -30,4 +22,4 @@ class FilterModule(object):
     """launchcard.inference accelerator exporter filters."""
 
     def filters(self):
-        return {"gpu_exporter_unit": gpu_exporter_unit, "gpu_exporters": gpu_exporters}
+        return {"gpu_exporters": gpu_exporters}

@@ -9,7 +9,6 @@ from ansible.errors import AnsibleFilterError
 from ansible.module_utils.common.text.converters import to_text
 from ansible_collections.launchcard.inference.plugins.plugin_utils import _alert_rules
 from ansible_collections.launchcard.inference.plugins.plugin_utils import _scrape_targets as scrape_targets
-from ansible_collections.launchcard.inference.plugins.plugin_utils import _textfile as textfile
 
 
 def file_sd_files(plan, image_refs=None, monitors=None, folder=None, without=None, gpu_exporters=None, previous=None):
@@ -22,14 +21,6 @@ def file_sd_files(plan, image_refs=None, monitors=None, folder=None, without=Non
                     dict((p, t) for (h, p), t in read.items() if h == host)).items()]
     except (KeyError, TypeError, ValueError) as exc:
         raise AnsibleFilterError("launchcard.inference.file_sd_files: %s" % to_text(exc))
-
-
-def textfile_instances(plan, host):
-    """``{unit: labels}`` of ``host``'s instances, for systemd_units' ``textfile.instances``."""
-    try:
-        return textfile.instances(plan or {}, host)
-    except (KeyError, TypeError, AttributeError) as exc:
-        raise AnsibleFilterError("launchcard.inference.textfile_instances: %s" % to_text(exc))
 
 
 def file_sd_scrape_configs(folder=None, monitor=None, recipes=None):
@@ -48,4 +39,4 @@ class FilterModule(object):
 
     def filters(self):
         return {"file_sd_files": file_sd_files, "alert_rules": alert_rules,
-                "file_sd_scrape_configs": file_sd_scrape_configs, "textfile_instances": textfile_instances}
+                "file_sd_scrape_configs": file_sd_scrape_configs}

@@ -6,9 +6,7 @@
 from __future__ import annotations
 
 from ansible.errors import AnsibleFilterError
-from ansible.module_utils.parsing.convert_bool import boolean
 
-from ansible_collections.launchcard.inference.plugins.plugin_utils import _planfile as planfile
 from ansible_collections.launchcard.inference.plugins.plugin_utils import _run_locks as run_locks
 
 HOST_LOCK = run_locks.HOST_LOCK
@@ -29,24 +27,6 @@ def run_lock_taken(hostvars, hosts, fleet=None, anchor=None, released=None, resu
     return run_locks.taken(hostvars, hosts, fleet, anchor, released, result, keep_fleet)
 
 
-def run_lock_refusal(hostvars, hosts, fleet=None, anchor=None, result="preflight_result"):
-    """Why this run must not go on (see plugin_utils._run_locks.refusal)."""
-    return run_locks.refusal(hostvars, hosts, fleet, anchor, result)
-
-
-def run_lock_keeps_fleet(run, plan, hosts, final=None):
-    """Whether this job leaves the fleet lock held for a later job of its plan (a slice); see
-    ``_planfile.keeps_fleet_lock``. ``final`` is ``launchcard_plan_final`` (None, a bool or its string)."""
-    if final is not None and final != "":
-        try:
-            final = boolean(final, strict=True)
-        except TypeError as exc:
-            raise AnsibleFilterError("launchcard.inference.run_lock_keeps_fleet: launchcard_plan_final: %s" % exc)
-    else:
-        final = None
-    return planfile.keeps_fleet_lock(run, (plan or {}).get("hosts"), hosts, final)
-
-
 class FilterModule(object):
     """launchcard.inference run lock filters."""
 
@@ -54,6 +34,4 @@ class FilterModule(object):
         return {
             "run_lock_spec": run_lock_spec,
             "run_lock_taken": run_lock_taken,
-            "run_lock_refusal": run_lock_refusal,
-            "run_lock_keeps_fleet": run_lock_keeps_fleet,
         }

@@ -3,7 +3,7 @@
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 """What each GPU instance needs of its GPUs' memory, from its effective argv and the model's ``config.json``.
 
-Pure Python, no Ansible import. Runs on the controller (the ``preflight_needs`` filter): :func:`instance_needs`
+Pure Python, no Ansible import. Runs on the controller (_preflight_steps.host_needs): :func:`instance_needs`
 gives one entry of ``needs.memory`` per GPU instance; the host's ``memory_budget`` and ``gpu_in_use`` checks
 (``module_utils/_preflight_gpu_checks.py``) set them against the memory each GPU has. The engine's share of a GPU
 is its fraction (``--gpu-memory-utilization``, ``--mem-fraction-static``) of the memory CUDA reports; the weights,

@@ -2,7 +2,7 @@
 # Copyright: (c) 2026, launchcard.inference contributors
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 """Private to the collection: the roles' variables each host of a play sets, checked once per distinct set against
-the roles' argument specs (plugins/action/validate_role_vars.py; the filter launchcard.inference.role_vars_by_host)."""
+the roles' argument specs (plugins/action/validate_role_vars.py)."""
 
 from __future__ import annotations
 

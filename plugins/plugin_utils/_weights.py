@@ -112,6 +112,17 @@ def peer_plan(plan, staged, active, fanout=0, source="peer", hub_concurrency=0):
     return out
 
 
+def card_repos(cards):
+    """``{card: "owner/name@revision"}`` (the revision's first 12 characters) of the cards that name both, for
+    :func:`peer_report`'s lines."""
+    out = {}
+    for name, card in (cards or {}).items():
+        model = (card or {}).get("model") or {}
+        if model.get("repo") and model.get("revision"):
+            out[name] = "%s@%s" % (model["repo"], str(model["revision"])[:12])
+    return out
+
+
 def peer_report(peers, repo_of=None):
     """Lines saying, per card, which host downloads from the Hub and which copy from whom (or that none has to).
 

@@ -62,7 +62,7 @@ TWIN = "launchcard-glm-5.3-flash-sglang-decode-0-surge.service"
 def project(tmp_path):
 
     placement = [(h, r, dict(v, argv_overrides=REGULAR_PD)) for h, r, v in PD_ONE_HOST]
-    # the twins' unit files as the upgrade_rollout filter builds them: with the unit builder of the hosts' own
+    # the twins' unit files as the upgrade_fleet action builds them: with the unit builder of the hosts' own
     rollout, plan = _upgrade(EXAMPLE, placement, _decode_env, twin_units=lambda host, twins: host_units(twins, OPTS))
     assert [s["unit"] for s in rollout["surges"]] == [DECODE]
     coll = tmp_path / "collections" / "ansible_collections" / "launchcard" / "inference"

@@ -6,8 +6,8 @@ only accelerator tool is a stand-in ``amd-smi`` (#25 item 1).
 
 Not a sandbox test: no sandbox fleet has an AMD stand-in host outside the ROCm stack scenario, and the
 preflight fleet runs the native runtime (a container runtime there would need a registry the controller
-resolves the card's images from). Here the needs are what the preflight role passes (the plan, then the
-``preflight_needs`` filter), and the module finds the stand-in on ``PATH`` as it finds ``amd-smi`` on a host.
+resolves the card's images from). Here the needs are what the preflight action passes (the plan, then
+``_preflight_steps.host_needs``), and the module finds the stand-in on ``PATH`` as it finds ``amd-smi`` on a host.
 It reads only (one ad-hoc call, about 10 s).
 """
 
@@ -23,7 +23,7 @@ import yaml
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 sys.path.insert(0, os.path.join(ROOT, ".collections"))
 
-from ansible_collections.launchcard.inference.plugins.filter.plan import preflight_needs  # noqa: E402
+from ansible_collections.launchcard.inference.plugins.plugin_utils._preflight_steps import host_needs as preflight_needs  # noqa: E402
 from ansible_collections.launchcard.inference.plugins.plugin_utils import _vendors as vendors  # noqa: E402
 from ansible_collections.launchcard.inference.plugins.plugin_utils._card import load_card  # noqa: E402
 from ansible_collections.launchcard.inference.plugins.plugin_utils._planner import (  # noqa: E402

@@ -352,7 +352,7 @@ def test_an_ascend_npu_in_alarm_fails_naming_it():
 
 
 def test_the_filter_gives_each_gpu_instance_its_memory_needs_from_the_plans_model_config():
-    from ansible_collections.launchcard.inference.plugins.filter.plan import preflight_needs
+    from ansible_collections.launchcard.inference.plugins.plugin_utils._preflight_steps import host_needs as preflight_needs
     from ansible_collections.launchcard.inference.plugins.plugin_utils._card import load_card
     from ansible_collections.launchcard.inference.plugins.plugin_utils._planner import normalize_placement, plan
     path = os.path.join(FIXTURES, "..", "..", "..", "cards", "glm-5.3-flash.json")

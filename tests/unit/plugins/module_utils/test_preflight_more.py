@@ -326,7 +326,7 @@ def test_image_data_root():
 
 
 def test_the_filter_takes_the_plan_optionally(split):
-    from ansible_collections.launchcard.inference.plugins.filter.plan import preflight_needs
+    from ansible_collections.launchcard.inference.plugins.plugin_utils._preflight_steps import host_needs as preflight_needs
 
     assert preflight_needs(EX, split["hosts"]["d"])["peers"] == []
     assert [p["port"] for p in preflight_needs(EX, split["hosts"]["d"], split)["peers"]] == [8998]

@@ -18,7 +18,7 @@ import subprocess
 
 import pytest
 
-from ansible_collections.launchcard.inference.plugins.filter.plan import preflight_needs
+from ansible_collections.launchcard.inference.plugins.plugin_utils._preflight_steps import host_needs as preflight_needs
 from ansible_collections.launchcard.inference.plugins.module_utils._accelerators import collect
 from ansible_collections.launchcard.inference.plugins.module_utils._preflight import evaluate
 from ansible_collections.launchcard.inference.plugins.plugin_utils import _vendors as vendors

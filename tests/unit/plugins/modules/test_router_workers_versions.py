@@ -171,7 +171,7 @@ def test_n_ids_are_percent_encoded_in_the_path():
 
 def test_n_upgrade_probes_the_regular_mode_routers_only():
     """Case N: upgrade.yml probes each router whose workers its batches drive (regular mode), before staging."""
-    from ansible_collections.launchcard.inference.plugins.filter.upgrade import upgrade_routers
+    from ansible_collections.launchcard.inference.plugins.plugin_utils._upgrade_fleet import routers as upgrade_routers
 
     def router(unit, *argv):
         return {"role": "router", "unit": unit, "argv": ["python", "-m", "sglang_router.launch_router"] + list(argv),

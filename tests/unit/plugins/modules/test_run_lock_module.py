@@ -16,6 +16,9 @@ import pytest
 from ansible.module_utils.testing import patch_module_args
 from ansible_collections.launchcard.inference.plugins.filter import run_lock as filters
 from ansible_collections.launchcard.inference.plugins.modules import host_state, preflight, run_lock
+from ansible_collections.launchcard.inference.plugins.plugin_utils import _planfile as planfile
+from ansible_collections.launchcard.inference.plugins.plugin_utils import _run_locks as run_locks
+from ansible_collections.launchcard.inference.plugins.plugin_utils._plan_tables import plan_final
 
 RUN_A = {"id": "20261130T130055Z-aaaaaaaa", "user": "alice", "controller": "ctl-a", "playbook": "upgrade.yml",
          "cards": {"c.json": "sha256:" + "a" * 64}, "anchor": "h1"}
@@ -102,7 +105,7 @@ def test_preflight_takes_the_lock_in_its_call_and_reports_another_runs(host, cap
     assert rc == 0 and not res["lock"]["taken"] and res["lock"]["reason"] == "held by another run"
     assert len(res["lock"]["held_by"]) == 2 and "alice@ctl-a" in res["lock"]["held_by"][0]
     hostvars = {"h1": {"preflight_result": res}, "h2": {}}
-    msg = filters.run_lock_refusal(hostvars, ["h1", "h2"])
+    msg = run_locks.refusal(hostvars, ["h1", "h2"])
     assert msg.startswith("another run holds the lock") and "h1:%s/lock.json held by alice@ctl-a" % lock_dir in msg
     assert filters.run_lock_taken(hostvars, ["h1", "h2"]) == []
 
@@ -157,7 +160,7 @@ def test_deferred_locks_are_checked_in_preflight_and_taken_only_by_run_lock(host
     call(run_lock, capsys, {"paths": other["paths"][:1], "holder": other["holder"]})
     rc, res = call(preflight, capsys, preflight_args(host, deferred))
     assert rc == 0 and res["lock"]["held_by"] and "bob@ctl-b" in res["lock"]["held_by"][0]
-    msg = filters.run_lock_refusal({"h1": {"preflight_result": res}}, ["h1"])
+    msg = run_locks.refusal({"h1": {"preflight_result": res}}, ["h1"])
     assert msg.startswith("another run holds the lock") and "h1:%s/lock.json held by bob@ctl-b" % lock_dir in msg
 
 
@@ -189,9 +192,9 @@ def test_the_slices_of_one_plan_are_one_run_and_only_the_final_job_releases_the_
     # what a slice (h2 only) releases when it ends: its host lock, not the fleet lock
     taken = {"locks": [dict(p, acquired=True) for p in fleet["paths"]]}
     hostvars = {"h2": {"launchcard_host_lock": {"locks": [{"path": "/l/lock.json", "scope": "host", "acquired": True}]}}}
-    keep = filters.run_lock_keeps_fleet(plan_run, PLAN, ["h2"])
-    assert keep is True and filters.run_lock_keeps_fleet(plan_run, PLAN, ["h2"], "true") is False
-    assert filters.run_lock_keeps_fleet(RUN_A, PLAN, ["h2"]) is False
+    keep = planfile.keeps_fleet_lock(plan_run, PLAN["hosts"], ["h2"])
+    assert keep is True and planfile.keeps_fleet_lock(plan_run, PLAN["hosts"], ["h2"], plan_final("true")) is False
+    assert planfile.keeps_fleet_lock(RUN_A, PLAN["hosts"], ["h2"]) is False
     names = ["preflight_result", "launchcard_host_lock"]
     assert filters.run_lock_taken(hostvars, ["h2"], taken, "h1", result=names, keep_fleet=keep) == [
         {"host": "h2", "paths": [{"path": "/l/lock.json", "scope": "host"}]}]

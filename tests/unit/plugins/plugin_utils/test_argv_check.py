@@ -12,6 +12,7 @@ import os
 import pytest
 
 from ansible_collections.launchcard.inference.plugins.plugin_utils import _argv_check as ac
+from ansible_collections.launchcard.inference.plugins.plugin_utils import _preflight_steps as preflight_steps
 
 IMG = "lmsysorg/sglang:latest"
 REF = "docker.io/lmsysorg/sglang@sha256:" + "a" * 64
@@ -138,8 +139,14 @@ def test_an_argv_and_image_every_host_already_runs_needs_no_check():
         (["c"], "c")]
 
 
-def test_the_filter_reads_engines_records_and_failed_checks_from_each_hosts_preflight_result():
-    from ansible_collections.launchcard.inference.plugins.filter import plan as filters
+def _fleet_checks(plan, image_refs, hostvars, hosts, native_python, pull=False):
+    """The argv checks from each host's variables and preflight result (the fleet step's argv_step reads them so)."""
+    return preflight_steps.argv_checks(plan, image_refs, dict((h, hostvars[h]) for h in hosts if h in hostvars),
+                                       dict((h, hostvars.get(h, {}).get("preflight_result") or {}) for h in hosts),
+                                       hosts, native_python, pull)
+
+
+def test_the_checks_read_engines_records_and_failed_checks_from_each_hosts_preflight_result():
 
     def hv(runtime="podman", podman="5.4.2", failed=(), argv=None, refs=None):
         return {"launchcard_runtime": runtime, "preflight_result": {
@@ -148,7 +155,7 @@ def test_the_filter_reads_engines_records_and_failed_checks_from_each_hosts_pref
 
     hostvars = {"a": hv(podman=None), "b": hv(failed=["image_disk"]),
                 "c": dict(hv(), launchcard_podman_cgroups="disabled", launchcard_podman_keyring="false")}
-    checks = filters.argv_checks(PLAN, {IMG: REF}, hostvars, ["a", "b", "c"], "/v/bin/python", pull=True)
+    checks = _fleet_checks(PLAN, {IMG: REF}, hostvars, ["a", "b", "c"], "/v/bin/python", pull=True)
     # a has no podman yet, b failed a check (it is not changed): nobody pulls the first argv; c pulls its own
     assert [(c["hosts"], c["host"], c["pull"]) for c in checks] == [(["a", "b"], None, False), (["c"], "c", True)]
     # c's container runs as its units' do (--cgroups) under the runtime role's keyring setting, not written yet
@@ -157,7 +164,7 @@ def test_the_filter_reads_engines_records_and_failed_checks_from_each_hosts_pref
     # a no-op run: every host's record names its argv and digest, nothing to check
     done = dict((h, hv(argv={"agg": i[0]["argv"]}, refs={IMG: REF})) for h, i in
                 ((h, PLAN["hosts"][h]["instances"]) for h in PLAN["hosts"]))
-    assert filters.argv_checks(PLAN, {IMG: REF}, done, ["a", "b", "c"], "/v/bin/python", pull=True) == []
+    assert _fleet_checks(PLAN, {IMG: REF}, done, ["a", "b", "c"], "/v/bin/python", pull=True) == []
 
 
 def test_a_flag_the_unit_adds_is_checked_until_the_hosts_unit_runs_it():
@@ -174,17 +181,16 @@ def test_a_flag_the_unit_adds_is_checked_until_the_hosts_unit_runs_it():
 
 
 def test_a_first_native_deploy_has_no_virtualenv_to_check_with_yet():
-    from ansible_collections.launchcard.inference.plugins.filter import plan as filters
 
     plan = {"hosts": {"c": PLAN["hosts"]["c"]}}
     bare = {"c": {"launchcard_runtime": "native", "preflight_result": {"native_stamps": [], "facts": {}}}}
-    checks = filters.argv_checks(plan, {}, bare, ["c"], "/v/bin/python", pull=True)
+    checks = _fleet_checks(plan, {}, bare, ["c"], "/v/bin/python", pull=True)
     assert [(c["host"], c["pull"]) for c in checks] == [(None, False)]
     assert ac.argv_check_report(checks, [])[1] == [
         "argv of agg not checked against SGLang: no host has its virtualenv yet (the runtime role installs the "
         "engine after preflight)"]
     installed = {"c": {"launchcard_runtime": "native", "preflight_result": {"native_stamps": [".launchcard-1"]}}}
-    assert [c["host"] for c in filters.argv_checks(plan, {}, installed, ["c"], "/v/bin/python")] == ["c"]
+    assert [c["host"] for c in _fleet_checks(plan, {}, installed, ["c"], "/v/bin/python")] == ["c"]
 
 
 @pytest.mark.parametrize("runtime, quadlet", [("podman", False), ("podman", True), ("docker", False),

@@ -10,7 +10,9 @@ import os
 
 from ansible_collections.launchcard.inference.plugins.filter import plan as filters
 from ansible_collections.launchcard.inference.plugins.module_utils import _preflight as preflight
+from ansible_collections.launchcard.inference.plugins.plugin_utils import _preflight_steps as preflight_steps
 from ansible_collections.launchcard.inference.plugins.plugin_utils import _report as report
+from ansible_collections.launchcard.inference.plugins.plugin_utils import _units_gate as units_gate
 from ansible_collections.launchcard.inference.plugins.plugin_utils._card import load_card
 from ansible_collections.launchcard.inference.plugins.plugin_utils._planner import normalize_placement, plan
 
@@ -105,7 +107,7 @@ def test_the_second_stage_of_every_host_is_one_pass_with_the_per_host_filters_re
         hostvars = _results(p, **case)
         check = case.get("check_mode", False)
         CountingHostvars.reads = 0
-        second = filters.units_second_stage(gates, hostvars, list(p["hosts"]), check)
+        second = units_gate.second_stage(gates, hostvars, list(p["hosts"]), check)
         then_hosts = [h for h in p["hosts"] if any(e["peers"] for e in gates[h])]
         # each host's variables read once for the whole fleet, and only those of the hosts with a second stage and
         # their peers (per host, each host would read every host's)
@@ -122,16 +124,16 @@ def test_the_second_stage_of_every_host_is_one_pass_with_the_per_host_filters_re
                              and not hostvars[h]["units_converge"].get("skipped"))
             assert second[host] == {"endpoints": endpoints, "peers_settled": report.peers_settled(p, host, converges)}
     # a restarted router carries what it ran before; in check mode it would restart, so it is not gated
-    assert filters.units_second_stage(gates, _results(p, restarted=(UNIT % "router",)), ["router-0"])[
+    assert units_gate.second_stage(gates, _results(p, restarted=(UNIT % "router",)), ["router-0"])[
         "router-0"]["endpoints"][0]["previous"] == {"invocation_id": "old", "main_pid": 7}
-    assert filters.units_second_stage(gates, _results(p, restarted=(UNIT % "router",)), ["router-0"], True)[
+    assert units_gate.second_stage(gates, _results(p, restarted=(UNIT % "router",)), ["router-0"], True)[
         "router-0"]["endpoints"] == []
 
 
 def test_a_crashed_decode_blocks_the_router_and_unsettles_its_peers():
     p = _fleet(48)
-    second = filters.units_second_stage(report.gate_table(p), _results(p, unhealthy=("gpu-005", UNIT % "decode")),
-                                        list(p["hosts"]))
+    second = units_gate.second_stage(report.gate_table(p), _results(p, unhealthy=("gpu-005", UNIT % "decode")),
+                                     list(p["hosts"]))
     (router,) = second["router-0"]["endpoints"]
     assert router["blocked"].startswith("not probed: its peer is not healthy: %s on gpu-005" % (UNIT % "decode"))
     assert all("blocked" not in e for h, s in second.items() if h != "router-0" for e in s["endpoints"])
@@ -143,10 +145,10 @@ def test_the_per_host_filters_read_the_table_when_given():
     p = _fleet(24)
     gates = report.gate_table(p)
     for host, hp in p["hosts"].items():
-        assert filters.units_gate_first(hp, p, host, 600, 2, gates=gates) == filters.units_gate_first(hp, p, host, 600, 2)
+        assert units_gate.gate_first(hp, p, host, 600, 2, gates=gates) == units_gate.gate_first(hp, p, host, 600, 2)
         # the table alone answers: the plan is not read again
-        alone = filters.units_gate_first(hp, None, host, 600, 2, gates=gates)
-        assert alone == filters.units_gate_first(hp, p, host, 600, 2)
+        alone = units_gate.gate_first(hp, None, host, 600, 2, gates=gates)
+        assert alone == units_gate.gate_first(hp, p, host, 600, 2)
 
 
 def _scan_peers(card, hp, p):
@@ -199,7 +201,7 @@ def test_the_peer_table_gives_each_host_the_peers_a_search_of_the_whole_plan_fin
     for host, hp in p["hosts"].items():
         assert table[host] == _scan_peers(card, hp, p), host
         # the table's entry is what the filter puts in the needs; the plan is then not read
-        assert filters.preflight_needs(card, hp, None, peers=table[host]) == filters.preflight_needs(card, hp, p)
+        assert preflight_steps.host_needs(card, hp, None, peers=table[host]) == preflight_steps.host_needs(card, hp, p)
     # the router reaches every prefill's two ports and every decode's; a decode every prefill's bootstrap port
     assert len(table["router-0"]) == 8 * 2 + 7 and len(table["gpu-005"]) == 8
     assert table["gpu-000"] == []

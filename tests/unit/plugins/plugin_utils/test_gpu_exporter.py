@@ -178,14 +178,9 @@ def test_the_filters_check_at_planning_and_list_the_targets_or_an_empty_file():
     assert gpus({}) == [[]] and gpus(exporters, without=[host]) == [[]]
 
 
-def test_the_filter_renders_and_names_the_variable_it_refuses():
-    from ansible.errors import AnsibleFilterError
-
-    from ansible_collections.launchcard.inference.plugins.filter.gpu_exporter import gpu_exporter_unit
-
-    assert gpu_exporter_unit("amd", IMAGES["amd"]) == ge.render(ge.settings("amd", IMAGES["amd"]))
-    with pytest.raises(AnsibleFilterError, match="launchcard_gpu_exporter_image: 'rocm/device-metrics-exporter:v1"):
-        gpu_exporter_unit("amd", "rocm/device-metrics-exporter:v1.3.0")
+def test_the_settings_name_the_variable_they_refuse():
+    with pytest.raises(ValueError, match="launchcard_gpu_exporter_image: 'rocm/device-metrics-exporter:v1"):
+        ge.render(ge.settings("amd", "rocm/device-metrics-exporter:v1.3.0"))
 
 
 def test_the_runtime_defaults_as_the_engines_do_and_a_native_host_runs_docker():

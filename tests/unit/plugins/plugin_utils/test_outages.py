@@ -230,9 +230,8 @@ def test_each_node_of_a_multi_node_group_is_listed_under_the_url_its_head_serves
     assert all("reach http://10.0.0.1:8000 directly" in o["reasons"][0] for o in ro["outages"])
 
 
-def test_the_report_filter_reads_the_variable_as_ansible_does():
-    from ansible_collections.launchcard.inference.plugins.filter.upgrade import upgrade_report
+def test_the_report_accepts_or_refuses_the_outages_as_the_variable_says():
+    from ansible_collections.launchcard.inference.plugins.plugin_utils._rollout import report
     ro, dummy = _upgrade(EXAMPLE, PD_HOSTS, _decode_env)
-    assert "accepted (launchcard_upgrade_allow_outage: true)" in upgrade_report(ro, "true")[-1]
-    assert "the real run refuses this upgrade" in upgrade_report(ro, "false")[-1]
-    assert upgrade_report(ro) == upgrade_report(ro, False)
+    assert "accepted (launchcard_upgrade_allow_outage: true)" in report(ro, True)[-1]
+    assert "the real run refuses this upgrade" in report(ro, False)[-1]

@@ -179,19 +179,19 @@ def test_a_router_needs_no_second_stage_only_while_its_own_peers_stay_as_they_we
 
 
 def test_role_variables_are_checked_once_per_distinct_set_of_host_values():
-    from ansible_collections.launchcard.inference.plugins.filter.plan import role_vars_by_host
+    from ansible_collections.launchcard.inference.plugins.plugin_utils._role_vars import by_host
     spec = {"preflight_headroom_mib": {"type": "int"}, "units_state": {"type": "str"}}
     hostvars = {"a": {"preflight_headroom_mib": 4096, "ansible_host": "10.0.0.1"},
                 "b": {"preflight_headroom_mib": "lots"},
                 "c": {"preflight_headroom_mib": 4096},
                 "d": {}, "e": {}, "f": {}, "g": {}}
-    groups = role_vars_by_host(hostvars, list(hostvars), spec)
+    groups = by_host(hostvars, list(hostvars), list(spec))
     # only the spec's names, one item per distinct set, in the order of each set's first host
     assert [(g["hosts"], g["vars"]) for g in groups] == [
         (["a", "c"], {"preflight_headroom_mib": 4096}), (["b"], {"preflight_headroom_mib": "lots"}),
         (["d", "e", "f", "g"], {})]
     assert [g["label"] for g in groups] == ["a, c", "b", "d, e, f and 1 more"]
-    assert role_vars_by_host(hostvars, ["b"], spec)[0]["hosts"] == ["b"]  # the play's hosts only
+    assert by_host(hostvars, ["b"], list(spec))[0]["hosts"] == ["b"]  # the play's hosts only
 
 
 def test_failure_budget_counts_failed_and_unreachable_hosts_once():
@@ -229,7 +229,7 @@ def test_the_failure_budget_is_a_checked_percentage():
 
 
 def test_the_first_stage_carries_the_record_and_the_second_stage_endpoints_to_probe_once():
-    from ansible_collections.launchcard.inference.plugins.filter.plan import units_gate_first
+    from ansible_collections.launchcard.inference.plugins.plugin_utils._units_gate import gate_first as units_gate_first
     p = _example_plan()
     record = {"card": {"sha256": "0" * 64}}
     pre = units_gate_first(p["hosts"]["pre"], p, "pre", "600", "2", record)

@@ -10,8 +10,6 @@ import os
 import pytest
 import yaml
 
-from ansible.errors import AnsibleFilterError
-from ansible_collections.launchcard.inference.plugins.filter.upgrade import stack_reboot_batches
 from ansible_collections.launchcard.inference.plugins.plugin_utils._rollout import RolloutError, reboot_batches
 
 HOSTS = ["g1", "g2", "g3", "g4", "g5"]
@@ -42,14 +40,6 @@ def test_nothing_to_reboot():
 def test_a_bad_serial_names_the_variable(serial):
     with pytest.raises(RolloutError, match=r"^launchcard_stack_reboot_serial must be an integer >= 1, found"):
         reboot_batches(HOSTS, {"g1": True}, serial)
-
-
-def test_the_filter_reads_each_hosts_verdict():
-    hostvars = {"g1": {"stack_reboot_wanted": True}, "g2": {"stack_reboot_wanted": "False"},
-                "g3": {"stack_reboot_wanted": "true"}, "g4": {}, "g5": {"stack_reboot_wanted": True}}
-    assert stack_reboot_batches(HOSTS, hostvars, 2) == [["g1", "g3"], ["g5"]]
-    with pytest.raises(AnsibleFilterError, match="launchcard_stack_reboot_serial"):
-        stack_reboot_batches(HOSTS, hostvars, 0)
 
 
 def test_the_role_reboots_only_through_the_batches():

@@ -171,7 +171,7 @@ def test_the_native_runtime_installs_what_the_hosts_plan_runs(card):
 
 
 def test_preflight_needs_hold_no_native_gap_where_the_inventory_names_a_lock_or_packages(card):
-    from ansible_collections.launchcard.inference.plugins.filter.plan import preflight_needs  # pylint: disable=import-outside-toplevel
+    from ansible_collections.launchcard.inference.plugins.plugin_utils._preflight_steps import host_needs as preflight_needs
     host = _plan(card, [("v", ["vllm-aggregated"])])["hosts"]["v"]
     assert preflight_needs(card, host)["native_gaps"] == {"amd": ["vllm"], "ascend": ["vllm"]}
     assert preflight_needs(card, host, native_lock="/srv/locks/amd.txt")["native_gaps"] == {}

@@ -2,16 +2,12 @@
 # Copyright: (c) 2026, launchcard.inference contributors
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 """The weights role's peer source: the seed of each card, the waves of copies that fan its revision out, the rounds
-of Hub downloads (plugins/plugin_utils/_weights.py), and the filters over it (plugins/filter/plan.py)."""
+of Hub downloads (plugins/plugin_utils/_weights.py), and its report lines."""
 
 from __future__ import annotations
 
 import random
 
-import pytest
-from ansible.errors import AnsibleFilterError
-
-from ansible_collections.launchcard.inference.plugins.filter import plan as filters
 from ansible_collections.launchcard.inference.plugins.plugin_utils import _weights as weights
 
 
@@ -156,24 +152,19 @@ def test_one_engine_host_is_its_own_seed_and_downloads():
     assert weights.fanout_waves(["solo"], ["solo"], 3) == [] and weights.fanout_waves([], [], 3) == []
 
 
-def test_the_filters_read_preflight_and_name_who_downloads_and_who_copies():
-    hostvars = {h: {"preflight_result": {"weights_staged": h == "b2"}} for h in ALL}
-    hostvars["w2"] = {}  # preflight did not run (--tags weights): not staged
-    peers = filters.weights_peers(PLAN, hostvars, ALL)
-    assert peers == weights.peer_plan(PLAN, {"b2": True}, ALL)
+def test_the_report_names_who_downloads_and_who_copies_by_each_cards_repo():
+    # the weights_plan action reads each host's preflight result and the options (test_weights_actions)
+    peers = weights.peer_plan(PLAN, {"b2": True}, ALL)
     cards = {"tiny": {"model": {"repo": "org/tiny", "revision": "1" * 40}}, "big": {"model": {"repo": "org/big"}}}
-    assert filters.weights_peer_report(peers, cards) == [
+    assert weights.card_repos(cards) == {"tiny": "org/tiny@111111111111"}  # big names no revision: its card's name
+    assert weights.peer_report(peers, weights.card_repos(cards)) == [
         "big: b2 already holds it, no download; b1 copy it from b2",
         "org/tiny@111111111111: w1 downloads it from the Hub; w2, w3, w4 copy it from w1",
     ]
     alone = weights.peer_plan(PLAN, {}, ["w1"])
     assert weights.peer_report(alone) == ["tiny: w1 downloads it from the Hub; no host copies it"]
     # in waves: each wave's copies by source
-    fanned = filters.weights_peers(PLAN, {}, ["w1", "w2", "w3", "w4"], fanout=1)
-    assert filters.weights_peer_report(fanned, cards) == [
+    fanned = weights.peer_plan(PLAN, {}, ["w1", "w2", "w3", "w4"], fanout=1)
+    assert weights.peer_report(fanned, weights.card_repos(cards)) == [
         "org/tiny@111111111111: w1 downloads it from the Hub; wave 1: w2 copy it from w1; "
         "wave 2: w3 copy it from w1; w4 copy it from w2"]
-    with pytest.raises(AnsibleFilterError, match="integers"):
-        filters.weights_peers(PLAN, {}, ALL, fanout="many")
-    with pytest.raises(AnsibleFilterError, match="peer or hub"):
-        filters.weights_peers(PLAN, {}, ALL, source="path")
