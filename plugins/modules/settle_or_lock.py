@@ -11,7 +11,7 @@ module: settle_or_lock
 short_description: Leave a host as it is from its preflight reading, or take its run lock
 version_added: 1.0.0
 description:
-  - An action plugin, one task per host, after preflight: C(playbooks/deploy.yml) calls it before the setup steps.
+  - An action plugin, one task per host, after preflight; C(playbooks/deploy.yml) calls it before the setup steps.
   - Lists the setup steps the deploy runs on the host before its units (RV(setup_parts)), from its preflight
     call's verdict (O(preflight)) - the accelerator stack of the vendor it found (O(stack_roles), unless
     O(install_stack) is false; then preflight again on a host that was bare), the model weights on a host that runs

@@ -46,8 +46,9 @@ ENGINE_PLAN = {"card": "c", "instances": [{"role": "prefill"}]}
 STACKS = {"nvidia": "nvidia", "amd": "rocm"}
 
 
-def host_args(deferred, host_plan=ENGINE_PLAN, weights_staged=True, vendor="none", **flags):
+def host_args(deferred, host_plan=..., weights_staged=True, vendor="none", **flags):
     """The host step's arguments as deploy-locks.yml gives them: the preflight result, the host's plan, the flags."""
+    host_plan = ENGINE_PLAN if host_plan is ... else host_plan
     preflight = {"lock": {"deferred": deferred}, "stack_vendor": vendor, "weights_staged": weights_staged}
     return dict(dict(preflight=preflight, host_plan=host_plan, stack_roles=STACKS), **flags)
 
