@@ -61,56 +61,9 @@ def failure_budget(percent=None):
         raise AnsibleFilterError("launchcard.inference.failure_budget: %s" % to_text(exc))
 
 
-def failure_budget_spent(lost, hosts, percent=None):
-    """Whether the lost hosts (failed or unreachable) exceed the failure budget (see plugin_utils._report)."""
-    try:
-        return report.failure_budget_spent(lost, hosts, percent)
-    except ValueError as exc:
-        raise AnsibleFilterError("launchcard.inference.failure_budget_spent: %s" % to_text(exc))
-
-
 def units_setup_needed(found, options, helper_sha1):
     """Whether the units role's setup steps have anything to do (see plugin_utils._unit_options)."""
     return unit_options.setup_needed(found, options, helper_sha1)
-
-
-def setup_parts(preflight, host_plan, stack_roles, run_tags=("all",), skip_tags=(), install_stack=True,
-                runtime=False, units_prepare=False):
-    """The roles deploy includes on a host before its units (see plugin_utils._unit_options.setup_parts)."""
-    return unit_options.setup_parts(preflight, host_plan, stack_roles or {}, run_tags or ("all",), skip_tags or (),
-                                    install_stack, bool(runtime), bool(units_prepare))
-
-
-def held_images(hostvars, hosts, result_var="preflight_result"):
-    """``{image: name@sha256:...}`` the hosts' records agree they run (see plugin_utils._images.held_refs).
-
-    Reads ``hostvars[host][result_var].recorded_image_refs`` (the preflight call's read of each record).
-    """
-    recorded = {}
-    for host in hosts or []:
-        if host in hostvars:
-            recorded[host] = (hostvars[host].get(result_var) or {}).get("recorded_image_refs") or {}
-    return images.held_refs(recorded)[0]
-
-
-def hold_images(resolved, held):
-    """The resolved images with a moved tag held at the digest the fleet runs (see plugin_utils._images.hold).
-
-    :returns: ``{"image_refs": {image: name@sha256:...}, "drift": [{image, running, registry}], "warnings":
-        [one sentence per moved tag]}``.
-    """
-    refs, drift = images.hold(resolved or {}, held or {})
-    return {"image_refs": refs, "drift": drift, "warnings": [images.drift_warning(m) for m in drift],
-            "held": dict((m["image"], refs[m["image"]]) for m in drift)}
-
-
-def image_pullers(hostvars, hosts, plan, result_var="preflight_result"):
-    """``{image: [host]}``: the hosts that run each image of ``plan`` and must pull it (see plugin_utils._images.pullers).
-
-    Reads each host's ``hostvars[host][result_var]`` (``recorded_image_refs``, ``recorded_images_missing``).
-    """
-    found = dict((h, hostvars[h].get(result_var) or {}) for h in hosts or [] if h in hostvars)
-    return images.pullers(plan or {}, found)
 
 
 def recorded_image_refs(record, images=None):
@@ -133,22 +86,6 @@ def _recorded(record):
         except (ValueError, TypeError, UnicodeDecodeError):
             return {}
     return state.recorded_image_refs(record if isinstance(record, str) else None)
-
-
-def registry_auth(credentials, mirrors=None, plain_http=None):
-    """The hosts' podman auth file for the registry credentials (see plugin_utils._images.registry_auth)."""
-    try:
-        return images.registry_auth(credentials, mirrors, plain_http)
-    except ValueError as exc:
-        raise AnsibleFilterError("launchcard.inference.registry_auth: %s" % to_text(exc))
-
-
-def podman_registries_conf(mirrors):
-    """The podman hosts' registries.conf drop-in (see plugin_utils._images.podman_registries_conf)."""
-    try:
-        return images.podman_registries_conf(mirrors)
-    except ValueError as exc:
-        raise AnsibleFilterError("launchcard.inference.podman_registries_conf: %s" % to_text(exc))
 
 
 def registry_credentials_digest(credentials, mirrors=None, salt=""):
@@ -236,19 +173,12 @@ class FilterModule(object):
             "unit_settings": unit_settings,
             "native_install": native_install,
             "failure_budget": failure_budget,
-            "failure_budget_spent": failure_budget_spent,
             "units_setup_needed": units_setup_needed,
-            "setup_parts": setup_parts,
             "health_endpoints": health_endpoints,
             "units_reads": units_reads,
             "units_settled": units_settled,
             "foreign_peers": foreign_peers,
-            "held_images": held_images,
-            "hold_images": hold_images,
             "recorded_image_refs": recorded_image_refs,
-            "image_pullers": image_pullers,
-            "registry_auth": registry_auth,
-            "podman_registries_conf": podman_registries_conf,
             "registry_credentials_digest": registry_credentials_digest,
             "version_drift": versions.drift,
         }

@@ -18,7 +18,6 @@ description:
   - "Why a lookup: it reads the two host lists' lengths as stored. The same test written in Jinja makes
     ansible-core 2.19 copy both lists on every host and every task that evaluates it, a cost that grows with the
     fleet (docs/speed.md); a play evaluates it on every task of the block it guards."
-  - The filter of the same name (C(launchcard.inference.failure_budget_spent)) takes the lost hosts' names instead.
 options:
   percent:
     description:

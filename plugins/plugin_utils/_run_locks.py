@@ -3,7 +3,7 @@
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 """Private to the collection: the run lock a host takes (docs/operations.md, "Run lock"), which hosts a deploy leaves
 as they are, the locks a run holds across its hosts and why it must stop; the lock itself is
-plugins/module_utils/_lock.py. Used by the run_lock filters and action plugins (plugins/action/run_lock.py,
+plugins/module_utils/_lock.py. Used by the action plugins (plugins/action/run_lock.py,
 run_lock_status.py, and the deploy's settle_or_lock.py and deploy_fleet.py)."""
 
 from __future__ import annotations

@@ -45,10 +45,8 @@ def test_no_plugin_imports_ansible_module_utils_six():
 PUBLIC_FILTERS = {"alert_rules", "file_sd_scrape_configs", "file_sd_files", "gpu_exporters", "health_endpoints",
                   "drain_endpoints", "host_units", "os_support", "recorded_image_refs", "failure_budget", "version_drift"}
 # glue the plays still call until their action plugins replace it (issue 45); each leaves when nothing calls it
-STILL_CALLED = {"units_settled", "setup_parts", "run_lock_spec", "run_lock_taken", "held_images", "hold_images",
-                "image_pullers", "stranded_consumers", "failure_budget_spent", "native_install",
-                "registry_credentials_digest", "units_reads", "unit_settings", "units_setup_needed", "foreign_peers",
-                "upgrade_card", "podman_registries_conf", "registry_auth"}
+STILL_CALLED = {"units_settled", "native_install", "registry_credentials_digest", "units_reads", "unit_settings",
+                "units_setup_needed", "foreign_peers", "upgrade_card"}
 
 
 def version_added_values():

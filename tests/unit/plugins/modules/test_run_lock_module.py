@@ -2,7 +2,7 @@
 # Copyright: (c) 2026, launchcard.inference contributors
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 """The run lock through the modules that carry it, in-process: run_lock, preflight's ``lock`` option,
-host_state's ``release_lock`` option, and the filters the playbooks build them with. Lock files are real
+host_state's ``release_lock`` option, and plugin_utils._run_locks that builds them. Lock files are real
 files in a temporary directory. (The warnings, a broken lock and a held lock in check mode, go to the
 controller's display in this process; tests/e2e/test_upgrade_sandbox.py reads them in a real run.)"""
 
@@ -14,7 +14,6 @@ import os
 import pytest
 
 from ansible.module_utils.testing import patch_module_args
-from ansible_collections.launchcard.inference.plugins.filter import run_lock as filters
 from ansible_collections.launchcard.inference.plugins.modules import host_state, preflight, run_lock
 from ansible_collections.launchcard.inference.plugins.plugin_utils import _planfile as planfile
 from ansible_collections.launchcard.inference.plugins.plugin_utils import _run_locks as run_locks
@@ -36,7 +35,7 @@ def call(module, capsys, args, check_mode=False):
 
 
 def spec(run, host, lock_dir, **kw):
-    return filters.run_lock_spec(run, host, PLAN, str(lock_dir), **kw)
+    return run_locks.lock_spec(run, host, PLAN, str(lock_dir), **kw)
 
 
 def test_the_spec_gives_the_anchor_the_fleet_lock_and_names_the_holder(tmp_path):
@@ -107,7 +106,7 @@ def test_preflight_takes_the_lock_in_its_call_and_reports_another_runs(host, cap
     hostvars = {"h1": {"preflight_result": res}, "h2": {}}
     msg = run_locks.refusal(hostvars, ["h1", "h2"])
     assert msg.startswith("another run holds the lock") and "h1:%s/lock.json held by alice@ctl-a" % lock_dir in msg
-    assert filters.run_lock_taken(hostvars, ["h1", "h2"]) == []
+    assert run_locks.taken(hostvars, ["h1", "h2"]) == []
 
 
 def test_preflight_takes_no_lock_in_check_mode_or_when_a_check_fails(host, capsys):
@@ -135,12 +134,12 @@ def test_host_state_releases_the_run_lock_in_its_record_call(tmp_path, capsys):
     assert sorted(os.listdir(str(tmp_path / "state"))) == ["fleet-lock.json.guard", "lock.json.guard", "state.json"]
     hostvars = {"h1": {"preflight_result": {"lock": {"locks": [dict(p, acquired=True) for p in a["paths"]]}},
                        "record": res}}
-    assert filters.run_lock_taken(hostvars, ["h1"], released="record") == []
-    assert filters.run_lock_taken(hostvars, ["h1"]) == [{"host": "h1", "paths": a["paths"]}]
+    assert run_locks.taken(hostvars, ["h1"], released="record") == []
+    assert run_locks.taken(hostvars, ["h1"]) == [{"host": "h1", "paths": a["paths"]}]
     # the units role's converge call carries the gate's result, record and release under `health`
     hostvars["h1"] = {"preflight_result": hostvars["h1"]["preflight_result"], "units_converge": {"health": res}}
-    assert filters.run_lock_taken(hostvars, ["h1"], released=["units_converge.health", "units_health"]) == []
-    assert filters.run_lock_taken(hostvars, ["h1"], released=["units_health"]) == [{"host": "h1", "paths": a["paths"]}]
+    assert run_locks.taken(hostvars, ["h1"], released=["units_converge.health", "units_health"]) == []
+    assert run_locks.taken(hostvars, ["h1"], released=["units_health"]) == [{"host": "h1", "paths": a["paths"]}]
 
 
 def test_deferred_locks_are_checked_in_preflight_and_taken_only_by_run_lock(host, capsys):
@@ -154,7 +153,7 @@ def test_deferred_locks_are_checked_in_preflight_and_taken_only_by_run_lock(host
     assert res["lock"]["deferred"] == [{"path": str(lock_dir / "lock.json"), "scope": "host"},
                                        {"path": str(lock_dir / "fleet-lock.json"), "scope": "fleet"}]
     assert not os.path.exists(str(lock_dir / "lock.json")) and not os.path.exists(str(lock_dir / "fleet-lock.json"))
-    assert filters.run_lock_taken({"h1": {"preflight_result": res}}, ["h1"]) == []
+    assert run_locks.taken({"h1": {"preflight_result": res}}, ["h1"]) == []
     # another run's lock on a deferred path still refuses this one at preflight
     other = spec(RUN_B, "h1", lock_dir)
     call(run_lock, capsys, {"paths": other["paths"][:1], "holder": other["holder"]})
@@ -169,12 +168,12 @@ def test_a_fleet_lock_taken_after_preflight_counts_for_the_anchor_and_its_record
     host_lock = {"locks": [{"path": "/l/lock.json", "scope": "host", "acquired": True}]}
     hostvars = {"h1": {"launchcard_host_lock": host_lock}, "h2": {"launchcard_host_lock": {"skipped": True}}}
     names = ["preflight_result", "launchcard_host_lock"]
-    assert filters.run_lock_taken(hostvars, ["h1", "h2"], fleet_lock, "h1", result=names) == [
+    assert run_locks.taken(hostvars, ["h1", "h2"], fleet_lock, "h1", result=names) == [
         {"host": "h1", "paths": [{"path": "/l/lock.json", "scope": "host"}, {"path": "/l/fleet-lock.json", "scope": "fleet"}]}]
     hostvars["h1"]["units_converge"] = {"health": {"lock": {"released": ["/l/lock.json", "/l/fleet-lock.json"]}}}
-    assert filters.run_lock_taken(hostvars, ["h1", "h2"], fleet_lock, "h1", ["units_converge.health"], names) == []
+    assert run_locks.taken(hostvars, ["h1", "h2"], fleet_lock, "h1", ["units_converge.health"], names) == []
     # an anchor outside the hosts looked at: its fleet lock is listed on its own, as before
-    assert filters.run_lock_taken(hostvars, ["h2"], fleet_lock, "h1", result=names) == [
+    assert run_locks.taken(hostvars, ["h2"], fleet_lock, "h1", result=names) == [
         {"host": "h1", "paths": [{"path": "/l/fleet-lock.json", "scope": "fleet"}]}]
 
 
@@ -196,10 +195,10 @@ def test_the_slices_of_one_plan_are_one_run_and_only_the_final_job_releases_the_
     assert keep is True and planfile.keeps_fleet_lock(plan_run, PLAN["hosts"], ["h2"], plan_final("true")) is False
     assert planfile.keeps_fleet_lock(RUN_A, PLAN["hosts"], ["h2"]) is False
     names = ["preflight_result", "launchcard_host_lock"]
-    assert filters.run_lock_taken(hostvars, ["h2"], taken, "h1", result=names, keep_fleet=keep) == [
+    assert run_locks.taken(hostvars, ["h2"], taken, "h1", result=names, keep_fleet=keep) == [
         {"host": "h2", "paths": [{"path": "/l/lock.json", "scope": "host"}]}]
     hostvars["h1"] = {"launchcard_host_lock": taken}
-    assert filters.run_lock_taken(hostvars, ["h1"], None, "h1", result=names, keep_fleet=keep) == []
+    assert run_locks.taken(hostvars, ["h1"], None, "h1", result=names, keep_fleet=keep) == []
     # the final job
     rc, res = call(run_lock, capsys, {"state": "absent", "paths": fleet["paths"], "holder": {"run_id": plan_run["id"]}})
     assert rc == 0 and res["locks"][0]["released"] and not os.path.exists(str(tmp_path / "fleet-lock.json"))

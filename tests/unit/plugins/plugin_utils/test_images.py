@@ -194,10 +194,13 @@ def test_the_hosts_records_hold_an_image_only_where_they_agree():
     assert im.held_refs({}) == ({}, {})
 
 
-def test_the_held_images_filter_joins_the_play_hosts_preflight_reads():
-    """``held_images`` (plugins/filter/plan.py), as tasks/pin-images.yml and the preflight report call it on ``hostvars``."""
-    from ansible_collections.launchcard.inference.plugins.filter.plan import FilterModule, held_images
-    assert FilterModule().filters()["held_images"] is held_images
+def test_held_images_joins_the_play_hosts_preflight_reads():
+    """``held_images`` (plugins/plugin_utils/_preflight_steps.py), as the preflight_fleet action calls it on the hosts'
+    preflight results."""
+    from ansible_collections.launchcard.inference.plugins.plugin_utils._preflight_steps import held_images as held_of
+
+    def held_images(hostvars, hosts, result_var="preflight_result"):  # the results the action reads from hostvars
+        return held_of(dict((h, hostvars[h].get(result_var)) for h in hosts if h in hostvars), hosts)
     sglang, vllm = "lmsysorg/sglang", "vllm/vllm-openai:v1"
 
     def read(refs):  # a host's registered preflight result
@@ -225,7 +228,7 @@ def test_the_held_images_filter_joins_the_play_hosts_preflight_reads():
     assert held_images(hostvars, ["agree-2", "no-record", "no-result"]) == {
         sglang: "docker.io/lmsysorg/sglang@" + D1, vllm: "docker.io/vllm/vllm-openai@" + D3}
     assert held_images(hostvars, ["no-record", "no-result", "skipped", "null", "gone"]) == {}
-    assert held_images(hostvars, []) == {} and held_images(hostvars, None) == {}
+    assert held_images(hostvars, []) == {}
     # result_var names the registered result read instead of preflight_result
     assert held_images(hostvars, ["other-var"], result_var="second_read") == {sglang: "docker.io/lmsysorg/sglang@" + D2}
     assert held_images(hostvars, ["agree-1", "other-var"], result_var="second_read") == {
@@ -362,17 +365,17 @@ def test_manifest_size_refuses_what_is_not_a_size(doc, message):
         rc.manifest_size(doc, "x")
 
 
-def test_the_hold_images_filter_pins_and_reports_a_moved_tag():
-    from ansible_collections.launchcard.inference.plugins.filter.plan import hold_images
+def test_hold_pins_and_reports_a_moved_tag():
+    from ansible_collections.launchcard.inference.plugins.plugin_utils._preflight_steps import drift_warnings
 
     resolved = {"a/x:1": "docker.io/a/x@" + D1, "b/y:1": "docker.io/b/y@" + D2}
-    out = hold_images(resolved, {"a/x:1": "docker.io/a/x@" + D3})
-    assert out["image_refs"] == {"a/x:1": "docker.io/a/x@" + D3, "b/y:1": "docker.io/b/y@" + D2}
-    assert out["drift"] == [{"image": "a/x:1", "running": D3, "registry": D1}]
-    assert out["warnings"] == ["image a/x:1: the registry now resolves it to %s; the fleet runs %s and keeps it (a deploy "
-                               "never follows a moved tag; playbooks/upgrade.yml does)" % (D1, D3)]
-    assert out["held"] == {"a/x:1": "docker.io/a/x@" + D3}
-    assert hold_images(resolved, {}) == {"image_refs": resolved, "drift": [], "warnings": [], "held": {}}
+    refs, drift = im.hold(resolved, {"a/x:1": "docker.io/a/x@" + D3})
+    assert refs == {"a/x:1": "docker.io/a/x@" + D3, "b/y:1": "docker.io/b/y@" + D2}
+    assert drift == [{"image": "a/x:1", "running": D3, "registry": D1}]
+    assert drift_warnings(resolved, {"a/x:1": "docker.io/a/x@" + D3}) == [
+        "image a/x:1: the registry now resolves it to %s; the fleet runs %s and keeps it (a deploy "
+        "never follows a moved tag; playbooks/upgrade.yml does)" % (D1, D3)]
+    assert im.hold(resolved, {}) == (resolved, []) and drift_warnings(resolved, {}) == []
 
 
 def test_the_recorded_image_refs_filter_reads_a_record_or_its_slurp():

@@ -10,9 +10,10 @@ preflight call returns them."""
 
 from __future__ import annotations
 
-from ansible_collections.launchcard.inference.plugins.filter import limit as filters
 from ansible_collections.launchcard.inference.plugins.module_utils import _state as state
+from ansible_collections.launchcard.inference.plugins.plugin_utils import _deploy_fleet as deploy_fleet
 from ansible_collections.launchcard.inference.plugins.plugin_utils import _limit_peers as lp
+from ansible_collections.launchcard.inference.plugins.plugin_utils import _upgrade_fleet as upgrade_fleet
 from ansible_collections.launchcard.inference.tests.unit.plugins.plugin_utils.planner_cases import EX, _h, _plan, _variant
 from ansible_collections.launchcard.inference.tests.unit.plugins.plugin_utils.test_pd_wiring import _vllm_dp
 
@@ -115,23 +116,24 @@ def test_allowed_says_which_consumers_now_point_at_nothing():
     assert lp.report([]) == lp.report([], allowed=True) == []
 
 
-def test_the_filter_reads_each_run_hosts_record_where_its_call_returned_it():
+def test_the_fleet_steps_read_each_run_hosts_record_where_its_call_returned_it():
     after = _override(PD, "pre", "sglang-prefill", {"--disaggregation-bootstrap-port": "8999"})
     old, new = _plan(EX, PD), _plan(EX, after)
     for hp in new["hosts"].values():
         hp["card"] = "c"
-    found = {"record_instances": state.record_instances({"instances": old["hosts"]["pre"]["instances"]})}
-    hostvars = {"pre": {"preflight_result": {"units_found": found}}, "rtr": {}}
-    source = "preflight_result.units_found.record_instances"
-    lines = filters.stranded_consumers(new, {"c": EX}, hostvars, ["pre"], source)
+    # deploy_fleet's read of preflight's units_found.record_instances, a run host's record
+    recorded = {"pre": state.record_instances({"instances": old["hosts"]["pre"]["instances"]})}
+    lines = deploy_fleet.stranded(new, {"c": EX}, recorded, ["pre"], False)
     assert len(lines) == 3 and "bootstrap port moves from 10.7.0.1:8998 to 10.7.0.1:8999" in lines[1]
-    assert filters.stranded_consumers(new, {"c": EX}, hostvars, ["pre"], source, allowed="true")[0].startswith("WARNING: ")
+    assert deploy_fleet.stranded(new, {"c": EX}, recorded, ["pre"], True)[0].startswith("WARNING: ")
     # upgrade.yml's read of the record (host_state): the whole record, its instances as the deploy wrote them
-    upgraded = {"pre": {"upgrade_current": {"record": {"instances": old["hosts"]["pre"]["instances"]}}}}
-    assert filters.stranded_consumers(new, {"c": EX}, upgraded, ["pre"], "upgrade_current.record.instances") == lines
+    upgraded = {"pre": {"upgrade_current": {"record": {"instances": old["hosts"]["pre"]["instances"]}}}, "rtr": {}}
+    assert upgrade_fleet.stranded(new, {"c": EX}, upgraded, ["pre"], False) == lines
     # a full run reads no host; a host whose call returned nothing recorded nothing
-    assert filters.stranded_consumers(new, {"c": EX}, {}, list(new["hosts"]), source) == []
-    assert filters.stranded_consumers(new, {"c": EX}, {"pre": {}}, ["pre"], source) == []
+    assert deploy_fleet.stranded(new, {"c": EX}, {}, list(new["hosts"]), False) == []
+    assert upgrade_fleet.stranded(new, {"c": EX}, {}, list(new["hosts"]), False) == []
+    assert deploy_fleet.stranded(new, {"c": EX}, {"pre": []}, ["pre"], False) == []
+    assert upgrade_fleet.stranded(new, {"c": EX}, {"pre": {}}, ["pre"], False) == []
 
 
 def test_the_record_gives_each_instance_its_unit_url_and_argv():

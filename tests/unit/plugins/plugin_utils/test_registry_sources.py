@@ -26,7 +26,6 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
-from ansible_collections.launchcard.inference.plugins.filter.plan import hold_images, image_pullers
 from ansible_collections.launchcard.inference.plugins.plugin_utils import _images as im
 from ansible_collections.launchcard.inference.plugins.plugin_utils import _registry_api as rc
 
@@ -307,8 +306,8 @@ def test_e_a_held_digest_the_registry_deleted_stops_the_run_naming_the_hosts(reg
     refs = im.resolve_all(["lmsysorg/sglang:latest"], c.resolve, qualified=True)
     assert refs["lmsysorg/sglang:latest"].endswith(new)
     held = {"lmsysorg/sglang:latest": "docker.io/lmsysorg/sglang@" + old}
-    kept = hold_images(refs, held)
-    assert kept["held"] == held and kept["image_refs"] == held
+    kept, drift = im.hold(refs, held)
+    assert kept == held and [m["image"] for m in drift] == ["lmsysorg/sglang:latest"]
     ref = im.parse_reference("lmsysorg/sglang:latest")
     assert c.exists(ref, old) == (True, "mirror " + reg.url[len("http://"):])
     reg.delete("lmsysorg/sglang", old)
@@ -322,7 +321,7 @@ def test_e_a_held_digest_the_registry_deleted_stops_the_run_naming_the_hosts(reg
              "h2": {"preflight_result": {"recorded_image_refs": held,
                                          "recorded_images_missing": ["lmsysorg/sglang:latest"]}},
              "h3": {"preflight_result": {}}}
-    pullers = image_pullers(found, ["h1", "h2", "h3"], plan)
+    pullers = im.pullers(plan, dict((h, found[h]["preflight_result"]) for h in ["h1", "h2", "h3"]))
     assert pullers == {"lmsysorg/sglang:latest": ["h2", "h3"]}
     message, stops = im.gone_error("lmsysorg/sglang:latest", held["lmsysorg/sglang:latest"], causes,
                                    pullers["lmsysorg/sglang:latest"])
