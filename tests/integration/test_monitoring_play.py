@@ -25,6 +25,8 @@ TASK = """---
     create: true
     mode: "0644"
   delegate_to: localhost
+  # one writer at a time: lineinfile reads, edits and replaces the file, so parallel hosts lose each other's lines
+  throttle: 1
   # a log, not a change of the host: the recap counts only the playbook's own changes
   changed_when: false
 """
