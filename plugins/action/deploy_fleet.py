@@ -64,9 +64,10 @@ class ActionModule(ActionBase):
                 return result
         result.update(changed=False, stranded=lines, fleet_lock=fleet_lock, fleet_holder=holder)
         if lines:
-            result["msg"] = lines
-            # shown as the debug action shows its message (the lines name the units and the hosts to add)
+            # shown once, as the debug action shows its message (the lines name the units and the hosts to add)
             result["_ansible_verbose_always"] = True
             if not args["allow_moved_peers"] and not self._task.check_mode:
-                result["failed"] = True
+                # a refusal stops the run: its lines are the failure's message, and nothing reads stranded after it
+                del result["stranded"]
+                result.update(failed=True, msg=lines)
         return result

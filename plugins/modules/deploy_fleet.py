@@ -81,8 +81,8 @@ EXAMPLES = r"""
 
 - name: The units a limited run left pointing at an instance it moved
   ansible.builtin.debug:
-    msg: "{{ launchcard_deploy_fleet.stranded }}"
-  when: launchcard_deploy_fleet.stranded | length > 0
+    msg: "{{ launchcard_deploy_fleet.stranded | default([]) }}"
+  when: launchcard_deploy_fleet.stranded | default([]) | length > 0
 """
 
 RETURN = r"""
