@@ -54,7 +54,7 @@ pytestmark = pytest.mark.skipif(os.geteuid() != 0 or not shutil.which("systemd-n
 
 def host_facts(address):
     """(ExecStart, revision recorded in state.json, unit active state) of the replica on ``address``."""
-    unit = "launchcard-upgrade-tiny-sglang-aggregated-*.service"
+    unit = "launchcard-upgrade-tiny-sglang-aggregated-*[0-9].service"  # not its liveness probe, a oneshot loaded while it runs
     out = ssh(address, "systemctl show -p ExecStart --value %s; echo ===; systemctl is-active %s; echo ===; "
                        "cat /var/lib/launchcard/state.json" % (unit, unit))
     execstart, active, state = out.stdout.split("===\n")
@@ -229,7 +229,7 @@ def test_a_restarted_engine_serves_the_new_revision_with_the_old_snapshot_and_th
     from sandbox_fleet import hubproc
 
     address = WORKERS["lc-up-w4"]
-    unit = "launchcard-upgrade-tiny-sglang-aggregated-*.service"
+    unit = "launchcard-upgrade-tiny-sglang-aggregated-*[0-9].service"  # not its liveness probe, a oneshot loaded while it runs
     state = Path(ROOT) / STATE
     before = ssh(address, "systemctl show -p MainPID --value %s" % unit).stdout.strip()
     hubproc.stop_hub(state)
