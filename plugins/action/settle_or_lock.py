@@ -12,6 +12,7 @@ from ansible_collections.launchcard.inference.plugins.plugin_utils import _play_
 from ansible_collections.launchcard.inference.plugins.plugin_utils import _run_locks as run_locks
 # loaded in the controller before the workers fork (plugins/filter/plan.py imports it): no import per host
 from ansible_collections.launchcard.inference.plugins.plugin_utils import _unit_options as unit_options
+from ansible_collections.launchcard.inference.plugins.plugin_utils import _units_host as units_host
 
 
 class ActionModule(ActionBase):
@@ -31,7 +32,6 @@ class ActionModule(ActionBase):
             install_stack=dict(type="bool", default=True),
             runtime=dict(type="bool", default=False),
             units_prepare=dict(type="bool", default=False),
-            settled_var=dict(type="str", default="units_settled"),
         ))
         host = task_vars.get("inventory_hostname")
         # --tags/--skip-tags pick the setup parts (the play's magic variables)
@@ -39,14 +39,14 @@ class ActionModule(ActionBase):
                                          task_vars.get("ansible_run_tags") or ["all"], task_vars.get("ansible_skip_tags") or [],
                                          args["install_stack"], args["runtime"], args["units_prepare"])
 
-        # the reading is templated only for a host that may be left as it is (it names the unit files, the costly part)
+        # the reading is built only for a host that may be left as it is (it renders the unit files, the costly part)
         def reading():
-            return play_vars.variable(self._templar, task_vars, args["settled_var"])
+            return units_host.UnitsHost(self._templar, task_vars).settled()
 
-        decision = run_locks.host_decision(args["preflight"], parts, reading, planned=args["host_plan"] is not None)
-        if decision["settled"] is not None and not (isinstance(decision["settled"], dict) and decision["settled"].get("settled")):
-            result.update(failed=True, msg="%s: expected the result of launchcard.inference.units_settled (a dict with "
-                                           "settled: true) or null" % args["settled_var"])
+        try:
+            decision = run_locks.host_decision(args["preflight"], parts, reading, planned=args["host_plan"] is not None)
+        except ValueError as exc:
+            result.update(failed=True, msg="launchcard.inference.settle_or_lock: %s" % to_text(exc))
             return result
         result.update(changed=False, settled=decision["settled"], setup_parts=decision["setup_parts"])
         if not decision["lock"]:

@@ -39,7 +39,7 @@ class ActionModule(ActionBase):
         from_plan = boolean(args.pop("from_plan", False), strict=False)
         if settled:
             if not isinstance(settled, dict) or not settled.get("settled"):
-                result.update(failed=True, msg="settled: expected the result of launchcard.inference.units_settled "
+                result.update(failed=True, msg="settled: expected the result of launchcard.inference.settle_or_lock's settled "
                                                "(a dict with settled: true) or null, found %r" % (type(settled).__name__,))
                 return result
             result.update(settled)

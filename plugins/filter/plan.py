@@ -12,7 +12,6 @@ from ansible.module_utils.common.text.converters import to_text
 
 from ansible_collections.launchcard.inference.plugins.module_utils import _drain as drain
 from ansible_collections.launchcard.inference.plugins.module_utils import _state as state
-from ansible_collections.launchcard.inference.plugins.module_utils import _systemd as systemd
 from ansible_collections.launchcard.inference.plugins.plugin_utils import _images as images
 from ansible_collections.launchcard.inference.plugins.plugin_utils import _report as report
 from ansible_collections.launchcard.inference.plugins.plugin_utils import _unit_options as unit_options
@@ -135,29 +134,6 @@ def health_endpoints(host_plan, converge=None, stage=None, plan=None, host=None,
 _previous = units_gate.with_previous
 
 
-def units_reads(host_plan, plan, host, host_vars, remove_secrets=False, gates=None):
-    """The preflight call's ``units_reads`` option for one host (see plugin_utils._units_gate.reads)."""
-    try:
-        return units_gate.reads(host_plan, plan, host, host_vars, remove_secrets, gates)
-    except ValueError as exc:
-        raise AnsibleFilterError("launchcard.inference.units_reads: %s" % to_text(exc))
-
-
-def units_settled(found, units, allowed_dropins=None, record=None):
-    """The result the units role's converge call would return on a host where it would change nothing, or None
-    (see module_utils._systemd.settled_converge): ``found`` is the preflight call's ``units_found``, ``units``
-    the converge's ``units`` option, ``record`` its gate's record (``units_record``: card, instances, runtime)."""
-    if not found:
-        return None
-    units = [{"name": u["name"], "content": u["content"]} for u in units or ()]
-    digest = None
-    if record is not None:
-        desired = dict((u["name"], u["content"]) for u in units)
-        digest = state.state_sha256(state.build(desired, record.get("card"), record.get("instances"),
-                                                record.get("runtime")))
-    return systemd.settled_converge(found, units, allowed_dropins or (), digest)
-
-
 def foreign_peers(plan, hosts):
     """The instances of the planned hosts outside ``hosts``, by address (see plugin_utils._report.foreign_peers)."""
     return report.foreign_peers(plan or {}, hosts)
@@ -175,8 +151,6 @@ class FilterModule(object):
             "failure_budget": failure_budget,
             "units_setup_needed": units_setup_needed,
             "health_endpoints": health_endpoints,
-            "units_reads": units_reads,
-            "units_settled": units_settled,
             "foreign_peers": foreign_peers,
             "recorded_image_refs": recorded_image_refs,
             "registry_credentials_digest": registry_credentials_digest,

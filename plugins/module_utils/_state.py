@@ -63,7 +63,7 @@ def build(units, card, instances, runtime, previous=None):
     """A new record.
 
     :param units: ``{unit file name: text}`` as found on the host.
-    :param card: ``{"sha256", "repo", "revision"}`` (``launchcard.inference.upgrade_card``).
+    :param card: ``{"sha256", "repo", "revision"}`` (``_plan_tables.record_card`` on the controller).
     :param instances: plan instances of this host (extra keys are dropped).
     :param runtime: free-form dict describing the runtime (kind, venv, packages, image refs).
     :param previous: the record being replaced (its own ``previous`` is dropped).

@@ -45,7 +45,8 @@ options:
     default: launchcard-
   card:
     description:
-      - "O(state=present) - the card the host serves, C({sha256, repo, revision}) (filter C(launchcard.inference.upgrade_card))."
+      - "O(state=present) - the card the host serves, C({sha256, repo, revision}) (the planning step's
+        C(launchcard_record_cards), see M(launchcard.inference.launch_card))."
     type: dict
     default: {}
   instances:

@@ -241,6 +241,12 @@ launchcard_keep_fleet_lock:
     holds a part of the plan's hosts.
   returned: success and O(facts=false)
   type: bool
+launchcard_record_cards:
+  description: >-
+    With O(facts=false) - each loaded card as a host's record names it, C({source - {sha256, repo, revision}}):
+    C(sha256) of the card's model (its source left out, so the same card read from another path is no change).
+  returned: success and O(facts=false)
+  type: dict
 launchcard_plan_inputs:
   description: >-
     What the plan was made from, for the plan file - C(cards) (source to C(sha256:<hex>) of the card's bytes) and

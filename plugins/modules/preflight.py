@@ -233,8 +233,8 @@ options:
     description:
       - Read in this same call what the units role's converge (M(launchcard.inference.systemd_units)) would compare,
         and probe the host's endpoints once, without waiting; RV(units_found) returns it. The deploy decides from it,
-        on the controller, whether the converge would change nothing on this host (the filter
-        C(launchcard.inference.units_settled)); such a host gets no converge call.
+        on the controller, whether the converge would change nothing on this host
+        (M(launchcard.inference.settle_or_lock)); such a host gets no converge call.
       - Unset, the action plugin fills it with O(read_units) (except on O(recheck)); otherwise nothing is read.
     type: dict
     suboptions:

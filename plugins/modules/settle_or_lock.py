@@ -19,11 +19,13 @@ description:
     (O(units_prepare)), each only where the run's C(--tags)/C(--skip-tags) select its tag (C(stack), C(weights),
     C(runtime), C(units)).
   - A host is left as it is when it has no setup step, its preflight call deferred its locks (or the plan gives it
-    nothing, O(host_plan) is null, and it takes no lock), and the converge would change nothing there (the variable
-    O(settled_var), the result of the filter C(launchcard.inference.units_settled) on the preflight call's reading,
-    is not null). Then the host is not contacted; RV(settled) is that converge result, which the converge task
-    returns without a round trip (O(launchcard.inference.systemd_units#module:settled)). O(settled_var) is
-    templated only on a host that may be left as it is.
+    nothing, O(host_plan) is null, and it takes no lock), and the converge would change nothing there - the units
+    role's converge compares, on the controller, the preflight call's reading of the host (C(units_found)) with the
+    unit files it would write from the plan and the host's variables and with the record its gate would write
+    (C(units_record)), while C(units_state) is C(started). Then the host is not contacted; RV(settled) is that
+    converge result, which the converge task returns without a round trip
+    (O(launchcard.inference.systemd_units#module:settled)). The unit files are rendered only on a host that may be
+    left as it is.
   - Any other host takes the host-scope locks its preflight call deferred through M(launchcard.inference.run_lock),
     for the run the play's C(launchcard_run) names (its holder is the run id, user, controller, playbook and the
     host's card checksum from C(launchcard_plan)); a lock another run holds fails the host, naming the holder.
@@ -52,10 +54,6 @@ options:
     description: The units role's setup steps have something to do on the host (its C(units_prepare_needed)).
     type: bool
     default: false
-  settled_var:
-    description: The variable that holds the host's settled converge result, or null where the converge would act.
-    type: str
-    default: units_settled
 seealso:
   - module: launchcard.inference.deploy_fleet
   - module: launchcard.inference.run_lock

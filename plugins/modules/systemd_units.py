@@ -192,8 +192,8 @@ options:
   settled:
     description:
       - Handled on the controller by the action plugin of the same name, never sent to the host. The result a
-        call would return on a host where it would change nothing (what the filter
-        C(launchcard.inference.units_settled) builds from the host's preflight reading, RV(launchcard.inference.preflight#module:units_found));
+        call would return on a host where it would change nothing (what
+        M(launchcard.inference.settle_or_lock) returns from the host's preflight reading, RV(launchcard.inference.preflight#module:units_found));
         given (not null), the task returns it as its result and the host is not contacted, so a deploy that changes
         nothing makes one round trip per host fewer. The result then has C(settled=true).
       - Null or unset (the default) - the module runs on the host as usual.

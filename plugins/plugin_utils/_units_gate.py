@@ -170,3 +170,19 @@ def gate_failure(host_vars):
     if not any(r.get("unhealthy") for r in results):
         return None
     return "; ".join(r["msg"] for r in results if r.get("msg")) or "health gate failed"
+
+
+def settled(found, units, allowed_dropins=None, record=None):
+    """The result the units role's converge call would return on a host where it would change nothing, or None
+    (see module_utils._systemd.settled_converge): ``found`` is the preflight call's ``units_found``, ``units`` the
+    converge's unit files (``[{name, content}]``), ``record`` its gate's record (``units_record``: card, instances,
+    runtime)."""
+    if not found:
+        return None
+    units = [{"name": u["name"], "content": u["content"]} for u in units or ()]
+    digest = None
+    if record is not None:
+        desired = dict((u["name"], u["content"]) for u in units)
+        digest = state.state_sha256(state.build(desired, record.get("card"), record.get("instances"),
+                                                record.get("runtime")))
+    return systemd.settled_converge(found, units, allowed_dropins or (), digest)

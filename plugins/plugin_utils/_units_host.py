@@ -80,6 +80,19 @@ class UnitsHost(object):
         return units_gate.reads(self.host_plan, self.plan, self.host, hostvars[self.host] if self.host in hostvars else {},
                                 self.flag("units_hf_token_remove"), self.gates)
 
+    def settled(self):
+        """The converge result of a host where the units role's converge would change nothing (:func:`._units_gate.settled`
+        of the preflight call's reading, ``units_found``, against the unit files the converge writes and the record its
+        gate writes, ``units_record``), or None: it would act, nothing was read, or ``units_state`` is not started.
+
+        :raises ValueError: see :attr:`settings`; a unit the plan cannot render.
+        """
+        found = self.var("units_found")
+        if not found or self.var("units_state") != "started":
+            return None
+        files = units.host_units(self.host_plan or {}, self.settings["options"])
+        return units_gate.settled(found, files, self.var("units_allowed_dropins"), self.var("units_record"))
+
     def setup_needed(self):
         """Whether ``tasks/prepare.yml``'s setup steps have anything to do (the role variable ``units_setup_needed``):
         :func:`._unit_options.setup_needed` of the preflight call's reading (``units_setup_found``; null: they run) and

@@ -17,6 +17,7 @@ from ansible.module_utils.common.text.converters import to_text
 from ansible_collections.launchcard.inference.plugins.plugin_utils import _alert_rules as alert_rules
 from ansible_collections.launchcard.inference.plugins.plugin_utils import _contract_upgrade as contract_upgrade
 from ansible_collections.launchcard.inference.plugins.plugin_utils import _limit_peers as limit_peers
+from ansible_collections.launchcard.inference.plugins.plugin_utils import _plan_tables as plan_tables
 from ansible_collections.launchcard.inference.plugins.plugin_utils import _rollout as rollout_mod
 from ansible_collections.launchcard.inference.plugins.plugin_utils import _textfile as textfile
 from ansible_collections.launchcard.inference.plugins.plugin_utils import _unit_options as unit_options
@@ -54,19 +55,6 @@ def _dig(value, path):
     for step in path.split("."):
         value = value.get(step) if hasattr(value, "get") else None
     return value
-
-
-def record_card(cards, key):
-    """``{sha256, repo, revision}`` of one loaded card, for the host's record.
-
-    ``key`` (the card's source, a controller path or URL) only finds the card: the record compares whole, so a field
-    that named where the card was read from would make the same card, read from another path, a change of every
-    host's record.
-    """
-    card = (cards or {}).get(key)
-    if card is None:
-        raise ValueError("no card %r" % (key,))
-    return {"sha256": rollout_mod.card_sha256(card), "repo": card["model"]["repo"], "revision": card["model"]["revision"]}
 
 
 def record_units(record):
@@ -133,7 +121,7 @@ def rollout(plan, hostvars, hosts, cards, options=None, serial=1, state_var=STAT
 
     try:
         target_units = {h: units.host_units(hp, host_options(h)) for h, hp in (plan or {}).get("hosts", {}).items()}
-        summary = {k: record_card(cards, k) for k in (plan or {}).get("cards", {})}
+        summary = {k: plan_tables.record_card(cards, k) for k in (plan or {}).get("cards", {})}
         result = rollout_mod.rollout(current, plan, target_units, summary, serial, gpus(hostvars, hosts),
                                      surge_hosts(hostvars, hosts),
                                      lambda h, twins: units.host_units(twins, host_options(h)))
@@ -188,7 +176,7 @@ def host_data(plan, cards, hostvars, host, result, gate_override, check_mode, st
     change = result["hosts"].get(host)
     unchanged = host in result["unchanged"]
     runs = (change or {"runs_before": "nothing"})["runs_after" if unchanged and not check_mode else "runs_before"]
-    out = {"change": change, "runs": runs, "card": record_card(cards, hplan["card"]) if hplan is not None else None}
+    out = {"change": change, "runs": runs, "card": plan_tables.record_card(cards, hplan["card"]) if hplan is not None else None}
     hv = _vars(hostvars, host)
     # the weights where preflight did not find the new revision staged; the stack is not the upgrade's to install
     preflight = hv.get("preflight_result") or {}

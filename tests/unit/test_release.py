@@ -45,8 +45,8 @@ def test_no_plugin_imports_ansible_module_utils_six():
 PUBLIC_FILTERS = {"alert_rules", "file_sd_scrape_configs", "file_sd_files", "gpu_exporters", "health_endpoints",
                   "drain_endpoints", "host_units", "os_support", "recorded_image_refs", "failure_budget", "version_drift"}
 # glue the plays still call until their action plugins replace it (issue 45); each leaves when nothing calls it
-STILL_CALLED = {"units_settled", "native_install", "registry_credentials_digest", "units_reads", "unit_settings",
-                "units_setup_needed", "foreign_peers", "upgrade_card"}
+STILL_CALLED = {"native_install", "registry_credentials_digest", "unit_settings",
+                "units_setup_needed", "foreign_peers"}
 
 
 def version_added_values():

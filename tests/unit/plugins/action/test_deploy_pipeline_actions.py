@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from unittest.mock import MagicMock
 
+import pytest
+
 from ansible.parsing.dataloader import DataLoader
 from ansible.playbook.play_context import PlayContext
 from ansible.template import Templar
@@ -26,6 +28,22 @@ SETTLED = {"changed": False, "settled": True, "units": [], "written": [], "remov
 RUN = {"id": "r-1", "user": "ops", "controller": "ctl", "playbook": "deploy.yml", "anchor": "pre",
        "cards": {"c": "sha256:abc"}}
 LOCKED = {"changed": True, "locks": [{"path": HOST["path"], "scope": "host", "acquired": True}]}
+
+
+@pytest.fixture(autouse=True)
+def reading(monkeypatch):
+    """The host's settled reading as the task variable ``units_settled`` gives it here (UnitsHost.settled, the
+    converge's own comparison, is test_units_role_actions'); each read is counted."""
+    reads = []
+
+    def settled(self):
+        reads.append(self.host)
+        value = self._vars.get("units_settled")
+        if isinstance(value, Exception):
+            raise value
+        return value
+    monkeypatch.setattr(host_action.units_host.UnitsHost, "settled", settled)
+    return reads
 
 
 def build(cls, args, check_mode=False, task_vars=None):
@@ -80,11 +98,11 @@ def test_a_host_with_a_setup_step_or_no_reading_takes_its_host_lock_only():
                                                "playbook": "deploy.yml", "card": "sha256:abc"}
 
 
-def test_the_reading_is_not_even_read_where_the_host_changes_anyway():
-    # a setup step to run: units_settled (the unit files' templating) is never read
-    tv = {"inventory_hostname": "pre", "launchcard_run": RUN, "launchcard_plan": {}}
+def test_the_reading_is_not_even_read_where_the_host_changes_anyway(reading):
+    # a setup step to run: the reading (the unit files' rendering) is never built
+    tv = {"inventory_hostname": "pre", "launchcard_run": RUN, "launchcard_plan": {}, "units_settled": SETTLED}
     out, action, dummy = host_run(host_args([HOST], weights_staged=False), tv)
-    assert out["settled"] is None and action._execute_module.called
+    assert out["settled"] is None and action._execute_module.called and reading == []
     calls = []
     assert core.host_decision({"lock": {"deferred": [HOST]}}, ["weights"], lambda: calls.append(1))["settled"] is None
     assert not calls
@@ -96,10 +114,11 @@ def test_without_deferred_locks_nothing_is_read_and_nothing_is_taken():
     assert out["settled"] is None and "locks" not in out and not action._execute_module.called
 
 
-def test_a_reading_that_is_not_a_converge_result_fails_naming_the_variable():
-    tv = {"inventory_hostname": "pre", "units_settled": {"changed": False}}
+def test_a_variable_the_reading_refuses_fails_the_host_naming_it_before_any_lock():
+    tv = {"inventory_hostname": "pre", "units_settled": ValueError("launchcard_runtime: expected native, docker or podman")}
     out, action, dummy = host_run(host_args([HOST]), tv)
-    assert out["failed"] and out["msg"].startswith("units_settled: expected the result of launchcard.inference.units_settled")
+    assert out["failed"] and out["msg"] == ("launchcard.inference.settle_or_lock: launchcard_runtime: expected native, "
+                                            "docker or podman")
     assert not action._execute_module.called
 
 

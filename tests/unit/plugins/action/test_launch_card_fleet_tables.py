@@ -15,8 +15,10 @@ from test_launch_card_plan_file import ORDER, sliced, write_plan
 from ansible_collections.launchcard.inference.plugins.module_utils import _preflight as preflight
 from ansible_collections.launchcard.inference.plugins.plugin_utils import _plan_tables as plan_tables
 from ansible_collections.launchcard.inference.plugins.plugin_utils import _report as report
+from ansible_collections.launchcard.inference.plugins.plugin_utils._rollout import card_sha256
 
-TABLES = ("launchcard_gates", "launchcard_peer_ports", "launchcard_foreign_peers", "launchcard_keep_fleet_lock")
+TABLES = ("launchcard_gates", "launchcard_peer_ports", "launchcard_foreign_peers", "launchcard_keep_fleet_lock",
+          "launchcard_record_cards")
 
 
 def planned(args=None, tv=None):
@@ -36,6 +38,10 @@ def test_a_full_run_gets_every_hosts_gate_and_peer_ports_and_no_foreign_peer():
     assert {"198.18.0.15", "198.18.0.16"} <= set(p["address"] for p in router), router
     assert result["launchcard_foreign_peers"] == {}
     assert result["launchcard_keep_fleet_lock"] is False
+    # each card as the hosts' records name it: its model's digest, never the path it was read from
+    (src, card), = cards.items()
+    assert result["launchcard_record_cards"] == {src: {"sha256": card_sha256(card), "repo": card["model"]["repo"],
+                                                       "revision": card["model"]["revision"]}}
 
 
 def test_a_limited_run_gets_the_instances_outside_its_play_by_address():

@@ -52,7 +52,7 @@ def test_without_settled_the_module_runs_with_the_other_options():
 def test_a_settled_value_that_is_not_a_reading_fails_naming_the_option():
     action, dummy = plugin({"units": [], "settled": {"changed": False}})
     out = action.run(task_vars={})
-    assert out["failed"] and out["msg"].startswith("settled: expected the result of launchcard.inference.units_settled")
+    assert out["failed"] and out["msg"].startswith("settled: expected the result of launchcard.inference.settle_or_lock's settled")
     assert not action._execute_module.called
 
 

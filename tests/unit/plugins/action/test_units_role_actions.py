@@ -19,11 +19,13 @@ from ansible_collections.launchcard.inference.plugins.action.http_health import 
 from ansible_collections.launchcard.inference.plugins.action.systemd_units import ActionModule as SystemdUnits
 from ansible_collections.launchcard.inference.plugins.action.units_summary import ActionModule as UnitsSummary
 from ansible_collections.launchcard.inference.plugins.filter import plan as filters
+from ansible_collections.launchcard.inference.plugins.module_utils import _state as state
 from ansible_collections.launchcard.inference.plugins.plugin_utils import _report as report
 from ansible_collections.launchcard.inference.plugins.plugin_utils import _textfile as textfile
 from ansible_collections.launchcard.inference.plugins.plugin_utils import _unit_options as unit_options
 from ansible_collections.launchcard.inference.plugins.plugin_utils import _unit_times as unit_times
 from ansible_collections.launchcard.inference.plugins.plugin_utils import _units as units
+from ansible_collections.launchcard.inference.plugins.plugin_utils import _units_gate as units_gate
 from ansible_collections.launchcard.inference.plugins.plugin_utils._card import load_card
 from ansible_collections.launchcard.inference.plugins.plugin_utils._planner import normalize_placement, plan
 from ansible_collections.launchcard.inference.plugins.plugin_utils._units_host import UnitsHost
@@ -280,7 +282,9 @@ def test_the_preflight_reads_and_the_setup_decisions_match_the_role_variables(fl
     tv = task_vars(fleet, "gpu-000", own={"launchcard_hf_token": "hf_x"}, units_ready_helper_src=helper,
                    units_setup_found=in_place, ansible_play_hosts_all=list(fleet["hosts"]), units_allow_moved_peers=False)
     here = UnitsHost(None, tv)
-    assert here.reads() == filters.units_reads(fleet["hosts"]["gpu-000"], fleet, "gpu-000", {"launchcard_hf_token": "hf_x"})
+    # the host's own variables (its token) and its gate as planned, not another host's
+    assert here.reads() == units_gate.reads(fleet["hosts"]["gpu-000"], fleet, "gpu-000", {"launchcard_hf_token": "hf_x"},
+                                            False, {"gpu-000": report.gate_table(fleet)["gpu-000"]})
     opts = unit_options.host_options({"launchcard_hf_token": "hf_x"})
     assert here.setup_needed() is filters.units_setup_needed(in_place, opts, sha1) is False
     assert here.foreign_peers() == {} and here.prepare_needed() is False
@@ -292,3 +296,32 @@ def test_the_preflight_reads_and_the_setup_decisions_match_the_role_variables(fl
     assert UnitsHost(None, dict(tv, units_ready_helper_src=__file__)).setup_needed() is True
     assert UnitsHost(None, dict(tv, units_setup_found=None)).prepare_needed() is True
     assert UnitsHost(None, dict(tv, inventory_hostname="lc-monitor", units_setup_found=None)).prepare_needed() is False
+
+
+def test_the_settled_reading_is_the_converge_s_own_comparison_of_the_unit_files_and_the_record(fleet):
+    """settle_or_lock's reading of a host (UnitsHost.settled): the unit files the converge would write from the plan
+    and the host's variables, compared with what the preflight call read, and the record the gate would write."""
+    host = "gpu-000"
+    files = units.host_units(fleet["hosts"][host], unit_options.host_options({}))
+    record = {"card": {"sha256": "c" * 64}, "instances": fleet["hosts"][host]["instances"], "runtime": {"kind": "native"}}
+    on_host = state.build(dict((u["name"], u["content"]) for u in files), record["card"], record["instances"],
+                          record["runtime"])
+    reading = {"files": dict((u["name"], state.sha256_text(u["content"])) for u in files),
+               "states": dict((u["name"], {"Id": u["name"], "ActiveState": "active", "SubState": "running",
+                                           "UnitFileState": "enabled"}) for u in files),
+               "dropins": [], "secrets_in_place": True, "endpoints": [], "then": [],
+               "record_sha256": state.state_sha256(on_host)}
+    tv = task_vars(fleet, host, units_found=reading, units_record=record, units_allowed_dropins=[])
+    out = UnitsHost(None, tv).settled()
+    assert out["settled"] is True and out["changed"] is False
+    assert len(out["units"]) == len(files) and out["written"] == [] and out["health"]["recorded"] is False
+    # a unit file that differs, a record of another card, nothing read, or a role told to stop the units: it acts
+    other = dict(reading, files=dict(reading["files"], **{files[0]["name"]: "0" * 64}))
+    assert UnitsHost(None, dict(tv, units_found=other)).settled() is None
+    assert UnitsHost(None, dict(tv, units_record=dict(record, card={"sha256": "d" * 64}))).settled() is None
+    assert UnitsHost(None, dict(tv, units_found=None)).settled() is None
+    assert UnitsHost(None, dict(tv, units_state="stopped")).settled() is None
+    # a host variable the unit options refuse: the step fails naming it
+    bad = task_vars(fleet, host, own={"launchcard_runtime": "podmn"}, units_found=reading, units_record=record)
+    with pytest.raises(ValueError, match="launchcard_runtime"):
+        UnitsHost(None, bad).settled()

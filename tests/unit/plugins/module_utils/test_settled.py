@@ -12,9 +12,9 @@ import os
 
 import pytest
 
-from ansible_collections.launchcard.inference.plugins.filter import plan as filters
 from ansible_collections.launchcard.inference.plugins.module_utils import _gate as gate
 from ansible_collections.launchcard.inference.plugins.module_utils import _state as state
+from ansible_collections.launchcard.inference.plugins.plugin_utils import _units_gate as units_gate
 from ansible_collections.launchcard.inference.plugins.module_utils._systemd import (
     read_unit_files,
     render_env_file,
@@ -172,28 +172,28 @@ PLAN = {"hosts": {"h1": {"card": "c.json", "instances": [
      "served_model": "m", "address": "10.0.0.1:8000", "peers": []}]}}}
 
 
-def test_the_filters_pass_the_secrets_digest_and_decide_with_the_record():
-    reads = filters.units_reads(PLAN["hosts"]["h1"], PLAN, "h1", {"launchcard_hf_token": "hf_a"})
+def test_the_reads_pass_the_secrets_digest_and_the_reading_decides_with_the_record():
+    reads = units_gate.reads(PLAN["hosts"]["h1"], PLAN, "h1", {"launchcard_hf_token": "hf_a"})
     assert reads["secrets_sha256"] == sha(render_env_file({"HF_TOKEN": "hf_a"})) and not reads["remove_secrets"]
     assert [e["url"] for e in reads["endpoints"]] == ["http://10.0.0.1:8000/health"] and reads["then"] == []
     assert reads["secrets_file"] == "/etc/launchcard/secrets.env"
-    none = filters.units_reads(PLAN["hosts"]["h1"], PLAN, "h1", {"launchcard_secrets_env_file": "/s"}, True)
+    none = units_gate.reads(PLAN["hosts"]["h1"], PLAN, "h1", {"launchcard_secrets_env_file": "/s"}, True)
     assert none["secrets_sha256"] == "" and none["remove_secrets"] and none["secrets_file"] == "/s"
     # a host the plan gives nothing (a monitoring host): its unit files and secrets are read, no endpoint probed,
     # and with none of the collection's units on it its converge is settled without a call
-    bare = filters.units_reads(None, PLAN, "h9", {})
+    bare = units_gate.reads(None, PLAN, "h9", {})
     assert bare["endpoints"] == [] and bare["then"] == [] and bare["secrets_file"] == "/etc/launchcard/secrets.env"
-    assert filters.units_settled(found(files={}, states={}, endpoints=[]), [], [], None)["settled"] is True
-    assert filters.units_settled(found(files={SVC: sha(UNITS[0]["content"])}, states={SVC: dict(RUNNING, Id=SVC)}),
-                                 [], [], None) is None
+    assert units_gate.settled(found(files={}, states={}, endpoints=[]), [], [], None)["settled"] is True
+    assert units_gate.settled(found(files={SVC: sha(UNITS[0]["content"])}, states={SVC: dict(RUNNING, Id=SVC)}),
+                              [], [], None) is None
     record = {"card": {"sha256": "c"}, "instances": PLAN["hosts"]["h1"]["instances"], "runtime": {"kind": "native"},
               "release_lock": {"run_id": "r", "paths": []}}
     units = [dict(UNITS[0], instance="i0")]
     on_host = state.build({SVC: UNITS[0]["content"]}, record["card"], record["instances"], record["runtime"])
     reading = found(files={SVC: sha(UNITS[0]["content"])}, states={SVC: dict(RUNNING, Id=SVC)},
                     record_sha256=state.state_sha256(on_host))
-    assert filters.units_settled(reading, units, [], record)["settled"] is True
+    assert units_gate.settled(reading, units, [], record)["settled"] is True
     moved = copy.deepcopy(record)
     moved["runtime"]["image_refs"] = {"x": "x@sha256:" + "2" * 64}
-    assert filters.units_settled(reading, units, [], moved) is None
-    assert filters.units_settled(None, units, [], record) is None
+    assert units_gate.settled(reading, units, [], moved) is None
+    assert units_gate.settled(None, units, [], record) is None

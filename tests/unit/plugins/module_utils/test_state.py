@@ -65,9 +65,9 @@ def test_the_record_holds_quadlet_files_beside_the_unit_files(tmp_path):
 
 
 def test_the_record_holds_the_liveness_timer_as_the_controller_names_it(tmp_path):
-    # the controller's expected record (filter units_settled) names every file the converge writes: a record that
+    # the controller's expected record (_units_gate.settled) names every file the converge writes: a record that
     # left the timer out never matched it, so a host with a liveness timer was never settled on a no-op deploy
-    from ansible_collections.launchcard.inference.plugins.filter import plan as filters
+    from ansible_collections.launchcard.inference.plugins.plugin_utils import _units_gate as units_gate
     files = {"launchcard-a.service": "A", "launchcard-a-liveness.service": "L", "launchcard-a-liveness.timer": "T"}
     for name, text in files.items():
         (tmp_path / name).write_text(text)
@@ -87,4 +87,4 @@ def test_the_record_holds_the_liveness_timer_as_the_controller_names_it(tmp_path
                                                           "UnitFileState": "static"}},
              "dropins": [], "secrets_in_place": True, "endpoints": [], "then": [],
              "record_sha256": state.state_sha256(record)}
-    assert filters.units_settled(found, units, None, {"card": CARD, "instances": INST, "runtime": {"kind": "native"}})
+    assert units_gate.settled(found, units, None, {"card": CARD, "instances": INST, "runtime": {"kind": "native"}})

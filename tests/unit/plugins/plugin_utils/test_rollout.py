@@ -317,15 +317,15 @@ def test_flag_changes_quote_values_a_shell_would_split():
 
 
 def test_the_same_card_read_from_another_path_leaves_every_record_as_it_is(tmp_path):
-    """The record's card (filter upgrade_card, as deploy.yml and upgrade.yml pass it) names no controller path:
-    the same bytes read from another path or URL write no new record, in check mode or not."""
-    from ansible_collections.launchcard.inference.plugins.filter.upgrade import upgrade_card
+    """The record's card (the planning step's launchcard_record_cards, as deploy.yml and upgrade.yml pass it) names
+    no controller path: the same bytes read from another path or URL write no new record, in check mode or not."""
+    from ansible_collections.launchcard.inference.plugins.plugin_utils._plan_tables import record_card
     from ansible_collections.launchcard.inference.plugins.module_utils import _state as state
     with open(EXAMPLE, "rb") as f:
         raw = f.read()
     sources = [EXAMPLE, "/srv/elsewhere/glm.json", "cards/glm-5.3-flash.json", "https://cards.example/glm.json"]
     cards = dict((src, load_card(raw, src)) for src in sources)
-    found = [upgrade_card(cards, src) for src in sources]
+    found = [record_card(cards, src) for src in sources]
     assert found[0] == {"sha256": card_sha256(cards[EXAMPLE]), "repo": "zai-org/GLM-5.3-Flash",
                         "revision": cards[EXAMPLE]["model"]["revision"]}
     assert all(f == found[0] for f in found[1:])
@@ -351,8 +351,8 @@ def test_the_same_card_read_from_another_path_leaves_every_record_as_it_is(tmp_p
     # a card that differs (not only where it was read from) still changes the record
     doc = json.loads(raw)
     doc["hf"]["weight_gib"] = (doc["hf"].get("weight_gib") or 0) + 1
-    other = upgrade_card({"/srv/elsewhere/glm.json": load_card(json.dumps(doc), "/srv/elsewhere/glm.json")},
-                         "/srv/elsewhere/glm.json")
+    other = record_card({"/srv/elsewhere/glm.json": load_card(json.dumps(doc), "/srv/elsewhere/glm.json")},
+                        "/srv/elsewhere/glm.json")
     assert other["sha256"] != found[0]["sha256"] and other["revision"] == found[0]["revision"]
     assert write(other, check_mode=True) is True
 
