@@ -142,7 +142,11 @@ def interpret(rc, stdout, stderr):
     near_by_flag = out.get("near") or {}
     m = _UNRECOGNIZED.search(message)
     if m:
-        result["flag"] = m.group(1).split()[0].split("=", 1)[0]
+        listed = m.group(1)
+        # the message joins the words with spaces; the program's own unknown words keep one that holds a space whole
+        # (argparse takes a word with a space for a positional: Lib/argparse.py _parse_optional)
+        words = [w for w in near_by_flag if listed.find(w) >= 0]
+        result["flag"] = min(words, key=listed.find) if words else listed.split()[0].split("=", 1)[0]
     else:
         m = _ARGUMENT.search(message)
         if m:

@@ -90,6 +90,11 @@ def test_the_standin_sglang_answers_the_program():
     typo = _run(ea.check_command("sglang", ["--model-path", "m", "--enable-metrcs"], "native",
                                  python=sys.executable), env)
     assert (typo["flag"], typo["near"][0]) == ("--enable-metrcs", "--enable-metrics")
+    # one argv word that holds a flag and its value: named whole, so the refusal finds its envs[i].argv[j]
+    joined = _run(ea.check_command("sglang", ["--model-path", "m", "--enable-metrics", "--tp-size 2"], "native",
+                                   python=sys.executable), env)
+    assert joined["message"].endswith("unrecognized arguments: --tp-size 2"), joined
+    assert (joined["status"], joined["flag"], joined["near"][:1]) == ("rejected", "--tp-size 2", ["--tp-size"])
     for recipe in CARD["envs"]:
         if recipe["command"].startswith("sglang serve"):
             ok = _run(ea.check_command("sglang", ea.parser_tokens("sglang", recipe["command"].split()), "native",

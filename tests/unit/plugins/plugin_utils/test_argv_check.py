@@ -63,17 +63,19 @@ def test_a_rejected_flag_names_the_recipe_flag_message_and_near_spelling():
 
 
 def test_a_rejected_flag_names_its_card_field():
-    argv = ["sglang", "serve", "--model-path", "m", "--tp-sise", "2", "--dsa-prefil-backend=tilelang"]
+    argv = ["sglang", "serve", "--model-path", "m", "--tp-sise", "2", "--dsa-prefil-backend=tilelang", "--mem-fraction 0.8"]
     plan = {"hosts": {"p": {"card": "k", "instances": [dict(_inst("prefill", argv), recipe_index=4)]}}}
     cards = {"k": {"recipes": [{"index": 0, "argv": ["vllm", "serve"]}, {"index": 4, "argv": argv}]}}
     checks = ac.argv_checks(plan, {IMG: REF}, {"p": "podman"}, in_place={"p": [IMG]})
     out = {}
-    for flag in ("--tp-sise", "--dsa-prefil-backend", "--added-by-an-override"):
+    for flag in ("--tp-sise", "--dsa-prefil-backend", "--added-by-an-override", "--mem-fraction 0.8"):
         res = [{"key": checks[0]["key"], "status": "rejected", "flag": flag, "message": "m"}]
         out[flag] = ac.argv_check_report(checks, res, cards)[0][0].split(":")[0]
     assert out == {"--tp-sise": "recipe prefill (envs[4].argv[4])",
                    "--dsa-prefil-backend": "recipe prefill (envs[4].argv[6])",
-                   "--added-by-an-override": "recipe prefill (envs[4])"}
+                   "--added-by-an-override": "recipe prefill (envs[4])",
+                   # one word holding a flag and its value (interpret names it whole)
+                   "--mem-fraction 0.8": "recipe prefill (envs[4].argv[7])"}
     # without the cards, the recipe's index in its card (from the plan) still names envs[i]
     assert ac.argv_check_report(checks, res)[0][0].startswith("recipe prefill (envs[4]): SGLang rejects")
 
