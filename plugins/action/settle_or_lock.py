@@ -31,21 +31,18 @@ class ActionModule(ActionBase):
             stack_roles=dict(type="dict", default={}),
             install_stack=dict(type="bool", default=True),
             runtime=dict(type="bool", default=False),
-            units_prepare=dict(type="bool", default=False),
         ))
         host = task_vars.get("inventory_hostname")
-        # --tags/--skip-tags pick the setup parts (the play's magic variables)
-        parts = unit_options.setup_parts(args["preflight"], args["host_plan"], args["stack_roles"],
-                                         task_vars.get("ansible_run_tags") or ["all"], task_vars.get("ansible_skip_tags") or [],
-                                         args["install_stack"], args["runtime"], args["units_prepare"])
-
-        # the reading is built only for a host that may be left as it is (it renders the unit files, the costly part)
-        def reading():
-            return units_host.UnitsHost(self._templar, task_vars).settled()
-
+        here = units_host.UnitsHost(self._templar, task_vars)
         try:
-            decision = run_locks.host_decision(args["preflight"], parts, reading, planned=args["host_plan"] is not None)
-        except ValueError as exc:
+            # --tags/--skip-tags pick the setup parts (the play's magic variables)
+            parts = unit_options.setup_parts(args["preflight"], args["host_plan"], args["stack_roles"],
+                                             task_vars.get("ansible_run_tags") or ["all"], task_vars.get("ansible_skip_tags") or [],
+                                             args["install_stack"], args["runtime"], here.prepare_needed())
+            # the reading is built only for a host that may be left as it is (it renders the unit files, the costly part)
+            decision = run_locks.host_decision(args["preflight"], parts, here.settled,
+                                               planned=args["host_plan"] is not None)
+        except (OSError, ValueError) as exc:
             result.update(failed=True, msg="launchcard.inference.settle_or_lock: %s" % to_text(exc))
             return result
         result.update(changed=False, settled=decision["settled"], setup_parts=decision["setup_parts"])

@@ -9,7 +9,7 @@ The ``settled`` option carries the result the module would return on a host wher
 returns it; otherwise it runs the module on the host with the other options, as a task without an action plugin
 would, filling in ``textfile.directory`` (node exporter's textfile directory, ``plugins/plugin_utils/_textfile.py``:
 the host side cannot import plugin_utils) and, with ``from_plan``, the unit files, secrets, gate and textfile facts
-(``plugins/plugin_utils/_units_host.py``).
+(``plugins/plugin_utils/_units_host.py``). With ``prepare``, the units role's setup decisions and its --limit check.
 """
 
 from __future__ import annotations
@@ -37,6 +37,8 @@ class ActionModule(ActionBase):
         args = dict(self._task.args)
         settled = args.pop("settled", None)
         from_plan = boolean(args.pop("from_plan", False), strict=False)
+        if boolean(args.pop("prepare", False), strict=False):
+            return self._prepare(result, args, task_vars)
         if settled:
             if not isinstance(settled, dict) or not settled.get("settled"):
                 result.update(failed=True, msg="settled: expected the result of launchcard.inference.settle_or_lock's settled "
@@ -58,4 +60,23 @@ class ActionModule(ActionBase):
         result.update(self._execute_module(module_name="launchcard.inference.systemd_units", module_args=with_directory(args),
                                            task_vars=task_vars))
         self._remove_tmp_path(self._connection._shell.tmpdir)
+        return result
+
+    def _prepare(self, result, args, task_vars):
+        """The units role's ``tasks/prepare.yml``: what its setup steps have to do (``setup``), and a --limit run's
+        moved peers checked against the host's unit files on the host, writing nothing; no round trip without any."""
+        if args:
+            result.update(failed=True, msg="prepare takes no other option, found %s" % ", ".join(sorted(args)))
+            return result
+        try:
+            found = UnitsHost(self._templar, task_vars).prepare()
+        except ValueError as exc:
+            result.update(failed=True, msg="launchcard.inference.systemd_units: %s; nothing was changed" % to_text(exc))
+            return result
+        if found["moved_peers"]:
+            module_args = {"units": found["units"], "foreign_peers": found["moved_peers"], "verify": False, "prune": False}
+            result.update(self._execute_module(module_name="launchcard.inference.systemd_units", module_args=module_args,
+                                               task_vars=task_vars))
+            self._remove_tmp_path(self._connection._shell.tmpdir)
+        result.update(changed=False, setup=found["setup"], moved_peers=found["moved_peers"])
         return result

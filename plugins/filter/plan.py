@@ -60,11 +60,6 @@ def failure_budget(percent=None):
         raise AnsibleFilterError("launchcard.inference.failure_budget: %s" % to_text(exc))
 
 
-def units_setup_needed(found, options, helper_sha1):
-    """Whether the units role's setup steps have anything to do (see plugin_utils._unit_options)."""
-    return unit_options.setup_needed(found, options, helper_sha1)
-
-
 def recorded_image_refs(record, images=None):
     """The pinned images a host's record names (see module_utils._state.recorded_image_refs).
 
@@ -134,11 +129,6 @@ def health_endpoints(host_plan, converge=None, stage=None, plan=None, host=None,
 _previous = units_gate.with_previous
 
 
-def foreign_peers(plan, hosts):
-    """The instances of the planned hosts outside ``hosts``, by address (see plugin_utils._report.foreign_peers)."""
-    return report.foreign_peers(plan or {}, hosts)
-
-
 class FilterModule(object):
     """launchcard.inference filters."""
 
@@ -149,9 +139,7 @@ class FilterModule(object):
             "unit_settings": unit_settings,
             "native_install": native_install,
             "failure_budget": failure_budget,
-            "units_setup_needed": units_setup_needed,
             "health_endpoints": health_endpoints,
-            "foreign_peers": foreign_peers,
             "recorded_image_refs": recorded_image_refs,
             "registry_credentials_digest": registry_credentials_digest,
             "version_drift": versions.drift,

@@ -15,9 +15,10 @@ description:
   - Lists the setup steps the deploy runs on the host before its units (RV(setup_parts)), from its preflight
     call's verdict (O(preflight)) - the accelerator stack of the vendor it found (O(stack_roles), unless
     O(install_stack) is false; then preflight again on a host that was bare), the model weights on a host that runs
-    an engine where preflight did not find them staged, the runtime (O(runtime)) and the units' setup
-    (O(units_prepare)), each only where the run's C(--tags)/C(--skip-tags) select its tag (C(stack), C(weights),
-    C(runtime), C(units)).
+    an engine where preflight did not find them staged, the runtime (O(runtime)) and the units' setup (the
+    C(launchcard.inference.units) role's engines' user, weights directory and readiness helper where the preflight
+    call did not find them in place, or a C(--limit) run's moved peers to check), each only where the run's
+    C(--tags)/C(--skip-tags) select its tag (C(stack), C(weights), C(runtime), C(units)).
   - A host is left as it is when it has no setup step, its preflight call deferred its locks (or the plan gives it
     nothing, O(host_plan) is null, and it takes no lock), and the converge would change nothing there - the units
     role's converge compares, on the controller, the preflight call's reading of the host (C(units_found)) with the
@@ -48,10 +49,6 @@ options:
     default: true
   runtime:
     description: The runtime role has something to do on the host (its C(runtime_needed)).
-    type: bool
-    default: false
-  units_prepare:
-    description: The units role's setup steps have something to do on the host (its C(units_prepare_needed)).
     type: bool
     default: false
 seealso:
@@ -85,7 +82,6 @@ EXAMPLES = r"""
     host_plan: "{{ launchcard_host_plan }}"
     stack_roles: {nvidia: nvidia, amd: rocm, ascend: ascend}
     runtime: "{{ runtime_needed | bool }}"
-    units_prepare: "{{ units_prepare_needed | bool }}"
   register: launchcard_host_step
 
 - name: Converge, or return the settled reading without a round trip

@@ -210,6 +210,17 @@ options:
       - False (the default) - the options as given.
     type: bool
     default: false
+  prepare:
+    description:
+      - Handled on the controller by the action plugin of the same name; takes no other option. True - the
+        C(launchcard.inference.units) role's setup decisions for the host, returned as RV(setup) - whether its setup
+        steps (the engines' user, the weights directory's owner, the readiness helper) have anything to do, from what
+        the preflight call found (C(units_setup_found); not found - they run) - and, on a C(--limit) run that leaves
+        out planned instances this host's units may point at (C(launchcard_foreign_peers), else found from the plan;
+        unless C(units_allow_moved_peers)), the check of O(foreign_peers) against the unit files of the host's share
+        of the plan, run on the host in check mode. Without moved peers to check, the host is not contacted.
+    type: bool
+    default: false
   textfile:
     description:
       - Write the facts of the host's instances for node exporter's textfile collector, C(launchcard.prom) in
@@ -270,6 +281,17 @@ EXAMPLES = r"""
 """
 
 RETURN = r"""
+setup:
+  description:
+    - With O(prepare) - what the units role's setup steps do on the host - C(needed) (anything to do), C(native)
+      (the engines run natively, as the C(launchcard) system user, who owns C(weights_dir)), C(weights_dir) and
+      C(ready_helper_dir) (where the readiness helper goes).
+  returned: with O(prepare)
+  type: dict
+moved_peers:
+  description: With O(prepare) - the instances outside the run checked, C({address - host}); empty when none was.
+  returned: with O(prepare)
+  type: dict
 units:
   description:
     - State of every desired unit after the run, from C(systemctl show).

@@ -292,7 +292,7 @@ def setup_parts(preflight, host_plan, stack_roles, run_tags=("all",), skip_tags=
     :param install_stack: False when the hosts' stack is provisioned another way.
     :param runtime: the runtime role has something to do on the host (its ``runtime_needed``: the native
         requirements stamp or the container setup digest is not the one the preflight call read).
-    :param units_prepare: the units role's ``prepare.yml`` has something to do (its ``units_prepare_needed``:
+    :param units_prepare: the units role's ``prepare.yml`` has something to do (``_units_host.UnitsHost.prepare_needed``:
         the engines' user, weights directory or readiness helper not in place, or a --limit run's moved peers).
     :returns: role names: the vendor's stack role (tag ``stack``) and, on a host that was bare, ``preflight``
         (checked again once the driver is in); ``weights`` (tag ``weights``) on a host that runs an engine

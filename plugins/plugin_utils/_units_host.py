@@ -94,7 +94,7 @@ class UnitsHost(object):
         return units_gate.settled(found, files, self.var("units_allowed_dropins"), self.var("units_record"))
 
     def setup_needed(self):
-        """Whether ``tasks/prepare.yml``'s setup steps have anything to do (the role variable ``units_setup_needed``):
+        """Whether ``tasks/prepare.yml``'s setup steps have anything to do (``tasks/prepare.yml``'s ``setup.needed``):
         :func:`._unit_options.setup_needed` of the preflight call's reading (``units_setup_found``; null: they run) and
         the SHA-1 of the readiness helper the role ships (``units_ready_helper_src``)."""
         found = self.var("units_setup_found")
@@ -112,14 +112,33 @@ class UnitsHost(object):
             return found
         return report.foreign_peers(self.plan, self._vars.get("ansible_play_hosts_all") or [])
 
+    def check_moved_peers(self):
+        """Whether a --limit run leaves out a planned peer this host's units may point at, to check before any host
+        writes (while ``units_state`` is started, unless ``units_allow_moved_peers``)."""
+        return self.var("units_state") == "started" and not self.flag("units_allow_moved_peers") and bool(self.foreign_peers())
+
     def prepare_needed(self):
-        """Whether ``tasks/prepare.yml`` runs on the host (the role variable ``units_prepare_needed``): the plan gives it
-        something, and a --limit run leaves out a planned peer its units may point at (unless ``units_allow_moved_peers``)
-        or a setup step is not done."""
+        """Whether ``tasks/prepare.yml`` has anything to do on the host: the plan gives it something, and it has moved
+        peers to check (:meth:`check_moved_peers`) or a setup step is not done (:meth:`setup_needed`)."""
         if self.host_plan is None:
             return False
-        moved = self.var("units_state") == "started" and not self.flag("units_allow_moved_peers") and bool(self.foreign_peers())
-        return moved or self.setup_needed()
+        return self.check_moved_peers() or self.setup_needed()
+
+    def prepare(self):
+        """What ``tasks/prepare.yml`` does on the host: ``{"setup": {"needed", "native", "weights_dir",
+        "ready_helper_dir"}, "moved_peers": {address: host} to check (empty: none), "units": the unit files they are
+        checked against}``.
+
+        :raises ValueError: see :attr:`settings`; a unit the plan cannot render.
+        """
+        options = self.settings["options"]
+        planned = self.host_plan is not None
+        peers = self.foreign_peers() if planned and self.check_moved_peers() else {}
+        return {"setup": {"needed": planned and self.setup_needed(), "native": options["runtime"] == "native",
+                          "weights_dir": options["weights_dir"],
+                          "ready_helper_dir": self.settings["ready_helper"].rsplit("/", 1)[0]},
+                "moved_peers": dict(peers),
+                "units": units.host_units(self.host_plan, options) if peers else []}
 
     def gate_timeout(self):
         """``units_health_timeout_s``, else what the host's engines need to load (:func:`._unit_times.gate_timeout`).

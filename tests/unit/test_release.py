@@ -43,10 +43,10 @@ def test_no_plugin_imports_ansible_module_utils_six():
 
 # the filters kept public (issue 45): the views of the plan and records users call beside the modules and roles
 PUBLIC_FILTERS = {"alert_rules", "file_sd_scrape_configs", "file_sd_files", "gpu_exporters", "health_endpoints",
-                  "drain_endpoints", "host_units", "os_support", "recorded_image_refs", "failure_budget", "version_drift"}
+                  "drain_endpoints", "host_units", "unit_settings", "os_support", "recorded_image_refs", "failure_budget",
+                  "version_drift"}
 # glue the plays still call until their action plugins replace it (issue 45); each leaves when nothing calls it
-STILL_CALLED = {"native_install", "registry_credentials_digest", "unit_settings",
-                "units_setup_needed", "foreign_peers"}
+STILL_CALLED = {"native_install", "registry_credentials_digest"}
 
 
 def version_added_values():

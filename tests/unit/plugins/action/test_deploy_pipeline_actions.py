@@ -32,8 +32,8 @@ LOCKED = {"changed": True, "locks": [{"path": HOST["path"], "scope": "host", "ac
 
 @pytest.fixture(autouse=True)
 def reading(monkeypatch):
-    """The host's settled reading as the task variable ``units_settled`` gives it here (UnitsHost.settled, the
-    converge's own comparison, is test_units_role_actions'); each read is counted."""
+    """The host's settled reading and its units setup as the task variables ``units_settled`` and
+    ``units_prepare_needed`` give them here (UnitsHost's own are test_units_role_actions'); each reading is counted."""
     reads = []
 
     def settled(self):
@@ -43,6 +43,9 @@ def reading(monkeypatch):
             raise value
         return value
     monkeypatch.setattr(host_action.units_host.UnitsHost, "settled", settled)
+    # whether the units role's setup has anything to do: the task variable units_prepare_needed here
+    monkeypatch.setattr(host_action.units_host.UnitsHost, "prepare_needed",
+                        lambda self: bool(self._vars.get("units_prepare_needed")))
     return reads
 
 
@@ -198,7 +201,8 @@ def test_upgrade_s_read_of_the_records_gives_the_same_lines():
 
 def test_the_host_step_lists_the_setup_parts_preflight_found_missing_picked_by_the_run_s_tags():
     tv = {"inventory_hostname": "pre", "units_settled": SETTLED, "launchcard_run": RUN, "launchcard_plan": {}}
-    bare = host_args([HOST], vendor="nvidia", weights_staged=False, runtime=True, units_prepare=True)
+    bare = host_args([HOST], vendor="nvidia", weights_staged=False, runtime=True)
+    tv = dict(tv, units_prepare_needed=True)
     out, dummy, dummy = host_run(bare, tv)
     assert out["setup_parts"] == ["nvidia", "weights", "runtime", "units"] and out["settled"] is None and out["locks"]
     out, dummy, dummy = host_run(bare, dict(tv, ansible_run_tags=["units", "weights"], ansible_skip_tags=["weights"]))

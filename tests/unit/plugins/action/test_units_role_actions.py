@@ -18,7 +18,6 @@ from ansible.playbook.play_context import PlayContext
 from ansible_collections.launchcard.inference.plugins.action.http_health import ActionModule as HttpHealth
 from ansible_collections.launchcard.inference.plugins.action.systemd_units import ActionModule as SystemdUnits
 from ansible_collections.launchcard.inference.plugins.action.units_summary import ActionModule as UnitsSummary
-from ansible_collections.launchcard.inference.plugins.filter import plan as filters
 from ansible_collections.launchcard.inference.plugins.module_utils import _state as state
 from ansible_collections.launchcard.inference.plugins.plugin_utils import _report as report
 from ansible_collections.launchcard.inference.plugins.plugin_utils import _textfile as textfile
@@ -286,11 +285,11 @@ def test_the_preflight_reads_and_the_setup_decisions_match_the_role_variables(fl
     assert here.reads() == units_gate.reads(fleet["hosts"]["gpu-000"], fleet, "gpu-000", {"launchcard_hf_token": "hf_x"},
                                             False, {"gpu-000": report.gate_table(fleet)["gpu-000"]})
     opts = unit_options.host_options({"launchcard_hf_token": "hf_x"})
-    assert here.setup_needed() is filters.units_setup_needed(in_place, opts, sha1) is False
+    assert here.setup_needed() is unit_options.setup_needed(in_place, opts, sha1) is False
     assert here.foreign_peers() == {} and here.prepare_needed() is False
     # a --limit run that leaves out the router's peers: the prepare step checks them
     limited = UnitsHost(None, dict(tv, inventory_hostname="router-0", ansible_play_hosts_all=["router-0"]))
-    assert limited.foreign_peers() == filters.foreign_peers(fleet, ["router-0"]) != {} and limited.prepare_needed() is True
+    assert limited.foreign_peers() == report.foreign_peers(fleet, ["router-0"]) != {} and limited.prepare_needed() is True
     assert UnitsHost(None, dict(tv, inventory_hostname="router-0", launchcard_foreign_peers={})).prepare_needed() is False
     # the helper changed (or nothing read): the setup runs; a host the plan gives nothing prepares nothing
     assert UnitsHost(None, dict(tv, units_ready_helper_src=__file__)).setup_needed() is True
@@ -325,3 +324,35 @@ def test_the_settled_reading_is_the_converge_s_own_comparison_of_the_unit_files_
     bad = task_vars(fleet, host, own={"launchcard_runtime": "podmn"}, units_found=reading, units_record=record)
     with pytest.raises(ValueError, match="launchcard_runtime"):
         UnitsHost(None, bad).settled()
+
+
+# systemd_units: prepare (the units role's tasks/prepare.yml)
+
+def test_prepare_decides_the_setup_on_the_controller_and_checks_moved_peers_only_on_a_limited_run(fleet):
+    helper = os.path.join(ROOT, "roles", "units", "files", "wait-ready.py")
+    tv = task_vars(fleet, "router-0", units_ready_helper_src=helper, units_setup_found=None,
+                   ansible_play_hosts_all=list(fleet["hosts"]), units_allow_moved_peers=False)
+    plugin = action(SystemdUnits, {"prepare": True}, check_mode=True)
+    out = plugin.run(task_vars=tv)
+    # a full run: nothing to check, the host is not contacted; nothing found in place: the setup runs
+    assert not plugin._execute_module.called and out["moved_peers"] == {} and not out.get("failed")
+    settings = unit_options.host_settings({})
+    assert out["setup"] == {"needed": True, "native": settings["options"]["runtime"] == "native",
+                            "weights_dir": settings["options"]["weights_dir"],
+                            "ready_helper_dir": os.path.dirname(settings["ready_helper"])}
+    # a --limit run that leaves out the router's peers: its units are checked against them on the host
+    limited = dict(tv, ansible_play_hosts_all=["router-0"])
+    plugin = action(SystemdUnits, {"prepare": True}, check_mode=True)
+    out = plugin.run(task_vars=limited)
+    args = sent(plugin)
+    assert args["foreign_peers"] == report.foreign_peers(fleet, ["router-0"]) == out["moved_peers"] != {}
+    assert [u["name"] for u in args["units"]] == [u["name"] for u in units.host_units(fleet["hosts"]["router-0"], settings["options"])]
+    assert args["verify"] is False and args["prune"] is False
+    # allowed, or a host the plan gives nothing: no check; another option beside prepare is refused
+    for tv2 in (dict(limited, units_allow_moved_peers=True), dict(limited, inventory_hostname="lc-monitor")):
+        plugin = action(SystemdUnits, {"prepare": True}, check_mode=True)
+        out = plugin.run(task_vars=tv2)
+        assert not plugin._execute_module.called and out["moved_peers"] == {}
+    assert out["setup"]["needed"] is False  # the monitoring host: nothing planned, nothing to set up
+    out = action(SystemdUnits, {"prepare": True, "state": "started"}).run(task_vars=tv)
+    assert out["failed"] and out["msg"] == "prepare takes no other option, found state"
