@@ -542,6 +542,8 @@ def main():
             health=dict(type="dict"),
             settled=dict(type="dict"),
             from_plan=dict(type="bool", default=False),
+            # the action plugin's (never reaches the host): documented with the module
+            prepare=dict(type="bool", default=False),
             textfile=dict(type="dict", options=dict(
                 directory=dict(type="path", required=True),
                 event=dict(type="str", choices=list(textfile_facts.EVENTS), default="deploy"),
