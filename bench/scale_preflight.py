@@ -10,10 +10,10 @@ plugin of a module's name runs instead of the module); the collection itself nev
 own preflight action plugin (loaded from this tree) with the module call answered here, so the options that action
 computes (the units role's reads, the lock) are the deploy's own.
 
-What a settled host reads is taken from the deploy's own variables, templated here: the unit files the converge
-would write (``units_converge_units``), the record it would write (``units_record``), the endpoints it would
-probe (the call's ``units_reads``), the native requirement stamp (``runtime_native_stamp``) and the readiness
-helper's checksum; the argv each instance runs (for the engine argv check) from ``_units.engine_argv``.
+What a settled host reads is taken from the deploy's own variables and steps: the unit files the converge would
+write and the record it would write (``_units_host.UnitsHost``), the endpoints it would probe (the call's
+``units_reads``), the native requirement stamp (``runtime_native_stamp``) and the readiness helper's checksum; the
+argv each instance runs (for the engine argv check) from ``_units.engine_argv``.
 """
 
 from __future__ import annotations
@@ -28,6 +28,7 @@ from ansible_collections.launchcard.inference.plugins.module_utils import _state
 from ansible_collections.launchcard.inference.plugins.module_utils import _systemd as systemd
 from ansible_collections.launchcard.inference.plugins.plugin_utils import _unit_options as unit_options
 from ansible_collections.launchcard.inference.plugins.plugin_utils import _units as units
+from ansible_collections.launchcard.inference.plugins.plugin_utils._units_host import UnitsHost
 
 # the names of the checks a real call returns on a host that passes (plugins/module_utils/_preflight.py)
 CHECKS = ("os", "python", "gpu_count", "gpu_model", "gpu_memory", "driver", "disk", "ports", "peers", "shm",
@@ -54,8 +55,9 @@ class ActionModule(_ACTION.ActionModule):
         result = {}
         host = task_vars["inventory_hostname"]
         host_plan = self._expr("lookup('launchcard.inference.host_entry', 'launchcard_plan.hosts')")
-        options = self._expr("units_settings.options")
-        desired = self._expr("units_converge_units")
+        here = UnitsHost(self._templar, task_vars)
+        options = here.settings["options"]
+        desired = units.host_units(host_plan, options)
         record = self._expr("units_record")
         reads = args.get("units_reads") or {}
         files = dict((u["name"], hashlib.sha256(u["content"].encode("utf-8")).hexdigest()) for u in desired)
