@@ -73,6 +73,10 @@ def _recorded(record):
     return state.recorded_image_refs(record if isinstance(record, str) else None)
 
 
+FIRST_STAGE_RESULTS = units_gate.FIRST_STAGE_RESULTS
+first_stage_result = units_gate.first_stage_result
+
+
 def health_endpoints(host_plan, converge=None, stage=None, plan=None, host=None, hostvars=None,
                      result_var=FIRST_STAGE_RESULTS, check_mode=False, gates=None):
     """Health-gate endpoints for one host of the plan (headless ranks left out).
