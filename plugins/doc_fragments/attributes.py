@@ -51,11 +51,27 @@ attributes:
     details: The module changes nothing, so there is nothing to diff.
 """
 
-    # An action that runs on the controller only and never contacts a managed host.
+    # A documentation-only module: its action plugin does the task. ansible-core plugins/action/__init__.py (2.19):
+    # ActionBase.run fails an async task unless _supports_async; BYPASS_HOST_LOOP is False. Descriptions: the flow fragment.
+    _ACTION_PLUGIN = r"""
+  action:
+    support: full
+    details: The collection's action plugin of the same name does the task; the module's file holds only this documentation.
+  async:
+    support: none
+    details: The action plugin refuses the C(async) keyword; the task fails.
+  bypass_host_loop:
+    support: none
+    details: Runs per host of the play, as any task does.
+"""
+
+    # A documentation-only module whose action plugin may run modules on the managed host.
+    ACTION = "\noptions: {}\nattributes:" + _ACTION_PLUGIN
+
+    # An action that runs on the controller only and never contacts a managed host: an action plugin, documentation-only.
     CONTROLLER = r"""
 options: {}
 attributes:
   platform:
     platforms: all
-    details: Runs on the controller only; no managed host is contacted.
-"""
+    details: Runs on the controller only; no managed host is contacted.""" + _ACTION_PLUGIN

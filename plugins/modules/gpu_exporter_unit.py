@@ -46,6 +46,7 @@ options:
 author:
   - launchcard.inference contributors (@launchcard)
 extends_documentation_fragment:
+  - launchcard.inference.attributes.action
   - launchcard.inference.attributes
   - ansible.builtin.action_common_attributes.flow
 attributes:
@@ -54,12 +55,6 @@ attributes:
   diff_mode:
     support: full
     details: As M(ansible.builtin.copy) - the unit's text before and after.
-  action:
-    support: full
-  async:
-    support: none
-  bypass_host_loop:
-    support: none
 seealso:
   - module: ansible.builtin.copy
 """

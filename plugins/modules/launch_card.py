@@ -144,12 +144,6 @@ attributes:
   diff_mode:
     support: N/A
     details: Plans on the controller and changes nothing.
-  action:
-    support: full
-  async:
-    support: none
-  bypass_host_loop:
-    support: none
 """
 
 EXAMPLES = r"""

@@ -38,17 +38,12 @@ options:
 author:
   - launchcard.inference contributors (@launchcard)
 extends_documentation_fragment:
+  - launchcard.inference.attributes.action
   - launchcard.inference.attributes
   - ansible.builtin.action_common_attributes.flow
 attributes:
   diff_mode:
     support: full
-  action:
-    support: full
-  async:
-    support: none
-  bypass_host_loop:
-    support: none
 """
 
 EXAMPLES = r"""

@@ -86,12 +86,6 @@ extends_documentation_fragment:
 attributes:
   diff_mode:
     support: none
-  action:
-    support: full
-  async:
-    support: none
-  bypass_host_loop:
-    support: none
 """
 
 EXAMPLES = r"""

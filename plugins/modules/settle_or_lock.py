@@ -55,6 +55,7 @@ seealso:
 author:
   - launchcard.inference contributors (@launchcard)
 extends_documentation_fragment:
+  - launchcard.inference.attributes.action
   - launchcard.inference.attributes
   - ansible.builtin.action_common_attributes.flow
 attributes:
@@ -64,12 +65,6 @@ attributes:
   diff_mode:
     support: N/A
     details: The lock files are the run's bookkeeping; nothing to diff.
-  action:
-    support: full
-  async:
-    support: none
-  bypass_host_loop:
-    support: none
 """
 
 EXAMPLES = r"""

@@ -76,12 +76,6 @@ attributes:
   diff_mode:
     support: N/A
     details: The module changes nothing, so there is nothing to diff.
-  action:
-    support: full
-  async:
-    support: none
-  bypass_host_loop:
-    support: none
 """
 
 EXAMPLES = r"""

@@ -109,3 +109,47 @@ def test_module_defaults_reach_the_modules_through_the_group(env, tmp_path):
     result = json.loads(saved.read_text())
     # a registered result carries no invocation: the facts show which vendor the module was given
     assert result["ansible_facts"]["launchcard_accelerators"]["vendor"] == "ascend"
+
+
+def documentation(module):
+    import ast
+
+    with open(os.path.join(REPO_ROOT, "plugins", "modules", module + ".py")) as f:
+        tree = ast.parse(f.read())
+    return tree, yaml.safe_load([n.value.value for n in tree.body if isinstance(n, ast.Assign)
+                                 and getattr(n.targets[0], "id", None) == "DOCUMENTATION"][0])
+
+
+# the variants that document a module as its action plugin's (plugins/doc_fragments/attributes.py)
+ACTION_ONLY = [m for m in MODULES if {"launchcard.inference.attributes.action", "launchcard.inference.attributes.controller"}
+               & set(documentation(m)[1]["extends_documentation_fragment"])]
+
+
+def test_async_and_the_host_loop_are_said_once_in_the_fragments():
+    # issue 45: the documentation-only modules repeated action/async/bypass_host_loop; their one home is the fragments
+    assert ACTION_ONLY
+    assert [m for m in MODULES if {"async", "bypass_host_loop"} & set(documentation(m)[1].get("attributes") or {})] == []
+
+
+@pytest.mark.parametrize("module", ACTION_ONLY)
+def test_what_the_action_fragment_says_is_true_of_the_plugin(module, docs):
+    import ast
+
+    # the file holds only its documentation
+    tree, dummy = documentation(module)
+    names = [t.id for n in tree.body if isinstance(n, ast.Assign) for t in n.targets]
+    assert sorted(names) == ["DOCUMENTATION", "EXAMPLES", "RETURN"], module
+    assert all(isinstance(n, (ast.Assign, ast.ImportFrom)) or (isinstance(n, ast.Expr) and isinstance(n.value, ast.Constant))
+               for n in tree.body), module
+    # the action plugin of the same name keeps ActionBase's refusal of async (its run() calls ActionBase.run first)
+    # and its host loop (ansible-core plugins/action/__init__.py: _supports_async and BYPASS_HOST_LOOP False)
+    with open(os.path.join(REPO_ROOT, "plugins", "action", module + ".py")) as f:
+        plugin = [n for n in ast.parse(f.read()).body if isinstance(n, ast.ClassDef) and n.name == "ActionModule"][0]
+    set_here = [t.id for n in plugin.body if isinstance(n, ast.Assign) for t in n.targets if isinstance(t, ast.Name)]
+    assert not {"_supports_async", "BYPASS_HOST_LOOP"} & set(set_here), module
+    run = [n for n in plugin.body if isinstance(n, ast.FunctionDef) and n.name == "run"][0]
+    first_super = [n for n in ast.walk(run) if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr == "run"
+                   and isinstance(n.func.value, ast.Call) and getattr(n.func.value.func, "id", None) == "super"]
+    assert first_super, module
+    rendered = docs[module]["attributes"]
+    assert (rendered["action"]["support"], rendered["async"]["support"], rendered["bypass_host_loop"]["support"]) == ("full", "none", "none")
