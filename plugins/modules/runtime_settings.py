@@ -34,13 +34,6 @@ extends_documentation_fragment:
   - launchcard.inference.attributes.read_only
   - launchcard.inference.attributes
   - ansible.builtin.action_common_attributes.flow
-attributes:
-  action:
-    support: full
-  async:
-    support: none
-  bypass_host_loop:
-    support: none
 seealso:
   - module: launchcard.inference.host_state
   - module: launchcard.inference.settle_or_lock
