@@ -28,7 +28,7 @@ from ansible_collections.launchcard.inference.plugins.plugin_utils._upgrade_flee
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 ENGINE_HOST = {"instances": [{"role": "aggregated", "unit": "launchcard-x.service", "engine": "vllm",
-                               "image": "docker.io/vllm/vllm-openai:v0.32.0"}]}
+                              "image": "docker.io/vllm/vllm-openai:v0.32.0"}]}
 # the preflight call's read of a host that runs what this run would apply (its digest and stamp: _noop below)
 NOOP = {"stack_vendor": "none", "weights_staged": True}
 
