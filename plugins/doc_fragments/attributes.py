@@ -53,7 +53,9 @@ attributes:
 
     # A documentation-only module: its action plugin does the task. ansible-core plugins/action/__init__.py (2.19):
     # ActionBase.run fails an async task unless _supports_async; BYPASS_HOST_LOOP is False. Descriptions: the flow fragment.
-    _ACTION_PLUGIN = r"""
+    ACTION = r"""
+options: {}
+attributes:
   action:
     support: full
     details: The collection's action plugin of the same name does the task; the module's file holds only this documentation.
@@ -65,13 +67,11 @@ attributes:
     details: Runs per host of the play, as any task does.
 """
 
-    # A documentation-only module whose action plugin may run modules on the managed host.
-    ACTION = "\noptions: {}\nattributes:" + _ACTION_PLUGIN
-
-    # An action that runs on the controller only and never contacts a managed host: an action plugin, documentation-only.
+    # An action that runs on the controller only and never contacts a managed host (with ACTION: documentation-only).
     CONTROLLER = r"""
 options: {}
 attributes:
   platform:
     platforms: all
-    details: Runs on the controller only; no managed host is contacted.""" + _ACTION_PLUGIN
+    details: Runs on the controller only; no managed host is contacted.
+"""

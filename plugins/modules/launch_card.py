@@ -138,6 +138,7 @@ notes:
 extends_documentation_fragment:
   - launchcard.inference.card_source
   - launchcard.inference.attributes.controller
+  - launchcard.inference.attributes.action
   - launchcard.inference.attributes
   - ansible.builtin.action_common_attributes.flow
 attributes:

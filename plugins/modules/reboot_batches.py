@@ -33,6 +33,7 @@ notes:
   - A bad O(serial) fails the task, naming C(launchcard_stack_reboot_serial).
 extends_documentation_fragment:
   - launchcard.inference.attributes.controller
+  - launchcard.inference.attributes.action
   - launchcard.inference.attributes.read_only
   - launchcard.inference.attributes
   - ansible.builtin.action_common_attributes.flow

@@ -68,6 +68,7 @@ notes:
   - Check mode lists the outages and a C(--limit) run's moved instances without refusing them.
 extends_documentation_fragment:
   - launchcard.inference.attributes.controller
+  - launchcard.inference.attributes.action
   - launchcard.inference.attributes
   - ansible.builtin.action_common_attributes.flow
 attributes:

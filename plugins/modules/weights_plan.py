@@ -56,6 +56,7 @@ notes:
   - A O(fanout) or O(hub_concurrency) that is not a whole number fails the task, naming the variable.
 extends_documentation_fragment:
   - launchcard.inference.attributes.controller
+  - launchcard.inference.attributes.action
   - launchcard.inference.attributes.read_only
   - launchcard.inference.attributes
   - ansible.builtin.action_common_attributes.flow
