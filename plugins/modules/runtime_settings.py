@@ -31,6 +31,7 @@ author:
   - launchcard.inference contributors (@launchcard)
 extends_documentation_fragment:
   - launchcard.inference.attributes.controller
+  - launchcard.inference.attributes.action
   - launchcard.inference.attributes.read_only
   - launchcard.inference.attributes
   - ansible.builtin.action_common_attributes.flow
