@@ -12,7 +12,7 @@ computes (the units role's reads, the lock) are the deploy's own.
 
 What a settled host reads is taken from the deploy's own variables and steps: the unit files the converge would
 write and the record it would write (``_units_host.UnitsHost``), the endpoints it would probe (the call's
-``units_reads``), the native requirement stamp (``runtime_native_stamp``) and the readiness helper's checksum; the
+``units_reads``), the native requirement stamp (``_runtime_host.RuntimeHost``) and the readiness helper's checksum; the
 argv each instance runs (for the engine argv check) from ``_units.engine_argv``.
 """
 
@@ -28,6 +28,7 @@ from ansible_collections.launchcard.inference.plugins.module_utils import _state
 from ansible_collections.launchcard.inference.plugins.module_utils import _systemd as systemd
 from ansible_collections.launchcard.inference.plugins.plugin_utils import _unit_options as unit_options
 from ansible_collections.launchcard.inference.plugins.plugin_utils import _units as units
+from ansible_collections.launchcard.inference.plugins.plugin_utils._runtime_host import RuntimeHost
 from ansible_collections.launchcard.inference.plugins.plugin_utils._units_host import UnitsHost
 
 # the names of the checks a real call returns on a host that passes (plugins/module_utils/_preflight.py)
@@ -58,7 +59,7 @@ class ActionModule(_ACTION.ActionModule):
         here = UnitsHost(self._templar, task_vars)
         options = here.settings["options"]
         desired = units.host_units(host_plan, options)
-        record = self._expr("units_record")
+        record = here.record()
         reads = args.get("units_reads") or {}
         files = dict((u["name"], hashlib.sha256(u["content"].encode("utf-8")).hexdigest()) for u in desired)
         states = dict((systemd.unit_of(n), {"ActiveState": "active", "SubState": "running",
@@ -81,7 +82,7 @@ class ActionModule(_ACTION.ActionModule):
             checks=[{"check": c, "ok": True, "severity": "ok", "need": "-", "found": "-", "message": "bench"}
                     for c in CHECKS],
             failed_checks=[],
-            native_stamps=[".launchcard-%s" % self._expr("runtime_native_stamp")],
+            native_stamps=[".launchcard-%s" % RuntimeHost(self._templar, task_vars).native_stamp()],
             inspected=inspected, users={unit_options.ENGINE_USER: True},
             recorded_image_refs={}, recorded_runtime_setup=None, recorded_images_missing=[],
             recorded_argv=dict((i["recipe"], units.engine_argv(i, options)) for i in host_plan["instances"]

@@ -12,7 +12,6 @@ from ansible.module_utils.common.text.converters import to_text
 
 from ansible_collections.launchcard.inference.plugins.module_utils import _drain as drain
 from ansible_collections.launchcard.inference.plugins.module_utils import _state as state
-from ansible_collections.launchcard.inference.plugins.plugin_utils import _images as images
 from ansible_collections.launchcard.inference.plugins.plugin_utils import _report as report
 from ansible_collections.launchcard.inference.plugins.plugin_utils import _unit_options as unit_options
 from ansible_collections.launchcard.inference.plugins.plugin_utils import _units as units
@@ -44,14 +43,6 @@ def unit_settings(host_vars):
         raise AnsibleFilterError("launchcard.inference.unit_settings: %s" % to_text(exc))
 
 
-def native_install(host_vars):
-    """What the runtime role installs into a host's native virtualenv (see plugin_utils._unit_options.native_install)."""
-    try:
-        return unit_options.native_install(host_vars if host_vars is not None else {})
-    except ValueError as exc:
-        raise AnsibleFilterError("launchcard.inference.native_install: %s" % to_text(exc))
-
-
 def failure_budget(percent=None):
     """launchcard_max_fail_percentage, checked: an int from 0 to 100 (see plugin_utils._report)."""
     try:
@@ -80,14 +71,6 @@ def _recorded(record):
         except (ValueError, TypeError, UnicodeDecodeError):
             return {}
     return state.recorded_image_refs(record if isinstance(record, str) else None)
-
-
-def registry_credentials_digest(credentials, mirrors=None, salt=""):
-    """A salted, slow digest of the registry credentials (see plugin_utils._images.registry_credentials_digest)."""
-    try:
-        return images.registry_credentials_digest(credentials, mirrors, salt)
-    except ValueError as exc:
-        raise AnsibleFilterError("launchcard.inference.registry_credentials_digest: %s" % to_text(exc))
 
 
 FIRST_STAGE_RESULTS = units_gate.FIRST_STAGE_RESULTS
@@ -137,10 +120,8 @@ class FilterModule(object):
             "host_units": host_units,
             "drain_endpoints": drain_endpoints,
             "unit_settings": unit_settings,
-            "native_install": native_install,
             "failure_budget": failure_budget,
             "health_endpoints": health_endpoints,
             "recorded_image_refs": recorded_image_refs,
-            "registry_credentials_digest": registry_credentials_digest,
             "version_drift": versions.drift,
         }

@@ -60,6 +60,15 @@ options:
       - "O(state=present) - what runs the engines, for example C({kind: native, packages: [...], image_refs: {}})."
     type: dict
     default: {}
+  runtime_role:
+    description:
+      - Handled on the controller by the action plugin of the same name, never sent to the host. True - the runtime
+        role's decisions for the host (M(launchcard.inference.runtime_settings)), read from the play's variables
+        (the role's defaults, which C(playbooks/deploy.yml) and C(upgrade.yml) import) - with O(state=present) and
+        O(runtime) unset, O(runtime) is the runtime the role applies (its kind, native packages, pinned images and
+        container setup digest); with O(state=read), RV(runtime_needed) says whether the role has anything to do.
+    type: bool
+    default: false
   release_lock:
     description:
       - "Release this run's run locks in the same call, after the record is written: C({run_id, paths: [{path,
@@ -103,6 +112,10 @@ drift:
   returned: always
   type: list
   elements: str
+runtime_needed:
+  description: With O(runtime_role) and O(state=read) - whether the runtime role has anything to do on the host.
+  returned: with O(runtime_role) and O(state=read)
+  type: bool
 lock:
   description:
     - With O(release_lock) - C(released) (the paths this run held and released), C(held_by) (C(<path> held by
@@ -140,6 +153,8 @@ def main():
             instances=dict(type="list", elements="dict", default=[]),
             runtime=dict(type="dict", default={}),
             release_lock=dict(type="dict"),
+            # the action plugin's (never reaches the host): documented with the module
+            runtime_role=dict(type="bool", default=False),
         ),
         supports_check_mode=True,
     )

@@ -450,7 +450,7 @@ recorded_runtime_setup:
   description:
     - With O(record), the record's C(runtime.setup) - the digest of what the C(launchcard.inference.runtime) role's
       container steps applied on the host (engine package, registry mirrors, keyring setting, pinned images). A
-      deploy skips those steps while it equals the role's C(runtime_setup_digest). Null without O(record), without
+      deploy skips those steps while it equals the C(setup) of M(launchcard.inference.runtime_settings). Null without O(record), without
       a record, for a native runtime, when the record does not parse, or when the engine's store lacks an image the
       record names (RV(recorded_images_missing)).
   returned: always

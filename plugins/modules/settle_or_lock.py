@@ -15,7 +15,8 @@ description:
   - Lists the setup steps the deploy runs on the host before its units (RV(setup_parts)), from its preflight
     call's verdict (O(preflight)) - the accelerator stack of the vendor it found (O(stack_roles), unless
     O(install_stack) is false; then preflight again on a host that was bare), the model weights on a host that runs
-    an engine where preflight did not find them staged, the runtime (O(runtime)) and the units' setup (the
+    an engine where preflight did not find them staged, the runtime (where the C(launchcard.inference.runtime) role
+    has something to do, as M(launchcard.inference.runtime_settings) decides it) and the units' setup (the
     C(launchcard.inference.units) role's engines' user, weights directory and readiness helper where the preflight
     call did not find them in place, or a C(--limit) run's moved peers to check), each only where the run's
     C(--tags)/C(--skip-tags) select its tag (C(stack), C(weights), C(runtime), C(units)).
@@ -47,10 +48,6 @@ options:
     description: Install the accelerator stack where preflight found it missing (C(launchcard_install_accelerator_stack)).
     type: bool
     default: true
-  runtime:
-    description: The runtime role has something to do on the host (its C(runtime_needed)).
-    type: bool
-    default: false
 seealso:
   - module: launchcard.inference.deploy_fleet
   - module: launchcard.inference.run_lock
@@ -76,7 +73,6 @@ EXAMPLES = r"""
     preflight: "{{ preflight_result | default({}) }}"
     host_plan: "{{ launchcard_host_plan }}"
     stack_roles: {nvidia: nvidia, amd: rocm, ascend: ascend}
-    runtime: "{{ runtime_needed | bool }}"
   register: launchcard_host_step
 
 - name: Converge, or return the settled reading without a round trip

@@ -290,7 +290,7 @@ def setup_parts(preflight, host_plan, stack_roles, run_tags=("all",), skip_tags=
     :param run_tags: the run's ``--tags`` (``ansible_run_tags``; ``["all"]`` without them).
     :param skip_tags: the run's ``--skip-tags`` (``ansible_skip_tags``).
     :param install_stack: False when the hosts' stack is provisioned another way.
-    :param runtime: the runtime role has something to do on the host (its ``runtime_needed``: the native
+    :param runtime: the runtime role has something to do on the host (``_runtime_host.RuntimeHost.needed``: the native
         requirements stamp or the container setup digest is not the one the preflight call read).
     :param units_prepare: the units role's ``prepare.yml`` has something to do (``_units_host.UnitsHost.prepare_needed``:
         the engines' user, weights directory or readiness helper not in place, or a --limit run's moved peers).

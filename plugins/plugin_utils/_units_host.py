@@ -17,6 +17,7 @@ from ansible.module_utils.parsing.convert_bool import boolean
 
 from ansible_collections.launchcard.inference.plugins.plugin_utils import _play_vars as play_vars
 from ansible_collections.launchcard.inference.plugins.plugin_utils import _report as report
+from ansible_collections.launchcard.inference.plugins.plugin_utils._runtime_host import RuntimeHost
 from ansible_collections.launchcard.inference.plugins.plugin_utils import _textfile as textfile
 from ansible_collections.launchcard.inference.plugins.plugin_utils import _unit_options as unit_options
 from ansible_collections.launchcard.inference.plugins.plugin_utils import _unit_times as unit_times
@@ -80,6 +81,20 @@ class UnitsHost(object):
         return units_gate.reads(self.host_plan, self.plan, self.host, hostvars[self.host] if self.host in hostvars else {},
                                 self.flag("units_hf_token_remove"), self.gates)
 
+    def record(self):
+        """What the host's record names once its gate passed (``units_record``: the card, the instances and the locks
+        to release; null: nothing recorded), with the runtime the runtime role applied
+        (:meth:`._runtime_host.RuntimeHost.record`) where the play gives none.
+
+        :raises ValueError: see :meth:`._runtime_host.RuntimeHost.record`.
+        """
+        if "record" not in self._cache:
+            record = self.var("units_record")
+            if record is not None and record.get("runtime") is None:
+                record = dict(record, runtime=RuntimeHost(self._templar, self._vars).record())
+            self._cache["record"] = record
+        return self._cache["record"]
+
     def settled(self):
         """The converge result of a host where the units role's converge would change nothing (:func:`._units_gate.settled`
         of the preflight call's reading, ``units_found``, against the unit files the converge writes and the record its
@@ -91,7 +106,7 @@ class UnitsHost(object):
         if not found or self.var("units_state") != "started":
             return None
         files = units.host_units(self.host_plan or {}, self.settings["options"])
-        return units_gate.settled(found, files, self.var("units_allowed_dropins"), self.var("units_record"))
+        return units_gate.settled(found, files, self.var("units_allowed_dropins"), self.record())
 
     def setup_needed(self):
         """Whether ``tasks/prepare.yml``'s setup steps have anything to do (``tasks/prepare.yml``'s ``setup.needed``):
@@ -164,7 +179,7 @@ class UnitsHost(object):
                 "textfile": {"instances": textfile.instances(self.plan, self.host)}}
         if state == "started" and host_plan is not None:
             args["health"] = units_gate.gate_first(host_plan, None, self.host, self.gate_timeout(),
-                                                   self.var("units_health_interval_s"), self.var("units_record"), self.gates)
+                                                   self.var("units_health_interval_s"), self.record(), self.gates)
         return args
 
     def gate_stage(self, stage, check_mode=False):
@@ -203,7 +218,7 @@ class UnitsHost(object):
         if then_gated and found["peers_settled"]:
             return {"skip_reason": "the converge call gated these endpoints and their peers stayed as they were"}
         out = {"endpoints": found["endpoints"], "timeout": self.gate_timeout(), "interval": self.var("units_health_interval_s")}
-        record = units_gate.record_now(self.var("units_record"), converge)
+        record = units_gate.record_now(self.record(), converge)
         if record is not None:
             out["record"] = record
         return out

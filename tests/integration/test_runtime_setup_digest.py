@@ -1,8 +1,8 @@
 # -*- coding: utf-8 -*-
 # Copyright: (c) 2026, launchcard.inference contributors
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""roles/runtime's setup digest (runtime_setup_digest, kept in each host's record) as ansible-playbook evaluates
-the role's defaults: a rotated registry password changes it, so the container steps run again and rewrite the
+"""roles/runtime's setup digest (runtime_settings' setup, kept in each host's record) as ansible-playbook gets it
+from the role's defaults: a rotated registry password changes it, so the container steps run again and rewrite the
 auth file; the same credentials keep it, so a no-op run skips them; neither it nor the output shows the password."""
 
 from __future__ import annotations
@@ -23,9 +23,12 @@ PLAY = '''
     - name: The runtime role's defaults
       ansible.builtin.include_vars:
         file: %s
+    - name: Decide what the runtime steps do
+      launchcard.inference.runtime_settings:
+      register: runtime_settings
     - name: Show each host's setup digest
       ansible.builtin.debug:
-        msg: "DIGEST {{ inventory_hostname }} {{ runtime_setup_digest }}"
+        msg: "DIGEST {{ inventory_hostname }} {{ runtime_settings.setup }}"
 ''' % os.path.join(ROOT, "roles", "runtime", "defaults", "main.yml")
 
 

@@ -3,10 +3,11 @@
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 """A no-op upgrade.yml skips the runtime and weights roles as a no-op deploy.yml does (issue 27).
 
-The playbooks' own expressions are rendered here (Jinja's native types, the collection's filters by name): the
-runtime role's ``runtime_needed`` from what each playbook passes it of the preflight call, and upgrade.yml's
-``upgrade_setup_parts``, the one list its setup loop includes, from the fleet step's lists
-(plugin_utils/_upgrade_fleet.py). The e2e case: tests/e2e/test_upgrade_sandbox.py ``test_rerun_changes_nothing``.
+Whether the runtime role has anything to do is its decision in Python (plugin_utils/_runtime_host.py), over the role's
+defaults and what each playbook passes it of the preflight call, both rendered by Ansible's own templar; upgrade.yml's
+``upgrade_setup_parts``, the one list its setup loop includes, is rendered here (Jinja's native types) from the fleet
+step's lists (plugin_utils/_upgrade_fleet.py) and that decision, as host_state's action returns it.
+The e2e case: tests/e2e/test_upgrade_sandbox.py ``test_rerun_changes_nothing``.
 """
 
 from __future__ import annotations
@@ -19,15 +20,17 @@ from jinja2 import pass_context
 from jinja2.nativetypes import NativeEnvironment
 
 from ansible.module_utils.parsing.convert_bool import boolean
+from ansible.parsing.dataloader import DataLoader
+from ansible.template import Templar, trust_as_template
 from ansible_collections.launchcard.inference.plugins.lookup import host_entry
+from ansible_collections.launchcard.inference.plugins.plugin_utils._runtime_host import RuntimeHost
 from ansible_collections.launchcard.inference.plugins.plugin_utils._upgrade_fleet import host_data
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-DIGEST, STAMP = "3f786850e387550fdab836ed7e6dc881de23001b", "5f0c2d1e9b8a7c6d5e4f3a2b1c0d9e8f7a6b5c4d"
-ENGINE_HOST = {"instances": [{"role": "aggregated", "unit": "launchcard-x.service"}]}
-# the preflight call's read of a host that runs what this run would apply
-NOOP = {"stack_vendor": "none", "weights_staged": True, "recorded_runtime_setup": DIGEST,
-        "native_stamps": [".launchcard-" + STAMP]}
+ENGINE_HOST = {"instances": [{"role": "aggregated", "unit": "launchcard-x.service", "engine": "vllm",
+                              "image": "docker.io/vllm/vllm-openai:v0.32.0"}]}
+# the preflight call's read of a host that runs what this run would apply (its digest and stamp: _noop below)
+NOOP = {"stack_vendor": "none", "weights_staged": True}
 
 ENV = NativeEnvironment()
 ENV.filters["bool"] = lambda value: boolean(value, strict=False)
@@ -71,48 +74,64 @@ def _tasks(tasks):
             yield from _tasks(task.get(key))
 
 
-def _runtime_vars(playbook, kind, preflight):
-    """The runtime role's defaults under ``playbook``'s play variables (which outrank them), rendered for one host."""
-    defaults, play = _load("roles/runtime/defaults/main.yml"), _play_vars(playbook)
-    variables = {"launchcard_plan": {"hosts": {"h": ENGINE_HOST}}, "inventory_hostname": "h",
-                 "preflight_result": preflight,
-                 "runtime_kind": kind, "runtime_native_stamp": STAMP, "runtime_setup_digest": DIGEST,
-                 "ansible_run_tags": ["all"], "ansible_skip_tags": [],
-                 # native.yml's stat, where no stamps were read: none there
-                 "runtime_native_stamp_stat": {"stat": {"exists": False}}}
-    variables["launchcard_host_plan"] = _render(play["launchcard_host_plan"], variables)
-    for name in ("runtime_host_plan", "runtime_native_stamps_found", "runtime_setup_recorded", "runtime_native_installed", "runtime_needed"):
-        variables[name] = _render(play.get(name, defaults[name]), variables)
-    return variables, play
+def _trusted(value):
+    """A value as Ansible loads it from the collection's YAML: its strings are templates it may render."""
+    if isinstance(value, str):
+        return trust_as_template(value)
+    if isinstance(value, dict):
+        return dict((k, _trusted(v)) for k, v in value.items())
+    return [_trusted(v) for v in value] if isinstance(value, list) else value
+
+
+def _runtime(playbook, kind, preflight):
+    """The runtime role's decisions on one host, its defaults under ``playbook``'s play variables (which outrank
+    them), rendered by Ansible's templar as the action plugins render them."""
+    variables = _trusted(_load("roles/runtime/defaults/main.yml"))
+    variables.update(_trusted(_play_vars(playbook)))
+    plan = {"hosts": {"h": ENGINE_HOST}}
+    variables.update(launchcard_plan=plan, inventory_hostname="h", preflight_result=preflight, runtime_kind=kind,
+                     hostvars={"h": {"launchcard_plan": plan, "preflight_result": preflight}},
+                     # the pinned images (tasks/pin-images.yml): the host's one image by digest
+                     runtime_host_images=["docker.io/vllm/vllm-openai@sha256:" + "a" * 64])
+    return RuntimeHost(Templar(loader=DataLoader(), variables=variables), variables)
+
+
+def _noop(kind):
+    """NOOP with the digest and stamp this run applies, as a host that runs it has them in its record and venv."""
+    here = _runtime("playbooks/deploy.yml", kind, {})
+    return dict(NOOP, recorded_runtime_setup=here.setup_digest(), native_stamps=[".launchcard-" + here.native_stamp()])
 
 
 @pytest.mark.parametrize("playbook", ["playbooks/deploy.yml", "playbooks/upgrade.yml"])
 @pytest.mark.parametrize("kind", ["docker", "podman", "native"])
 def test_a_host_that_runs_this_runs_setup_needs_no_runtime_step(playbook, kind):
-    variables, dummy = _runtime_vars(playbook, kind, NOOP)
-    assert variables["runtime_needed"] is False
+    assert _runtime(playbook, kind, _noop(kind)).needed() is False
 
 
 @pytest.mark.parametrize("playbook", ["playbooks/deploy.yml", "playbooks/upgrade.yml"])
-@pytest.mark.parametrize("kind, preflight", [
-    ("docker", dict(NOOP, recorded_runtime_setup="0" * 40)),  # a new image digest, mirror, engine package...
-    ("podman", dict(NOOP, recorded_runtime_setup=None)),  # no record, or an image it names gone from the store
-    ("native", dict(NOOP, native_stamps=[])),  # other requirements
-    ("docker", {}),  # preflight did not run
+@pytest.mark.parametrize("kind, differs", [
+    ("docker", {"recorded_runtime_setup": "0" * 40}),  # a new image digest, mirror, engine package...
+    ("podman", {"recorded_runtime_setup": None}),  # no record, or an image it names gone from the store
+    ("native", {"native_stamps": []}),  # other requirements
+    ("docker", None),  # preflight did not run
 ])
-def test_a_host_whose_runtime_differs_runs_it(playbook, kind, preflight):
-    variables, dummy = _runtime_vars(playbook, kind, preflight)
-    assert variables["runtime_needed"] is True
+def test_a_host_whose_runtime_differs_runs_it(playbook, kind, differs):
+    preflight = {} if differs is None else dict(_noop(kind), **differs)
+    assert _runtime(playbook, kind, preflight).needed() is True
 
 
-@pytest.mark.parametrize("preflight, expected", [
-    (NOOP, []),
-    (dict(NOOP, weights_staged=False), ["weights"]),  # a new revision: staged before any engine stops
-    (dict(NOOP, recorded_runtime_setup="0" * 40), ["runtime"]),
-    ({}, ["weights", "runtime"]),
+@pytest.mark.parametrize("differs, expected", [
+    ({}, []),
+    ({"weights_staged": False}, ["weights"]),  # a new revision: staged before any engine stops
+    ({"recorded_runtime_setup": "0" * 40}, ["runtime"]),
+    (None, ["weights", "runtime"]),
 ])
-def test_a_no_op_upgrade_includes_neither_the_runtime_nor_the_weights(preflight, expected):
-    variables, play = _runtime_vars("playbooks/upgrade.yml", "docker", preflight)
+def test_a_no_op_upgrade_includes_neither_the_runtime_nor_the_weights(differs, expected):
+    preflight = {} if differs is None else dict(_noop("docker"), **differs)
+    play = _play_vars("playbooks/upgrade.yml")
+    # what the read of each host's record returns (host_state's action, runtime_role: true)
+    variables = {"upgrade_current": {"runtime_needed": _runtime("playbooks/upgrade.yml", "docker", preflight).needed()},
+                 "inventory_hostname": "h"}
     # the fleet step's share for this host (upgrade_fleet registered, run once), from its preflight call
     cards = {"c": {"model": {"repo": "org/model", "revision": "1" * 40}}}
     step = host_data({"hosts": {"h": dict(ENGINE_HOST, card="c")}}, cards, {"h": {"preflight_result": preflight}}, "h",

@@ -46,6 +46,8 @@ def reading(monkeypatch):
     # whether the units role's setup has anything to do: the task variable units_prepare_needed here
     monkeypatch.setattr(host_action.units_host.UnitsHost, "prepare_needed",
                         lambda self: bool(self._vars.get("units_prepare_needed")))
+    # and whether the runtime role has anything to do: runtime_needed (RuntimeHost's own: test_runtime_host)
+    monkeypatch.setattr(host_action.RuntimeHost, "needed", lambda self: bool(self._vars.get("runtime_needed")))
     return reads
 
 
@@ -89,9 +91,10 @@ def test_a_host_with_deferred_locks_no_setup_and_a_settled_reading_is_left_as_it
 
 def test_a_host_with_a_setup_step_or_no_reading_takes_its_host_lock_only():
     plan = {"hosts": {"pre": {"card": "c"}}}
-    for parts, reading, flags in ((["runtime"], SETTLED, {"runtime": True}), ([], None, {})):
-        tv = {"inventory_hostname": "pre", "units_settled": reading, "launchcard_run": RUN, "launchcard_plan": plan}
-        out, action, dummy = host_run(host_args([HOST, FLEET], **flags), tv)
+    for parts, reading, needed in ((["runtime"], SETTLED, True), ([], None, False)):
+        tv = {"inventory_hostname": "pre", "units_settled": reading, "launchcard_run": RUN, "launchcard_plan": plan,
+              "runtime_needed": needed}
+        out, action, dummy = host_run(host_args([HOST, FLEET]), tv)
         assert out["settled"] is None and out["setup_parts"] == parts and out["locks"] == LOCKED["locks"]
         kw = action._execute_module.call_args.kwargs
         assert kw["module_name"] == "launchcard.inference.run_lock"
@@ -201,8 +204,8 @@ def test_upgrade_s_read_of_the_records_gives_the_same_lines():
 
 def test_the_host_step_lists_the_setup_parts_preflight_found_missing_picked_by_the_run_s_tags():
     tv = {"inventory_hostname": "pre", "units_settled": SETTLED, "launchcard_run": RUN, "launchcard_plan": {}}
-    bare = host_args([HOST], vendor="nvidia", weights_staged=False, runtime=True)
-    tv = dict(tv, units_prepare_needed=True)
+    bare = host_args([HOST], vendor="nvidia", weights_staged=False)
+    tv = dict(tv, units_prepare_needed=True, runtime_needed=True)
     out, dummy, dummy = host_run(bare, tv)
     assert out["setup_parts"] == ["nvidia", "weights", "runtime", "units"] and out["settled"] is None and out["locks"]
     out, dummy, dummy = host_run(bare, dict(tv, ansible_run_tags=["units", "weights"], ansible_skip_tags=["weights"]))

@@ -27,6 +27,7 @@ from ansible_collections.launchcard.inference.plugins.plugin_utils import _units
 from ansible_collections.launchcard.inference.plugins.plugin_utils import _units_gate as units_gate
 from ansible_collections.launchcard.inference.plugins.plugin_utils._card import load_card
 from ansible_collections.launchcard.inference.plugins.plugin_utils._planner import normalize_placement, plan
+from ansible_collections.launchcard.inference.plugins.plugin_utils._runtime_host import RuntimeHost
 from ansible_collections.launchcard.inference.plugins.plugin_utils._units_host import UnitsHost
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", "..", ".."))
@@ -108,7 +109,9 @@ def test_from_plan_sends_the_units_secrets_gate_and_textfile_facts_the_role_vari
     assert args["health"] == {"endpoints": report.gate_endpoints(None, "router-0", "first", table=gates),
                               "then": report.gate_endpoints(None, "router-0", "then", table=gates),
                               "timeout": unit_times.gate_timeout(hp, opts), "interval": 2.0,
-                              "record": {"card": {}, "instances": []}}
+                              # with the runtime the runtime role applied (the play gives none)
+                              "record": {"card": {}, "instances": [], "runtime": RuntimeHost(None, tv).record()}}
+    assert args["health"]["record"]["runtime"]["kind"] == "docker"
     assert [e["name"] for e in args["health"]["then"]] == [UNIT % "router"] and args["health"]["endpoints"] == []
     # only this host's variables were merged (the fleet's gate table given, no other host is read)
     assert tv["hostvars"].read == ["router-0"]
@@ -201,7 +204,7 @@ def test_the_second_stage_reads_only_its_peers_and_blocks_an_endpoint_whose_peer
     # the prefill and decode hosts, and its own for its unit options (the gate's timeout), no other
     assert sorted(tv["hostvars"].read) == ["gpu-004", "gpu-005", "router-0"]
     # the converge did not record (its second stage was not gated): this call carries the record
-    assert sent(plugin)["record"] == {"card": {"repo": "r"}}
+    assert sent(plugin)["record"] == {"card": {"repo": "r"}, "runtime": RuntimeHost(None, tv).record()}
 
 
 def test_the_second_stage_is_skipped_where_the_converge_s_probe_stands_for_it(fleet):

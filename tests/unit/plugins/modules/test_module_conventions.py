@@ -31,7 +31,7 @@ DIFF_MODE = dict(dict.fromkeys(MODULES, "N/A"), systemd_units="full", render_fle
                  gpu_exporter_unit="full", container_conf="full", peer_receive="full")
 PLATFORMS = dict(dict.fromkeys(MODULES, "posix"), launch_card="all", render_fleet="all", resolve_images="all",
                  run_lock_status="all", validate_role_vars="all", units_summary="all", upgrade_fleet="all",
-                 reboot_batches="all", reboot_drains="all", weights_plan="all", deploy_fleet="all")
+                 reboot_batches="all", reboot_drains="all", weights_plan="all", deploy_fleet="all", runtime_settings="all")
 
 
 @pytest.fixture(scope="module")
