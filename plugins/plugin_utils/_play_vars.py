@@ -1,11 +1,12 @@
 # -*- coding: utf-8 -*-
 # Copyright: (c) 2026, launchcard.inference contributors
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""Reading a play's variables as stored, for the collection's lookups (controller side)."""
+"""Reading a play's variables as stored, for the collection's lookups and action plugins (controller side)."""
 
 from __future__ import annotations
 
 from ansible.errors import AnsibleLookupError
+from ansible.module_utils.parsing.convert_bool import boolean
 
 
 def check_options(lookup, kwargs, allowed):
@@ -25,3 +26,32 @@ def stored(templar, value):
 def variable(templar, variables, name):
     """The variable ``name`` of ``variables`` (null when undefined), its template rendered."""
     return stored(templar, variables.get(name)) if variables else None
+
+
+class HostView(object):
+    """One host's variables as the task running there sees them, each rendered once, only when read:
+    ``HostView(self._templar, task_vars)`` (the roles' views, ``_units_host.UnitsHost``, ``_runtime_host.RuntimeHost``)."""
+
+    def __init__(self, templar, task_vars):
+        self._templar, self._vars = templar, task_vars or {}
+        self.host = self._vars.get("inventory_hostname")
+        self._cache = {}
+
+    def var(self, name):
+        """A variable of the task (a role default or play variable rendered), null when undefined."""
+        if name not in self._cache:
+            self._cache[name] = variable(self._templar, self._vars, name)
+        return self._cache[name]
+
+    def flag(self, name):
+        """A variable read as Jinja's ``bool`` filter reads it."""
+        return boolean(self.var(name), strict=False)
+
+    @property
+    def plan(self):
+        return self.var("launchcard_plan") or {}
+
+    @property
+    def host_plan(self):
+        """This host's share of the plan, None when it gives the host nothing."""
+        return (self.plan.get("hosts") or {}).get(self.host)

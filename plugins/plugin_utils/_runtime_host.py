@@ -14,8 +14,6 @@ from __future__ import annotations
 import hashlib
 import json
 
-from ansible.module_utils.parsing.convert_bool import boolean
-
 from ansible_collections.launchcard.inference.plugins.plugin_utils import _images as images
 from ansible_collections.launchcard.inference.plugins.plugin_utils import _play_vars as play_vars
 from ansible_collections.launchcard.inference.plugins.plugin_utils import _unit_options as unit_options
@@ -31,28 +29,12 @@ def digest(values):
     return hashlib.sha1(json.dumps(values).encode("utf-8")).hexdigest()
 
 
-class RuntimeHost(object):
+class RuntimeHost(play_vars.HostView):
     """One host's view, for the task running there: ``RuntimeHost(self._templar, task_vars)``."""
-
-    def __init__(self, templar, task_vars):
-        self._templar, self._vars = templar, task_vars or {}
-        self.host = self._vars.get("inventory_hostname")
-        self._cache = {}
-
-    def var(self, name):
-        """A variable of the task (a role default or play variable rendered), null when undefined."""
-        if name not in self._cache:
-            self._cache[name] = play_vars.variable(self._templar, self._vars, name)
-        return self._cache[name]
 
     @property
     def kind(self):
         return self.var("runtime_kind") or "docker"
-
-    @property
-    def host_plan(self):
-        """This host's share of the plan, None when it gives the host nothing."""
-        return ((self.var("launchcard_plan") or {}).get("hosts") or {}).get(self.host)
 
     def native_install(self):
         """What the role installs into the native virtualenv, ``{packages, pip_args, lock}``: the role's own
@@ -99,8 +81,8 @@ class RuntimeHost(object):
         if self.kind == NATIVE:
             return None
         mirrors = self.var("runtime_registry_mirrors") or {}
-        values = [self.kind, self.var("runtime_engine_package"), mirrors, boolean(self.var("runtime_podman_keyring"), strict=False),
-                  self.var("runtime_podman_conf_dir"), boolean(self.var("runtime_pull_images"), strict=False),
+        values = [self.kind, self.var("runtime_engine_package"), mirrors, self.flag("runtime_podman_keyring"),
+                  self.var("runtime_podman_conf_dir"), self.flag("runtime_pull_images"),
                   sorted(self.var("runtime_host_images") or [])]
         credentials = self.var("runtime_registry_credentials") or {}
         if credentials:

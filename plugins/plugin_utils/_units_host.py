@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import hashlib
 
-from ansible.module_utils.parsing.convert_bool import boolean
 
 from ansible_collections.launchcard.inference.plugins.plugin_utils import _play_vars as play_vars
 from ansible_collections.launchcard.inference.plugins.plugin_utils import _report as report
@@ -25,32 +24,8 @@ from ansible_collections.launchcard.inference.plugins.plugin_utils import _units
 from ansible_collections.launchcard.inference.plugins.plugin_utils import _units_gate as units_gate
 
 
-class UnitsHost(object):
+class UnitsHost(play_vars.HostView):
     """One host's view, for the task running there: ``UnitsHost(self._templar, task_vars)``."""
-
-    def __init__(self, templar, task_vars):
-        self._templar, self._vars = templar, task_vars or {}
-        self.host = self._vars.get("inventory_hostname")
-        self._cache = {}
-
-    def var(self, name):
-        """A variable of the task (a role default or play variable rendered), null when undefined."""
-        if name not in self._cache:
-            self._cache[name] = play_vars.variable(self._templar, self._vars, name)
-        return self._cache[name]
-
-    def flag(self, name):
-        """A variable read as Jinja's ``bool`` filter reads it."""
-        return boolean(self.var(name), strict=False)
-
-    @property
-    def plan(self):
-        return self.var("launchcard_plan") or {}
-
-    @property
-    def host_plan(self):
-        """This host's share of the plan, None when it gives the host nothing."""
-        return (self.plan.get("hosts") or {}).get(self.host)
 
     @property
     def gates(self):
