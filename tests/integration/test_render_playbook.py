@@ -274,16 +274,16 @@ SANDBOX_FACTS = """{{ {'facts': {
 
 
 def units_role_playbook(path, out):
-    """A playbook that evaluates the units role's own converge input (the unit files its converge writes,
-    units_converge_units of roles/units/vars/main.yml, which the systemd_units action plugin's from_plan builds
-    alike: tests/unit/plugins/action/test_units_role_actions.py) for every host, with the facts the sandbox hosts
-    report, and writes each unit where render.yml would. Contacts no host."""
+    """A playbook that evaluates the units role's own converge input (the unit files its converge writes: the public
+    host_units filter under the role's units_settings, as the systemd_units action plugin's from_plan builds them:
+    tests/unit/plugins/action/test_units_role_actions.py) for every host, with the facts the sandbox hosts report,
+    and writes each unit where render.yml would. Contacts no host."""
     with open(os.path.join(ROOT, "roles", "units", "tasks", "converge.yml")) as f:
         converge = next(t for t in yaml.safe_load(f) if "launchcard.inference.systemd_units" in t)
     assert converge["launchcard.inference.systemd_units"]["from_plan"] is True
     with open(os.path.join(ROOT, "roles", "units", "vars", "main.yml")) as f:
         task_vars = dict(yaml.safe_load(f) or {})  # units_settings: the one options builder
-    task_vars["units_role_files"] = "{{ units_converge_units }}"
+    task_vars["units_role_files"] = "{{ (units_host_plan or {}) | launchcard.inference.host_units(units_settings.options) }}"
     playbook = [{
         "name": "What the units role would converge", "hosts": "all", "gather_facts": False,
         "tasks": [
