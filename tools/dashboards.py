@@ -264,16 +264,20 @@ def parse_args(argv):
 def main(argv):
     args = parse_args(argv)
     if args.query is not None:
-        rc = 0
-        for name in sorted(files()):
+        rc, empty, total, names = 0, 0, 0, sorted(files())
+        for name in names:
             with open(os.path.join(OUT_DIR, name)) as f:
                 board = json.load(f)
+            total += len(dashboard_queries(board))
             for where, query, why in empty_queries(args.query, board):
                 # an annotation marks events (an upgrade): none in the range is no fault of the query
                 event = where.startswith("annotation ") and why.startswith("no data")
-                rc = rc if event else 1
+                rc, empty = (rc, empty) if event else (1, empty + 1)
                 print("%s%s: %s: %s%s\n    %s" % ("note: " if event else "", name, where, why,
                                                   " (no events in the last hour)" if event else "", query))
+        # a run that finds nothing wrong still says what it ran
+        print("%s: %d of %d queries of %s returned no data" % (args.query, empty, total, ", ".join(names))
+              if empty else "%s: every query of %s returned data" % (args.query, ", ".join(names)))
         return rc
     rc = 0
     os.makedirs(OUT_DIR, exist_ok=True)

@@ -128,8 +128,12 @@ def test_query_reports_an_annotation_without_events_as_a_note(monkeypatch, capsy
     found = [("annotation Upgrades", "changes(x[5m]) > 0", "no data")]
     monkeypatch.setattr(dashboards, "empty_queries", lambda url, board: list(found))
     assert dashboards.main(["--query", "http://prometheus:9090"]) == 0
-    assert capsys.readouterr().out.startswith("note: launchcard-fleet.json: annotation Upgrades: no data")
+    out = capsys.readouterr().out
+    assert out.startswith("note: launchcard-fleet.json: annotation Upgrades: no data")
+    assert out.endswith("http://prometheus:9090: every query of launchcard-fleet.json returned data\n")
     found.append(("Engines / Requests / all", "rate(y[5m])", "no data"))
     assert dashboards.main(["--query", "http://prometheus:9090"]) == 1
+    assert capsys.readouterr().out.endswith("http://prometheus:9090: 1 of %d queries of launchcard-fleet.json returned "
+                                            "no data\n" % len(dashboards.dashboard_queries(json.loads(dashboards.files()["launchcard-fleet.json"]))))
     found[:] = [("annotation Upgrades", "changes(x[5m]) > 0", "error: bad_data")]
     assert dashboards.main(["--query", "http://prometheus:9090"]) == 1
