@@ -120,7 +120,7 @@ def drift_warnings(image_refs, held):
 
 
 def argv_checks(plan, image_refs, host_vars, results, hosts, native_python, pull=False):
-    """The plan's distinct argv checks this run needs, of the argv each host's units run (its unit options: e.g.
+    """The plan's distinct argv checks this run needs on ``hosts``, of the argv each host's units run (its unit options: e.g.
     vLLM's ``--shutdown-timeout``), each on one host that holds its image or, with ``pull``, that pulls it
     (plugin_utils._argv_check); an argv and image every host's record names already is not checked.
 
@@ -148,8 +148,10 @@ def argv_checks(plan, image_refs, host_vars, results, hosts, native_python, pull
     # a native host's virtualenv is there once the runtime role stamped an install in it (preflight's native_stamps)
     pythons = dict((h, native_python) for h in hosts if runtimes[h] == "native"
                    and (results.get(h) or {}).get("native_stamps") != [])
-    return argv_check.argv_checks(plan, image_refs or {}, runtimes, pythons, in_place, options, engines, recorded,
-                                  bool(pull), run_args, containers_conf)
+    # only this run's hosts: one outside a --limit run is not changed by it, and this run read nothing of it
+    ours = dict((h, hp) for h, hp in ((plan or {}).get("hosts") or {}).items() if h in hosts)
+    return argv_check.argv_checks(dict(plan or {}, hosts=ours), image_refs or {}, runtimes, pythons, in_place, options,
+                                  engines, recorded, bool(pull), run_args, containers_conf)
 
 
 def argv_report(checks, argv_results, cards):

@@ -19,6 +19,8 @@ import collections
 import json
 import re
 
+from ansible_collections.launchcard.inference.plugins.plugin_utils._card_issues import near
+
 RUNTIMES = ("docker", "podman", "native")
 VENDORS = ("nvidia", "amd", "ascend", "none")
 # podman-run(1) --cgroups=MODE
@@ -346,7 +348,9 @@ def value(key, raw):
     var = opt.variable or key
     out = coerce(opt.kind, raw, var, opt.minimum, opt.maximum)
     if opt.choices is not None and out not in opt.choices:
-        raise OptionError("%s must be one of %s, found %r" % (var, ", ".join(opt.choices), out))
+        guess = near(out, opt.choices) if isinstance(out, str) else None
+        hint = "; did you mean %r?" % guess if guess else ""
+        raise OptionError("%s must be one of %s, found %r%s" % (var, ", ".join(opt.choices), out, hint))
     return out
 
 

@@ -159,7 +159,7 @@ class UnitsHost(play_vars.HostView):
 
     def gate_stage(self, stage, check_mode=False):
         """``http_health``'s options for a stage of the units role's gate on this host, or ``{"skip_reason": ...}``
-        where it has nothing to gate.
+        where it has nothing to gate. Its results are written into ``launchcard.prom`` (``textfile``).
 
         ``first`` (``--tags health``, no converge in the run): the engines that name no peer. ``then``: those that
         answer through their peers, less those whose peers' results this run stand for them
@@ -175,7 +175,8 @@ class UnitsHost(play_vars.HostView):
             endpoints = report.gate_endpoints(None, self.host, "first", table=self.gates)
             if not endpoints:
                 return {"skip_reason": "no endpoint of this host names no peer"}
-            return {"endpoints": endpoints, "timeout": self.gate_timeout(), "interval": self.var("units_health_interval_s")}
+            return {"endpoints": endpoints, "timeout": self.gate_timeout(), "interval": self.var("units_health_interval_s"),
+                    "textfile": {}}
         if not report.gate_endpoints(None, self.host, "then", table=self.gates):
             return {"skip_reason": "no endpoint of this host answers through its peers"}
         converge = self._vars.get(units_gate.CONVERGE_RESULT)
@@ -192,7 +193,9 @@ class UnitsHost(play_vars.HostView):
         found = units_gate.host_second_stage(self.host, self.gates, vars_of, check_mode)
         if then_gated and found["peers_settled"]:
             return {"skip_reason": "the converge call gated these endpoints and their peers stayed as they were"}
-        out = {"endpoints": found["endpoints"], "timeout": self.gate_timeout(), "interval": self.var("units_health_interval_s")}
+        # the gate's results go into launchcard.prom (launchcard_gate_passed), as the converge call's first stage's do
+        out = {"endpoints": found["endpoints"], "timeout": self.gate_timeout(), "interval": self.var("units_health_interval_s"),
+               "textfile": {}}
         record = units_gate.record_now(self.record(), converge)
         if record is not None:
             out["record"] = record

@@ -114,7 +114,7 @@ def fleet():
     try:
         assert up.returncode == 0, up.stdout[-3000:] + up.stderr[-3000:]
         # node exporter's textfile directory, as its package ships it (monitoring.yml is not this fleet's subject)
-        for address in WORKERS.values():
+        for address in list(WORKERS.values()) + [ROUTER]:
             assert ssh(address, "mkdir -p %s" % TEXTFILE_DIR).returncode == 0, address
         res = playbook("deploy")
         assert res.returncode == 0, res.stdout[-6000:] + res.stderr[-2000:]
@@ -159,6 +159,17 @@ def test_native_engines_run_hardened_as_the_launchcard_user(fleet):
         scores[name] = float(re.search(r"level for \S+: (\d+\.\d)", sec).group(1))
     print("systemd-analyze security on the sandbox:", scores)
     assert all(score <= 3.0 for score in scores.values()), scores
+
+
+def test_the_router_gated_through_its_workers_records_its_gate_result(fleet):
+    """The units role's second gate stage (an endpoint that answers through its peers: the router) writes its result
+    into node exporter's textfile facts, as the converge call's first stage does for the workers."""
+    gate = r'^launchcard_gate_passed\{unit="%s"\} 1$'
+    facts = ssh(ROUTER, "cat %s/launchcard.prom" % TEXTFILE_DIR).stdout
+    assert re.search(gate % r"launchcard-upgrade-tiny-sglang-router-0\.service", facts, re.M), facts
+    for host, address in WORKERS.items():
+        facts = ssh(address, "cat %s/launchcard.prom" % TEXTFILE_DIR).stdout
+        assert re.search(gate % r"launchcard-upgrade-tiny-sglang-aggregated-\d+\.service", facts, re.M), (host, facts)
 
 
 def test_upgrade_under_load_loses_no_request(upgraded):

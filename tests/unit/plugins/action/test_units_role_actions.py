@@ -203,6 +203,8 @@ def test_the_second_stage_reads_only_its_peers_and_blocks_an_endpoint_whose_peer
         "not probed: its peer is not healthy: %s on gpu-005 (x)" % (UNIT % "decode"))
     # the prefill and decode hosts, and its own for its unit options (the gate's timeout), no other
     assert sorted(tv["hostvars"].read) == ["gpu-004", "gpu-005", "router-0"]
+    # its results go into launchcard.prom (launchcard_gate_passed) as the converge's first stage's do
+    assert sent(plugin)["textfile"] == {"directory": textfile.TEXTFILE_DIR}
     # the converge did not record (its second stage was not gated): this call carries the record
     assert sent(plugin)["record"] == {"card": {"repo": "r"}, "runtime": RuntimeHost(None, tv).record()}
 

@@ -167,6 +167,11 @@ def test_the_checks_read_engines_records_and_failed_checks_from_each_hosts_prefl
     done = dict((h, hv(argv={"agg": i[0]["argv"]}, refs={IMG: REF})) for h, i in
                 ((h, PLAN["hosts"][h]["instances"]) for h in PLAN["hosts"]))
     assert _fleet_checks(PLAN, {IMG: REF}, done, ["a", "b", "c"], "/v/bin/python", pull=True) == []
+    # a --limit run on c: only c's argv, with c's reading; a and b are not in the run (their argv are not checked,
+    # nor said to be unchecked)
+    limited = _fleet_checks(PLAN, {IMG: REF}, hostvars, ["c"], "/v/bin/python", pull=True)
+    assert [(c["hosts"], c["host"], c["reason"]) for c in limited] == [(["c"], "c", None)]
+    assert _fleet_checks(PLAN, {IMG: REF}, dict(done, c=hostvars["c"]), ["a"], "/v/bin/python", pull=True) == []
 
 
 def test_a_flag_the_unit_adds_is_checked_until_the_hosts_unit_runs_it():

@@ -70,7 +70,9 @@ def test_a_wrong_value_fails_in_both_entry_points_naming_the_variable(opt):
 
 
 @pytest.mark.parametrize("key,raw,message", [
-    ("runtime", "lxc", "launchcard_runtime must be one of docker, podman, native, found 'lxc'"),
+    ("runtime", "lxc", "launchcard_runtime must be one of docker, podman, native, found 'lxc'$"),
+    # a slip of one of the choices: named
+    ("runtime", "podmn", "launchcard_runtime must be one of docker, podman, native, found 'podmn'; did you mean 'podman'[?]$"),
     ("podman_cgroups", "off", "launchcard_podman_cgroups must be one of enabled, disabled, no-conmon, split"),
     ("start_timeout_s", -1, "launchcard_unit_start_timeout_s must be 0 or more, found -1"),
     ("ascend_devices", [0, -2], r"launchcard_ascend_devices\[1\] must be 0 or more"),
