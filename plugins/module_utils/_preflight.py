@@ -152,11 +152,17 @@ def needs_rdma(inst):
     return bool(inst.get("gpus")) and (inst.get("role") in RDMA_ROLES or int(inst.get("nnodes") or 1) > 1)
 
 
+def disk_need(card):
+    """Bytes the weights' filesystem must hold: the card's ``hardware.min_disk_gib``, but never less than its
+    ``hf.weight_gib`` (the revision is staged whole); None where the card gives neither."""
+    sizes = [b for b in (card["hardware"].get("min_disk_bytes"), card["model"].get("weight_bytes")) if b is not None]
+    return max(sizes) if sizes else None
+
+
 def host_needs(card, host_plan, plan=None, peers=None):
     """Compute what one host needs, from the card model and its plan entry.
 
-    :returns: dict with ``disk_bytes`` (int or None: the card's
-        ``min_disk_gib`` in bytes; None on a host that runs only routers,
+    :returns: dict with ``disk_bytes`` (int or None: :func:`disk_need`; None on a host that runs only routers,
         which load no weights), ``gpus`` (GPUs the placed instances
         need), ``validated_models`` (lower-case ids the placed recipes are
         validated on; empty: none listed), ``weights_per_gpu_mib`` (largest
@@ -219,8 +225,7 @@ def host_needs(card, host_plan, plan=None, peers=None):
             ports.append({"port": int(nixl), "owner": inst["unit"]})
     return {
         # Only engines load weights: a host that runs nothing but routers needs no weights disk.
-        "disk_bytes": card["hardware"].get("min_disk_bytes") if any(
-            i["role"] != "router" for i in host_plan.get("instances", [])) else None,
+        "disk_bytes": disk_need(card) if any(i["role"] != "router" for i in host_plan.get("instances", [])) else None,
         "gpus": sum(i["gpus"] for i in host_plan.get("instances", [])),
         "validated_models": sorted(validated),
         "weights_per_gpu_mib": per_gpu,

@@ -107,6 +107,17 @@ def test_needs_an_fp8_checkpoint_is_not_halved_again():
     assert needs["ports"] == []  # rank 1 is headless
 
 
+@pytest.mark.parametrize("min_disk_gib,weight_gib,want_gib", [(700, 641.3, 700), (100, 641.3, 641.3), (None, 641.3, 641.3),
+                                                           (700, None, 700), (None, None, None)])
+def test_needs_disk_is_never_less_than_the_weights(min_disk_gib, weight_gib, want_gib):
+    doc = json.loads(open(os.path.join(VALID, "01-vllm-multinode-tp16.json")).read())
+    doc["hardware"]["min_disk_gib"], doc["hf"]["weight_gib"] = min_disk_gib, weight_gib
+    card = load_card(json.dumps(doc), "x")
+    p = _plan(card, [("a", "10.0.0.1", ["vllm-aggregated-0"]), ("b", "10.0.0.2", ["vllm-aggregated-0"])])
+    want = None if want_gib is None else int(round(want_gib * GIB))
+    assert host_needs(card, p["hosts"]["a"])["disk_bytes"] == want
+
+
 def test_needs_vllm_nixl_side_channel_ports():
     card = _load(os.path.join(VALID, "03-vllm-pd-nixl.json"))
     p = _plan(card, [("a", "10.0.0.1", ["vllm-aggregated-0", "vllm-aggregated-1"])])
