@@ -96,19 +96,24 @@ def _text(data):
     return data.decode("utf-8", "replace")
 
 
+def for_host(files, host):
+    """The entries of ``files`` for ``host``: those whose ``host`` is it or that name none."""
+    return [f for f in files if f.get("host") in (None, host)]
+
+
 def write(files, check_mode, move):
     """Write ``files`` (``[{path, content}]``), each only where its bytes or mode differ.
 
     :param move: ``move(tmp, path)``, an atomic rename (``AnsibleModule.atomic_move``).
     :returns: ``(changed, results, folders, diff)``: ``results`` one ``{path, action, changed}`` per file, in
         their order, ``action`` one of :data:`CREATED`, :data:`UPDATED`, :data:`MODE`, :data:`UNCHANGED` (in
-        check mode what would be done); ``folders`` the folders made (or that would be); ``diff`` one entry per
+        check mode what would be done); ``folders`` the folders made and the files' folders set to :data:`DIR_MODE` (or that would be); ``diff`` one entry per
         folder made and per changed file, as ``ansible.builtin.file`` and ``ansible.builtin.copy`` give them.
     :raises ValueError: as :func:`check_files`, before anything is written.
     :raises OSError: a path that is not a file, a folder or file that cannot be made or written.
     """
     checked = check_files(files)
-    results, folders, diff = [], [], []
+    results, folders, diff, moded = [], [], [], []
     for path, data in checked:
         new = [f for f in missing_folders(path) if f not in folders]
         for folder in new:
@@ -118,6 +123,14 @@ def write(files, check_mode, move):
                 os.chmod(folder, DIR_MODE)
             diff.append({"before": {"path": folder, "state": "absent"}, "after": {"path": folder, "state": "directory"}})
         folders.extend(new)
+        parent = os.path.dirname(path)
+        # the files' own folder is kept 0755 where it was there already, as the file task before this module did
+        dir_mode = None if parent in folders or parent in moded else stat.S_IMODE(os.stat(parent).st_mode)
+        if dir_mode not in (None, DIR_MODE):
+            if not check_mode:
+                os.chmod(parent, DIR_MODE)
+            diff.append({"before": {"path": parent, "mode": "%04o" % dir_mode}, "after": {"path": parent, "mode": "%04o" % DIR_MODE}})
+            moded.append(parent)
         before, mode = (None, None) if new else read(path)
         if before is None:
             action = CREATED
@@ -137,5 +150,5 @@ def write(files, check_mode, move):
             diff.append({"before_header": path, "before": "" if before is None else _text(before),
                          "after_header": path, "after": _text(data)})
         results.append({"path": path, "action": action, "changed": action != UNCHANGED})
-    changed = bool(folders) or any(r["changed"] for r in results)
-    return changed, results, folders, diff
+    changed = bool(folders) or bool(moded) or any(r["changed"] for r in results)
+    return changed, results, folders + moded, diff

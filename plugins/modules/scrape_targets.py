@@ -14,7 +14,7 @@ description:
   - Writes every file of O(files) on the host in one module call - C(playbooks/tasks/file-sd.yml) gives it the files the
     filter C(launchcard.inference.file_sd_files) makes for one host of C(launchcard_monitoring), so the host gets one
     round trip where a folder task and a copy per file took several each.
-  - A folder above a file that does not exist is made, mode C(0755). A file whose text differs is written to a
+  - A folder above a file that does not exist is made, mode C(0755); a file's own folder that exists is set to C(0755). A file whose text differs is written to a
     temporary file in its own folder and renamed over the old one, so Prometheus never reads half a file; it is left
     mode C(0644), keeping the owner of the file it replaces. A file whose text is the same only gets its mode set
     where that differs, and is not rewritten (its mtime stays).
@@ -35,6 +35,16 @@ options:
         description: The file's whole text, written as UTF-8.
         type: str
         required: true
+      host:
+        description:
+          - The monitoring host the entry is for, as the C(launchcard.inference.file_sd_files) filter names it. With
+            O(host), an entry naming another host is left out.
+        type: str
+  host:
+    description:
+      - Write only the entries of O(files) whose O(files[].host) is this one or that name no host, so a task can pass
+        every monitoring host's files and delegate to each host in turn.
+    type: str
 author:
   - launchcard.inference contributors (@launchcard)
 extends_documentation_fragment:
@@ -73,7 +83,7 @@ files:
   elements: dict
   sample: [{path: /etc/prometheus/file_sd/launchcard-gpus.json, action: unchanged, changed: false}]
 folders:
-  description: The folders made (in check mode, that would be), outermost first.
+  description: The folders made (in check mode, that would be), outermost first, then the files' folders that were there and were set to mode C(0755).
   returned: success
   type: list
   elements: str
@@ -91,12 +101,17 @@ def main():
             files=dict(type="list", elements="dict", required=True, options=dict(
                 path=dict(type="str", required=True),
                 content=dict(type="str", required=True),
+                host=dict(type="str"),
             )),
+            host=dict(type="str"),
         ),
         supports_check_mode=True,
     )
     try:
-        changed, files, folders, diff = scrape_targets.write(module.params["files"], module.check_mode, module.atomic_move)
+        files = module.params["files"]
+        if module.params["host"] is not None:
+            files = scrape_targets.for_host(files, module.params["host"])
+        changed, files, folders, diff = scrape_targets.write(files, module.check_mode, module.atomic_move)
     except ValueError as exc:
         module.fail_json(msg=str(exc))
     except (IOError, OSError) as exc:

@@ -31,6 +31,28 @@ def mode(path):
     return stat.S_IMODE(os.stat(str(path)).st_mode)
 
 
+@pytest.fixture(autouse=True)
+def monitoring_folder(tmp_path):
+    """pytest makes tmp_path 0700: these tests write into a folder already as the module leaves it."""
+    os.chmod(str(tmp_path), 0o755)
+
+
+def test_the_files_folder_that_was_there_is_set_0755_once(tmp_path):
+    os.chmod(str(tmp_path), 0o750)
+    files = [{"path": str(tmp_path / "a.json"), "content": "[]\n"}, {"path": str(tmp_path / "b.json"), "content": "[]\n"}]
+    changed, results, folders, diff = scrape_targets.write(files, True, moves())
+    assert changed and folders == [str(tmp_path)] and mode(tmp_path) == 0o750
+    assert diff[0] == {"before": {"path": str(tmp_path), "mode": "0750"}, "after": {"path": str(tmp_path), "mode": "0755"}}
+    changed, results, folders, diff = scrape_targets.write(files, False, moves())
+    assert mode(tmp_path) == 0o755 and folders == [str(tmp_path)] and len(diff) == 3
+    assert scrape_targets.write(files, False, moves())[:3] == (False, [dict(r, action="unchanged", changed=False) for r in results], [])
+
+
+def test_for_host_keeps_the_entries_of_that_host_and_those_naming_none():
+    files = [{"host": "a", "path": "/x/1"}, {"host": "b", "path": "/x/2"}, {"path": "/x/3"}]
+    assert [f["path"] for f in scrape_targets.for_host(files, "a")] == ["/x/1", "/x/3"]
+
+
 def test_missing_folders_are_made_and_every_file_written_through_a_rename_beside_it(tmp_path):
     folder = tmp_path / "etc" / "file_sd"
     files = [{"path": str(folder / "launchcard-engines.json"), "content": ENGINES},

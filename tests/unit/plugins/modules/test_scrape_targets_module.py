@@ -45,6 +45,7 @@ def test_one_call_writes_every_file_and_a_second_changes_nothing(tmp_path, capsy
 
 
 def test_check_mode_with_diff_shows_the_text_before_and_after_and_writes_nothing(tmp_path, capsys):
+    os.chmod(str(tmp_path), 0o755)
     path = tmp_path / "launchcard-gpus.json"
     path.write_text('[{"targets": ["10.0.0.1:9400"]}]\n')
     os.chmod(str(path), 0o644)
@@ -60,3 +61,17 @@ def test_a_relative_path_fails_the_call_naming_its_entry_and_nothing_is_written(
                                       {"path": "file_sd/b.json", "content": "[]\n"}]})
     assert rc == 1 and res["failed"] and res["msg"].startswith("files[1].path: 'file_sd/b.json' is relative")
     assert os.listdir(str(tmp_path)) == []
+
+
+def test_with_host_only_its_entries_are_written_and_its_folder_is_set_0755(tmp_path, capsys):
+    folder = tmp_path / "file_sd"
+    folder.mkdir(mode=0o700)
+    entries = [{"host": "prom-a", "path": str(folder / "a.json"), "content": "[]\n"},
+               {"host": "prom-b", "path": str(folder / "b.json"), "content": "[]\n"}]
+    rc, res = call(capsys, {"files": entries, "host": "prom-a"}, diff=True)
+    assert rc == 0 and res["changed"] and [f["path"] for f in res["files"]] == [entries[0]["path"]]
+    assert sorted(os.listdir(str(folder))) == ["a.json"] and res["folders"] == [str(folder)]
+    assert stat.S_IMODE(os.stat(str(folder)).st_mode) == 0o755
+    assert res["diff"][0] == {"before": {"path": str(folder), "mode": "0700"}, "after": {"path": str(folder), "mode": "0755"}}
+    rc, res = call(capsys, {"files": entries, "host": "prom-a"})
+    assert rc == 0 and not res["changed"] and res["folders"] == []
