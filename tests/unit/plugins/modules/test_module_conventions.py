@@ -28,7 +28,7 @@ BIN = os.path.dirname(sys.executable)
 CHECK_MODE = dict.fromkeys(MODULES, "full")
 DIFF_MODE = dict(dict.fromkeys(MODULES, "N/A"), systemd_units="full", render_fleet="none", hf_snapshot="none", host_state="full", router_workers="none",
                  http_health="full", engine_drain="full", write_plan_file="full",
-                 gpu_exporter_unit="full", container_conf="full", peer_receive="full")
+                 gpu_exporter_unit="full", container_conf="full", peer_receive="full", scrape_targets="full")
 PLATFORMS = dict(dict.fromkeys(MODULES, "posix"), launch_card="all", render_fleet="all", resolve_images="all",
                  run_lock_status="all", validate_role_vars="all", units_summary="all", upgrade_fleet="all",
                  reboot_batches="all", reboot_drains="all", weights_plan="all", deploy_fleet="all", runtime_settings="all")
