@@ -107,8 +107,8 @@ def test_needs_an_fp8_checkpoint_is_not_halved_again():
     assert needs["ports"] == []  # rank 1 is headless
 
 
-@pytest.mark.parametrize("min_disk_gib,weight_gib,want_gib", [(700, 641.3, 700), (100, 641.3, 641.3), (None, 641.3, 641.3),
-                                                           (700, None, 700), (None, None, None)])
+@pytest.mark.parametrize("min_disk_gib,weight_gib,want_gib",
+                         [(700, 641.3, 700), (100, 641.3, 641.3), (None, 641.3, 641.3), (700, None, 700), (None, None, None)])
 def test_needs_disk_is_never_less_than_the_weights(min_disk_gib, weight_gib, want_gib):
     doc = json.loads(open(os.path.join(VALID, "01-vllm-multinode-tp16.json")).read())
     doc["hardware"]["min_disk_gib"], doc["hf"]["weight_gib"] = min_disk_gib, weight_gib
