@@ -158,8 +158,11 @@ ee: setup ## Execution environment for AWX / AAP and ansible-navigator: the buil
 	@tag=$$($(BIN)/python -c 'import yaml; print(yaml.safe_load(open("$(ROOT)/meta/execution-environment.yml"))["options"]["tags"][0])'); \
 	  echo "next: podman build -t $$tag $(EE_DIR)/context   (the image ansible-navigator.yml runs)"
 
+# from the files git knows (tools/stage_tree.sh): galaxy's manifest walks every file under the collection, the
+# sandbox's guest filesystems (.sandbox*/) too, whose files a running fleet removes under the walk
 build: ## Build the collection tarball into build/
-	$(BIN)/ansible-galaxy collection build --force --output-path build
+	tools/stage_tree.sh build/src
+	$(BIN)/ansible-galaxy collection build --force --output-path build build/src
 
 compat: venv build ## The built collection's docs and the unit tests that reach ansible-core, on every other supported ansible-core (tests/compat)
 	$(BIN)/python tests/compat/run.py

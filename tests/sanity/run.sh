@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # ansible-test sanity needs the collection at .../ansible_collections/NS/NAME:
-# copy the files git knows (tracked, and untracked but not ignored) there and
+# copy the files git knows there (tools/stage_tree.sh) and
 # run it with an ansible-core's virtualenv. No ignore entries: fix the code.
 # Usage: run.sh [--venv DIR] [ansible-test sanity arguments]; DIR defaults to
 # .venv (2.19); `make sanity-compat` passes tests/compat/run.py's virtualenvs.
@@ -12,14 +12,7 @@ if [ "${1:-}" = --venv ]; then venv=$(cd "$2" && pwd); shift 2; fi
 read -r controller_python core < <("$venv/bin/python" -c \
   'import sys; from ansible.release import __version__ as v; print("%d.%d" % sys.version_info[:2], ".".join(v.split(".")[:2]))')
 dest=$root/build/sanity-$core/ansible_collections/launchcard/inference
-rm -rf "$dest"
-mkdir -p "$dest"
-cd "$root"
-git ls-files -z --cached --others --exclude-standard | while IFS= read -r -d '' f; do
-  [ -e "$f" ] || continue
-  mkdir -p "$dest/$(dirname "$f")"
-  cp -a "$f" "$dest/$f"
-done
+"$root/tools/stage_tree.sh" "$dest"
 cd "$dest"
 git init -q . && git add -A >/dev/null 2>&1 || true
 export PATH=$venv/bin:$PATH
