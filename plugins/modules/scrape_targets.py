@@ -15,9 +15,9 @@ description:
     filter C(launchcard.inference.file_sd_files) makes for one host of C(launchcard_monitoring), so the host gets one
     round trip where a folder task and a copy per file took several each.
   - A folder above a file that does not exist is made, mode C(0755); a file's own folder that exists is set to
-    C(0755). A file whose text differs is written to a temporary file in its own folder and renamed over the old one, so Prometheus never reads half a file; it is left
-    mode C(0644), keeping the owner of the file it replaces. A file whose text is the same only gets its mode set
-    where that differs, and is not rewritten (its mtime stays).
+    C(0755). A file whose text differs is written to a temporary file in its own folder and renamed over the old
+    one, so Prometheus never reads half a file; it is left mode C(0644), keeping the owner of the file it replaces.
+    A file whose text is the same only gets its mode set where that differs, and is not rewritten (its mtime stays).
   - A path that is not absolute, has a C(..) segment, ends in C(/) or is given twice fails the task before anything
     is written, naming the entry (C(files[i].path)).
 options:
