@@ -5,8 +5,9 @@
 rules and dashboards are held to (:mod:`_metric_contract`).
 
 Pure Python, no Ansible import; the controller runs it once, in the upgrade's rollout planning (no host task).
-Old: what each host's record says runs (its instances' images, its unit files). New: the target plan, its unit
-files and the cards (:mod:`_engine_version`). A finding never stops the upgrade: it is a line of the rollout, a
+Old: what each host's record says runs (its unit files, and the image each runs: the record's ``runtime.image_refs``
+entry whose digest the unit runs; a record's instances name no image, ``module_utils/_state.py`` ``INSTANCE_KEYS``).
+New: the target plan, its unit files and the cards (:mod:`_engine_version`). A finding never stops the upgrade: it is a line of the rollout, a
 warning where the new release lacks a contract or a metric the rules and dashboards use.
 """
 
@@ -51,14 +52,13 @@ def engine_moves(current, target, target_units, cards, runtime="docker", pins=No
         record = (current or {}).get(host) or {}
         old_text = _texts({n: (u or {}).get("text", "") for n, u in (record.get("units") or {}).items()})
         new_text = _texts({u["name"]: u["content"] for u in (target_units or {}).get(host) or []})
-        old_inst = {i.get("unit"): i for i in record.get("instances") or []}
         for inst in hplan.get("instances") or []:
             engine, unit = inst.get("engine"), inst["unit"]
             if inst.get("role") == "router" or engine not in engine_version.IMAGES:
                 continue  # the router's release is not its image's (sglang-router, pinned on its own)
             before, after = old_text.get(unit), new_text.get(unit)
-            was = old_inst.get(unit)
-            if before == after or _same_build(before, after, was, inst):
+            was_image = recorded_image(record, before, inst.get("image"))
+            if before == after or _same_build(before, after, was_image, inst):
                 continue  # the same build runs (its flags or revision may change)
             new = engine_version.resolve(engine, inst.get("image"), runtime,
                                          _card_version(cards, hplan.get("card"), inst.get("recipe_index")),
@@ -67,8 +67,8 @@ def engine_moves(current, target, target_units, cards, runtime="docker", pins=No
                 old = {"version": None, "from": "not running"}
             elif not runs(before)[1] and (runs(before)[0] or runtime != "native"):
                 # a container: its unit names no native requirements (_units.py writes them into a native unit)
-                old = engine_version.resolve(engine, (was or {}).get("image"))
-                if old["version"] is None and not was:
+                old = engine_version.resolve(engine, was_image)
+                if old["version"] is None and not was_image:
                     old = {"version": None, "from": "its record names no image"}
             else:
                 old = {"version": None, "from": "native install, its release not recorded"}
@@ -79,11 +79,25 @@ def engine_moves(current, target, target_units, cards, runtime="docker", pins=No
     return out
 
 
-def _same_build(before, after, was, inst):
-    """Whether the unit's process stays the same build: the same image (a digest differing only where both unit files
-    name one: a check-mode run resolves none) and the same native requirements."""
+def recorded_image(record, before, planned=None):
+    """The image a recorded unit runs, as the card named it: the key of the record's ``runtime.image_refs``
+    (``{image: name@sha256:...}``) whose digest the unit's ``ExecStart`` runs; ``planned`` where several name that
+    digest and it is one of them; None for a unit that runs no image by digest (native) or a record without refs."""
+    digests = set(runs(before)[0].values())
+    refs = (record.get("runtime") or {}).get("image_refs") or {}
+    named = sorted(k for k, v in refs.items() if isinstance(v, str) and v.rpartition("@")[2] in digests)
+    return planned if planned in named else (named[0] if named else None)
+
+
+def _same_build(before, after, was_image, inst):
+    """Whether the unit's process stays the same build: the same native requirements, and for a container the same
+    image (a digest differing only where both unit files name one: a check-mode run resolves none)."""
     (old_images, old_req), (new_images, new_req) = runs(before), runs(after)
-    if not was or was.get("image") != inst.get("image") or old_req != new_req:
+    if old_req != new_req:
+        return False
+    if old_req is not None:
+        return True  # a native unit: its virtualenv's requirements are its build
+    if was_image is None or was_image != inst.get("image"):
         return False
     return all(old_images[i] == new_images[i] for i in set(old_images) & set(new_images))
 

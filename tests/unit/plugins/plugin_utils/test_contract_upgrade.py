@@ -6,12 +6,14 @@ item 5): no contract, a metric the rules use that the new release renamed, an un
 
 from __future__ import annotations
 
+import hashlib
 import os
 import shutil
 
 import pytest
 import yaml
 
+from ansible_collections.launchcard.inference.plugins.module_utils import _state as state
 from ansible_collections.launchcard.inference.plugins.plugin_utils import _alert_rules as alert_rules
 from ansible_collections.launchcard.inference.plugins.plugin_utils import _contract_upgrade as contract_upgrade
 from ansible_collections.launchcard.inference.plugins.plugin_utils import _metric_contract as contract
@@ -43,14 +45,24 @@ def _plan(card):
     return plan_fleet({"card": card}, {"card": normalize_placement(hosts)})
 
 
-def _units(p, runtime):
-    return {h: host_units(hp, {"runtime": runtime}) for h, hp in p["hosts"].items()}
+def _units(p, runtime, refs=None):
+    return {h: host_units(hp, dict({"runtime": runtime}, **({"image_refs": refs} if refs else {})))
+            for h, hp in p["hosts"].items()}
 
 
-def _records(p, card, runtime):
-    units = _units(p, runtime)
-    return {h: {"card": {"sha256": card_sha256(card)}, "instances": hp["instances"],
-                "units": {u["name"]: {"text": u["content"]} for u in units[h]}} for h, hp in p["hosts"].items()}
+def _pins(p):
+    """Each image of the plan pinned to a digest made from its name, as a deploy resolves and records them."""
+    images = {i["image"] for hp in p["hosts"].values() for i in hp["instances"] if i.get("image")}
+    return {im: "%s@sha256:%s" % (im, hashlib.sha256(im.encode()).hexdigest()) for im in images}
+
+
+def _records(p, card, runtime, refs=None):
+    """Each host's record as the units role writes it (module_utils/_state.py build: its instances name no image,
+    its runtime names the pinned ones)."""
+    refs = (_pins(p) if runtime != "native" else {}) if refs is None else refs
+    units = _units(p, runtime, refs)
+    return {h: state.build({u["name"]: u["content"] for u in units[h]}, {"sha256": card_sha256(card)}, hp["instances"],
+                           {"kind": runtime, "image_refs": refs}) for h, hp in p["hosts"].items()}
 
 
 def _moves(old_card, new_card, runtime="docker", pins=None):
@@ -139,10 +151,13 @@ def _revision(image, revision="2" * 40):
     return _card(V1, change)
 
 
+def _refs(digest):
+    return {"lmsysorg/sglang:latest": "lmsysorg/sglang:latest@sha256:" + digest * 64}
+
+
 def _digests(p, digest):
     """Each host's units as a deploy that pinned the card's image to ``digest`` writes them."""
-    refs = {"lmsysorg/sglang:latest": "lmsysorg/sglang:latest@sha256:" + digest * 64}
-    return {h: host_units(hp, {"runtime": "docker", "image_refs": refs}) for h, hp in p["hosts"].items()}
+    return _units(p, "docker", _refs(digest))
 
 
 @pytest.mark.parametrize("old_digest,new_digest", [
@@ -153,9 +168,7 @@ def test_a_new_revision_on_the_same_build_says_nothing(old_digest, new_digest, c
     # docs/observability.md: nothing is said for an instance whose build stays the same
     old_card, new_card = _image("lmsysorg/sglang:latest"), _revision("lmsysorg/sglang:latest")
     old, new = _plan(old_card), _plan(new_card)
-    records = _records(old, old_card, "docker")
-    for h, units in _digests(old, old_digest).items():
-        records[h]["units"] = {u["name"]: {"text": u["content"]} for u in units}
+    records = _records(old, old_card, "docker", _refs(old_digest))
     target = _digests(new, new_digest) if new_digest else _units(new, "docker")
     moves = contract_upgrade.engine_moves(records, new, target, {"card": new_card})
     assert moves == [] and _findings(moves, contracts) == []
@@ -164,9 +177,7 @@ def test_a_new_revision_on_the_same_build_says_nothing(old_digest, new_digest, c
 def test_a_tag_that_moved_to_another_build_is_said():
     old_card, new_card = _image("lmsysorg/sglang:latest"), _revision("lmsysorg/sglang:latest")
     old, new = _plan(old_card), _plan(new_card)
-    records = _records(old, old_card, "docker")
-    for h, units in _digests(old, "a").items():
-        records[h]["units"] = {u["name"]: {"text": u["content"]} for u in units}
+    records = _records(old, old_card, "docker", _refs("a"))
     moves = contract_upgrade.engine_moves(records, new, _digests(new, "b"), {"card": new_card})
     assert [m["host"] for m in moves] == ["w0", "w1"]
     (found,) = _findings(moves, contract.CONTRACTS_DIR)
@@ -187,6 +198,30 @@ def test_a_native_install_runs_what_its_lock_pins():
     (found,) = _findings(moves, contract.CONTRACTS_DIR)
     assert found["warning"] and "unknown (native install, its release not recorded) -> 0.5.99 (native lock): no " \
         "contract for sglang 0.5.99" in found["text"]
+
+
+def test_a_native_install_whose_requirements_stay_says_nothing():
+    card, new = _image("lmsysorg/sglang:v0.5.23"), _revision("lmsysorg/sglang:v0.5.23")
+    old_plan, new_plan = _plan(card), _plan(new)
+    pinned = {"runtime": "native", "native_requirements": "ab" * 32}
+    records = {h: state.build({u["name"]: u["content"] for u in host_units(hp, pinned)}, {"sha256": card_sha256(card)},
+                              hp["instances"], {"kind": "native"}) for h, hp in old_plan["hosts"].items()}
+    units = {h: host_units(hp, pinned) for h, hp in new_plan["hosts"].items()}
+    assert contract_upgrade.engine_moves(records, new_plan, units, {"card": new}, "native",
+                                         {"w0": ["sglang==0.5.99"], "w1": ["sglang==0.5.99"]}) == []
+
+
+def test_the_recorded_image_is_the_ref_whose_digest_the_unit_runs():
+    p = _plan(_image("lmsysorg/sglang:v0.5.23"))
+    refs = dict(_pins(p), **{"lmsysorg/sglang:latest": _pins(p)["lmsysorg/sglang:v0.5.23"].replace(":v0.5.23@", ":latest@")})
+    records = _records(p, _image("lmsysorg/sglang:v0.5.23"), "docker", refs)
+    unit = next(i["unit"] for i in p["hosts"]["w0"]["instances"])
+    text = records["w0"]["units"][unit]["text"]
+    assert "recipe" in records["w0"]["instances"][0] and "image" not in records["w0"]["instances"][0]
+    # two tags of one digest: the one the plan names, else the first
+    assert contract_upgrade.recorded_image(records["w0"], text, "lmsysorg/sglang:v0.5.23") == "lmsysorg/sglang:v0.5.23"
+    assert contract_upgrade.recorded_image(records["w0"], text, "lmsysorg/sglang:v0.5.99") == "lmsysorg/sglang:latest"
+    assert contract_upgrade.recorded_image(dict(records["w0"], runtime={}), text) is None
 
 
 def test_a_new_host_is_held_to_the_contract_too():
