@@ -24,6 +24,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 BIN = os.path.dirname(sys.executable)
 sys.path.insert(0, os.path.join(ROOT, ".collections"))
 
+from ansible_collections.launchcard.inference.plugins.module_utils import _state as state  # noqa: E402
 from ansible_collections.launchcard.inference.plugins.plugin_utils._planner import (  # noqa: E402
     normalize_placement,
     plan_fleet,
@@ -66,8 +67,11 @@ def test_check_mode_names_the_engine_its_releases_and_the_missing_contract(tmp_p
     old_card = _card(V1, lambda d: d.update(_doc("lmsysorg/sglang:v0.5.23")))
     old = plan_fleet({"old": old_card}, {"old": normalize_placement(
         [(h, {"address": a, "recipes": r}) for h, a, r in HOSTS])})
-    records = {h: {"record": {"card": {"revision": old_card["model"]["revision"]}, "instances": hp["instances"],
-                              "units": {u["name"]: {"text": u["content"]} for u in host_units(hp, OPTS)}}}
+    # as a deploy of the old card records them: its image pinned by digest (runtime.image_refs), no image per instance
+    refs = {"lmsysorg/sglang:v0.5.23": "lmsysorg/sglang:v0.5.23@sha256:" + "a" * 64}
+    records = {h: {"record": state.build({u["name"]: u["content"] for u in host_units(hp, dict(OPTS, image_refs=refs))},
+                                         {"revision": old_card["model"]["revision"]}, hp["instances"],
+                                         {"kind": "docker", "image_refs": refs})}
                for h, hp in old["hosts"].items()}
     (tmp_path / "inventory.ini").write_text("".join(
         "%s ansible_connection=local ansible_host=%s launchcard_recipes='%s'\n" % (h, a, json.dumps(r))
