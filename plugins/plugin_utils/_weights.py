@@ -140,7 +140,8 @@ def peer_report(peers, repo_of=None):
         parts = []
         for number, wave in enumerate(waves, 1):
             sources = sorted({src for dummy, src in wave})
-            said = "; ".join("%s copy it from %s" % (", ".join(t for t, s in wave if s == src), src) for src in sources)
+            said = "; ".join("%s %s it from %s" % (", ".join(ts), "copy" if len(ts) > 1 else "copies", src)
+                             for src, ts in ((src, [t for t, s in wave if s == src]) for src in sources))
             parts.append(("wave %d: %s" % (number, said)) if len(waves) > 1 else said)
         lines.append(head + ("; " + "; ".join(parts) if parts else "; no host copies it"))
     return lines

@@ -42,7 +42,7 @@ def test_the_plan_reads_each_hosts_preflight_result_and_the_plays_plan_and_cards
     result = plan(task_vars, result_var="found", fanout="0")
     wanted = weights.peer_plan(PLAN, {"b2": True}, ALL)
     assert dict((k, result[k]) for k in wanted) == wanted
-    assert result["report"] == ["big: b2 already holds it, no download; b1 copy it from b2",
+    assert result["report"] == ["big: b2 already holds it, no download; b1 copies it from b2",
                                 "org/tiny@111111111111: w1 downloads it from the Hub; w2, w3, w4 copy it from w1"]
     # a --limit run spreads among its own hosts; an empty result_var: no host holds the revision before the run
     limited = plan(dict(task_vars, ansible_play_hosts=["w3", "w4"]), result_var="")

@@ -158,7 +158,7 @@ def test_the_report_names_who_downloads_and_who_copies_by_each_cards_repo():
     cards = {"tiny": {"model": {"repo": "org/tiny", "revision": "1" * 40}}, "big": {"model": {"repo": "org/big"}}}
     assert weights.card_repos(cards) == {"tiny": "org/tiny@111111111111"}  # big names no revision: its card's name
     assert weights.peer_report(peers, weights.card_repos(cards)) == [
-        "big: b2 already holds it, no download; b1 copy it from b2",
+        "big: b2 already holds it, no download; b1 copies it from b2",
         "org/tiny@111111111111: w1 downloads it from the Hub; w2, w3, w4 copy it from w1",
     ]
     alone = weights.peer_plan(PLAN, {}, ["w1"])
@@ -166,5 +166,5 @@ def test_the_report_names_who_downloads_and_who_copies_by_each_cards_repo():
     # in waves: each wave's copies by source
     fanned = weights.peer_plan(PLAN, {}, ["w1", "w2", "w3", "w4"], fanout=1)
     assert weights.peer_report(fanned, weights.card_repos(cards)) == [
-        "org/tiny@111111111111: w1 downloads it from the Hub; wave 1: w2 copy it from w1; "
-        "wave 2: w3 copy it from w1; w4 copy it from w2"]
+        "org/tiny@111111111111: w1 downloads it from the Hub; wave 1: w2 copies it from w1; "
+        "wave 2: w3 copies it from w1; w4 copies it from w2"]
