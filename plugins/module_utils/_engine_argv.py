@@ -74,6 +74,16 @@ _ARGUMENT = re.compile(r"argument ([^:]+): (.+)$")
 _MAYBE = re.compile(r"maybe you meant '([^']+)'")
 # argparse: "invalid choice: 'glm47' (choose from 'auto', 'glm45', ...)"
 _CHOICE = re.compile(r"invalid choice: '([^']*)' \(choose from (.*)\)")
+# argparse: a value its option refuses, "invalid choice: %(value)r" (_check_value) or "invalid %(type)s value:
+# %(value)r" (_get_value); a value holding a single quote is repr'd in double quotes, and not matched
+_BAD_VALUE = re.compile(r"argument [^:]+: invalid (?:choice|[\w ]+ value): '([^']*)'")
+
+
+def bad_value(message):
+    """The value an engine's parser refused for its option, as the argv holds it, or None (an unknown option, a
+    missing value, a value quoted otherwise)."""
+    m = _BAD_VALUE.search(message or "")
+    return m.group(1) if m else None
 
 
 def parser_tokens(launcher, argv):

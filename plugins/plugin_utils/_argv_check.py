@@ -105,16 +105,19 @@ def argv_checks(plan, image_refs, runtimes, pythons=None, in_place=None, options
     return [checks[k] for k in sorted(checks)]
 
 
-def card_field(cards, where, flag):
-    """``envs[i].argv[j]`` of ``flag`` (``--f`` or ``--f=v``) in the card recipe ``where`` (``[card key, i]``);
-    ``envs[i]`` when its argv lacks it (an override or the collection added it); None when unknown."""
+def card_field(cards, where, flag, value=None):
+    """``envs[i].argv[j]`` of ``flag`` (``--f`` or ``--f=v``) in the card recipe ``where`` (``[card key, i]``), or
+    of the word after it where that is the ``value`` the engine refused; ``envs[i]`` when its argv lacks the flag (an
+    override or the collection added it); None when unknown."""
     key, index = where or (None, None)
     if index is None:
         return None
     recipe = next((r for r in ((cards or {}).get(key) or {}).get("recipes") or [] if r.get("index") == index), None)
-    for j, token in enumerate((recipe or {}).get("argv") or []):
+    argv = (recipe or {}).get("argv") or []
+    for j, token in enumerate(argv):
         if flag and (token == flag or token.startswith(flag + "=")):
-            return "envs[%d].argv[%d]" % (index, j)
+            at = j + 1 if token == flag and value is not None and argv[j + 1:j + 2] == [value] else j
+            return "envs[%d].argv[%d]" % (index, at)
     return "envs[%d]" % index
 
 
@@ -135,7 +138,8 @@ def argv_check_report(checks, results, cards=None):
         elif res.get("status") == "rejected":
             label = check["engine_label"] + (" %s" % res["version"] if res.get("version") else "")
             for recipe in check["recipes"]:
-                field = card_field(cards, (check.get("fields") or {}).get(recipe), res.get("flag"))
+                field = card_field(cards, (check.get("fields") or {}).get(recipe), res.get("flag"),
+                                   _engine_argv.bad_value(res.get("message")))
                 line = _engine_argv.refusal(recipe, dict(res, engine_label=label), field)
                 if res.get("pulled"):
                     line += " [%s pulled on %s for the check, removed]" % (check["image"], check["host"])

@@ -80,6 +80,24 @@ def test_a_rejected_flag_names_its_card_field():
     assert ac.argv_check_report(checks, res)[0][0].startswith("recipe prefill (envs[4]): SGLang rejects")
 
 
+@pytest.mark.parametrize("message,field", [
+    # argparse's _check_value and _get_value (Lib/argparse.py): the refused value is the word after the flag
+    ("sglang serve: error: argument --dsa-prefill-backend: invalid choice: '$(touch /tmp/x)' (choose from 'fa3', "
+     "'tilelang')", "envs[4].argv[7]"),
+    ("sglang serve: error: argument --dsa-prefill-backend: invalid int value: '$(touch /tmp/x)'", "envs[4].argv[7]"),
+    # a value that is not the next word, or a message about the flag itself: the flag's word
+    ("sglang serve: error: argument --dsa-prefill-backend: invalid choice: 'other' (choose from 'fa3')", "envs[4].argv[6]"),
+    ("sglang serve: error: argument --dsa-prefill-backend: expected one argument", "envs[4].argv[6]"),
+])
+def test_a_refused_value_names_its_own_word(message, field):
+    argv = ["sglang", "serve", "--model-path", "m", "--tp-size", "2", "--dsa-prefill-backend", "$(touch /tmp/x)"]
+    plan = {"hosts": {"p": {"card": "k", "instances": [dict(_inst("prefill", argv), recipe_index=4)]}}}
+    cards = {"k": {"recipes": [{"index": 4, "argv": argv}]}}
+    checks = ac.argv_checks(plan, {IMG: REF}, {"p": "podman"}, in_place={"p": [IMG]})
+    res = [{"key": checks[0]["key"], "status": "rejected", "flag": "--dsa-prefill-backend", "message": message}]
+    assert ac.argv_check_report(checks, res, cards)[0][0].startswith("recipe prefill (%s): SGLang rejects" % field)
+
+
 def test_vllm_is_checked_with_the_flags_its_unit_adds():
     """The parser sees the argv the unit runs: vLLM's --shutdown-timeout (plugin_utils._units.engine_argv), which a
     vLLM before 0.18 refuses, and none when the host's drain is 0."""
