@@ -75,7 +75,10 @@ class ActionModule(ActionBase):
             out.setdefault("revision", card["model"]["revision"])
         hostvars = task_vars.get("hostvars") or {}
         host_vars = hostvars[host] if host in hostvars else {}
-        out.setdefault("misspelt", steps.misspelt(list(host_vars), "launchcard_runtime"))
+        if "misspelt" not in out or "misspelt_recipes" not in out:
+            near = steps.misspelt(list(host_vars), ("launchcard_runtime", "launchcard_recipes"))
+            out.setdefault("misspelt", near["launchcard_runtime"])
+            out.setdefault("misspelt_recipes", near["launchcard_recipes"])
         if own["read_units"]:
             setup = unit_options.setup_reads(host_vars)
             for name, found in (("inspect", setup["inspect"]), ("users", setup["users"])):

@@ -19,6 +19,8 @@ from ansible_collections.launchcard.inference.plugins.module_utils._state import
 ALLOW_VARIABLE = "launchcard_allow_removal"
 # the variable that names the runtime, and the one that lets a deploy move running instances to another
 RUNTIME_VARIABLE = "launchcard_runtime"
+# the variable that places recipes on a host: one misspelt leaves the host out of the plan
+RECIPES_VARIABLE = "launchcard_recipes"
 ALLOW_RUNTIME_VARIABLE = "launchcard_allow_runtime_change"
 
 
@@ -56,7 +58,8 @@ def removals(recorded, needs):
 
 def check_removal(host):
     """``removal``: no instance the host's record names is left out of the plan, unless the deploy allows it
-    (``options.allow_removal``; None: not checked, as for an upgrade, which removes its own)."""
+    (``options.allow_removal``; None: not checked, as for an upgrade, which removes its own).
+    ``options.misspelt_recipes``: the host's unknown variables near :data:`RECIPES_VARIABLE`, named in the message."""
     allow = host.options.get("allow_removal")
     recorded = host.facts.get("recorded_units")
     if allow is None or recorded is None:
@@ -70,11 +73,13 @@ def check_removal(host):
         return _result("removal", False, "every recorded instance planned", names,
                        "the plan no longer places %s here: this deploy stops and removes %s (%s is true)" % (
                            names, "it" if len(gone) == 1 else "them", ALLOW_VARIABLE), severity="warning")
+    misspelt = [str(v) for v in host.options.get("misspelt_recipes") or ()]
+    why = ("%s is set on this host: did you mean %s?" % (", ".join(misspelt), RECIPES_VARIABLE) if misspelt else
+           "a host or group without its %s, a misspelt variable?" % RECIPES_VARIABLE)
     return _result("removal", False, "every recorded instance planned", names,
-                   "this host serves %s, which the plan no longer places here (a host or group without its "
-                   "launchcard_recipes, a misspelt variable?): nothing is stopped; fix the inventory, or set "
-                   "%s=true to remove %s (undeploy.yml removes a whole fleet)" % (
-                       names, ALLOW_VARIABLE, "it" if len(gone) == 1 else "them"))
+                   "this host serves %s, which the plan no longer places here (%s): nothing is stopped; fix the "
+                   "inventory, or set %s=true to remove %s (undeploy.yml removes a whole fleet)" % (
+                       names, why, ALLOW_VARIABLE, "it" if len(gone) == 1 else "them"))
 
 
 def check_runtime_change(host):

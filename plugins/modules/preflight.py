@@ -326,6 +326,13 @@ options:
     type: list
     elements: str
     default: []
+  misspelt_recipes:
+    description:
+      - The host's unknown variables near C(launchcard_recipes), named in the C(removal) message.
+      - Left out of the task, the action plugin finds them among the host's variables.
+    type: list
+    elements: str
+    default: []
   placed:
     description:
       - V(false) - the plan gives this host nothing; only the C(removal) check runs (what it serves today).
@@ -708,6 +715,7 @@ def main():
             allow_removal=dict(type="bool"),
             allow_runtime_change=dict(type="bool"),
             misspelt=dict(type="list", elements="str", default=[]),
+            misspelt_recipes=dict(type="list", elements="str", default=[]),
             placed=dict(type="bool", default=True),
             container_vendor=dict(type="str", choices=["", "nvidia", "amd", "ascend", "none"], default=""),
             container_toolkit=dict(type="bool", default=True),
@@ -768,6 +776,7 @@ def main():
         "allow_removal": p["allow_removal"],
         "allow_runtime_change": p["allow_runtime_change"],
         "misspelt": p["misspelt"],
+        "misspelt_recipes": p["misspelt_recipes"],
         "placed": p["placed"],
     })
     facts["listening"] = dict((str(k), v) for k, v in facts["listening"].items())

@@ -48,10 +48,12 @@ def host_needs(card, host_plan, plan=None, image_vendors=None, native_packages=N
     return needs
 
 
-def misspelt(names, variable):
-    """Among one host's variable ``names``, the unknown ``launchcard_*`` ones that look like ``variable`` (a misspelt
-    name the planning step warned of), for the check whose message names them (plugin_utils._inventory_check)."""
-    return inventory_check.misspelt(list(names or ()), [variable], inventory_check.known_variables()).get(variable, [])
+def misspelt(names, variables):
+    """Among one host's variable ``names``, the unknown ``launchcard_*`` ones that look like each of ``variables`` (a
+    misspelt name the planning step warned of), for the checks whose messages name them
+    (plugin_utils._inventory_check): ``{variable: sorted names}``, every variable a key."""
+    found = inventory_check.misspelt(list(names or ()), list(variables), inventory_check.known_variables())
+    return dict((v, found.get(v, [])) for v in variables)
 
 
 def _dropped(value):

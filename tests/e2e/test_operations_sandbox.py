@@ -467,7 +467,8 @@ def test_a_host_whose_recipes_vanish_keeps_serving_unless_removal_is_allowed(fle
                "launchcard_recipes?" in out, out[-6000:]
         # preflight refuses it (the host has a call for this check alone), before any host changes
         assert "preflight failed on %s: removal needs every recorded instance planned, found %s (this host serves %s, " \
-               "which the plan no longer places here" % (host, cp["id"], cp["id"]) in out, out[-6000:]
+               "which the plan no longer places here (launchcard_recipe is set on this host: did you mean " \
+               "launchcard_recipes?)" % (host, cp["id"], cp["id"]) in out, out[-6000:]
         after = show(addr, [cp["unit"]], ["ActiveState", "InvocationID"])[cp["unit"]]
         assert after == before, (extra, before, after)
         assert ssh(addr, "test -f /etc/systemd/system/%s" % cp["unit"]).returncode == 0

@@ -18,6 +18,7 @@ import re
 import pytest
 
 from ansible_collections.launchcard.inference.plugins.plugin_utils import _inventory_check as inventory_check
+from ansible_collections.launchcard.inference.plugins.plugin_utils import _preflight_steps as preflight_steps
 from ansible_collections.launchcard.inference.plugins.plugin_utils._card import MAX_CARD_BYTES, CardError, load_card
 from ansible_collections.launchcard.inference.plugins.plugin_utils._unit_spec import VARIABLES
 from ansible_collections.launchcard.inference.tests.unit.plugins.action.test_launch_card_action import (
@@ -79,6 +80,14 @@ def test_the_known_variables_are_read_from_the_roles_and_playbooks():
             "launchcard_max_fail_percentage"} <= known
     # a variable the collection does not read, however close, is not
     assert "launchcard_recipe" not in known and "launchcard_runtim" not in known
+
+
+def test_the_preflight_step_finds_each_checked_variable_s_misspellings_in_one_pass():
+    names = ["launchcard_runtim", "launchcard_recipe", "launchcard_weights_dir", "ansible_host"]
+    assert preflight_steps.misspelt(names, ("launchcard_runtime", "launchcard_recipes")) == {
+        "launchcard_runtime": ["launchcard_runtim"], "launchcard_recipes": ["launchcard_recipe"]}
+    assert preflight_steps.misspelt(["launchcard_recipes"], ("launchcard_runtime", "launchcard_recipes")) == {
+        "launchcard_runtime": [], "launchcard_recipes": []}
 
 
 def test_a_misspelt_runtime_is_found_among_a_hosts_variables_for_the_check_that_names_it():

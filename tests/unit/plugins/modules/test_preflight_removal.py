@@ -97,6 +97,17 @@ def test_a_host_the_plan_gives_nothing_is_checked_for_what_it_serves_alone(host,
     assert result["failed_checks"] == [] and [r["check"] for r in result["checks"]] == ["removal"]
 
 
+def test_a_misspelt_launchcard_recipes_is_named_in_the_removal_message(host, capsys):
+    args = dict(needs={}, record=record(host, UNIT_A), allow_removal=False, placed=False)
+    message = by_check(run_module(capsys, host, misspelt_recipes=["launchcard_recipe"], **args))["removal"]["message"]
+    assert message.startswith("this host serves glm-5.3-flash-sglang-aggregated-0, which the plan no longer places "
+                              "here (launchcard_recipe is set on this host: did you mean launchcard_recipes?): nothing "
+                              "is stopped")
+    # none found: the message still says where to look
+    message = by_check(run_module(capsys, host, **args))["removal"]["message"]
+    assert "(a host or group without its launchcard_recipes, a misspelt variable?)" in message
+
+
 def runtime_change(capsys, host, kind, runtime, allow, misspelt=(), units=(UNIT_A,)):
     args = dict(needs=needs_for(UNIT_A), record=record(host, *units, runtime={"kind": kind}), runtime=runtime,
                 checks=dict((c, False) for c in ("os", "disk", "container_engine", "image_disk", "native_install")),
