@@ -320,16 +320,13 @@ options:
         Unset - not checked. C(playbooks/deploy.yml) sets it from C(launchcard_allow_runtime_change) (default V(false)).
     type: bool
   misspelt:
-    description:
-      - The host's unknown variables near C(launchcard_runtime), named in the C(runtime_change) message.
-      - Left out of the task, the action plugin finds them among the host's variables.
+    description: The host's unknown variables near C(launchcard_runtime), named in the C(runtime_change) message
+      (left out of the task, the action plugin finds them among the host's variables).
     type: list
     elements: str
     default: []
   misspelt_recipes:
-    description:
-      - The host's unknown variables near C(launchcard_recipes), named in the C(removal) message.
-      - Left out of the task, the action plugin finds them among the host's variables.
+    description: The host's unknown variables near C(launchcard_recipes), named in the C(removal) message (as O(misspelt)).
     type: list
     elements: str
     default: []
@@ -598,6 +595,7 @@ import re
 from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.launchcard.inference.plugins.module_utils import _accelerators as accelerators
+from ansible_collections.launchcard.inference.plugins.module_utils._accel_common import read_text as _read
 from ansible_collections.launchcard.inference.plugins.module_utils._preflight_gpu_checks import gpu_owners
 from ansible_collections.launchcard.inference.plugins.module_utils._hf_snapshot import stamp_path
 from ansible_collections.launchcard.inference.plugins.module_utils._platforms import engine_package
@@ -638,14 +636,6 @@ from ansible_collections.launchcard.inference.plugins.module_utils._preflight_re
 )
 
 _COMMIT = re.compile(r"^[0-9a-f]{40}$")
-
-
-def _read(path):
-    try:
-        with open(path) as f:
-            return f.read()
-    except (IOError, OSError):
-        return None
 
 
 def _image_store(module, runtime, recorded):
