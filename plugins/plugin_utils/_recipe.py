@@ -188,6 +188,8 @@ def parser_start(argv):
 
 
 _PROGRAM = {"vllm": "vLLM", "sglang": "SGLang", "router": "the SGLang router"}
+# an option name run into its value or a shell word by whitespace or ";" ("--model-path; rm -rf /")
+_JOINED_OPTION = re.compile(r"^(--?[A-Za-z][A-Za-z0-9_.-]*)[\s;|&]")
 
 
 def _refuse_unread_forms(a, kind, path):
@@ -213,6 +215,14 @@ def _refuse_unread_forms(a, kind, path):
             "option as that option, and the planner reads options by their full name; write %s" % (
                 written, " or ".join(full), _PROGRAM[kind],
                 "it in full" if len(full) > 1 else full[0])))
+    for i in range(parser_start(a.tokens), len(a.tokens)):
+        joined = _JOINED_OPTION.match(a.tokens[i])
+        # argparse reads it as a value (a space before any "=") or an unknown option: the option is never set
+        if joined and a.name(joined.group(1)) in KNOWN_OPTIONS[kind]:
+            raise RecipeError("%s[%d]" % (path, i), (
+                "%r is one argv element, which %s does not read as the option %s: the engine gets each element "
+                "as one word, and no shell splits it; write %s and its value as elements of their own" % (
+                    a.tokens[i], _PROGRAM[kind], joined.group(1), joined.group(1))))
     if kind == "vllm":
         for i, tok in enumerate(a.tokens):
             name = a.name(tok)

@@ -336,6 +336,28 @@ def test_an_abbreviated_option_is_refused_naming_the_option(argv, index, written
     assert "allow_abbrev" in exc.value.message and exc.value.message.endswith("write %s" % full)
 
 
+@pytest.mark.parametrize("argv, index, option", [
+    (["sglang", "serve", "--model-path; rm -rf /", "--tp-size", "2"], 2, "--model-path"),
+    (["sglang", "serve", "--model-path", "m", "--tp-size 2"], 4, "--tp-size"),
+    (["vllm", "serve", "m", "--tensor_parallel_size\t4"], 3, "--tensor_parallel_size"),
+    (["python", "-m", "sglang_router.launch_router", "--pd-disaggregation", "--prefill;x", "http://p:1"], 4, "--prefill"),
+])
+def test_an_option_run_into_its_value_is_refused_naming_the_element(argv, index, option):
+    engine = "vllm" if argv[0] == "vllm" else "sglang"
+    with pytest.raises(RecipeError) as exc:
+        describe(_env(argv, engine), 0)
+    assert exc.value.path == "envs[0].argv[%d]" % index
+    assert exc.value.message.startswith("%r is one argv element" % argv[index])
+    assert exc.value.message.endswith("write %s and its value as elements of their own" % option)
+
+
+@pytest.mark.parametrize("value", ["--site-flag x", "--not-ours; y", "--model-path=a b"])
+def test_a_word_that_only_starts_like_an_option_is_left_to_the_engine(value):
+    # an option the planner does not read, or one written with "=" (its value may hold spaces), is the engine's
+    model = describe(_env(["sglang", "serve", "--model-path", "m", "--chat-template", value]), 0)
+    assert model["argv"][-1] == value
+
+
 def test_an_ambiguous_abbreviation_lists_every_option():
     with pytest.raises(RecipeError) as exc:
         describe(_env(["sglang", "serve", "--model-path", "m", "--disaggregation", "prefill"]), 0)
