@@ -68,7 +68,11 @@ class ActionModule(ActionBase):
             # returned, not raised: ansible-core 2.19 prints a raised failure twice (plugins/action/run_lock.py)
             result.update(failed=True, changed=False, msg="launchcard.inference.preflight_fleet: %s" % exc)
             return result
+        moved = out.pop("warnings")
         result.update(out)
+        if moved:
+            # Ansible's [WARNING] lines too: a revision move is easy to miss under a long table
+            result["warnings"] = list(result.get("warnings") or []) + moved
         result["changed"] = False
         # the table is printed as debug prints its msg, at every verbosity
         result["_ansible_verbose_always"] = True

@@ -49,6 +49,29 @@ def recorded_runtime(record_text):
     return kind if isinstance(kind, str) and kind else None
 
 
+def recorded_card(record_text):
+    """``{"repo", "revision", "previous_revision"}`` of the card the host's record says it serves
+    (``previous_revision``: the card revision of the record it replaced, None without one), for the deploy's warning
+    of a revision move; None without a record, one that does not parse or one that names no card."""
+    try:
+        record = parse(record_text)
+    except ValueError:
+        return None
+    card = _card(record)
+    if not card:
+        return None
+    before = _card(record.get("previous"))
+    return {"repo": card["repo"], "revision": card["revision"], "previous_revision": before and before["revision"]}
+
+
+def _card(record):
+    """A record's ``card`` when it names a repo and a revision, else None."""
+    card = record.get("card") if isinstance(record, dict) else None
+    if isinstance(card, dict) and all(isinstance(card.get(k), str) and card[k] for k in ("repo", "revision")):
+        return card
+    return None
+
+
 def removals(recorded, needs):
     """The recorded instances whose unit the plan gives this host no more, under this name or a former one
     (``needs.units``, ``needs.former_units``: an instance renamed by a release is kept, not removed)."""

@@ -496,6 +496,14 @@ recorded_argv:
   returned: always
   type: dict
   sample: {sglang-prefill: [sglang, serve, --model-path, zai-org/GLM-5.3-Flash, --tp-size, "2"]}
+recorded_card:
+  description:
+    - With O(record), the C(repo) and C(revision) of the card the record says this host serves, and C(previous_revision)
+      (its replaced record's, or null); a deploy's report warns when its plan moves the host to another. Null without
+      O(record), without a record naming a card, or when the record does not parse.
+  returned: always
+  type: dict
+  sample: {repo: zai-org/GLM-5.3-Flash, revision: 46a050bec13002ad29ee795c16e61cf4fa3c4a9c, previous_revision: null}
 failed_checks:
   description: Names of the checks with severity C(error).
   returned: always
@@ -603,19 +611,11 @@ from ansible_collections.launchcard.inference.plugins.module_utils import _gate 
 from ansible_collections.launchcard.inference.plugins.module_utils import _lock
 from ansible_collections.launchcard.inference.plugins.module_utils._preflight_options import CONTROLLER_SPEC
 from ansible_collections.launchcard.inference.plugins.module_utils._state import (
-    parse as parse_record,
-    recorded_argv,
-    recorded_image_refs,
-    recorded_runtime_setup,
-)
+    parse as parse_record, recorded_argv, recorded_image_refs, recorded_runtime_setup)
 from ansible_collections.launchcard.inference.plugins.module_utils._image_store import (
-    image_data_root,
-    images_in_place,
-    images_missing,
-    stored_image_digests,
-)
+    image_data_root, images_in_place, images_missing, stored_image_digests)
 from ansible_collections.launchcard.inference.plugins.module_utils._preflight import evaluate, failed
-from ansible_collections.launchcard.inference.plugins.module_utils._preflight_removal import recorded_runtime, recorded_units
+from ansible_collections.launchcard.inference.plugins.module_utils._preflight_removal import recorded_card, recorded_runtime, recorded_units
 from ansible_collections.launchcard.inference.plugins.module_utils._preflight_checks import GIB, bare_host, stack_vendor
 from ansible_collections.launchcard.inference.plugins.module_utils._preflight_runtime_checks import DEFAULT_IMAGE_UNPACK_FACTOR
 from ansible_collections.launchcard.inference.plugins.module_utils._preflight_reads import (
@@ -735,7 +735,7 @@ def main():
         "image_disk": image_disk(root, in_place) if on["image_disk"] else None,
         "runtime_devices": dict(runtime_devices(), **rdma_and_selinux()),
         "engines": {"docker": module.get_bin_path("docker")},
-        # what the record says the host runs, for the removal check (popped below: the record has its own returns)
+        # what the record says the host runs, for the removal check (dropped below: the record has its own returns)
         "recorded_units": recorded_units(record_text) if p["record"] else None,
         "recorded_runtime": recorded_runtime(record_text) if p["record"] else None,
     }
@@ -770,8 +770,7 @@ def main():
         "placed": p["placed"],
     })
     facts["listening"] = dict((str(k), v) for k, v in facts["listening"].items())
-    facts.pop("recorded_units", None)
-    facts.pop("recorded_runtime", None)
+    facts = dict((k, v) for k, v in facts.items() if k not in ("recorded_units", "recorded_runtime"))
     staged = False
     if p["repo"] and p["revision"] and _COMMIT.match(p["revision"]):
         staged = weights_staged(_read(stamp_path(p["weights_dir"], p["repo"], p["revision"])),
@@ -791,6 +790,7 @@ def main():
                      recorded_runtime_setup=None if missing else recorded_runtime_setup(record_text),
                      recorded_images_missing=missing,
                      recorded_argv=recorded_argv(record_text) if p["record"] else {},
+                     recorded_card=recorded_card(record_text) if p["record"] else None,
                      units_found=_units_found(module, p["units_reads"], record_text),
                      facts=facts)
 

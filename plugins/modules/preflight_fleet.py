@@ -50,7 +50,12 @@ options:
     elements: dict
     default: []
   hold_moved:
-    description: O(step=report) - warn of each tag that moved in the registry since the hosts recorded its digest.
+    description:
+      - O(step=report) - warn of each tag that moved in the registry since the hosts recorded its digest.
+      - A deploy's report (C(playbooks/deploy.yml) sets it, C(playbooks/upgrade.yml) does not) also warns, naming the
+        hosts, when the plan moves hosts to another revision than their records name
+        (RV(launchcard.inference.preflight#module:recorded_card)), as after an upgrade whose new card the inventory's
+        C(launchcard_card_src) does not name yet; the warning is also one of Ansible's own.
     type: bool
     default: false
   lock:

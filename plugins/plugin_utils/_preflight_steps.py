@@ -121,6 +121,42 @@ def drift_warnings(image_refs, held):
     return [images.drift_warning(m) for m in drift]
 
 
+def _at(repo, revision, other_repo=None):
+    """``revision`` shortened to 12 hex, after its repo unless that is ``other_repo``."""
+    short = str(revision)[:12]
+    return short if repo == other_repo else "%s at %s" % (repo, short)
+
+
+def revision_warnings(plan, cards, results, hosts):
+    """One sentence per move from the revision the hosts' records name to another the plan gives them (an inventory
+    still naming the card an upgrade replaced moves the fleet back, every engine at once: docs/upgrades.md), hosts
+    grouped and sorted; a host without a record naming a card, or skipped, or unreachable, is not judged."""
+    moves = {}
+    placed = (plan or {}).get("hosts") or {}
+    for host in hosts:
+        res = results.get(host) or {}
+        rec = res.get("recorded_card") or {}
+        key = (placed.get(host) or {}).get("card")
+        if res.get("skipped") or res.get("unreachable") or not rec or key not in (cards or {}):
+            continue
+        old = (rec.get("repo"), rec.get("revision"))
+        new = (cards[key]["model"]["repo"], cards[key]["model"]["revision"])
+        if old != new:
+            back = new == (rec.get("repo"), rec.get("previous_revision"))
+            moves.setdefault((old, new, back), []).append(host)
+    out = []
+    for (old, new, back), names in sorted(moves.items()):
+        one = len(names) == 1
+        they, their = ("it", "its") if one else ("they", "their")
+        out.append("%s serve%s %s (%s record%s); this deploy moves %s to %s%s, restarting every engine at once "
+                   "(upgrade.yml moves a serving fleet batch by batch: docs/upgrades.md)%s" % (
+                       ", ".join(sorted(names)), "s" if one else "", _at(*old), their, "" if one else "s",
+                       "it" if one else "them", _at(new[0], new[1], old[0]),
+                       ", the revision %s served before %s last upgrade" % (they, their) if back else "",
+                       "; is launchcard_card_src still the card upgrade.yml replaced?" if back else ""))
+    return out
+
+
 def argv_checks(plan, image_refs, host_vars, results, hosts, native_python, pull=False):
     """The plan's distinct argv checks this run needs on ``hosts``, of the argv each host's units run (its unit options: e.g.
     vLLM's ``--shutdown-timeout``), each on one host that holds its image or, with ``pull``, that pulls it
@@ -192,18 +228,23 @@ def report_step(plan, cards, results, argv_results, hosts_all, hosts, checks=Non
     and what the tasks after it do with them.
 
     :param results: ``{host: preflight result}``; ``argv_results``: ``{host: engine_argv result}``.
-    :param hold: whether a tag that moved since the hosts recorded its digest is held (a warning per tag).
+    :param hold: whether a tag that moved since the hosts recorded its digest is held (a warning per tag), and the
+        hosts warned of a move to another revision than their records name (a deploy's, :func:`revision_warnings`).
     :param lock_taken: whether the hosts took their run locks in their preflight calls.
-    :returns: ``{"msg", "then": {"release": [{host, paths}] (the locks to release when the run stops here, one
-        entry with no paths to refuse on), "refusal" (another run's lock), "argv_refusals", "remove" (images pulled
-        for accepted checks, removed when another check's refusal stops the run), "lost" (the hosts out of the run
-        once the hosts that failed a check stop), "budget_spent"}}``.
+    :returns: ``{"msg", "warnings" (the revision moves, which Ansible prints too), "then": {"release": [{host, paths}]
+        (the locks to release when the run stops here, one entry with no paths to refuse on), "refusal" (another run's
+        lock), "argv_refusals", "remove" (images pulled for accepted checks, removed when another check's refusal stops
+        the run), "lost" (the hosts out of the run once the hosts that failed a check stop), "budget_spent"}}``.
     :raises ValueError: a failure budget that is not a percentage.
     """
     hosts_all, hosts = list(hosts_all), list(hosts)
     warnings = list(fleet_warnings(plan, cards, results, hosts_all))
+    moved = []
     if hold and not recheck:
         warnings += drift_warnings(image_refs, held_images(results, hosts))
+        # a deploy only (upgrade.yml moves revisions on purpose, batch by batch)
+        moved = revision_warnings(plan, cards, results, hosts)
+        warnings += moved
     argv = {"refusals": [], "warnings": [], "kept": []}
     if not recheck:
         argv = argv_report(checks or [], [argv_results.get(h) for h in hosts_all], cards)
@@ -216,7 +257,7 @@ def report_step(plan, cards, results, argv_results, hosts_all, hosts, checks=Non
     if lock_taken and not recheck and not check_mode and (refusal or spent or argv["refusals"]):
         held = dict((h, {"preflight_result": results.get(h) or {}}) for h in hosts_all)
         release = run_locks.taken(held, hosts_all, fleet, anchor, keep_fleet=keep_fleet) or [{"host": hosts[0], "paths": []}]
-    return {"msg": "\n".join(lines),
+    return {"msg": "\n".join(lines), "warnings": moved,
             "then": {"release": release, "refusal": refusal, "argv_refusals": argv["refusals"],
                      "remove": argv["kept"] if argv["refusals"] else [],
                      "lost": [h for h in hosts_all if h in lost], "budget_spent": spent and not recheck}}

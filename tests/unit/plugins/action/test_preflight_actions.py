@@ -17,6 +17,8 @@ from ansible.playbook.play_context import PlayContext
 from ansible_collections.launchcard.inference.plugins.action import engine_argv as engine_argv_action
 from ansible_collections.launchcard.inference.plugins.action import preflight as preflight_action
 from ansible_collections.launchcard.inference.plugins.action import preflight_fleet as fleet_action
+from ansible_collections.launchcard.inference.plugins.module_utils import _state as state
+from ansible_collections.launchcard.inference.plugins.module_utils._preflight_removal import recorded_card
 from ansible_collections.launchcard.inference.plugins.plugin_utils import _preflight_steps as steps
 from ansible_collections.launchcard.inference.plugins.plugin_utils import _report as report
 from ansible_collections.launchcard.inference.plugins.plugin_utils._card import load_card
@@ -247,6 +249,67 @@ def test_a_moved_tag_and_a_check_that_could_not_run_are_fleet_warnings_below_the
     out = _task(fleet_action.ActionModule, dict(args, recheck=True), "launchcard.inference.preflight_fleet").run(
         task_vars=_fleet_vars(cards, the_plan, results, argv))
     assert out["msg"].split("\n") == table
+
+
+NEXT = "ba5ca7dae8b2bc1f12fffa3ea9622ae98aece875"
+
+
+def _recorded(card, revision, before=None, repo=None):
+    """A host's preflight ``recorded_card``, from a record built as host_state builds it (``before``: the revision of
+    the record it replaced)."""
+    repo = repo or card["model"]["repo"]
+    previous = state.build({}, {"sha256": "0" * 64, "repo": repo, "revision": before}, [], {}) if before else None
+    return recorded_card(json.dumps(state.build({}, {"sha256": "1" * 64, "repo": repo, "revision": revision}, [], {},
+                                                previous=previous)))
+
+
+def test_a_deploy_back_to_the_revision_before_an_upgrade_warns_naming_the_hosts(fleet):
+    cards, the_plan = fleet
+    card = cards[CARD]
+    old = card["model"]["revision"]
+    # upgrade.yml moved p and d to NEXT; the inventory still names the card it replaced
+    results = _results(("p", "d", "r"), recorded_card=_recorded(card, NEXT, before=old))
+    results["r"]["recorded_card"] = _recorded(card, old)
+    args = {"step": "report", "hold_moved": True}
+    out = _task(fleet_action.ActionModule, args, "launchcard.inference.preflight_fleet").run(
+        task_vars=_fleet_vars(cards, the_plan, results))
+    expected = ("d, p serve zai-org/GLM-5.3-Flash at ba5ca7dae8b2 (their records); this deploy moves them to "
+                "46a050bec130, the revision they served before their last upgrade, restarting every engine at once "
+                "(upgrade.yml moves a serving fleet batch by batch: docs/upgrades.md); is launchcard_card_src still "
+                "the card upgrade.yml replaced?")
+    assert out["warnings"] == [expected]
+    assert out["msg"].split("\n")[-1] == "WARNING (fleet): " + expected
+    # upgrade.yml (hold_moved false) moves revisions on purpose; the re-check after the stack's install gives the table
+    for extra in ({"hold_moved": False}, {"recheck": True}):
+        out = _task(fleet_action.ActionModule, dict(args, **extra), "launchcard.inference.preflight_fleet").run(
+            task_vars=_fleet_vars(cards, the_plan, results))
+        assert "warnings" not in out and "WARNING" not in out["msg"], extra
+
+
+def test_no_revision_warning_where_the_records_name_the_planned_revision_or_nothing(fleet):
+    cards, the_plan = fleet
+    card = cards[CARD]
+    results = _results(("p", "d", "r"), recorded_card=_recorded(card, card["model"]["revision"], before=NEXT))
+    results["r"]["recorded_card"] = None  # a first deploy: no record
+    out = steps.report_step(the_plan, cards, results, {}, ["p", "d", "r"], ["p", "d", "r"], hold=True)
+    assert out["warnings"] == [] and "WARNING" not in out["msg"]
+    assert steps.revision_warnings(the_plan, cards, results, ["p", "d", "r"]) == []
+
+
+def test_revision_moves_are_grouped_by_move_and_name_another_repo():
+    card = {"model": {"repo": "org/m", "revision": "a" * 40}}
+    other = {"model": {"repo": "org/n", "revision": "b" * 40}}
+    plan = {"hosts": dict((h, {"card": "m.json"}) for h in ("h1", "h2", "h3", "h4", "h5"))}
+    plan["hosts"]["h5"]["card"] = "gone.json"  # a card this run did not load: not judged
+    results = {"h1": {"recorded_card": _recorded(card, "c" * 40)}, "h2": {"recorded_card": _recorded(other, "b" * 40)},
+               "h3": {"skipped": True, "recorded_card": _recorded(card, "c" * 40)},
+               "h4": {"unreachable": True, "recorded_card": _recorded(card, "c" * 40)},
+               "h5": {"recorded_card": _recorded(card, "c" * 40)}}
+    assert steps.revision_warnings(plan, {"m.json": card}, results, ["h5", "h4", "h3", "h2", "h1"]) == [
+        "h1 serves org/m at cccccccccccc (its record); this deploy moves it to aaaaaaaaaaaa, restarting every engine "
+        "at once (upgrade.yml moves a serving fleet batch by batch: docs/upgrades.md)",
+        "h2 serves org/n at bbbbbbbbbbbb (its record); this deploy moves it to org/m at aaaaaaaaaaaa, restarting every "
+        "engine at once (upgrade.yml moves a serving fleet batch by batch: docs/upgrades.md)"]
 
 
 def test_a_rejected_argv_stops_the_run_and_the_images_pulled_for_accepted_checks_go(fleet):

@@ -13,7 +13,9 @@ from __future__ import annotations
 
 import json
 
+from ansible_collections.launchcard.inference.plugins.module_utils import _state as state
 from ansible_collections.launchcard.inference.plugins.module_utils._preflight import host_needs
+from ansible_collections.launchcard.inference.plugins.module_utils._preflight_removal import recorded_card
 from ansible_collections.launchcard.inference.tests.unit.plugins.modules.test_preflight_module import (
     by_check,
     run_module,
@@ -152,3 +154,35 @@ def test_the_same_runtime_a_first_deploy_or_no_check_passes(host, capsys):
     args = dict(needs=needs_for(UNIT_A), record=str(host["tmp"] / "none.json"), runtime="docker",
                 checks={"os": False, "disk": False}, allow_runtime_change=False)
     assert "runtime_change" not in by_check(run_module(capsys, host, **args))
+
+
+REPO = "zai-org/GLM-5.3-Flash"
+OLD, NEW = "46a050bec13002ad29ee795c16e61cf4fa3c4a9c", "ba5ca7dae8b2bc1f12fffa3ea9622ae98aece875"
+
+
+def test_recorded_card_names_the_repo_the_revision_and_the_one_before():
+    first = state.build({}, {"sha256": "1" * 64, "repo": REPO, "revision": OLD}, [], {"kind": "podman"})
+    assert recorded_card(json.dumps(first)) == {"repo": REPO, "revision": OLD, "previous_revision": None}
+    # an upgrade's record keeps the one it replaced
+    second = state.build({}, {"sha256": "2" * 64, "repo": REPO, "revision": NEW}, [], {"kind": "podman"}, previous=first)
+    assert recorded_card(json.dumps(second)) == {"repo": REPO, "revision": NEW, "previous_revision": OLD}
+    # a replaced record that named no card (one read from unit files) has no revision to give
+    third = state.build({}, {"sha256": "3" * 64, "repo": REPO, "revision": NEW}, [], {}, previous=state.build({}, {}, [], {}))
+    assert recorded_card(json.dumps(third))["previous_revision"] is None
+
+
+def test_recorded_card_is_none_without_a_record_naming_a_card():
+    assert recorded_card(None) is None and recorded_card("") is None
+    assert recorded_card("{not json") is None and recorded_card(json.dumps({"version": 9})) is None
+    assert recorded_card(json.dumps(state.build({}, {}, [], {}))) is None
+    assert recorded_card(json.dumps(state.build({}, {"sha256": "1" * 64, "repo": REPO}, [], {}))) is None
+
+
+def test_the_preflight_call_returns_the_recorded_card_only_with_a_record(host, capsys):
+    path = host["tmp"] / "state.json"
+    path.write_text(json.dumps(state.build({}, {"sha256": "1" * 64, "repo": REPO, "revision": OLD}, [], {})))
+    args = dict(needs={}, checks={"os": False, "disk": False})
+    assert run_module(capsys, host, record=str(path), **args)["recorded_card"] == {
+        "repo": REPO, "revision": OLD, "previous_revision": None}
+    assert run_module(capsys, host, **args)["recorded_card"] is None
+    assert run_module(capsys, host, record=str(host["tmp"] / "none.json"), **args)["recorded_card"] is None
