@@ -291,6 +291,22 @@ def test_check_mode_prints_the_rollout_and_touches_nothing(upgraded):
     assert {a: ssh(a, snap).stdout for a in before} == before
 
 
+def test_a_deploy_of_the_card_the_upgrade_replaced_warns_that_it_moves_the_fleet_back(upgraded):
+    """The inventory still names the v1 card the upgrade replaced: a deploy of it would move every host back to
+    revision 1, every engine at once; its preflight report says so, naming the hosts (check mode: nothing changes)."""
+    snap = "md5sum /etc/systemd/system/launchcard-*.service /var/lib/launchcard/state.json"
+    before = {a: ssh(a, snap).stdout for a in list(WORKERS.values()) + [ROUTER]}
+    res = playbook("deploy", "--check")
+    assert res.returncode == 0, res.stdout[-6000:]
+    said = " ".join(res.stdout.split())
+    moved = ("lc-up-router, lc-up-w1, lc-up-w2, lc-up-w3, lc-up-w4 serve %s at %s (their records); this deploy moves them "
+             "to %s, the revision they served before their last upgrade" % (MODEL, REV2[:12], REV1[:12]))
+    assert "WARNING (fleet): " + moved in said, res.stdout[-6000:]
+    # Ansible's own warning too (ansible-core prints warnings on stderr)
+    assert "[WARNING]: " + moved in " ".join(res.stderr.split()), res.stderr[-3000:]
+    assert {a: ssh(a, snap).stdout for a in before} == before
+
+
 def test_every_replica_in_one_batch_is_listed_by_check_mode_and_refused_with_every_engine_untouched(upgraded):
     """Issue 26 item 4: with launchcard_upgrade_serial=4 the four replicas leave the router in one batch, so none
     serves meanwhile, and each host's one GPU leaves no room for a surge twin beside it. Check mode lists each
