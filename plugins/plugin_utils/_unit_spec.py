@@ -38,8 +38,16 @@ def container_run(binary, runtime, name):
     status, and the client then exits 127 (pkg/domain/infra/abi/containers.go ContainerRun: ``ctr.Wait`` gives
     ErrNoSuchCtr, no Exited event, ``define.ExecErrorCodeNotFound``; podman-run(1) "127 ... could not be found"),
     leaving the stopped unit ``failed``. Its record is removed by the unit's ExecStartPre=/ExecStopPost= ``rm -f``.
+
+    podman's gets ``--log-driver=passthrough``: the container writes to the unit's own stdout and stderr, so the
+    journal has each line once, under the unit. podman's default driver on a systemd host is journald (podman-run(1)
+    --log-driver, "Default journald"), whose conmon wrote every line a second time beside the attached client's copy.
+    Quadlet runs its units the same way (podman v4.4.0 pkg/systemd/quadlet/quadlet.go: ``--log-driver passthrough``);
+    podman 3.4 added the driver (PR 11390) and refuses it only on a TTY or a remote client (v4.3.1
+    cmd/podman/containers/create.go), neither of which a unit has.
     """
-    return [binary, "run"] + (["--rm"] if runtime == "docker" else []) + ["--name", name]
+    head = [binary, "run"] + (["--rm"] if runtime == "docker" else ["--log-driver=passthrough"])
+    return head + ["--name", name]
 
 
 # the roles that read every option, through the unit_settings filter (units) and the render_fleet module (render)

@@ -176,6 +176,23 @@ def test_router_answer_went_through_prefill_and_decode(fleet, plan, first_deploy
     assert decode["host"] in text or decode["address"] in text, text
 
 
+def test_each_engine_line_reaches_the_journal_once_through_its_unit(fleet, plan, first_deploy):
+    """podman 4.3's units (this fleet's): with podman's default journald driver conmon wrote every line of the
+    container a second time beside the attached client's copy (a walkthrough found each line twice); the units run
+    podman with --log-driver=passthrough, so the container writes the unit's own stream and conmon writes nothing."""
+    decode = next(i for h in plan["hosts"].values() for i in h["instances"] if i["role"] == "decode")
+    # by identifier, as an operator reads it (docs/operations.md): conmon tagged its copies with the same one
+    res = ssh(fleet[decode["host"]], "journalctl -t %s -o json --no-pager -q" % decode["id"])
+    assert res.returncode == 0, res.stderr
+    entries = [json.loads(line) for line in res.stdout.splitlines() if line.strip()]
+    by = {}
+    for e in entries:
+        by.setdefault(e.get("_COMM"), []).append(e.get("MESSAGE"))
+    assert "conmon" not in by, sorted(by)
+    # the engine's own lines are there (the router's answer above went through it: its request log)
+    assert any("launchcard-standin" in str(m) for msgs in by.values() for m in msgs), sorted(by)
+
+
 def test_the_vllm_host_runs_the_real_vllm_on_the_staged_snapshot(fleet, plan, first_deploy):
     """The vLLM container is the real vLLM pulled by digest under the card's image name: it reports its own version,
     the card revision's max_model_len (the tiny checkpoint's max_position_embeddings) and answers with real tokens."""

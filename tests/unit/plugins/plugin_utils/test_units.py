@@ -403,13 +403,23 @@ def test_docker_unit_text():
     assert text.endswith("WantedBy=multi-user.target\n")
 
 
+def test_a_podman_unit_logs_each_line_once_through_its_own_stdout_and_a_docker_unit_keeps_its_driver():
+    inst = _inst(EX, "sglang-encoder")
+    podman = command(inst, {"runtime": "podman"})[0]
+    # passthrough: no conmon journald copy beside the attached client's (the walkthrough saw every line twice)
+    assert [w for w in podman if w.startswith("--log-driver")] == ["--log-driver=passthrough"]
+    assert podman.index("--log-driver=passthrough") < podman.index("--entrypoint")
+    assert not [w for w in command(inst, {"runtime": "docker"})[0] if w.startswith("--log-driver")]
+
+
 def test_podman_cgroups_mode_is_one_flag_right_after_the_run_options():
     inst = _inst(EX, "sglang-encoder")
     default = command(inst, {"runtime": "podman"})[0]
     assert not [w for w in default if w.startswith("--cgroups")]
     start = command(inst, {"runtime": "podman", "podman_cgroups": "disabled"})[0]
-    assert start[:8] == ["/usr/bin/podman", "run", "--name", inst["id"], "--network", "host", "--ipc", "host"]
-    assert start[8] == "--cgroups=disabled"
+    assert start[:9] == ["/usr/bin/podman", "run", "--log-driver=passthrough", "--name", inst["id"], "--network", "host",
+                         "--ipc", "host"]
+    assert start[9] == "--cgroups=disabled"
     # a podman option: docker units never get it
     assert not [w for w in command(inst, {"runtime": "docker", "podman_cgroups": "disabled"})[0]
                 if w.startswith("--cgroups")]
