@@ -423,6 +423,6 @@ def _peers_result(peers, probes):
         return _result("peers", False, need, "blocked: " + ", ".join(blocked),
                        "peers cannot be reached: open the firewall / routes between the hosts "
                        "(a refused connect would do: the servers are not running yet)")
-    words = {"open": "listening", "refused": "host up, port not listening yet"}
+    words = {"open": "listening", "refused": "refused (host up, port not listening yet)"}
     return _result("peers", True, need, "reachable: " + ", ".join(
         "%d %s" % (n, words.get(s, s)) for s, n in sorted(counts.items())), "every peer port is reachable")

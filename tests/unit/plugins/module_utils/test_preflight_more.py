@@ -214,7 +214,7 @@ def test_peers_pass_when_refused_or_open():
     r = _one(evaluate(_facts(), NEEDS), "peers")
     assert r["ok"] and r["severity"] == "ok", r
     assert r["need"] == "TCP from here to 10.0.0.1:31000, 10.0.0.1:8998"
-    assert r["found"] == "reachable: 1 listening, 1 host up, port not listening yet"
+    assert r["found"] == "reachable: 1 listening, 1 refused (host up, port not listening yet)"
 
 
 def test_peers_fail_on_timeout_unreachable_or_unprobed():

@@ -218,7 +218,7 @@ def test_peers_open_and_refused_are_reachable_an_unresolvable_one_is_not(host, c
     result = run_module(capsys, host, needs=needs(peers=peers), connect_timeout=2.0)
     states = dict((p["port"], p["state"]) for p in result["facts"]["peers"])
     assert states == {listener: "open", refusing_port: "refused"}
-    assert by_check(result)["peers"]["found"] == "reachable: 1 listening, 1 host up, port not listening yet"
+    assert by_check(result)["peers"]["found"] == "reachable: 1 listening, 1 refused (host up, port not listening yet)"
     assert result["failed_checks"] == []
 
     bad = peers + [{"address": "peer.invalid", "port": 8998, "why": "decode -> prefill bootstrap"}]
