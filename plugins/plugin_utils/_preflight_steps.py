@@ -139,6 +139,9 @@ def revision_warnings(plan, cards, results, hosts):
         key = (placed.get(host) or {}).get("card")
         if res.get("skipped") or res.get("unreachable") or not rec or key not in (cards or {}):
             continue
+        instances = (placed.get(host) or {}).get("instances") or []
+        if instances and all(i.get("role") == "router" for i in instances):
+            continue  # a router loads no weights: its units name no revision, the move restarts nothing there
         old = (rec.get("repo"), rec.get("revision"))
         new = (cards[key]["model"]["repo"], cards[key]["model"]["revision"])
         if old != new:
