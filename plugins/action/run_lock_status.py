@@ -26,12 +26,18 @@ class ActionModule(ActionBase):
             released=dict(type="list", elements="str", default=[]),
             keep_fleet=dict(type="bool", default=False),
             hosts=dict(type="list", elements="str"),
+            settled=dict(type="str"),
+            settled_hosts=dict(type="list", elements="str"),
         ))
         hosts = args["hosts"] if args["hosts"] is not None else task_vars.get("ansible_play_hosts_all") or []
         # each host's variables merged once (ansible-core's HostVars merges them anew at every lookup)
         hostvars = task_vars.get("hostvars") or {}
-        seen = dict((h, hostvars[h] if h in hostvars else {}) for h in hosts)
+        live = args["settled_hosts"] if args["settled_hosts"] is not None else task_vars.get("ansible_play_hosts") or []
+        seen = dict((h, hostvars[h] if h in hostvars else {}) for h in set(hosts) | set(live if args["settled"] else ()))
         result.update(changed=False, taken=run_locks.taken(seen, hosts, args["fleet"], args["anchor"], args["released"],
                                                            args["results"], args["keep_fleet"]))
         result["refusal"] = run_locks.refusal(seen, hosts, args["fleet"], args["anchor"], args["results"])
+        if args["settled"]:
+            # nothing held, no refusal, every live host left as it is: the run changes nothing
+            result["settled"] = not result["taken"] and not result["refusal"] and run_locks.all_settled(seen, live, args["settled"])
         return result

@@ -48,6 +48,15 @@ options:
     description: The hosts to read; default the play's (C(ansible_play_hosts_all)).
     type: list
     elements: str
+  settled:
+    description:
+      - The name of each host's registered M(launchcard.inference.settle_or_lock) result. With it, RV(settled) says
+        whether the run changes nothing.
+    type: str
+  settled_hosts:
+    description: The hosts O(settled) looks at; default the play's live hosts (C(ansible_play_hosts)).
+    type: list
+    elements: str
 author:
   - launchcard.inference contributors (@launchcard)
 extends_documentation_fragment:
@@ -100,4 +109,10 @@ refusal:
       no other run holds a lock this run needs.
   returned: success
   type: str
+settled:
+  description:
+    - Whether the run changes nothing - it holds no lock, no other run holds one, and each of O(settled_hosts) was
+      left as it is by its O(settled) result (a settled reading, no setup part). False when there is no host.
+  returned: when O(settled) is given
+  type: bool
 """

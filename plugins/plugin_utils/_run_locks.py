@@ -131,6 +131,17 @@ def taken(hostvars, hosts, fleet=None, anchor=None, released=None, result="prefl
     return out
 
 
+def all_settled(hostvars, hosts, step):
+    """Whether the host step (its registered result named ``step``) left every one of ``hosts`` as it is: a settled
+    reading, no setup part. False for no host (a run that reaches no host is not a run that changed nothing)."""
+    hosts = list(hosts or ())
+    for host in hosts:
+        result = get(hostvars[host] if host in hostvars else {}, step)
+        if not isinstance(get(result, "settled"), Mapping) or get(result, "setup_parts"):
+            return False
+    return bool(hosts)
+
+
 def refusal(hostvars, hosts, fleet=None, anchor=None, result="preflight_result"):
     """Why this run must not go on: each lock another run holds (``<host>:<path> held by <holder>``), and how to
     break a stale one; ``""`` when no other run holds a lock this run needs. ``result``: as :func:`taken`'s."""

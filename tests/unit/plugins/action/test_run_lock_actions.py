@@ -114,3 +114,32 @@ def test_status_counts_the_fleet_lock_taken_outside_the_play_for_the_anchor(tmp_
     # nothing taken anywhere: nothing to release, nothing refused
     action, dummy = plugin(RunLockStatus, {"results": ["locked"], "anchor": None})
     assert action.run(task_vars={"hostvars": {}, "ansible_play_hosts_all": ["h2"]}) == {"changed": False, "taken": [], "refusal": ""}
+
+
+def test_status_says_the_run_changes_nothing_only_when_every_live_host_is_settled_and_no_lock_is_held(tmp_path):
+    reading = {"changed": False, "units": {}}
+    settled = {"settled": reading, "setup_parts": []}
+    hostvars = {"h1": {"step": settled}, "h2": {"step": settled}, "h3": {"step": {"skipped": True}}}
+    task_vars = {"hostvars": hostvars, "ansible_play_hosts_all": ["h1", "h2", "h3"], "ansible_play_hosts": ["h1", "h2"]}
+
+    def status(**args):
+        action, dummy = plugin(RunLockStatus, dict({"results": ["step"], "anchor": "h1", "settled": "step"}, **args))
+        return action.run(task_vars=task_vars)
+
+    # h3 failed preflight (out of the live hosts): the two that go on are left as they are
+    assert status()["settled"] is True
+    # a host with a setup part, or without a reading, changes
+    hostvars["h2"]["step"] = {"settled": reading, "setup_parts": ["weights"]}
+    assert status()["settled"] is False
+    hostvars["h2"]["step"] = {"settled": None, "setup_parts": []}
+    assert status()["settled"] is False
+    assert status(settled_hosts=["h1"])["settled"] is True
+    # no host left: not a run that changed nothing
+    assert status(settled_hosts=[])["settled"] is False
+    # a lock still held (the fleet lock taken outside the play) sends the run the whole way, to its release
+    hostvars["h2"]["step"] = settled
+    fleet, dummy = take({"run": RUN_A, "plan": PLAN, "scope": "fleet", "lock_dir": str(tmp_path)}, "h2")
+    assert status(fleet=fleet)["settled"] is False
+    # without the option: no answer
+    action, dummy = plugin(RunLockStatus, {"results": ["step"], "anchor": "h1"})
+    assert "settled" not in action.run(task_vars=task_vars)
