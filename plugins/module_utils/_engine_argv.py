@@ -15,6 +15,7 @@ __metaclass__ = type
 import difflib
 import json
 import re
+import shlex
 
 # The line the program prints its verdict on (an engine's import may log to stdout before it).
 MARKER = "LAUNCHCARD_ARGV_CHECK "
@@ -178,8 +179,9 @@ def refusal(recipe, result, field=None):
     """One line naming the recipe (and the card field, e.g. ``envs[4].argv[6]``), the flag, the engine's message
     and the near spelling."""
     label = result.get("engine_label") or "the engine"
-    text = "recipe %s%s: %s rejects %s: %s" % (recipe, " (%s)" % field if field else "", label,
-                                               result.get("flag") or "its argv", result.get("message"))
+    # quoted only when it is not one plain word (an element with spaces or ';' reads apart from the message)
+    flag = shlex.quote(result["flag"]) if result.get("flag") else "its argv"
+    text = "recipe %s%s: %s rejects %s: %s" % (recipe, " (%s)" % field if field else "", label, flag, result.get("message"))
     if result.get("near"):
         text += " (did you mean %s?)" % " or ".join(result["near"])
     return text

@@ -79,6 +79,16 @@ def test_refusal_names_recipe_flag_message_and_near_spelling():
                     "unrecognized arguments: --disable-flashinfer-autotune (did you mean --no-enable-flashinfer-autotune?)")
 
 
+def test_a_flag_that_is_not_one_word_is_quoted_apart_from_the_engine_s_message():
+    # a fresh user's hostile card: one argv element with a space and ';' (walkthrough, 2026-12-05)
+    line = ea.refusal("vllm-aggregated", {"engine_label": "vLLM 0.32.0", "flag": "--model-path; rm -rf /",
+                                          "message": "vllm serve: error: unrecognized arguments: --model-path; rm -rf /"},
+                      "envs[0].argv[13]")
+    assert line == ("recipe vllm-aggregated (envs[0].argv[13]): vLLM 0.32.0 rejects '--model-path; rm -rf /': vllm serve: "
+                    "error: unrecognized arguments: --model-path; rm -rf /")
+    assert ea.refusal("r", {"message": "m"}) == "recipe r: the engine rejects its argv: m"
+
+
 def test_the_standin_sglang_answers_the_program():
     """The sandbox's stand-in SGLang image provides sglang.srt.server_args from its generated flag table: the
     program gets the same verdicts from it as from the real SGLang 0.5.23 (test below)."""
