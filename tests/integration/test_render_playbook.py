@@ -278,8 +278,14 @@ def units_role_playbook(path, out):
     host_units filter under the role's units_settings, as the systemd_units action plugin's from_plan builds them:
     tests/unit/plugins/action/test_units_role_actions.py) for every host, with the facts the sandbox hosts report,
     and writes each unit where render.yml would. Contacts no host."""
-    with open(os.path.join(ROOT, "roles", "units", "tasks", "converge.yml")) as f:
-        converge = next(t for t in yaml.safe_load(f) if "launchcard.inference.systemd_units" in t)
+    tasks_dir = os.path.join(ROOT, "roles", "units", "tasks")
+    with open(os.path.join(tasks_dir, "converge.yml")) as f:
+        tasks = yaml.safe_load(f)
+    # the files converge.yml imports too (its converge call has one of its own, which deploy's settled path shares)
+    for name in [t["ansible.builtin.import_tasks"] for t in tasks if "ansible.builtin.import_tasks" in t]:
+        with open(os.path.join(tasks_dir, name)) as f:
+            tasks += yaml.safe_load(f)
+    converge = next(t for t in tasks if "launchcard.inference.systemd_units" in t)
     assert converge["launchcard.inference.systemd_units"]["from_plan"] is True
     with open(os.path.join(ROOT, "roles", "units", "vars", "main.yml")) as f:
         task_vars = dict(yaml.safe_load(f) or {})  # units_settings: the one options builder
