@@ -265,6 +265,9 @@ def test_second_deploy_changes_nothing(fleet, hub, first_deploy):
     # (a task every host skips prints nothing: display_skipped_hosts is off in ansible.cfg)
     assert "Take the run lock of each host this run changes]" not in res.stdout
     assert "Take the fleet lock on its anchor when this run changes a host]" not in res.stdout
+    # the run that changed nothing ended after the readings and the summary: no release step ran
+    assert "Deploy | Find whether this run changes any host]" in res.stdout
+    assert "Deploy | Find the locks this run still holds]" not in res.stdout, res.stdout[-3000:]
 
 
 def test_a_peer_started_again_sends_only_its_router_to_the_second_stage(fleet, plan, first_deploy):
