@@ -52,6 +52,10 @@ NVIDIA_QUERY_FIELDS = (
     "persistence_mode",
 )
 
+NVIDIA_FABRIC_FIELDS = ("fabric.state", "fabric.status")
+"""Asked in the same ``--query-gpu`` call as :data:`NVIDIA_QUERY_FIELDS` (each ``nvidia-smi`` run initialises NVML
+on every GPU); :func:`split_fabric_columns` hands them to :func:`parse_nvidia_fabric`."""
+
 
 def _is_pcie_card(name):
     """H100/H200 NVL and "PCIe" names are PCIe cards, not HGX SXM parts."""
@@ -193,6 +197,47 @@ def parse_nvidia_fabric(text):
             value = re.sub(r"[^a-z0-9]+", "_", state).strip("_")
         states[int(parts[0])] = value
     return states
+
+
+def fabric_fields_rejected(result):
+    """Whether *result* (``(rc, stdout, stderr)``) is a driver's refusal of the fabric fields.
+
+    Drivers older than the fields (R525 and before) reject the whole query: ``Field "fabric.state" is not a valid
+    field to query.`` (the wording :func:`parse_nvidia_fabric` reads), and exit non-zero.
+    """
+    return result[0] != 0 and "not a valid field" in tool_text(result).lower() and "fabric." in tool_text(result)
+
+
+def split_fabric_columns(result, rerun):
+    """Split one GPU query that also asked :data:`NVIDIA_FABRIC_FIELDS` into the GPU list and the fabric query.
+
+    :param result: ``(rc, stdout, stderr)`` of ``nvidia-smi --query-gpu=<NVIDIA_QUERY_FIELDS>,fabric.state,
+        fabric.status --format=csv,noheader,nounits``.
+    :param rerun: ``rerun(argv tail) -> (rc, stdout, stderr)``: runs ``nvidia-smi`` again, only on a driver that
+        rejected the fabric fields (:func:`fabric_fields_rejected`), for the GPU list alone.
+    :returns: ``{"nvidia_smi": result}`` with the two last columns of every GPU row cut off, and
+        ``"nvidia_fabric"``: ``index, state, status`` per GPU row (:func:`parse_nvidia_fabric`); a failed query
+        gives ``nvidia_smi`` alone, as it is; on a driver without the fields ``nvidia_fabric`` is its refusal
+        (unknown fabric) and ``nvidia_smi`` the list query's own answer.
+    """
+    if fabric_fields_rejected(result):
+        return {"nvidia_smi": rerun(["--query-gpu=" + ",".join(NVIDIA_QUERY_FIELDS), "--format=csv,noheader,nounits"]),
+                "nvidia_fabric": result}
+    rc, out, err = result
+    if rc != 0:
+        return {"nvidia_smi": result}
+    rows, fabric = [], []
+    for line in (out or "").splitlines():
+        first = line.split(",", 1)[0].strip()
+        # the name may hold commas, the two fabric columns never do: cut them from the right
+        if first.isdigit() and line.count(",") >= len(NVIDIA_QUERY_FIELDS) + len(NVIDIA_FABRIC_FIELDS) - 1:
+            head, state, status = line.rsplit(",", 2)
+            rows.append(head)
+            fabric.append("%s,%s,%s" % (first, state, status))
+        else:
+            rows.append(line)
+    return {"nvidia_smi": (rc, "".join(row + "\n" for row in rows), err),
+            "nvidia_fabric": (rc, "".join(row + "\n" for row in fabric), err)}
 
 
 def parse_nvidia_proc_version(text):

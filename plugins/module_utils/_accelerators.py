@@ -95,10 +95,12 @@ from ansible_collections.launchcard.inference.plugins.module_utils._accel_amd im
 from ansible_collections.launchcard.inference.plugins.module_utils._accel_ascend import summarize_ascend
 from ansible_collections.launchcard.inference.plugins.module_utils._accel_common import empty_driver, read_text
 from ansible_collections.launchcard.inference.plugins.module_utils._accel_nvidia import (
+    NVIDIA_FABRIC_FIELDS,
     NVIDIA_QUERY_FIELDS,
     fabric_manager_required,
     imex_required,
     nvlink5_required,
+    split_fabric_columns,
     summarize_nvidia,
 )
 from ansible_collections.launchcard.inference.plugins.module_utils._accel_pci import (
@@ -112,8 +114,9 @@ from ansible_collections.launchcard.inference.plugins.module_utils._accel_tables
 
 COMMANDS = {
     "nvidia": (
-        ("nvidia_smi", ["nvidia-smi", "--query-gpu=" + ",".join(NVIDIA_QUERY_FIELDS), "--format=csv,noheader,nounits"]),
-        ("nvidia_fabric", ["nvidia-smi", "--query-gpu=index,fabric.state,fabric.status", "--format=csv,noheader"]),
+        # the GPU list and the NVLink fabric columns in one call; split into nvidia_smi and nvidia_fabric (SPLITS)
+        ("nvidia_smi", ["nvidia-smi", "--query-gpu=" + ",".join(NVIDIA_QUERY_FIELDS + NVIDIA_FABRIC_FIELDS),
+                        "--format=csv,noheader,nounits"]),
         # health, reserved and free memory and the processes of every GPU in one call (_accel_health)
         ("nvidia_smi_q", ["nvidia-smi", "-q", "-x"]),
         ("nvidia_modinfo", ["modinfo", "-F", "version", "nvidia"]),
@@ -136,7 +139,11 @@ COMMANDS = {
 host; a missing executable leaves that source out. Results go to
 :func:`summarize` as ``(rc, stdout, stderr)`` tuples under the source key."""
 
-COMMAND_REQUIRES = {"nvidia_fabric": "nvidia_smi", "nvidia_smi_q": "nvidia_smi", "amd_smi_ecc": "amd_smi_list"}
+SPLITS = {"nvidia_smi": split_fabric_columns}
+"""Source key -> ``split(result, rerun)``: a command whose one answer becomes several sources (``rerun(argv tail)``
+runs the same tool again)."""
+
+COMMAND_REQUIRES = {"nvidia_smi_q": "nvidia_smi", "amd_smi_ecc": "amd_smi_list"}
 """Source key -> source key that must have exited 0 first (no point asking a
 driver that did not answer the first query a second time)."""
 
@@ -270,9 +277,11 @@ def collect_sources(vendor, which, run, read=None, tools=None):
             continue
         if argv[0] not in tools:
             tools[argv[0]] = find_tool(argv[0], which)
-        if tools[argv[0]]:
-            rc, out, err = run([tools[argv[0]]] + list(argv[1:]))
-            sources[key] = (rc, out, err)
+        tool = tools[argv[0]]
+        if tool and key in SPLITS:
+            sources.update(SPLITS[key](run([tool] + list(argv[1:])), lambda tail, tool=tool: run([tool] + list(tail))))
+        elif tool:
+            sources[key] = run([tool] + list(argv[1:]))
     for key, path in FILES[vendor]:
         text = read(path)
         if text is not None:

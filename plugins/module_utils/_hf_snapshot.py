@@ -62,6 +62,8 @@ import time
 from contextlib import contextmanager
 from urllib.parse import urlsplit
 
+# the cache's layout and the completion stamp (also read by preflight, which ships without this file)
+from ansible_collections.launchcard.inference.plugins.module_utils._hf_paths import repo_dir, snapshot_dir, stamp_path
 from ansible_collections.launchcard.inference.plugins.module_utils._hf_verify import (
     escape, expected_digest, mismatches, unsafe_path)
 
@@ -90,24 +92,6 @@ class WeightsError(Exception):
         super().__init__(message)
         self.cause = cause
         self.message = message
-
-
-def repo_dir(hf_home, repo):
-    """``<hf_home>/hub/models--owner--name``: the repository's folder in the cache."""
-    return os.path.join(hf_home, "hub", "models--" + repo.replace("/", "--"))
-
-
-def snapshot_dir(hf_home, repo, revision):
-    return os.path.join(repo_dir(hf_home, repo), "snapshots", revision)
-
-
-def stamp_path(hf_home, repo, revision):
-    """``<repo_dir>/.launchcard-complete-<revision>``: the weights role's completion stamp of one revision.
-
-    It holds the revision's size in bytes (decimal); the ``preflight`` module
-    compares it with what the snapshot holds (``_preflight_reads.weights_staged``).
-    """
-    return os.path.join(repo_dir(hf_home, repo), ".launchcard-complete-" + revision)
 
 
 def normalize_listing(entries):

@@ -22,8 +22,9 @@ description:
   - A tool that fails (for example C(nvidia-smi) when the driver is not
     loaded) is not a module failure either; its message is quoted in
     C(errors) and the device count is what could be read (often 0).
-  - NVIDIA facts come from C(nvidia-smi --query-gpu=...), the NVLink fabric
-    query C(nvidia-smi --query-gpu=index,fabric.state,fabric.status),
+  - NVIDIA facts come from C(nvidia-smi --query-gpu=...) (the NVLink fabric's
+    C(fabric.state) and C(fabric.status) in the same call; asked again without them
+    on a driver that does not know them), C(nvidia-smi -q -x),
     C(/proc/driver/nvidia/version) (loaded kernel module) and
     C(modinfo -F version nvidia) (installed kernel module).
   - AMD facts come from C(amd-smi list --json), C(amd-smi static --asic --vram --driver --json),

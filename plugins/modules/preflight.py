@@ -605,7 +605,7 @@ from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.launchcard.inference.plugins.module_utils import _accelerators as accelerators
 from ansible_collections.launchcard.inference.plugins.module_utils._accel_common import read_text as _read
 from ansible_collections.launchcard.inference.plugins.module_utils._preflight_gpu_checks import gpu_owners
-from ansible_collections.launchcard.inference.plugins.module_utils._hf_snapshot import stamp_path
+from ansible_collections.launchcard.inference.plugins.module_utils._hf_paths import stamp_path
 from ansible_collections.launchcard.inference.plugins.module_utils._platforms import engine_package
 from ansible_collections.launchcard.inference.plugins.module_utils import _gate as gate
 from ansible_collections.launchcard.inference.plugins.module_utils import _lock

@@ -15,7 +15,7 @@ import re
 
 from ansible.module_utils.parsing.convert_bool import boolean
 
-from ansible_collections.launchcard.inference.plugins.module_utils import _hf_snapshot as hf_snapshot
+from ansible_collections.launchcard.inference.plugins.module_utils import _hf_paths as hf_paths
 from ansible_collections.launchcard.inference.plugins.module_utils._hf_verify import ALLOW_HTTP_TOKEN, plain_http_token
 
 
@@ -202,7 +202,7 @@ def peer_receive(hf_home, repo, conf_path, address):
     :returns: ``{"repo_dir", "config": rsyncd.conf text, "key_options": authorized_keys options, "dest": rsync:// URL}``.
     :raises ValueError: a path the shell or sshd would read otherwise, naming which.
     """
-    repo_dir = _plain_path(hf_snapshot.repo_dir(hf_home or "", repo or ""), "launchcard_weights_dir (the repository's folder)")
+    repo_dir = _plain_path(hf_paths.repo_dir(hf_home or "", repo or ""), "launchcard_weights_dir (the repository's folder)")
     _plain_path(conf_path, "weights_peer_receive_conf")
     host = "[%s]" % address if ":" in str(address) else str(address)
     config = "\n".join([

@@ -446,7 +446,15 @@ class FakeHost:
 
 
 NVIDIA_MAIN = tuple(acc.COMMANDS["nvidia"][0][1][1:])
-NVIDIA_FABRIC = tuple(acc.COMMANDS["nvidia"][1][1][1:])
+# what a driver without the fabric fields is asked again (split_fabric_columns)
+NVIDIA_LIST = ("--query-gpu=index,name,memory.total,uuid,driver_version,pci.bus_id,persistence_mode",
+               "--format=csv,noheader,nounits")
+
+
+def joined(gpus, fabric):
+    """One answer to NVIDIA_MAIN: each GPU row of the list query followed by its fabric state and status."""
+    states = [line.split(",", 1)[1] for line in fabric.splitlines()]
+    return "".join("%s,%s\n" % (row, state) for row, state in zip(gpus.splitlines(), states))
 
 
 def test_collect_auto_without_tools_is_none():
@@ -459,7 +467,7 @@ def test_collect_auto_without_tools_is_none():
 def test_collect_nvidia_runs_queries_and_reads_proc():
     host = FakeHost(
         tools={
-            "nvidia-smi": {NVIDIA_MAIN: ok("nvidia-smi-h100x8.csv"), NVIDIA_FABRIC: ok("nvidia-fabric-completed.csv")},
+            "nvidia-smi": {NVIDIA_MAIN: (0, joined(fixture("nvidia-smi-h100x8.csv"), fixture("nvidia-fabric-completed.csv")), "")},
             "modinfo": {("-F", "version", "nvidia"): (0, "580.95.05\n", "")},
         },
         files={"/proc/driver/nvidia/version": fixture("proc-driver-nvidia-version-open.txt")},
@@ -469,8 +477,31 @@ def test_collect_nvidia_runs_queries_and_reads_proc():
     assert summary["count"] == 8
     assert summary["driver"]["loaded_version"] == "580.95.05"
     assert summary["driver"]["reboot_required"] is False
-    assert [call[1:] for call in host.calls] == [list(NVIDIA_MAIN), list(NVIDIA_FABRIC), ["-q", "-x"],
-                                                 ["-F", "version", "nvidia"]]
+    # the list and the fabric columns in one nvidia-smi call, then the XML query
+    assert [call[1:] for call in host.calls] == [list(NVIDIA_MAIN), ["-q", "-x"], ["-F", "version", "nvidia"]]
+    # the same facts as the two queries answered apart
+    apart = summarize("nvidia", {"nvidia_smi": ok("nvidia-smi-h100x8.csv"), "nvidia_fabric": ok("nvidia-fabric-completed.csv"),
+                                 "nvidia_modinfo": (0, "580.95.05\n", ""),
+                                 "nvidia_proc_version": fixture("proc-driver-nvidia-version-open.txt")})
+    assert summary["devices"] == apart["devices"] and summary["driver"] == apart["driver"]
+    assert {d["fabric_state"] for d in summary["devices"]} == {"completed"}
+
+
+def test_collect_nvidia_fabric_columns_of_a_name_with_commas():
+    host = FakeHost(tools={"nvidia-smi": {NVIDIA_MAIN: (
+        0, "0, NVIDIA H100, PCIe, special, 81559, GPU-x, 580.95.05, 00000000:18:00.0, Enabled, In Progress, N/A\n", "")}})
+    device, = acc.collect("nvidia", host.which, host.run, host.read)["devices"]
+    assert (device["model"], device["memory_mib"], device["fabric_state"]) == ("NVIDIA H100, PCIe, special", 81559, "in_progress")
+
+
+def test_collect_nvidia_driver_without_fabric_fields_asks_for_the_list_alone():
+    host = FakeHost(tools={"nvidia-smi": {NVIDIA_MAIN: (2, fixture("nvidia-fabric-old-driver.txt"), ""),
+                                          NVIDIA_LIST: ok("nvidia-smi-h100x8.csv")}})
+    summary = acc.collect("nvidia", host.which, host.run, host.read)
+    # no error from the refusal (this fake host answers no XML query)
+    assert summary["count"] == 8 and [e for e in summary["errors"] if "-q -x" not in e] == []
+    assert {d["fabric_state"] for d in summary["devices"]} == {None}
+    assert [call[1:] for call in host.calls] == [list(NVIDIA_MAIN), list(NVIDIA_LIST), ["-q", "-x"]]
 
 
 def test_collect_skips_fabric_query_when_nvidia_smi_failed():

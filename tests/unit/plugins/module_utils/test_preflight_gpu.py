@@ -14,6 +14,7 @@ import os
 import pytest
 
 from ansible_collections.launchcard.inference.plugins.module_utils import _accel_health as health
+from ansible_collections.launchcard.inference.plugins.module_utils import _accelerators as acc
 from ansible_collections.launchcard.inference.plugins.module_utils._accelerators import summarize
 from ansible_collections.launchcard.inference.plugins.module_utils._preflight import evaluate, failed
 from ansible_collections.launchcard.inference.plugins.module_utils._preflight_gpu_checks import (
@@ -47,6 +48,21 @@ def h200(xml="nvidia-smi-q.xml", folder=H200):
         "nvidia_proc_version": text(os.path.join(H200, "proc-driver-nvidia-version.txt")),
     })
 
+
+
+def test_h200_one_query_for_the_list_and_the_fabric():
+    # the GPU list and fabric columns asked in one nvidia-smi call (_accelerators.COMMANDS) read as the two
+    # recorded queries of the real host did
+    rows = text(os.path.join(H200, "nvidia-smi-query-gpu.csv")).splitlines()
+    fabric = [line.split(",", 1)[1] for line in text(os.path.join(H200, "nvidia-smi-fabric.csv")).splitlines()]
+    answers = {tuple(acc.COMMANDS["nvidia"][0][1][1:]): "".join("%s,%s\n" % pair for pair in zip(rows, fabric)),
+               ("-q", "-x"): text(os.path.join(H200, "nvidia-smi-q.xml"))}
+    files = {"/proc/driver/nvidia/version": text(os.path.join(H200, "proc-driver-nvidia-version.txt"))}
+    got = acc.collect("nvidia", lambda name: "/usr/bin/" + name if name == "nvidia-smi" else None,
+                      lambda argv: (0, answers[tuple(argv[1:])], ""), files.get, pci_dir="")
+    want = h200()
+    assert got["devices"] == want["devices"] and got["driver"] == want["driver"]
+    assert got["devices"][0]["fabric_state"] is None and got["errors"] == []
 
 def vllm(argv=(), weights_mib=30000, config=None, gpu_ids=(0,)):
     inst = {"unit": "launchcard-m-vllm-0.service", "recipe": "vllm-tp1", "launcher": "vllm", "gpus": len(gpu_ids),

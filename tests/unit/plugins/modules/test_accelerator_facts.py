@@ -49,6 +49,16 @@ def fake_tool(bin_dir, name, cases, default):
     return path
 
 
+def with_fabric(bin_dir, gpus, fabric):
+    """A file answering the module's GPU query: each row of fixture *gpus* with fixture *fabric*'s state and status."""
+    with open(os.path.join(FIXTURES, gpus)) as g, open(os.path.join(FIXTURES, fabric)) as f:
+        rows = ["%s,%s\n" % (row, line.split(",", 1)[1]) for row, line in zip(g.read().splitlines(), f.read().splitlines())]
+    path = os.path.join(bin_dir, "answer-" + gpus)
+    with open(path, "w") as handle:
+        handle.write("".join(rows))
+    return path
+
+
 def provide_file(host, vendor, key, fixture_name):
     files = tuple(
         (k, os.path.join(FIXTURES, fixture_name) if k == key else path) for k, path in accelerators.FILES[vendor]
@@ -66,8 +76,9 @@ def run_module(capsys, **args):
 
 
 def test_nvidia_h100x8(host, capsys):
-    fake_tool(host["bin"], "nvidia-smi", [("fabric.state", "nvidia-fabric-completed.csv", 0),
-                                          ("-q -x", "nvidia-smi-q-h100x8.xml", 0)], ("nvidia-smi-h100x8.csv", 0))
+    fake_tool(host["bin"], "nvidia-smi", [
+        ("fabric.state", with_fabric(host["bin"], "nvidia-smi-h100x8.csv", "nvidia-fabric-completed.csv"), 0),
+        ("-q -x", "nvidia-smi-q-h100x8.xml", 0)], ("nvidia-smi-h100x8.csv", 0))
     modinfo = os.path.join(host["bin"], "modinfo")
     with open(modinfo, "w") as handle:
         handle.write('#!/bin/sh\n[ "$3" = nvidia ] && echo 580.95.05 && exit 0\nexit 1\n')
@@ -183,7 +194,9 @@ def test_amd_part_from_the_pci_id_database(host, capsys):
 
 
 def test_nvidia_services_follow_the_facts_unless_forced(host, capsys):
-    fake_tool(host["bin"], "nvidia-smi", [("fabric.state", "nvidia-fabric-completed.csv", 0)], ("nvidia-smi-h100x8.csv", 0))
+    fake_tool(host["bin"], "nvidia-smi", [
+        ("fabric.state", with_fabric(host["bin"], "nvidia-smi-h100x8.csv", "nvidia-fabric-completed.csv"), 0)],
+        ("nvidia-smi-h100x8.csv", 0))
     result = run_module(capsys)
     assert result["nvidia_services"] == {"fabric_manager": True, "nvlink5": False, "imex": False}
     forced = run_module(capsys, fabric_manager=False, nvlink5="auto", imex="yes")
@@ -220,7 +233,9 @@ def test_through_the_ansible_cli(tmp_path):
     os.symlink(REPO_ROOT, str(namespace / "inference"))
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir()
-    fake_tool(str(bin_dir), "nvidia-smi", [("fabric.state", "nvidia-fabric-completed.csv", 0)], ("nvidia-smi-b200x8.csv", 0))
+    fake_tool(str(bin_dir), "nvidia-smi", [
+        ("fabric.state", with_fabric(str(bin_dir), "nvidia-smi-b200x8.csv", "nvidia-fabric-completed.csv"), 0)],
+        ("nvidia-smi-b200x8.csv", 0))
     env = dict(
         os.environ,
         PATH=os.pathsep.join([str(bin_dir), os.path.dirname(sys.executable), "/usr/bin", "/bin"]),

@@ -41,11 +41,18 @@ REVISION = "0123456789abcdef0123456789abcdef01234567"
 
 
 def nvidia_smi(bin_dir, gpus="nvidia-smi-h100x8.csv", fabric=("nvidia-fabric-completed.csv", 0)):
-    """A fake nvidia-smi answering the module's two queries from fixtures."""
+    """A fake nvidia-smi answering the module's GPU query (the list and the fabric columns) from fixtures."""
+    with open(os.path.join(FIXTURES, gpus)) as g, open(os.path.join(FIXTURES, fabric[0])) as fab:
+        rows, states = g.read().splitlines(), fab.read()
+    if fabric[1] == 0:  # a driver that knows the fabric fields: one row per GPU with both
+        states = "".join("%s,%s\n" % (row, line.split(",", 1)[1]) for row, line in zip(rows, states.splitlines()))
+    answer = os.path.join(bin_dir, "nvidia-smi-answer")
+    with open(answer, "w") as f:
+        f.write(states)
     path = os.path.join(bin_dir, "nvidia-smi")
     with open(path, "w") as f:
         f.write('#!/bin/sh\ncase "$*" in\n  *fabric.state*) %s "%s"; exit %d;;\n  *) %s "%s";;\nesac\n' % (
-            CAT, os.path.join(FIXTURES, fabric[0]), fabric[1], CAT, os.path.join(FIXTURES, gpus)))
+            CAT, answer, fabric[1], CAT, os.path.join(FIXTURES, gpus)))
     os.chmod(path, 0o755)
 
 
