@@ -49,7 +49,6 @@ def h200(xml="nvidia-smi-q.xml", folder=H200):
     })
 
 
-
 def test_h200_one_query_for_the_list_and_the_fabric():
     # the GPU list and fabric columns asked in one nvidia-smi call (_accelerators.COMMANDS) read as the two
     # recorded queries of the real host did
@@ -63,6 +62,7 @@ def test_h200_one_query_for_the_list_and_the_fabric():
     want = h200()
     assert got["devices"] == want["devices"] and got["driver"] == want["driver"]
     assert got["devices"][0]["fabric_state"] is None and got["errors"] == []
+
 
 def vllm(argv=(), weights_mib=30000, config=None, gpu_ids=(0,)):
     inst = {"unit": "launchcard-m-vllm-0.service", "recipe": "vllm-tp1", "launcher": "vllm", "gpus": len(gpu_ids),
