@@ -59,9 +59,12 @@ ENGINES = ("vllm", "sglang")
 SAFE_STRING_PATTERN = "^[^\\u0000-\\u001f\\u007f]*$(?!\\n)"
 _CONTROL_RE = re.compile("[\x00-\x1f\x7f]")
 
-#: Hugging Face repo id ``owner/name`` (huggingface_hub ``validate_repo_id``:
-#: letters, digits, ``-``, ``_``, ``.``; at most 96 characters).
-HF_REPO_PATTERN = "^[A-Za-z0-9][A-Za-z0-9._-]*/[A-Za-z0-9][A-Za-z0-9._-]*$"
+#: Hugging Face repo id ``owner/name``, huggingface_hub 2.4.0 ``utils/_validators.py`` ``validate_repo_id``: letters,
+#: digits, ``-``, ``_``, ``.``, each part ending in a word character (its ``\b``), no ``--`` or ``..``, not ending in
+#: ``.git``; this pattern is stricter (an owner, a letter or digit first, at most 96 characters in all:
+#: tests/unit/plugins/plugin_utils/test_card_schema.py checks that HF's validator takes what it takes).
+HF_REPO_PATTERN = ("^(?!.*(?:--|\\.\\.))(?!.*\\.git$)"
+                   "[A-Za-z0-9](?:[A-Za-z0-9._-]*[A-Za-z0-9_])?/[A-Za-z0-9](?:[A-Za-z0-9._-]*[A-Za-z0-9_])?$")
 
 #: A folder inside the repository (``checkpoints[].subdir``): relative (no leading ``/``), parts separated by one
 #: ``/``, none of them ``.``, ``..`` or empty, so the path cannot leave the repository's folder; control characters
@@ -94,7 +97,8 @@ IMAGE_PATTERN = (
 )
 
 _PATTERN_EXPECT = {
-    HF_REPO_PATTERN: "a Hugging Face repo id 'owner/name' (letters, digits, '-', '_', '.')",
+    HF_REPO_PATTERN: ("a Hugging Face repo id 'owner/name' (letters, digits, '-', '_', '.'; no '--' or '..', "
+                      "not ending in '-', '.' or '.git')"),
     REVISION_PATTERN: "a 40-character lowercase hex commit SHA (not a branch or tag name)",
     ENV_NAME_PATTERN: "an environment variable name matching ^[A-Za-z_][A-Za-z0-9_]*$",
     RELATIVE_PATH_PATTERN: (

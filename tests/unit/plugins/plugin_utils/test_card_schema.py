@@ -294,6 +294,30 @@ def test_format_path(parts, expected):
     assert format_path(parts) == expected
 
 
+@settings(max_examples=400, deadline=None)
+@given(st.text(alphabet="ab9Z._-/", min_size=1, max_size=24))
+def test_every_repo_id_the_schema_takes_huggingface_hub_takes(repo):
+    # the Hub client's own validator (huggingface_hub, the controller's requirements) is the authority
+    from huggingface_hub.utils import HFValidationError, validate_repo_id
+    if re.search(card_schema.HF_REPO_PATTERN, repo):
+        validate_repo_id(repo)
+    else:
+        # beyond HF's rules the schema wants an owner, each part starting with a letter or digit, 96 characters
+        parts = repo.split("/")
+        if len(parts) == 2 and all(part[:1].isalnum() for part in parts) and len(repo) <= 96:
+            with pytest.raises(HFValidationError):
+                validate_repo_id(repo)
+
+
+@pytest.mark.parametrize("repo", ["zai-org/GLM..5.3-Flash", "zai--org/GLM", "zai-org/GLM.git", "zai-org/GLM-",
+                                  "zai-org/GLM.", "zai-org-/GLM"])
+def test_repo_ids_huggingface_hub_refuses_are_refused_naming_the_field(repo):
+    doc = _example()
+    doc["hf"]["repo"] = repo
+    report = validate_card(doc)
+    assert [(i.path, "no '--' or '..'" in i.message) for i in report.errors] == [("hf.repo", True)]
+
+
 def test_report_helpers():
     report = ValidationReport([("b", "m2"), ("a", "m1"), ("a", "m1")], [("c", "w")])
     assert report.errors == [Issue("a", "m1"), Issue("b", "m2")]
