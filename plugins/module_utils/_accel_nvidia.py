@@ -56,6 +56,14 @@ NVIDIA_FABRIC_FIELDS = ("fabric.state", "fabric.status")
 """Asked in the same ``--query-gpu`` call as :data:`NVIDIA_QUERY_FIELDS` (each ``nvidia-smi`` run initialises NVML
 on every GPU); :func:`split_fabric_columns` hands them to :func:`parse_nvidia_fabric`."""
 
+# what nvidia-smi prints for a field its driver does not know: Field "fabric.state" is not a valid field to query.
+_NOT_A_FIELD = "not a valid field"
+
+
+def gpu_query(fields):
+    """``nvidia-smi``'s arguments for *fields* of every GPU, one CSV line each, no header, no units."""
+    return ["--query-gpu=" + ",".join(fields), "--format=csv,noheader,nounits"]
+
 
 def _is_pcie_card(name):
     """H100/H200 NVL and "PCIe" names are PCIe cards, not HGX SXM parts."""
@@ -177,7 +185,7 @@ def parse_nvidia_fabric(text):
     :raises AcceleratorOutputError: a line that is not ``index, state, status``.
     """
     text = text or ""
-    if "not a valid field" in text.lower():
+    if _NOT_A_FIELD in text.lower():
         return {}
     states = {}
     for raw in text.splitlines():
@@ -205,7 +213,8 @@ def fabric_fields_rejected(result):
     Drivers older than the fields (R525 and before) reject the whole query: ``Field "fabric.state" is not a valid
     field to query.`` (the wording :func:`parse_nvidia_fabric` reads), and exit non-zero.
     """
-    return result[0] != 0 and "not a valid field" in tool_text(result).lower() and "fabric." in tool_text(result)
+    text = tool_text(result)
+    return result[0] != 0 and _NOT_A_FIELD in text.lower() and "fabric." in text
 
 
 def split_fabric_columns(result, rerun):
@@ -221,8 +230,7 @@ def split_fabric_columns(result, rerun):
         (unknown fabric) and ``nvidia_smi`` the list query's own answer.
     """
     if fabric_fields_rejected(result):
-        return {"nvidia_smi": rerun(["--query-gpu=" + ",".join(NVIDIA_QUERY_FIELDS), "--format=csv,noheader,nounits"]),
-                "nvidia_fabric": result}
+        return {"nvidia_smi": rerun(gpu_query(NVIDIA_QUERY_FIELDS)), "nvidia_fabric": result}
     rc, out, err = result
     if rc != 0:
         return {"nvidia_smi": result}

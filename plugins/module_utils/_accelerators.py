@@ -98,6 +98,7 @@ from ansible_collections.launchcard.inference.plugins.module_utils._accel_nvidia
     NVIDIA_FABRIC_FIELDS,
     NVIDIA_QUERY_FIELDS,
     fabric_manager_required,
+    gpu_query,
     imex_required,
     nvlink5_required,
     split_fabric_columns,
@@ -115,8 +116,7 @@ from ansible_collections.launchcard.inference.plugins.module_utils._accel_tables
 COMMANDS = {
     "nvidia": (
         # the GPU list and the NVLink fabric columns in one call; split into nvidia_smi and nvidia_fabric (SPLITS)
-        ("nvidia_smi", ["nvidia-smi", "--query-gpu=" + ",".join(NVIDIA_QUERY_FIELDS + NVIDIA_FABRIC_FIELDS),
-                        "--format=csv,noheader,nounits"]),
+        ("nvidia_smi", ["nvidia-smi"] + gpu_query(NVIDIA_QUERY_FIELDS + NVIDIA_FABRIC_FIELDS)),
         # health, reserved and free memory and the processes of every GPU in one call (_accel_health)
         ("nvidia_smi_q", ["nvidia-smi", "-q", "-x"]),
         ("nvidia_modinfo", ["modinfo", "-F", "version", "nvidia"]),

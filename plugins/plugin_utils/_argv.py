@@ -158,14 +158,16 @@ class Argv:
         :raises ValueError: naming the element and the flag, when the value is
             not an integer or out of range.
         """
-        raw = self.get(flags)
-        digits = (raw or "").strip().lstrip("+-")
-        if digits.isdigit() and len(digits) > 6:
-            # a port's own message, not get_int's 2**53 one, however long the integer (a fresh user's trial)
+        try:
+            port = self.get_int(flags, default, path)
+        except ValueError:
+            digits = (self.get(flags) or "").strip().lstrip("+-")
+            if not digits.isdigit():
+                raise
+            # an integer beyond 2**53: named as a port, not with get_int's message (a fresh user's trial)
             where, written = self._value_at(flags, path)
             raise ValueError("%s: %s is out of range: a TCP port from 1 to 65535 is expected, found an integer of %d "
                              "digits" % (where, written, len(digits)))
-        port = self.get_int(flags, default, path)
         if port is not None and port != default and not 1 <= port <= 65535:
             where, written = self._value_at(flags, path)
             raise ValueError("%s: %s expects a TCP port from 1 to 65535, found %d" % (where, written, port))

@@ -26,6 +26,13 @@ def fixture(name):
         return handle.read()
 
 
+def with_fabric(gpus, fabric):
+    """The answer to the GPU query that also asks the fabric fields: each row of the list query's text *gpus*
+    followed by the state and status of the fabric query's text *fabric* (``index, state, status`` per GPU)."""
+    states = [line.split(",", 1)[1] for line in fabric.splitlines()]
+    return "".join("%s,%s\n" % (row, state) for row, state in zip(gpus.splitlines(), states))
+
+
 def ok(name):
     """A successful run_command result printing the fixture."""
     return (0, fixture(name), "")

@@ -26,6 +26,7 @@ from ansible_collections.launchcard.inference.tests.unit.plugins.module_utils.ac
     assert_shape,
     fixture,
     ok,
+    with_fabric,
 )
 
 
@@ -451,12 +452,6 @@ NVIDIA_LIST = ("--query-gpu=index,name,memory.total,uuid,driver_version,pci.bus_
                "--format=csv,noheader,nounits")
 
 
-def joined(gpus, fabric):
-    """One answer to NVIDIA_MAIN: each GPU row of the list query followed by its fabric state and status."""
-    states = [line.split(",", 1)[1] for line in fabric.splitlines()]
-    return "".join("%s,%s\n" % (row, state) for row, state in zip(gpus.splitlines(), states))
-
-
 def test_collect_auto_without_tools_is_none():
     host = FakeHost()
     summary = acc.collect("auto", host.which, host.run, host.read)
@@ -467,7 +462,7 @@ def test_collect_auto_without_tools_is_none():
 def test_collect_nvidia_runs_queries_and_reads_proc():
     host = FakeHost(
         tools={
-            "nvidia-smi": {NVIDIA_MAIN: (0, joined(fixture("nvidia-smi-h100x8.csv"), fixture("nvidia-fabric-completed.csv")), "")},
+            "nvidia-smi": {NVIDIA_MAIN: (0, with_fabric(fixture("nvidia-smi-h100x8.csv"), fixture("nvidia-fabric-completed.csv")), "")},
             "modinfo": {("-F", "version", "nvidia"): (0, "580.95.05\n", "")},
         },
         files={"/proc/driver/nvidia/version": fixture("proc-driver-nvidia-version-open.txt")},

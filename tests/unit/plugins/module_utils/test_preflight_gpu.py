@@ -23,6 +23,7 @@ from ansible_collections.launchcard.inference.plugins.module_utils._preflight_gp
     sglang_default_fraction,
 )
 from ansible_collections.launchcard.inference.plugins.plugin_utils import _memory_budget as budget
+from ansible_collections.launchcard.inference.tests.unit.plugins.module_utils.accel_fixtures import with_fabric
 
 FIXTURES = os.path.join(os.path.dirname(__file__), "..", "..", "fixtures")
 REAL = os.path.join(FIXTURES, "real-inputs")
@@ -52,9 +53,8 @@ def h200(xml="nvidia-smi-q.xml", folder=H200):
 def test_h200_one_query_for_the_list_and_the_fabric():
     # the GPU list and fabric columns asked in one nvidia-smi call (_accelerators.COMMANDS) read as the two
     # recorded queries of the real host did
-    rows = text(os.path.join(H200, "nvidia-smi-query-gpu.csv")).splitlines()
-    fabric = [line.split(",", 1)[1] for line in text(os.path.join(H200, "nvidia-smi-fabric.csv")).splitlines()]
-    answers = {tuple(acc.COMMANDS["nvidia"][0][1][1:]): "".join("%s,%s\n" % pair for pair in zip(rows, fabric)),
+    joined = with_fabric(text(os.path.join(H200, "nvidia-smi-query-gpu.csv")), text(os.path.join(H200, "nvidia-smi-fabric.csv")))
+    answers = {tuple(acc.COMMANDS["nvidia"][0][1][1:]): joined,
                ("-q", "-x"): text(os.path.join(H200, "nvidia-smi-q.xml"))}
     files = {"/proc/driver/nvidia/version": text(os.path.join(H200, "proc-driver-nvidia-version.txt"))}
     got = acc.collect("nvidia", lambda name: "/usr/bin/" + name if name == "nvidia-smi" else None,

@@ -24,6 +24,7 @@ import pytest
 from ansible.module_utils.testing import patch_module_args
 from ansible_collections.launchcard.inference.plugins.module_utils import _accelerators as accelerators
 from ansible_collections.launchcard.inference.plugins.modules import accelerator_facts
+from ansible_collections.launchcard.inference.tests.unit.plugins.module_utils.accel_fixtures import with_fabric
 
 FIXTURES = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", "fixtures", "accelerators"))
 REPO_ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", "..", ".."))
@@ -49,13 +50,13 @@ def fake_tool(bin_dir, name, cases, default):
     return path
 
 
-def with_fabric(bin_dir, gpus, fabric):
+def answer_file(bin_dir, gpus, fabric):
     """A file answering the module's GPU query: each row of fixture *gpus* with fixture *fabric*'s state and status."""
     with open(os.path.join(FIXTURES, gpus)) as g, open(os.path.join(FIXTURES, fabric)) as f:
-        rows = ["%s,%s\n" % (row, line.split(",", 1)[1]) for row, line in zip(g.read().splitlines(), f.read().splitlines())]
+        answer = with_fabric(g.read(), f.read())
     path = os.path.join(bin_dir, "answer-" + gpus)
     with open(path, "w") as handle:
-        handle.write("".join(rows))
+        handle.write(answer)
     return path
 
 
@@ -77,7 +78,7 @@ def run_module(capsys, **args):
 
 def test_nvidia_h100x8(host, capsys):
     fake_tool(host["bin"], "nvidia-smi", [
-        ("fabric.state", with_fabric(host["bin"], "nvidia-smi-h100x8.csv", "nvidia-fabric-completed.csv"), 0),
+        ("fabric.state", answer_file(host["bin"], "nvidia-smi-h100x8.csv", "nvidia-fabric-completed.csv"), 0),
         ("-q -x", "nvidia-smi-q-h100x8.xml", 0)], ("nvidia-smi-h100x8.csv", 0))
     modinfo = os.path.join(host["bin"], "modinfo")
     with open(modinfo, "w") as handle:
@@ -195,7 +196,7 @@ def test_amd_part_from_the_pci_id_database(host, capsys):
 
 def test_nvidia_services_follow_the_facts_unless_forced(host, capsys):
     fake_tool(host["bin"], "nvidia-smi", [
-        ("fabric.state", with_fabric(host["bin"], "nvidia-smi-h100x8.csv", "nvidia-fabric-completed.csv"), 0)],
+        ("fabric.state", answer_file(host["bin"], "nvidia-smi-h100x8.csv", "nvidia-fabric-completed.csv"), 0)],
         ("nvidia-smi-h100x8.csv", 0))
     result = run_module(capsys)
     assert result["nvidia_services"] == {"fabric_manager": True, "nvlink5": False, "imex": False}
@@ -234,7 +235,7 @@ def test_through_the_ansible_cli(tmp_path):
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir()
     fake_tool(str(bin_dir), "nvidia-smi", [
-        ("fabric.state", with_fabric(str(bin_dir), "nvidia-smi-b200x8.csv", "nvidia-fabric-completed.csv"), 0)],
+        ("fabric.state", answer_file(str(bin_dir), "nvidia-smi-b200x8.csv", "nvidia-fabric-completed.csv"), 0)],
         ("nvidia-smi-b200x8.csv", 0))
     env = dict(
         os.environ,

@@ -32,6 +32,7 @@ from ansible.module_utils.basic import AnsibleModule
 from ansible.module_utils.testing import patch_module_args
 from ansible_collections.launchcard.inference.plugins.module_utils import _preflight_reads as preflight_reads
 from ansible_collections.launchcard.inference.plugins.modules import preflight
+from ansible_collections.launchcard.inference.tests.unit.plugins.module_utils.accel_fixtures import with_fabric
 
 FIXTURES = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", "fixtures", "accelerators"))
 CAT = shutil.which("cat") or "/bin/cat"
@@ -43,9 +44,9 @@ REVISION = "0123456789abcdef0123456789abcdef01234567"
 def nvidia_smi(bin_dir, gpus="nvidia-smi-h100x8.csv", fabric=("nvidia-fabric-completed.csv", 0)):
     """A fake nvidia-smi answering the module's GPU query (the list and the fabric columns) from fixtures."""
     with open(os.path.join(FIXTURES, gpus)) as g, open(os.path.join(FIXTURES, fabric[0])) as fab:
-        rows, states = g.read().splitlines(), fab.read()
+        gpus_text, states = g.read(), fab.read()
     if fabric[1] == 0:  # a driver that knows the fabric fields: one row per GPU with both
-        states = "".join("%s,%s\n" % (row, line.split(",", 1)[1]) for row, line in zip(rows, states.splitlines()))
+        states = with_fabric(gpus_text, states)
     answer = os.path.join(bin_dir, "nvidia-smi-answer")
     with open(answer, "w") as f:
         f.write(states)

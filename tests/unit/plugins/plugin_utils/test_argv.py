@@ -107,7 +107,7 @@ def test_get_port_refuses_what_is_not_a_tcp_port(value):
     assert Argv(["vllm", "serve", "m"]).get_port("--port", 8000) == 8000
 
 
-@pytest.mark.parametrize("value", ["99999999999999999999", "-1234567"])
+@pytest.mark.parametrize("value", ["99999999999999999999", "-" + "9" * 30])
 def test_get_port_names_a_long_integer_as_a_port_not_as_an_integer(value):
     with pytest.raises(ValueError) as exc:
         Argv(["vllm", "serve", "m", "--port", value]).get_port("--port", 8000, "envs[0].argv")
