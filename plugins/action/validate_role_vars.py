@@ -20,10 +20,16 @@ class ActionModule(ActionBase):
         result = super().run(tmp, task_vars)
         task_vars = task_vars or {}
         dummy, args = self.validate_argument_spec(argument_spec=dict(
-            argument_spec=dict(type="dict", required=True),
+            argument_spec=dict(type="dict"),
+            roles=dict(type="list", elements="str"),
             hosts=dict(type="list", elements="str"),
-        ))
-        spec = args["argument_spec"]
+        ), mutually_exclusive=[("argument_spec", "roles")], required_one_of=[("argument_spec", "roles")])
+        try:
+            # read here, not templated into the task's arguments: Ansible would tag and copy every line of them
+            spec = args["argument_spec"] if args["roles"] is None else role_vars.role_options(args["roles"])
+        except ValueError as exc:
+            result.update(failed=True, changed=False, msg="launchcard.inference.validate_role_vars: %s" % exc)
+            return result
         hosts = args["hosts"] if args["hosts"] is not None else task_vars.get("ansible_play_hosts_all") or []
         # the play's variables and the roles' defaults, templated, as ansible.builtin.validate_argument_spec reads
         # them (lib/ansible/plugins/action/validate_argument_spec.py get_args_from_task_vars)

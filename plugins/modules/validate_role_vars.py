@@ -22,8 +22,15 @@ options:
     description:
       - The options to check, as a role's C(meta/argument_specs.yml) gives them (C(argument_specs.main.options));
         several roles' combined.
+      - One of O(argument_spec) and O(roles) is required.
     type: dict
-    required: true
+  roles:
+    description:
+      - Names of this collection's roles (C(preflight), C(units)...) whose C(meta/argument_specs.yml) main options are
+        checked, combined in order; read on the controller, which costs less than templating them into
+        O(argument_spec).
+    type: list
+    elements: str
   hosts:
     description: The hosts whose variables are read; default the play's (C(ansible_play_hosts_all)).
     type: list
@@ -41,6 +48,11 @@ seealso:
 """
 
 EXAMPLES = r"""
+- name: Check the variables of the collection's preflight and units roles on every host
+  launchcard.inference.validate_role_vars:
+    roles: [preflight, units]
+  run_once: true
+
 - name: Check the variables of the preflight and units roles on every host
   launchcard.inference.validate_role_vars:
     argument_spec: >-

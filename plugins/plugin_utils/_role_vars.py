@@ -6,9 +6,40 @@ the roles' argument specs (plugins/action/validate_role_vars.py)."""
 
 from __future__ import annotations
 
+import os
+import re
+
+import yaml
+
 from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
 
 from ansible_collections.launchcard.inference.plugins.plugin_utils import _report as report
+
+
+# the collection's roles: plugins/plugin_utils/ is two levels below the collection's root
+ROLES_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "roles")
+_ROLE_NAME = re.compile(r"^[a-z][a-z0-9_]*$")
+
+
+def role_options(roles, roles_dir=ROLES_DIR):
+    """The options of the ``main`` entry point of each of the collection's ``roles`` (``meta/argument_specs.yml``),
+    combined in order; read with libyaml's safe loader where present (no template, nothing tagged).
+
+    :raises ValueError: a name that is not one of the collection's roles, or a spec without ``main`` options.
+    """
+    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+    out = {}
+    for role in roles:
+        path = os.path.join(roles_dir, str(role), "meta", "argument_specs.yml")
+        if not _ROLE_NAME.match(str(role)) or not os.path.isfile(path):
+            raise ValueError("roles: %r is not a role of this collection" % (role,))
+        with open(path) as f:
+            spec = yaml.load(f, Loader=loader)
+        try:
+            out.update(spec["argument_specs"]["main"]["options"])
+        except (KeyError, TypeError):
+            raise ValueError("roles: %s has no options in meta/argument_specs.yml argument_specs.main" % role)
+    return out
 
 
 def by_host(hostvars, hosts, names):

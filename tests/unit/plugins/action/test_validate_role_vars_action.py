@@ -67,3 +67,27 @@ def test_the_plays_variables_are_checked_under_the_hosts_values():
     assert out["failed"] is True and [e.split(":")[0] for e in out["argument_errors"]] == ["a"]
     assert "'xy'" in out["argument_errors"][0] or '"xy"' in out["argument_errors"][0]
     assert "failed" not in run({"a": {}}, {"units_health_timeout_s": "30"}, spec)
+
+
+def run_roles(hostvars, roles):
+    task = MagicMock()
+    task.args = {"roles": roles}
+    task.async_val = 0
+    task.check_mode = False
+    loader = DataLoader()
+    action = ActionModule(task, MagicMock(), PlayContext(), loader, Templar(loader=loader), None)
+    return action.run(task_vars=dict(hostvars=hostvars, ansible_play_hosts_all=list(hostvars)))
+
+
+def test_roles_read_the_collections_own_specs_as_the_combined_argument_spec_does():
+    hostvars = {"a": {"units_health_timeout_s": "soon"}, "b": {"preflight_headroom_mib": "lots"}}
+    by_roles = run_roles(hostvars, ["plan", "preflight", "runtime", "units"])
+    by_spec = run(hostvars)
+    assert by_roles["failed"] is True
+    assert by_roles["argument_errors"] == by_spec["argument_errors"] and len(by_roles["argument_errors"]) == 2
+
+
+def test_a_name_that_is_no_role_of_the_collection_is_refused_naming_it():
+    for name in ("../roles/units", "nosuchrole", "Units"):
+        out = run_roles({"a": {}}, ["units", name])
+        assert out["failed"] is True and "is not a role of this collection" in out["msg"] and repr(name) in out["msg"], out
