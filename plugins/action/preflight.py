@@ -48,7 +48,26 @@ class ActionModule(ActionBase):
         result.update(self._execute_module(module_name="launchcard.inference.preflight", module_args=module_args,
                                            task_vars=task_vars))
         self._remove_tmp_path(self._connection._shell.tmpdir)
+        params = checked.validated_parameters
+        if params["host_step"] is not None and params["read_units"] and not params["recheck"] \
+                and not result.get("failed") and not result.get("failed_checks"):
+            result["host_step"] = self._host_step(result, params["host_step"], task_vars)
         return result
+
+    def _host_step(self, result, step, task_vars):
+        """The deploy's host step (``_units_host.host_step``) as the task after this one makes it, from this result and
+        the images resolved for the fleet (``step.image_refs``; the play pins them later, the same where no tag moved:
+        the record compared names them); ``{}`` where it cannot be made here (that task then names why)."""
+        extra = {"preflight_result": dict(result)}
+        if "runtime_image_refs" not in task_vars:
+            extra["runtime_image_refs"] = step.get("image_refs") or {}
+        templar, variables = play_vars.registered(self._templar, task_vars, extra)
+        try:
+            decision = units_host.host_step(templar, variables, result, step.get("host_plan"),
+                                            step.get("stack_roles") or {}, step.get("install_stack", True))
+        except (OSError, ValueError):
+            return {}
+        return {"settled": decision["settled"], "setup_parts": decision["setup_parts"]}
 
     def _module_args(self, args, own, task_vars):
         """The module's options: the task's, less the unset ones, and those computed from the plan."""

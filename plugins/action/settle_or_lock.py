@@ -10,9 +10,6 @@ from ansible.plugins.action import ActionBase
 
 from ansible_collections.launchcard.inference.plugins.plugin_utils import _play_vars as play_vars
 from ansible_collections.launchcard.inference.plugins.plugin_utils import _run_locks as run_locks
-from ansible_collections.launchcard.inference.plugins.plugin_utils._runtime_host import RuntimeHost
-# loaded in the controller before the workers fork (plugins/filter/plan.py imports it): no import per host
-from ansible_collections.launchcard.inference.plugins.plugin_utils import _unit_options as unit_options
 from ansible_collections.launchcard.inference.plugins.plugin_utils import _units_host as units_host
 
 
@@ -33,16 +30,9 @@ class ActionModule(ActionBase):
             install_stack=dict(type="bool", default=True),
         ))
         host = task_vars.get("inventory_hostname")
-        here = units_host.UnitsHost(self._templar, task_vars)
         try:
-            # --tags/--skip-tags pick the setup parts (the play's magic variables)
-            parts = unit_options.setup_parts(args["preflight"], args["host_plan"], args["stack_roles"],
-                                             task_vars.get("ansible_run_tags") or ["all"], task_vars.get("ansible_skip_tags") or [],
-                                             args["install_stack"], RuntimeHost(self._templar, task_vars).needed(),
-                                             here.prepare_needed())
-            # the reading is built only for a host that may be left as it is (it renders the unit files, the costly part)
-            decision = run_locks.host_decision(args["preflight"], parts, here.settled,
-                                               planned=args["host_plan"] is not None)
+            decision = units_host.host_step(self._templar, task_vars, args["preflight"], args["host_plan"],
+                                            args["stack_roles"], args["install_stack"])
         except (OSError, ValueError) as exc:
             result.update(failed=True, msg="launchcard.inference.settle_or_lock: %s" % to_text(exc))
             return result

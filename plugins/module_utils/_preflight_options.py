@@ -16,4 +16,5 @@ CONTROLLER_SPEC = dict(
     lock_defer=dict(type="bool", default=False),
     lock_dir=dict(type="path", default="/var/lib/launchcard"),
     break_lock=dict(type="bool", default=False),
+    host_step=dict(type="dict"),
 )

@@ -50,8 +50,9 @@ options:
     elements: str
   settled:
     description:
-      - The name of each host's registered M(launchcard.inference.settle_or_lock) result. With it, RV(settled) says
-        whether the run changes nothing.
+      - The name of each host's registered M(launchcard.inference.settle_or_lock) result, or a dotted path into a
+        registered result that holds the same keys (C(preflight_result.host_step), which the preflight action plugin
+        makes with the role's C(preflight_host_step)). With it, RV(settled) says whether the run changes nothing.
     type: str
   settled_hosts:
     description: The hosts O(settled) looks at; default the play's live hosts (C(ansible_play_hosts)).

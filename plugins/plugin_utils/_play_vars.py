@@ -5,6 +5,9 @@
 
 from __future__ import annotations
 
+import collections
+from collections.abc import Mapping
+
 from ansible.errors import AnsibleLookupError
 from ansible.module_utils.parsing.convert_bool import boolean
 
@@ -55,3 +58,34 @@ class HostView(object):
     def host_plan(self):
         """This host's share of the plan, None when it gives the host nothing."""
         return (self.plan.get("hosts") or {}).get(self.host)
+
+
+class _HostvarsWith(Mapping):
+    """``hostvars`` with ``extra`` over one host's variables (the others as they are)."""
+
+    def __init__(self, hostvars, host, extra):
+        self._hostvars, self._host, self._extra = hostvars, host, extra
+
+    def __getitem__(self, name):
+        if name == self._host:
+            return collections.ChainMap(self._extra, self._hostvars[name] if name in self._hostvars else {})
+        return self._hostvars[name]
+
+    def __contains__(self, name):
+        return name == self._host or name in self._hostvars
+
+    def __iter__(self):
+        return iter(self._hostvars)
+
+    def __len__(self):
+        return len(self._hostvars)
+
+
+def registered(templar, task_vars, extra):
+    """``(templar, task_vars)`` as the host's later tasks see them once ``extra`` (``{name: value}``, e.g. a result
+    this task registers) is set on it: in its variables, its ``hostvars`` entry and the templar's variables."""
+    host = task_vars.get("inventory_hostname")
+    merged = dict(task_vars)
+    merged.update(extra)
+    merged["hostvars"] = _HostvarsWith(task_vars.get("hostvars") or {}, host, dict(extra))
+    return templar.copy_with_new_env(available_variables=merged), merged

@@ -132,11 +132,12 @@ def taken(hostvars, hosts, fleet=None, anchor=None, released=None, result="prefl
 
 
 def all_settled(hostvars, hosts, step):
-    """Whether the host step (its registered result named ``step``) left every one of ``hosts`` as it is: a settled
-    reading, no setup part. False for no host (a run that reaches no host is not a run that changed nothing)."""
+    """Whether the host step (its registered result named ``step``, or a dotted path into one:
+    ``preflight_result.host_step``) left every one of ``hosts`` as it is: a settled reading, no setup part. False for
+    no host (a run that reaches no host is not a run that changed nothing)."""
     hosts = list(hosts or ())
     for host in hosts:
-        result = get(hostvars[host] if host in hostvars else {}, step)
+        result = get(hostvars[host] if host in hostvars else {}, *step.split("."))
         if not isinstance(get(result, "settled"), Mapping) or get(result, "setup_parts"):
             return False
     return bool(hosts)

@@ -16,6 +16,7 @@ import hashlib
 
 from ansible_collections.launchcard.inference.plugins.plugin_utils import _play_vars as play_vars
 from ansible_collections.launchcard.inference.plugins.plugin_utils import _report as report
+from ansible_collections.launchcard.inference.plugins.plugin_utils import _run_locks as run_locks
 from ansible_collections.launchcard.inference.plugins.plugin_utils._runtime_host import RuntimeHost
 from ansible_collections.launchcard.inference.plugins.plugin_utils import _textfile as textfile
 from ansible_collections.launchcard.inference.plugins.plugin_utils import _unit_options as unit_options
@@ -200,3 +201,20 @@ class UnitsHost(play_vars.HostView):
         if record is not None:
             out["record"] = record
         return out
+
+
+def host_step(templar, task_vars, preflight, host_plan, stack_roles, install_stack=True):
+    """The deploy's decision for one host after its preflight call (:func:`._run_locks.host_decision`): the setup parts
+    preflight found missing, picked by the run's --tags/--skip-tags (:func:`._unit_options.setup_parts`), and the
+    converge's reading where the host is left as it is, else the host-scope locks it takes.
+
+    :param preflight: the host's preflight result; ``host_plan``, ``stack_roles``, ``install_stack``: as
+        ``plugins/modules/settle_or_lock.py`` documents them.
+    :raises ValueError: a variable the unit options refuse; ``OSError``: the readiness helper cannot be read.
+    """
+    here = UnitsHost(templar, task_vars)
+    parts = unit_options.setup_parts(preflight, host_plan, stack_roles, task_vars.get("ansible_run_tags") or ["all"],
+                                     task_vars.get("ansible_skip_tags") or [], install_stack,
+                                     RuntimeHost(templar, task_vars).needed(), here.prepare_needed())
+    # the reading is built only for a host that may be left as it is (it renders the unit files, the costly part)
+    return run_locks.host_decision(preflight, parts, here.settled, planned=host_plan is not None)

@@ -47,7 +47,7 @@ def reading(monkeypatch):
     monkeypatch.setattr(host_action.units_host.UnitsHost, "prepare_needed",
                         lambda self: bool(self._vars.get("units_prepare_needed")))
     # and whether the runtime role has anything to do: runtime_needed (RuntimeHost's own: test_runtime_host)
-    monkeypatch.setattr(host_action.RuntimeHost, "needed", lambda self: bool(self._vars.get("runtime_needed")))
+    monkeypatch.setattr(host_action.units_host.RuntimeHost, "needed", lambda self: bool(self._vars.get("runtime_needed")))
     return reads
 
 

@@ -374,3 +374,68 @@ def test_a_pulling_argv_check_gets_the_registries_conf_and_auth_built_on_the_con
     action = _task(engine_argv_action.ActionModule, dict(args, registry_mirrors=["x"]), "launchcard.inference.engine_argv")
     out = action.run(task_vars={})
     assert out["failed"] and "registry_mirrors must be a dict" in out["msg"] and not action._execute_module.called
+
+
+STEP = {"image_refs": {"img:1": "img@sha256:" + "a" * 64}, "host_plan": {"card": "c", "instances": []},
+        "stack_roles": {"nvidia": "nvidia"}, "install_stack": False}
+
+
+def _stepping(fleet, monkeypatch, args=None, module_result=None, **extra):
+    """The call with the deploy's host step asked for; units_host.host_step records what it was given."""
+    from ansible.template import Templar, trust_as_template
+    cards, the_plan = fleet
+    seen = []
+
+    def host_step(templar, variables, preflight, host_plan, stack_roles, install_stack=True):
+        seen.append(dict(templar=templar, variables=variables, preflight=preflight, host_plan=host_plan,
+                         stack_roles=stack_roles, install_stack=install_stack))
+        if isinstance(variables.get("step_raises"), Exception):
+            raise variables["step_raises"]
+        return {"settled": {"settled": True}, "setup_parts": [], "lock": []}
+    monkeypatch.setattr(preflight_action.units_host, "host_step", host_step)
+    task_vars = _vars(cards, the_plan, "d", **extra)
+    task_vars["found"] = trust_as_template("{{ preflight_result.units_found }}")
+    options = dict({"weights_dir": "/w", "read_units": True, "host_step": STEP}, **(args or {}))
+    action = _task(preflight_action.ActionModule, options, "launchcard.inference.preflight")
+    action._templar = Templar(loader=DataLoader(), variables=task_vars)
+    action._execute_module.return_value = module_result or {"changed": False, "checks": [OK], "units_found": {"u": 1}}
+    monkeypatch.setattr(preflight_action.units_host.UnitsHost, "reads", lambda self: {})
+    return action.run(task_vars=task_vars), seen
+
+
+def test_the_host_step_is_made_as_the_next_task_sees_the_registered_result(fleet, monkeypatch):
+    out, seen = _stepping(fleet, monkeypatch)
+    assert out["host_step"] == {"settled": {"settled": True}, "setup_parts": []}
+    (call,) = seen
+    assert call["preflight"]["units_found"] == {"u": 1} and call["host_plan"] == STEP["host_plan"]
+    assert call["stack_roles"] == STEP["stack_roles"] and call["install_stack"] is False
+    # the result as registered: in the variables, in the host's hostvars entry and in the templar's variables
+    assert call["variables"]["preflight_result"]["units_found"] == {"u": 1}
+    assert call["variables"]["hostvars"]["d"]["preflight_result"]["units_found"] == {"u": 1}
+    assert call["templar"].template(call["variables"]["found"]) == {"u": 1}
+    # the images the fleet resolved stand for the ones the play pins after preflight
+    assert call["variables"]["runtime_image_refs"] == STEP["image_refs"]
+    assert call["variables"]["hostvars"]["d"]["runtime_image_refs"] == STEP["image_refs"]
+
+
+def test_images_the_play_already_pinned_are_not_replaced(fleet, monkeypatch):
+    pinned = {"img:1": "img@sha256:" + "b" * 64}
+    dummy, seen = _stepping(fleet, monkeypatch, runtime_image_refs=pinned)
+    assert seen[0]["variables"]["runtime_image_refs"] == pinned
+
+
+@pytest.mark.parametrize("args,result", [
+    ({"host_step": None}, None),
+    ({"read_units": False}, None),
+    ({"recheck": True}, None),
+    ({}, {"changed": False, "checks": [BAD], "failed_checks": ["disk"]}),
+    ({}, {"failed": True, "msg": "no python"}),
+])
+def test_no_host_step_where_it_is_not_asked_for_or_the_host_failed(fleet, monkeypatch, args, result):
+    out, seen = _stepping(fleet, monkeypatch, args, result)
+    assert "host_step" not in out and seen == []
+
+
+def test_a_host_step_that_cannot_be_made_here_leaves_no_reading(fleet, monkeypatch):
+    out, seen = _stepping(fleet, monkeypatch, step_raises=ValueError("units_state: bad"))
+    assert out["host_step"] == {} and len(seen) == 1 and "failed" not in out

@@ -143,3 +143,23 @@ def test_status_says_the_run_changes_nothing_only_when_every_live_host_is_settle
     # without the option: no answer
     action, dummy = plugin(RunLockStatus, {"results": ["step"], "anchor": "h1"})
     assert "settled" not in action.run(task_vars=task_vars)
+
+
+def test_status_reads_the_host_step_inside_the_preflight_result_by_its_dotted_path():
+    reading = {"changed": False, "units": {}}
+    hostvars = {"h1": {"preflight_result": {"host_step": {"settled": reading, "setup_parts": []}}},
+                "h2": {"preflight_result": {"host_step": {"settled": reading, "setup_parts": []}}},
+                # unreachable: its result holds no host step
+                "h3": {"preflight_result": {"unreachable": True}}}
+    task_vars = {"hostvars": hostvars, "ansible_play_hosts_all": ["h1", "h2", "h3"], "ansible_play_hosts": ["h1", "h2"]}
+
+    def status(**args):
+        action, dummy = plugin(RunLockStatus, dict({"results": ["preflight_result"], "anchor": "h1",
+                                                    "settled": "preflight_result.host_step"}, **args))
+        return action.run(task_vars=task_vars)
+
+    assert status()["settled"] is True
+    # every host of the play asked for: the unreachable one has no step, so the run goes the whole way
+    assert status(settled_hosts=["h1", "h2", "h3"])["settled"] is False
+    hostvars["h2"]["preflight_result"]["host_step"] = {}
+    assert status()["settled"] is False
