@@ -59,4 +59,13 @@ options:
       - With O(take_lock) - replace a lock another run holds (a stale one; C(-e launchcard_lock_break=true)).
     type: bool
     default: false
+  host_step:
+    description:
+      - With O(read_units), not O(recheck) - once the module returns on a host that passed every check, make on the
+        controller the host step that M(launchcard.inference.settle_or_lock) makes, over the task's variables as the
+        next task sees them (this result registered as C(preflight_result)), and return it as RV(host_step).
+      - Keys C(image_refs) (the images resolved for the fleet, standing for C(runtime_image_refs) where the play has
+        not pinned them yet), C(host_plan), C(stack_roles) and C(install_stack), as M(launchcard.inference.settle_or_lock)
+        takes them (C(playbooks/deploy.yml) sets them).
+    type: dict
 """

@@ -460,6 +460,17 @@ recorded_runtime_setup:
   returned: always
   type: str
   sample: 3f786850e387550fdab836ed7e6dc881de23001b
+host_step:
+  description:
+    - "With O(host_step) - C(settled) (the converge's reading where the host is left as it is, else null) and
+      C(setup_parts) (the roles a deploy includes on the host before its units), as
+      M(launchcard.inference.settle_or_lock) returns them; empty where the step could not be made here (that task
+      then says why). Made on the controller, by the action plugin."
+  returned: with O(host_step), on a host that passed every check
+  type: dict
+  sample:
+    settled: {changed: false, settled: true}
+    setup_parts: []
 units_found:
   description:
     - "With O(units_reads) - C(files) (C({file name: SHA-256}) of the collection's unit and Quadlet files), C(states)
