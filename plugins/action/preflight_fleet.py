@@ -44,7 +44,8 @@ class ActionModule(ActionBase):
         hostvars = task_vars.get("hostvars") or {}
         # each host's variables merged once (hostvars merges them anew on every read)
         host_vars = dict((h, hostvars[h]) for h in hosts_all if h in hostvars)
-        results = dict((h, host_vars[h].get(args["result"]) or {}) for h in host_vars)
+        found = play_vars.results(hostvars, list(host_vars), [args["result"]])
+        results = dict((h, found[h].get(args["result"]) or {}) for h in host_vars)
 
         def var(name):
             return play_vars.variable(self._templar, task_vars, name)

@@ -25,7 +25,7 @@ from ansible_collections.launchcard.inference.plugins.plugin_utils._images impor
     registry_client,
     resolve_all,
 )
-from ansible_collections.launchcard.inference.plugins.plugin_utils._play_vars import variable
+from ansible_collections.launchcard.inference.plugins.plugin_utils._play_vars import results, variable
 from ansible_collections.launchcard.inference.plugins.plugin_utils._registry_api import DEFAULT_PLATFORM, RegistryClient
 
 
@@ -115,7 +115,8 @@ class ActionModule(ActionBase):
         """O(pin) held where a tag moved (the hosts' records agree on another digest), the held digests to verify,
         and the hosts that must pull each image (those whose store lacks the digest they recorded)."""
         hostvars = task_vars.get("hostvars") or {}
-        found = dict((h, hostvars[h].get("preflight_result") or {}) for h in args["pin_hosts"] if h in hostvars)
+        found = dict((h, r.get("preflight_result") or {})
+                     for h, r in results(hostvars, args["pin_hosts"], ["preflight_result"]).items())
         held = held_refs(dict((h, r.get("recorded_image_refs") or {}) for h, r in found.items()))[0] if args["hold_recorded"] else {}
         refs, drift = hold(args["pin"], held)
         verify = dict((m["image"], refs[m["image"]]) for m in drift)

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from ansible.plugins.action import ActionBase
 
+from ansible_collections.launchcard.inference.plugins.plugin_utils import _play_vars as play_vars
 from ansible_collections.launchcard.inference.plugins.plugin_utils import _run_locks as run_locks
 
 
@@ -30,10 +31,13 @@ class ActionModule(ActionBase):
             settled_hosts=dict(type="list", elements="str"),
         ))
         hosts = args["hosts"] if args["hosts"] is not None else task_vars.get("ansible_play_hosts_all") or []
-        # each host's variables merged once (ansible-core's HostVars merges them anew at every lookup)
         hostvars = task_vars.get("hostvars") or {}
         live = args["settled_hosts"] if args["settled_hosts"] is not None else task_vars.get("ansible_play_hosts") or []
-        seen = dict((h, hostvars[h] if h in hostvars else {}) for h in set(hosts) | set(live if args["settled"] else ()))
+        # only the registered results read below, each host's read once, untemplated (_play_vars.results)
+        names = set(n.split(".")[0] for n in list(args["results"]) + list(args["released"]) + [args["settled"] or ""] if n)
+        wanted = sorted(set(hosts) | set(live if args["settled"] else ()))
+        seen = dict((h, {}) for h in wanted)
+        seen.update(play_vars.results(hostvars, wanted, sorted(names)))
         result.update(changed=False, taken=run_locks.taken(seen, hosts, args["fleet"], args["anchor"], args["released"],
                                                            args["results"], args["keep_fleet"]))
         result["refusal"] = run_locks.refusal(seen, hosts, args["fleet"], args["anchor"], args["results"])

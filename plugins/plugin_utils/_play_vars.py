@@ -6,6 +6,7 @@
 from __future__ import annotations
 
 import collections
+import copy
 from collections.abc import Mapping
 
 from ansible.errors import AnsibleLookupError
@@ -24,6 +25,20 @@ def stored(templar, value):
     if isinstance(value, str) and templar is not None:
         return templar.template(value)
     return value
+
+
+def results(hostvars, hosts, names):
+    """``{host: {name: its registered result}}`` for each of ``hosts`` in ``hostvars`` and each of ``names`` it has,
+    as stored, copied: ``hostvars[host][name]`` would template the whole result on every read (ansible-core 2.19
+    vars/hostvars.py ``HostVarsVars.__getitem__``), about ten times the cost, though module output holds no template."""
+    raw = getattr(hostvars, "raw_get", None)
+    out = {}
+    for host in hosts:
+        if host not in hostvars:
+            continue
+        found = raw(host) if raw is not None else hostvars[host]
+        out[host] = copy.deepcopy(dict((n, found[n]) for n in names if n in found))
+    return out
 
 
 def variable(templar, variables, name):

@@ -32,3 +32,29 @@ def test_the_host_need_not_be_in_hostvars_yet():
     task_vars = {"inventory_hostname": "new", "hostvars": {}}
     dummy, variables = play_vars.registered(Templar(loader=DataLoader(), variables=task_vars), task_vars, {"r": 1})
     assert variables["hostvars"]["new"]["r"] == 1 and "new" in variables["hostvars"]
+
+
+class _HostVars(dict):
+    """Ansible's HostVars as far as results() uses it: raw_get gives a host's variables as stored; reading an item
+    would template it (counted here)."""
+
+    templated = 0
+
+    def raw_get(self, host):
+        return dict.__getitem__(self, host)
+
+    def __getitem__(self, host):
+        _HostVars.templated += 1
+        return dict.__getitem__(self, host)
+
+
+def test_results_are_read_as_stored_once_per_host_and_copied():
+    store = {"a": {"preflight_result": {"lock": {"locks": [1]}}, "other": "{{ x }}"}, "b": {"unrelated": 1}}
+    hostvars = _HostVars(store)
+    found = play_vars.results(hostvars, ["a", "b", "gone"], ["preflight_result"])
+    assert found == {"a": {"preflight_result": {"lock": {"locks": [1]}}}, "b": {}}
+    assert _HostVars.templated == 0
+    found["a"]["preflight_result"]["lock"]["locks"].append(2)
+    assert store["a"]["preflight_result"]["lock"]["locks"] == [1]
+    # a plain mapping (unit tests, other callers) is read by item
+    assert play_vars.results(dict(store), ["a"], ["other"]) == {"a": {"other": "{{ x }}"}}
