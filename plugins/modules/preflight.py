@@ -461,16 +461,10 @@ recorded_runtime_setup:
   type: str
   sample: 3f786850e387550fdab836ed7e6dc881de23001b
 host_step:
-  description:
-    - "With O(host_step) - C(settled) (the converge's reading where the host is left as it is, else null) and
-      C(setup_parts) (the roles a deploy includes on the host before its units), as
-      M(launchcard.inference.settle_or_lock) returns them; empty where the step could not be made here (that task
-      then says why). Made on the controller, by the action plugin."
-  returned: with O(host_step), on a host that passed every check
+  description: "With O(host_step), on a host that passed every check - C(settled) and C(setup_parts) as
+    M(launchcard.inference.settle_or_lock) returns them, made on the controller; empty where they could not be made."
+  returned: with O(host_step)
   type: dict
-  sample:
-    settled: {changed: false, settled: true}
-    setup_parts: []
 units_found:
   description:
     - "With O(units_reads) - C(files) (C({file name: SHA-256}) of the collection's unit and Quadlet files), C(states)
@@ -630,31 +624,16 @@ from ansible_collections.launchcard.inference.plugins.module_utils._preflight_re
 from ansible_collections.launchcard.inference.plugins.module_utils._preflight_checks import GIB, bare_host, stack_vendor
 from ansible_collections.launchcard.inference.plugins.module_utils._preflight_runtime_checks import DEFAULT_IMAGE_UNPACK_FACTOR
 from ansible_collections.launchcard.inference.plugins.module_utils._preflight_reads import (
-    container_access,
-    image_disk,
-    inspect_path,
-    listening_sockets,
-    native_stamps,
-    parse_os_release,
-    probe_all,
-    podman_version,
-    rdma_and_selinux,
-    runtime_devices,
-    shm_size,
-    user_exists,
-    weights_disk,
-    weights_staged,
-)
+    container_access, image_disk, inspect_path, listening_sockets, native_stamps, parse_os_release, probe_all,
+    podman_version, rdma_and_selinux, runtime_devices, shm_size, user_exists, weights_disk, weights_staged)
 
 _COMMIT = re.compile(r"^[0-9a-f]{40}$")
 
 
 def _image_store(module, runtime, recorded):
-    """The engine's data root and the images of the host's record its store holds: ``(root, in_place)``.
-
-    The store is listed by the engine's own CLI (``podman image ls``, ``docker image ls``), only where the record
-    names images; one it cannot list holds nothing known, with a warning saying why.
-    """
+    """The engine's data root and the images of the host's record its store holds, ``(root, in_place)``: listed by the
+    engine's own CLI (``podman image ls``, ``docker image ls``) only where the record names images; one it cannot list
+    holds nothing known, with a warning saying why."""
     root = image_data_root(runtime, _read("/etc/docker/daemon.json"), _read("/etc/containers/storage.conf"))
     if not root or not recorded:
         return root, []

@@ -22,7 +22,9 @@ ENV = dict(os.environ, ANSIBLE_CONFIG=os.path.join(ROOT, "ansible.cfg"), ANSIBLE
 
 
 def run(args, **kw):
-    """``subprocess.CompletedProcess`` of ``args`` run in the repository root (text, captured)."""
+    """``subprocess.CompletedProcess`` of ``args`` run in the repository root (text, captured, no stdin)."""
+    # not the runner's stdin, which can be left non-blocking (ssh sets it so; a killed one does not undo it): ansible-core refuses that
+    kw.setdefault("stdin", subprocess.DEVNULL)
     return subprocess.run(args, cwd=ROOT, env=ENV, capture_output=True, text=True, check=False, **kw)
 
 
@@ -41,8 +43,8 @@ class Fleet(object):
         """:meth:`playbook`, calling ``watch(line)`` with each line of its output as it comes (a test that acts at
         a given task); returns the same ``CompletedProcess``."""
         args = [os.path.join(BIN, "ansible-playbook"), "playbooks/%s.yml" % name, "-i", self.inventory] + list(extra)
-        proc = subprocess.Popen(args, cwd=ROOT, env=dict(ENV, PYTHONUNBUFFERED="1"), stdout=subprocess.PIPE,
-                                stderr=subprocess.PIPE, text=True)
+        proc = subprocess.Popen(args, cwd=ROOT, env=dict(ENV, PYTHONUNBUFFERED="1"), stdin=subprocess.DEVNULL,
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         lines = []
         for line in proc.stdout:
             lines.append(line)

@@ -40,7 +40,7 @@ NO_MUX = dict(ENV, ANSIBLE_SSH_ARGS="-o ControlMaster=no -o ControlPath=none -o 
 
 def playbook_no_mux(*extra):
     return subprocess.run([os.path.join(BIN, "ansible-playbook"), "playbooks/deploy.yml", "-i", INVENTORY] + list(extra),
-                          cwd=ROOT, env=NO_MUX, capture_output=True, text=True, check=False)
+                          cwd=ROOT, env=NO_MUX, stdin=subprocess.DEVNULL, capture_output=True, text=True, check=False)
 
 
 def playbook(*extra):

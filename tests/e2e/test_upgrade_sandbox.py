@@ -412,7 +412,8 @@ def background(name, *extra):
     """ansible-playbook in its own session (so it can be killed with its workers), output to a temp file."""
     log = open(os.path.join(ROOT, STATE, "lock-%s-%d.log" % (name, time.time())), "w+")
     proc = subprocess.Popen([os.path.join(BIN, "ansible-playbook"), "playbooks/%s.yml" % name, "-i", INVENTORY] + list(extra),
-                            cwd=ROOT, env=ENV, stdout=log, stderr=subprocess.STDOUT, text=True, start_new_session=True)
+                            cwd=ROOT, env=ENV, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT, text=True,
+                            start_new_session=True)
     return proc, log
 
 
