@@ -21,6 +21,8 @@ import tarfile
 import pytest
 import yaml
 
+import built
+
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 BIN = os.path.dirname(sys.executable)
 BUILDER = os.path.join(BIN, "ansible-builder")
@@ -113,12 +115,11 @@ def test_introspection_of_the_installed_collection(tmp_path):
     Its Python and system dependencies, and nothing of the developer tooling in the repository's
     requirements.txt (without meta/execution-environment.yml ansible-builder would take that file).
     """
-    res = subprocess.run([os.path.join(BIN, "ansible-galaxy"), "collection", "build", "--output-path", str(tmp_path)],
-                         cwd=ROOT, capture_output=True, text=True, check=False)
-    assert res.returncode == 0, res.stdout + res.stderr
+    res, tarball = built.build(tmp_path)
+    assert tarball, res.stdout + res.stderr
     dest = tmp_path / "collections" / "ansible_collections" / "launchcard" / "inference"
     dest.mkdir(parents=True)
-    with tarfile.open(glob.glob(str(tmp_path / "launchcard-inference-*.tar.gz"))[0]) as tar:
+    with tarfile.open(tarball) as tar:
         tar.extractall(dest, filter="data")
     res = subprocess.run([BUILDER, "introspect", str(tmp_path / "collections")], capture_output=True, text=True,
                          check=False)
