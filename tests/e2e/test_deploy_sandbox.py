@@ -267,6 +267,8 @@ def test_second_deploy_changes_nothing(fleet, hub, first_deploy):
     assert "Take the fleet lock on its anchor when this run changes a host]" not in res.stdout
     # the run that changed nothing ended after the readings and the summary: no release step ran
     assert "Deploy | Find whether this run changes any host]" in res.stdout
+    # found right after the preflight calls: no host step task per host (settle_or_lock prints ok on every host)
+    assert "Deploy | Leave the hosts that are settled as they are, lock the others]" not in res.stdout
     assert "Deploy | Find the locks this run still holds]" not in res.stdout, res.stdout[-3000:]
 
 
