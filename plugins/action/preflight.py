@@ -35,6 +35,10 @@ class ActionModule(ActionBase):
         del tmp  # no effect since ansible-core 2.5
         task_vars = task_vars or {}
         args = dict(self._task.args)
+        if args.get("from_role"):
+            # each variable rendered once here: as task arguments each would be a template of a template
+            args = dict(steps.role_args(lambda name: self._templar.template(task_vars[name])), **args)
+            args.pop("from_role")
         own = dict((k, args.pop(k)) for k in list(args) if k in CONTROLLER_SPEC)
         checked = ArgumentSpecValidator(CONTROLLER_SPEC).validate(own)
         try:
@@ -59,6 +63,9 @@ class ActionModule(ActionBase):
         the images resolved for the fleet (``step.image_refs``; the play pins them later, the same where no tag moved:
         the record compared names them); ``{}`` where it cannot be made here (that task then names why)."""
         extra = {"preflight_result": dict(result)}
+        if "host_plan" in step:
+            # the host's share as this task rendered it: the record's templates read it again (a lookup each time)
+            extra["launchcard_host_plan"] = step["host_plan"]
         if "runtime_image_refs" not in task_vars:
             extra["runtime_image_refs"] = step.get("image_refs") or {}
         templar, variables = play_vars.registered(self._templar, task_vars, extra)

@@ -68,4 +68,13 @@ options:
         not pinned them yet), C(host_plan), C(stack_roles) and C(install_stack), as M(launchcard.inference.settle_or_lock)
         takes them (C(playbooks/deploy.yml) sets them).
     type: dict
+  from_role:
+    description:
+      - On the controller - read every option the task does not give from the variables of the role
+        C(launchcard.inference.preflight) (O(weights_dir) from C(preflight_weights_dir), O(read_units) from
+        C(preflight_units), O(take_lock) from C(preflight_lock), O(break_lock) from C(preflight_lock_break),
+        O(image_sizes) from C(preflight_images.image_sizes),
+        the others from C(preflight_<option>)), each rendered once; the role's task sets it.
+    type: bool
+    default: false
 """

@@ -17,4 +17,5 @@ CONTROLLER_SPEC = dict(
     lock_dir=dict(type="path", default="/var/lib/launchcard"),
     break_lock=dict(type="bool", default=False),
     host_step=dict(type="dict"),
+    from_role=dict(type="bool", default=False),
 )

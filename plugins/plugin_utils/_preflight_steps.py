@@ -56,6 +56,65 @@ def misspelt(names, variables):
     return dict((v, found.get(v, [])) for v in variables)
 
 
+# The preflight call's options that come from the role's variables with from_role (roles/preflight/tasks/call.yml):
+# (option, variable, how it is read); "bool" as Jinja's bool filter reads it, "image_sizes" the resolved images' sizes.
+ROLE_OPTIONS = (
+    ("weights_dir", "preflight_weights_dir", None),
+    ("checks", "preflight_checks", None),
+    ("allow_unvalidated_hardware", "preflight_allow_unvalidated_hardware", None),
+    ("headroom_mib", "preflight_headroom_mib", None),
+    ("vendor", "preflight_vendor", None),
+    ("connect_timeout", "preflight_connect_timeout", None),
+    ("host_ipc", "preflight_host_ipc", None),
+    ("shm_min_gib", "preflight_shm_min_gib", None),
+    ("runtime", "preflight_runtime", None),
+    ("image_allowance_gib", "preflight_image_allowance_gib", None),
+    ("image_sizes", "preflight_images", "image_sizes"),
+    ("image_unpack_factor", "preflight_image_unpack_factor", None),
+    ("image_vendors", "preflight_image_vendors", None),
+    ("native_packages", "preflight_native_packages", None),
+    ("native_lock", "preflight_native_lock", None),
+    ("container_vendor", "preflight_container_vendor", None),
+    ("container_toolkit", "preflight_container_toolkit", "bool"),
+    ("amd_render_gid", "preflight_amd_render_gid", None),
+    ("ascend_devices", "preflight_ascend_devices", None),
+    ("install_driver", "preflight_install_driver", None),
+    ("pci_devices_dir", "preflight_pci_devices_dir", None),
+    ("gpu_memory_mib", "preflight_gpu_memory_mib", None),
+    ("stack_versions", "preflight_stack_versions", None),
+    ("native_venv", "preflight_native_venv", None),
+    ("inspect", "preflight_inspect", None),
+    ("users", "preflight_users", None),
+    ("read_units", "preflight_units", "bool"),
+    ("record", "preflight_record", None),
+    ("allow_removal", "preflight_allow_removal", None),
+    ("allow_runtime_change", "preflight_allow_runtime_change", None),
+    ("recheck", "preflight_recheck", None),
+    ("take_lock", "preflight_lock", "bool"),
+    ("lock_defer", "preflight_lock_defer", "bool"),
+    ("lock_dir", "preflight_lock_dir", None),
+    ("break_lock", "preflight_lock_break", "bool"),
+    ("host_step", "preflight_host_step", None),
+)
+
+
+def role_args(read):
+    """The preflight call's options from the role's variables (:data:`ROLE_OPTIONS`): ``read(name)`` is a variable
+    rendered, or raises ``KeyError`` where it is undefined (the option is then left to its default)."""
+    out = {}
+    for option, name, how in ROLE_OPTIONS:
+        try:
+            value = read(name)
+        except KeyError:
+            continue
+        if how == "bool":
+            value = boolean(value, strict=False)
+        elif how == "image_sizes":
+            value = (value or {}).get("image_sizes", {}) if hasattr(value, "get") else {}
+        out[option] = value
+    return out
+
+
 def _dropped(value):
     return value is None or value == ""
 

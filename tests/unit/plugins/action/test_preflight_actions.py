@@ -416,6 +416,8 @@ def test_the_host_step_is_made_as_the_next_task_sees_the_registered_result(fleet
     # the images the fleet resolved stand for the ones the play pins after preflight
     assert call["variables"]["runtime_image_refs"] == STEP["image_refs"]
     assert call["variables"]["hostvars"]["d"]["runtime_image_refs"] == STEP["image_refs"]
+    # the host's share as the task rendered it, not looked up again by the record's templates
+    assert call["variables"]["launchcard_host_plan"] == STEP["host_plan"]
 
 
 def test_images_the_play_already_pinned_are_not_replaced(fleet, monkeypatch):
@@ -439,3 +441,41 @@ def test_no_host_step_where_it_is_not_asked_for_or_the_host_failed(fleet, monkey
 def test_a_host_step_that_cannot_be_made_here_leaves_no_reading(fleet, monkeypatch):
     out, seen = _stepping(fleet, monkeypatch, step_raises=ValueError("units_state: bad"))
     assert out["host_step"] == {} and len(seen) == 1 and "failed" not in out
+
+
+def test_from_role_reads_each_option_from_the_roles_variable_rendered_once(fleet):
+    """The role's task gives only from_role: the options come from its variables (their templates rendered), a
+    task argument wins, and an undefined variable leaves its option to the module's default."""
+    from ansible.template import Templar, trust_as_template
+    cards, the_plan = fleet
+    task_vars = _vars(cards, the_plan, "d", launchcard_weights_dir="/srv/w",
+                      preflight_weights_dir=trust_as_template("{{ launchcard_weights_dir | default('/var/x') }}"),
+                      preflight_runtime="podman", preflight_headroom_mib=trust_as_template("{{ 2048 * 2 }}"),
+                      preflight_images={"image_sizes": {"img": 7}, "image_refs": {}},
+                      preflight_container_toolkit="no", preflight_units="yes", preflight_lock=True,
+                      preflight_lock_defer="true", preflight_lock_dir="/l", preflight_lock_break=False,
+                      preflight_record="", preflight_inspect=["/i"])
+    action = _task(preflight_action.ActionModule, {"from_role": True, "vendor": "nvidia"}, "launchcard.inference.preflight")
+    action._templar = Templar(loader=DataLoader(), variables=task_vars)
+    action.run(task_vars=task_vars)
+    args = _sent(action)[1]
+    assert args["weights_dir"] == "/srv/w" and args["runtime"] == "podman" and args["headroom_mib"] == 4096
+    assert args["image_sizes"] == {"img": 7} and args["container_toolkit"] is False and args["vendor"] == "nvidia"
+    # read_units, take_lock and lock_defer read as booleans: the units reads and the deferred lock are filled in
+    assert "units_reads" in args and args["lock"]["paths"] and all(p.get("defer") for p in args["lock"]["paths"])
+    assert args["inspect"][0] == "/i" and "record" not in args  # an empty record is "not set", as before
+    assert "checks" not in args and "shm_min_gib" not in args and "from_role" not in args
+
+
+def test_every_role_option_names_a_module_option_and_a_variable_of_the_role():
+    import yaml
+    from ansible_collections.launchcard.inference.plugins.modules import preflight as preflight_module
+    options = set(yaml.safe_load(preflight_module.DOCUMENTATION)["options"])
+    options |= set(preflight_action.CONTROLLER_SPEC)
+    with open(os.path.join(ROOT, "roles", "preflight", "defaults", "main.yml")) as f:
+        defaults = yaml.safe_load(f)
+    listed = [option for option, dummy, dummy in steps.ROLE_OPTIONS]
+    assert len(set(listed)) == len(listed)
+    for option, name, dummy in steps.ROLE_OPTIONS:
+        assert option in options, option
+        assert name in defaults, name
