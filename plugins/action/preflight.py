@@ -51,6 +51,8 @@ class ActionModule(ActionBase):
             return result
         result.update(self._execute_module(module_name="launchcard.inference.preflight", module_args=module_args,
                                            task_vars=task_vars))
+        if not result.get("failed"):
+            steps.checked(result, module_args.get("needs"), module_args.get("lock"))
         self._remove_tmp_path(self._connection._shell.tmpdir)
         params = checked.validated_parameters
         if params["host_step"] is not None and params["read_units"] and not params["recheck"] \

@@ -237,3 +237,30 @@ def parse_modinfo_version(text):
         if line:
             return line if re.match(r"^\d+(?:\.\d+)+", line) else None
     return None
+
+
+def bare_host(accelerators, install_driver):
+    """Whether a host is bare: no device answers through a vendor tool, but the PCI bus
+    (``accelerators.pci``) shows accelerators, and the play installs their stack next.
+
+    Such a host is judged on its PCI count now and checked again after the install.
+
+    :param accelerators: the ``accelerator_facts`` summary.
+    :param install_driver: the play installs the accelerator stack after preflight.
+    """
+    acc = accelerators or {}
+    return bool(install_driver) and not acc.get("devices") and bool((acc.get("pci") or {}).get("count"))
+
+
+def stack_vendor(accelerators):
+    """Whose driver stack the host needs: the vendor whose tools answered, else the vendor
+    whose accelerators the PCI bus shows, else ``"none"``.
+
+    :param accelerators: the ``accelerator_facts`` summary.
+    :returns: ``"nvidia"``, ``"amd"``, ``"ascend"`` or ``"none"``.
+    """
+    acc = accelerators or {}
+    vendor = acc.get("vendor") or "none"
+    if vendor != "none":
+        return vendor
+    return (acc.get("pci") or {}).get("vendor") or "none"

@@ -91,8 +91,6 @@ from __future__ import annotations
 
 import os
 
-from ansible_collections.launchcard.inference.plugins.module_utils._accel_amd import summarize_amd
-from ansible_collections.launchcard.inference.plugins.module_utils._accel_ascend import summarize_ascend
 from ansible_collections.launchcard.inference.plugins.module_utils._accel_common import empty_driver, read_text
 from ansible_collections.launchcard.inference.plugins.module_utils._accel_nvidia import (
     NVIDIA_FABRIC_FIELDS,
@@ -166,7 +164,17 @@ FILES = {
 """Per vendor, ``(source key, path)`` pairs: the file's text goes to
 :func:`summarize` under the source key, ``None`` when it does not exist."""
 
-_SUMMARIZERS = {"nvidia": summarize_nvidia, "amd": summarize_amd, "ascend": summarize_ascend}
+
+def _summarizer(vendor):
+    """The vendor's summarizer: AMD's and Ascend's parsers are imported only on a host of theirs (the preflight call
+    compiles every module it imports on each run)."""
+    if vendor == "amd":
+        from ansible_collections.launchcard.inference.plugins.module_utils._accel_amd import summarize_amd
+        return summarize_amd
+    if vendor == "ascend":
+        from ansible_collections.launchcard.inference.plugins.module_utils._accel_ascend import summarize_ascend
+        return summarize_ascend
+    return summarize_nvidia
 
 
 def candidate_vendors(found_tools):
@@ -212,8 +220,8 @@ def summarize(vendor, sources=None):
         if pci["vendor"]:
             driver["message"] += "; the PCI bus shows %d %s accelerator(s): no driver installed" % (
                 pci["count"], pci["vendor"])
-    elif vendor in _SUMMARIZERS:
-        devices, driver = _SUMMARIZERS[vendor](sources, errors)
+    elif vendor in VENDORS:
+        devices, driver = _summarizer(vendor)(sources, errors)
     else:
         raise ValueError("unknown vendor %r (expected one of %s or none)" % (vendor, ", ".join(VENDORS)))
     devices.sort(key=lambda device: device["index"])

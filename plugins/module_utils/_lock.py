@@ -252,16 +252,31 @@ def refusal(conflicts):
     return "\n".join(lines)
 
 
+def takes_now(spec):
+    """Whether the preflight call's ``lock`` option has a lock to take in the call (one not deferred): the call
+    then makes its checks on the host, to take it only where they pass."""
+    return bool(spec) and any(not (p or {}).get("defer") for p in spec.get("paths") or [])
+
+
+def not_taken(spec, reason):
+    """The preflight call's lock result where it takes nothing (``reason`` says why)."""
+    paths = spec.get("paths") or []
+    deferred = [{"path": p.get("path"), "scope": p.get("scope") or "host"} for p in paths if (p or {}).get("defer")]
+    return {"taken": False, "reason": reason, "held_by": [], "broken": [], "locks": [], "deferred": deferred}
+
+
+FAILED_CHECK = "not taken: a check of this host failed"
+
+
 def preflight_lock(module, spec, failed_checks):
     """The preflight module's run lock of its host (its ``lock`` option), taken after the checks; see that option."""
     if not spec:
         return None
-    paths = spec.get("paths") or []
-    deferred = [{"path": p.get("path"), "scope": p.get("scope") or "host"} for p in paths if (p or {}).get("defer")]
-    out = {"taken": False, "reason": "", "held_by": [], "broken": [], "locks": [], "deferred": deferred}
     if failed_checks:
-        out["reason"] = "not taken: a check of this host failed"
-        return out
+        return not_taken(spec, FAILED_CHECK)
+    out = not_taken(spec, "")
+    paths = spec.get("paths") or []
+    deferred = out["deferred"]
     try:
         # the deferred paths in check mode: a lock another run holds is reported, nothing is written
         results, held, broken, dummy = apply_all(

@@ -17,6 +17,8 @@ from __future__ import annotations
 import re
 
 from ansible_collections.launchcard.inference.plugins.module_utils import _platforms
+from ansible_collections.launchcard.inference.plugins.module_utils._accel_common import bare_host, stack_vendor
+from ansible_collections.launchcard.inference.plugins.module_utils._preflight_options import GIB
 from ansible_collections.launchcard.inference.plugins.module_utils._accel_tables import (
     CANN_MIN_DRIVER,
     NVIDIA_GENERATIONS,
@@ -25,7 +27,6 @@ from ansible_collections.launchcard.inference.plugins.module_utils._accel_tables
 )
 from ansible_collections.launchcard.inference.plugins.module_utils._preflight_reads import CONTAINER_OWNER, REACHABLE_STATES
 
-GIB = 1 << 30
 MIB = 1 << 20
 # Memory beyond the weights that an engine needs per GPU (activations, CUDA
 # graphs, KV cache floor). A deliberately small floor: engines fill the rest
@@ -75,33 +76,6 @@ def _size(n):
 def _result(check, ok, need, found, message, severity="error"):
     return {"check": check, "ok": ok, "need": need, "found": found, "message": message,
             "severity": "ok" if ok else severity}
-
-
-def bare_host(accelerators, install_driver):
-    """Whether a host is bare: no device answers through a vendor tool, but the PCI bus
-    (``accelerators.pci``) shows accelerators, and the play installs their stack next.
-
-    Such a host is judged on its PCI count now and checked again after the install.
-
-    :param accelerators: the ``accelerator_facts`` summary.
-    :param install_driver: the play installs the accelerator stack after preflight.
-    """
-    acc = accelerators or {}
-    return bool(install_driver) and not acc.get("devices") and bool((acc.get("pci") or {}).get("count"))
-
-
-def stack_vendor(accelerators):
-    """Whose driver stack the host needs: the vendor whose tools answered, else the vendor
-    whose accelerators the PCI bus shows, else ``"none"``.
-
-    :param accelerators: the ``accelerator_facts`` summary.
-    :returns: ``"nvidia"``, ``"amd"``, ``"ascend"`` or ``"none"``.
-    """
-    acc = accelerators or {}
-    vendor = acc.get("vendor") or "none"
-    if vendor != "none":
-        return vendor
-    return (acc.get("pci") or {}).get("vendor") or "none"
 
 
 class _Host(object):

@@ -9,21 +9,14 @@ health facts, ``_accel_health``).
 Pure Python, no Ansible import. The needs come from the controller (``plugin_utils/_memory_budget.py``:
 ``needs.memory``, one entry per GPU instance); the facts from the ``preflight`` module's ``accelerator_facts``
 collection (``memory_reserved_mib``, ``memory_free_mib``, ``processes``, ``health_issues`` per device) and
-``gpu_owners`` (:func:`gpu_owners`). Memory in MiB.
+``gpu_owners`` (``_preflight_reads.gpu_owners``). Memory in MiB.
 """
 
 from __future__ import annotations
 
 import math
-import os
 
 from ansible_collections.launchcard.inference.plugins.module_utils._preflight_checks import _holds, _result
-from ansible_collections.launchcard.inference.plugins.module_utils._preflight_reads import (
-    CONTAINER_OWNER,
-    container_from_cgroup,
-    container_name,
-    unit_from_cgroup,
-)
 
 # A CUDA context's own memory, which the engine's share must also hold: on an H200 with driver 580 CUDA reports
 # 143155 MiB total and 142629 MiB free once a context exists (tests/unit/fixtures/real-inputs/h200-vm/README.md).
@@ -181,28 +174,6 @@ def check_memory_budget(host):
     if notes:
         return _result("memory_budget", False, "; ".join(needs), "; ".join(found), "; ".join(notes), "warning")
     return _result("memory_budget", True, "; ".join(needs), "; ".join(found), "every recipe fits the engine's share")
-
-
-def gpu_owners(accelerators, proc="/proc", read=None):
-    """``{pid: owner}`` for the processes nvidia-smi lists on the GPUs: the systemd service
-    (``unit_from_cgroup``) or ``container <name>``; a process outside both is left out."""
-    def _read(path):
-        try:
-            with open(path) as handle:
-                return handle.read()
-        except (IOError, OSError):
-            return None
-    read = read or _read
-    out = {}
-    for device in (accelerators or {}).get("devices") or ():
-        for p in device.get("processes") or ():
-            cgroup = read(os.path.join(proc, str(p["pid"]), "cgroup")) or ""
-            unit = unit_from_cgroup(cgroup)
-            cid = None if unit else container_from_cgroup(cgroup)
-            owner = unit or ("%s%s" % (CONTAINER_OWNER, container_name(cid) or cid) if cid else None)
-            if owner:
-                out[str(p["pid"])] = owner
-    return out
 
 
 def _ours(owner, host):

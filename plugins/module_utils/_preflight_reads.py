@@ -580,3 +580,25 @@ def weights_disk(weights_dir, repo, revision):
                     pass
     return {"path": path, "free_bytes": st.f_bavail * st.f_frsize, "total_bytes": st.f_blocks * st.f_frsize,
             "present_bytes": present}
+
+
+def gpu_owners(accelerators, proc="/proc", read=None):
+    """``{pid: owner}`` for the processes nvidia-smi lists on the GPUs: the systemd service
+    (``unit_from_cgroup``) or ``container <name>``; a process outside both is left out."""
+    def _read(path):
+        try:
+            with open(path) as handle:
+                return handle.read()
+        except (IOError, OSError):
+            return None
+    read = read or _read
+    out = {}
+    for device in (accelerators or {}).get("devices") or ():
+        for p in device.get("processes") or ():
+            cgroup = read(os.path.join(proc, str(p["pid"]), "cgroup")) or ""
+            unit = unit_from_cgroup(cgroup)
+            cid = None if unit else container_from_cgroup(cgroup)
+            owner = unit or ("%s%s" % (CONTAINER_OWNER, container_name(cid) or cid) if cid else None)
+            if owner:
+                out[str(p["pid"])] = owner
+    return out

@@ -13,7 +13,6 @@ instance) in the preflight call, so the refusal comes before any host changes an
 from __future__ import annotations
 
 from ansible_collections.launchcard.inference.plugins.module_utils._preflight_checks import _result
-from ansible_collections.launchcard.inference.plugins.module_utils._state import parse
 
 # the variable that lets a deploy remove them (undeploy.yml removes a whole fleet)
 ALLOW_VARIABLE = "launchcard_allow_removal"
@@ -22,54 +21,6 @@ RUNTIME_VARIABLE = "launchcard_runtime"
 # the variable that places recipes on a host: one misspelt leaves the host out of the plan
 RECIPES_VARIABLE = "launchcard_recipes"
 ALLOW_RUNTIME_VARIABLE = "launchcard_allow_runtime_change"
-
-
-def recorded_units(record_text):
-    """``[(unit, instance id), ...]`` the host's record says it runs; empty without a record or one that does not
-    parse (the converge's record call replaces it and says so)."""
-    try:
-        record = parse(record_text)
-    except ValueError:
-        return []
-    out = []
-    for inst in (record or {}).get("instances") or []:
-        if isinstance(inst, dict) and isinstance(inst.get("unit"), str):
-            out.append((inst["unit"], inst.get("id") if isinstance(inst.get("id"), str) else inst["unit"]))
-    return out
-
-
-def recorded_runtime(record_text):
-    """The runtime the host's record says its instances run under (``runtime.kind``: docker, podman or native,
-    written by the deploy that started them), or None without a record, one that names none or does not parse."""
-    try:
-        record = parse(record_text)
-    except ValueError:
-        return None
-    kind = ((record or {}).get("runtime") or {}).get("kind")
-    return kind if isinstance(kind, str) and kind else None
-
-
-def recorded_card(record_text):
-    """``{"repo", "revision", "previous_revision"}`` of the card the host's record says it serves
-    (``previous_revision``: the card revision of the record it replaced, None without one), for the deploy's warning
-    of a revision move; None without a record, one that does not parse or one that names no card."""
-    try:
-        record = parse(record_text)
-    except ValueError:
-        return None
-    card = _card(record)
-    if not card:
-        return None
-    before = _card(record.get("previous"))
-    return {"repo": card["repo"], "revision": card["revision"], "previous_revision": before and before["revision"]}
-
-
-def _card(record):
-    """A record's ``card`` when it names a repo and a revision, else None."""
-    card = record.get("card") if isinstance(record, dict) else None
-    if isinstance(card, dict) and all(isinstance(card.get(k), str) and card[k] for k in ("repo", "revision")):
-        return card
-    return None
 
 
 def removals(recorded, needs):

@@ -13,7 +13,9 @@ from __future__ import annotations
 
 from ansible_collections.launchcard.inference.plugins.module_utils import _platforms
 from ansible_collections.launchcard.inference.plugins.module_utils._image_store import IMAGE_DATA_ROOTS
-from ansible_collections.launchcard.inference.plugins.module_utils._preflight_checks import _gib, _result, _size, stack_vendor
+from ansible_collections.launchcard.inference.plugins.module_utils._accel_common import stack_vendor
+from ansible_collections.launchcard.inference.plugins.module_utils._preflight_checks import _gib, _result, _size
+from ansible_collections.launchcard.inference.plugins.module_utils._preflight_options import DEFAULT_IMAGE_UNPACK_FACTOR
 from ansible_collections.launchcard.inference.plugins.module_utils._preflight_reads import (
     ASCEND_CONTROL_DEVICES,
     CDI_SPEC_DIRS,
@@ -23,13 +25,6 @@ from ansible_collections.launchcard.inference.plugins.module_utils._preflight_re
 # Disk allowance per distinct container image on a host whose size the registry did not give: an estimate
 # (vLLM / SGLang CUDA images are 10-25 GB compressed+unpacked), not a measurement.
 DEFAULT_IMAGE_ALLOWANCE_BYTES = 30 << 30
-# Room an image takes per compressed byte its manifest lists (plugins/plugin_utils/_registry_api.py manifest_size):
-# its layers unpacked, plus the compressed blob of the layer being unpacked, which the engine holds meanwhile.
-# Measured on the sandbox's stand-in image (Python 3.11 and shared libraries, one gzip layer): 49.8 MiB
-# compressed, 153.2 MiB in podman's store (`podman image inspect` Size), 3.1x; with its blob, 4.1x at the peak
-# of the pull. An image of many layers holds one layer's blob at a time, so 4 is a floor of the peak for
-# those, not a sizing of everything the engine keeps (docs/deploy.md, "2. Preflight").
-DEFAULT_IMAGE_UNPACK_FACTOR = 4.0
 # The CDI spec `nvidia-ctk cdi generate` writes: its device kind and default output.
 CDI_DEFAULT_SPEC = "/etc/cdi/nvidia.yaml"
 NVIDIA_CDI_KIND = "nvidia.com/gpu"

@@ -366,7 +366,9 @@ EXAMPLES = r"""
 
 RETURN = r"""
 checks:
-  description: One result per check that applied to this host.
+  description:
+    - One result per check that applied to this host, made on the controller by the action plugin from RV(facts)
+      (on the host where the call takes a lock, which waits on them).
   returned: always
   type: list
   elements: dict
@@ -608,24 +610,21 @@ import re
 from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.launchcard.inference.plugins.module_utils import _accelerators as accelerators
-from ansible_collections.launchcard.inference.plugins.module_utils._accel_common import read_text as _read
-from ansible_collections.launchcard.inference.plugins.module_utils._preflight_gpu_checks import gpu_owners
+from ansible_collections.launchcard.inference.plugins.module_utils._accel_common import bare_host, read_text as _read, stack_vendor
 from ansible_collections.launchcard.inference.plugins.module_utils._hf_paths import stamp_path
 from ansible_collections.launchcard.inference.plugins.module_utils._platforms import engine_package
 from ansible_collections.launchcard.inference.plugins.module_utils import _gate as gate
 from ansible_collections.launchcard.inference.plugins.module_utils import _lock
-from ansible_collections.launchcard.inference.plugins.module_utils._preflight_options import CONTROLLER_SPEC
+from ansible_collections.launchcard.inference.plugins.module_utils._preflight_options import (
+    CONTROLLER_SPEC, DEFAULT_IMAGE_UNPACK_FACTOR, evaluate_options)
 from ansible_collections.launchcard.inference.plugins.module_utils._state import (
-    parse as parse_record, recorded_argv, recorded_image_refs, recorded_runtime_setup)
+    parse as parse_record, recorded_argv, recorded_card, recorded_image_refs, recorded_runtime, recorded_runtime_setup,
+    recorded_units)
 from ansible_collections.launchcard.inference.plugins.module_utils._image_store import (
     image_data_root, images_in_place, images_missing, stored_image_digests)
-from ansible_collections.launchcard.inference.plugins.module_utils._preflight import evaluate, failed
-from ansible_collections.launchcard.inference.plugins.module_utils._preflight_removal import recorded_card, recorded_runtime, recorded_units
-from ansible_collections.launchcard.inference.plugins.module_utils._preflight_checks import GIB, bare_host, stack_vendor
-from ansible_collections.launchcard.inference.plugins.module_utils._preflight_runtime_checks import DEFAULT_IMAGE_UNPACK_FACTOR
 from ansible_collections.launchcard.inference.plugins.module_utils._preflight_reads import (
-    container_access, image_disk, inspect_path, listening_sockets, native_stamps, parse_os_release, probe_all,
-    podman_version, rdma_and_selinux, runtime_devices, shm_size, user_exists, weights_disk, weights_staged)
+    container_access, gpu_owners, image_disk, inspect_path, listening_sockets, native_stamps, parse_os_release,
+    podman_version, probe_all, rdma_and_selinux, runtime_devices, shm_size, user_exists, weights_disk, weights_staged)
 
 _COMMIT = re.compile(r"^[0-9a-f]{40}$")
 
@@ -725,7 +724,7 @@ def main():
         "image_disk": image_disk(root, in_place) if on["image_disk"] else None,
         "runtime_devices": dict(runtime_devices(), **rdma_and_selinux()),
         "engines": {"docker": module.get_bin_path("docker")},
-        # what the record says the host runs, for the removal check (dropped below: the record has its own returns)
+        # what the record says the host runs, for the removal check (dropped once it ran: the record has its own returns)
         "recorded_units": recorded_units(record_text) if p["record"] else None,
         "recorded_runtime": recorded_runtime(record_text) if p["record"] else None,
     }
@@ -736,38 +735,23 @@ def main():
     if p["runtime"] == "podman":
         # what decides Quadlet units (podman >= 4.4) for the units role: plugin_utils/_unit_options.py detected
         facts["engines"]["podman_version"] = podman_version(module.get_bin_path, module.run_command)
-    results = evaluate(facts, p["needs"], {
-        "checks": p["checks"],
-        "allow_unvalidated_hardware": p["allow_unvalidated_hardware"],
-        "headroom_mib": p["headroom_mib"],
-        "host_ipc": p["host_ipc"],
-        "shm_min_bytes": int(p["shm_min_gib"] * GIB),
-        "runtime": p["runtime"],
-        "image_allowance_bytes": int(p["image_allowance_gib"] * GIB),
-        "image_sizes": p["image_sizes"],
-        "image_unpack_factor": p["image_unpack_factor"],
-        "install_driver": p["install_driver"],
-        "gpu_memory_mib": p["gpu_memory_mib"],
-        "stack_versions": dict((k, v) for k, v in (p["stack_versions"] or {}).items() if v),
-        "container_vendor": p["container_vendor"],
-        "container_toolkit": p["container_toolkit"],
-        "amd_render_gid": p["amd_render_gid"],
-        "ascend_devices": p["ascend_devices"],
-        "allow_removal": p["allow_removal"],
-        "allow_runtime_change": p["allow_runtime_change"],
-        "misspelt": p["misspelt"],
-        "misspelt_recipes": p["misspelt_recipes"],
-        "placed": p["placed"],
-    })
+    checks = failed_checks = None
+    if _lock.takes_now(p["lock"]):
+        # a lock taken in this call is taken only where every check passed: the checks run here
+        from ansible_collections.launchcard.inference.plugins.module_utils._preflight import evaluate, failed
+        checks = evaluate(facts, p["needs"], evaluate_options(p))
+        failed_checks = [r["check"] for r in failed(checks)]
     facts["listening"] = dict((str(k), v) for k, v in facts["listening"].items())
-    facts = dict((k, v) for k, v in facts.items() if k not in ("recorded_units", "recorded_runtime"))
+    if checks is not None:
+        # what the record says the host runs was read for the removal check: the record has its own returns
+        facts = dict((k, v) for k, v in facts.items() if k not in ("recorded_units", "recorded_runtime"))
     staged = False
     if p["repo"] and p["revision"] and _COMMIT.match(p["revision"]):
         staged = weights_staged(_read(stamp_path(p["weights_dir"], p["repo"], p["revision"])),
                                 facts["disk"]["present_bytes"])
-    failed_checks = [r["check"] for r in failed(results)]
-    # the lock files are the run's own bookkeeping (released by the same run): changed stays false
-    module.exit_json(changed=False, checks=results, failed_checks=failed_checks,
+    # changed stays false: the lock files are the run's own; without checks here the action plugin makes them
+    module.exit_json(changed=False, checks=checks, failed_checks=failed_checks,
+                     checks_options=None if checks is not None else evaluate_options(p),
                      lock=_lock.preflight_lock(module, p["lock"], failed_checks),
                      bare_host=bare_host(facts["accelerators"], p["install_driver"]),
                      stack_vendor=stack_vendor(facts["accelerators"]),

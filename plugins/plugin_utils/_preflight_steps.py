@@ -12,6 +12,7 @@ import json
 
 from ansible.module_utils.parsing.convert_bool import boolean
 
+from ansible_collections.launchcard.inference.plugins.module_utils import _lock as lock
 from ansible_collections.launchcard.inference.plugins.module_utils import _preflight as preflight
 from ansible_collections.launchcard.inference.plugins.plugin_utils import _argv_check as argv_check
 from ansible_collections.launchcard.inference.plugins.plugin_utils import _images as images
@@ -46,6 +47,24 @@ def host_needs(card, host_plan, plan=None, image_vendors=None, native_packages=N
     chosen = native_packages is not None or native_lock not in (None, "")
     needs["native_gaps"] = {} if chosen else native_locks.native_gaps(host_plan)
     return needs
+
+
+def checked(result, needs, lock_spec=None):
+    """The preflight call's result with its checks, made here where the module left them to the controller (it
+    returns ``checks_options`` then: its call took no lock, whose taking waits on them): ``_preflight.evaluate`` of
+    the facts it read, the record's units and runtime among them (dropped from the result once checked), with the
+    ``needs`` it was sent; a host that failed a check takes no lock (``lock_spec``: the call's ``lock`` option)."""
+    options = result.pop("checks_options", None)
+    if options is None or result.get("checks") is not None or not isinstance(result.get("facts"), dict):
+        return result
+    facts = dict(result["facts"])
+    recorded = dict((name, facts.pop(name, None)) for name in ("recorded_units", "recorded_runtime"))
+    result["checks"] = preflight.evaluate(dict(facts, **recorded), needs or {}, options)
+    result["failed_checks"] = [r["check"] for r in preflight.failed(result["checks"])]
+    result["facts"] = facts
+    if result["failed_checks"] and lock_spec and result.get("lock") is not None:
+        result["lock"] = lock.not_taken(lock_spec, lock.FAILED_CHECK)
+    return result
 
 
 def misspelt(names, variables):

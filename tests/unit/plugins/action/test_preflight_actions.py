@@ -18,7 +18,7 @@ from ansible_collections.launchcard.inference.plugins.action import engine_argv 
 from ansible_collections.launchcard.inference.plugins.action import preflight as preflight_action
 from ansible_collections.launchcard.inference.plugins.action import preflight_fleet as fleet_action
 from ansible_collections.launchcard.inference.plugins.module_utils import _state as state
-from ansible_collections.launchcard.inference.plugins.module_utils._preflight_removal import recorded_card
+from ansible_collections.launchcard.inference.plugins.module_utils._state import recorded_card
 from ansible_collections.launchcard.inference.plugins.plugin_utils import _preflight_steps as steps
 from ansible_collections.launchcard.inference.plugins.plugin_utils import _report as report
 from ansible_collections.launchcard.inference.plugins.plugin_utils._card import load_card

@@ -19,7 +19,7 @@ from ansible_collections.launchcard.inference.plugins.module_utils._preflight im
     host_needs,
     report_rows,
 )
-from ansible_collections.launchcard.inference.plugins.module_utils._preflight_checks import bare_host
+from ansible_collections.launchcard.inference.plugins.module_utils._accel_common import bare_host
 from ansible_collections.launchcard.inference.plugins.module_utils._preflight_reads import (
     parse_os_release,
     parse_proc_net_tcp,

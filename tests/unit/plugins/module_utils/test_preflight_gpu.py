@@ -19,9 +19,9 @@ from ansible_collections.launchcard.inference.plugins.module_utils._accelerators
 from ansible_collections.launchcard.inference.plugins.module_utils._preflight import evaluate, failed
 from ansible_collections.launchcard.inference.plugins.module_utils._preflight_gpu_checks import (
     CUDA_CONTEXT_MIB,
-    gpu_owners,
     sglang_default_fraction,
 )
+from ansible_collections.launchcard.inference.plugins.module_utils._preflight_reads import gpu_owners
 from ansible_collections.launchcard.inference.plugins.plugin_utils import _memory_budget as budget
 from ansible_collections.launchcard.inference.tests.unit.plugins.module_utils.accel_fixtures import with_fabric
 

@@ -10,7 +10,7 @@ import json
 import os
 
 from ansible_collections.launchcard.inference.plugins.module_utils._preflight import evaluate
-from ansible_collections.launchcard.inference.plugins.module_utils._preflight_checks import stack_vendor
+from ansible_collections.launchcard.inference.plugins.module_utils._accel_common import stack_vendor
 from ansible_collections.launchcard.inference.plugins.module_utils._preflight_reads import (
     listening_sockets,
     runtime_devices,

@@ -32,6 +32,7 @@ from ansible.module_utils.basic import AnsibleModule
 from ansible.module_utils.testing import patch_module_args
 from ansible_collections.launchcard.inference.plugins.module_utils import _preflight_reads as preflight_reads
 from ansible_collections.launchcard.inference.plugins.modules import preflight
+from ansible_collections.launchcard.inference.plugins.plugin_utils import _preflight_steps as steps
 from ansible_collections.launchcard.inference.tests.unit.plugins.module_utils.accel_fixtures import with_fabric
 
 FIXTURES = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", "fixtures", "accelerators"))
@@ -120,7 +121,8 @@ def run_module(capsys, host, **args):
             preflight.main()
     result = json.loads(capsys.readouterr().out)
     assert info.value.code == 0, result  # preflight never fails a host by itself
-    return result
+    # the checks its action plugin makes on the controller, from what came back (unless the call took a lock)
+    return steps.checked(result, args.get("needs"), args.get("lock"))
 
 
 # image_disk reads this machine's container data root, container_nvidia_runtime its docker (test_preflight_containers.py)
@@ -506,3 +508,50 @@ def test_a_store_the_engine_cannot_list_holds_nothing_known_and_a_warning_says_w
     assert result["recorded_images_missing"] == ["lmsysorg/sglang:v0.5.23"] and result["recorded_runtime_setup"] is None
     assert warned == ["image store not read: %s; no image of the host's record counts as in place (image_disk asks "
                       "room for each, the runtime role's pull steps run again)" % why]
+
+
+def _lock_option(tmp, defer):
+    holder = {"run_id": "run-1", "user": "ops", "controller": "ctl", "playbook": "deploy.yml", "card": "c"}
+    return {"holder": holder, "paths": [{"path": str(tmp / "locks" / "host.lock"), "scope": "host", "defer": defer}],
+            "break_stale": False}
+
+
+@pytest.mark.parametrize("defer", [False, True])
+def test_a_lock_is_taken_or_checked_only_where_every_check_passed(host, capsys, defer):
+    """A lock the call takes (upgrade.yml) waits on the checks, made on the host; a deferred one (deploy.yml) is only
+    checked there, the checks made on the controller; either way a host that failed one takes and reports no lock."""
+    nvidia_smi(host["bin"])
+    (host["tmp"] / "locks").mkdir()
+    lock = _lock_option(host["tmp"], defer)
+    with patch_module_args(dict(weights_dir=str(host["tmp"] / "models"), checks={"os": False}, runtime="native",
+                                pci_devices_dir=str(host["tmp"] / "no-pci-bus"), needs=needs(), lock=lock)):
+        with pytest.raises(SystemExit):
+            preflight.main()
+    raw = json.loads(capsys.readouterr().out)
+    # the checks were made on the host exactly where a lock is taken in the call
+    assert (raw["checks"] is not None) is (not defer) and (raw["checks_options"] is None) is (not defer)
+    result = run_module(capsys, host, needs=needs(), lock=_lock_option(host["tmp"], defer))
+    assert result["failed_checks"] == [] and "checks_options" not in result
+    assert result["lock"]["taken"] is (not defer) and result["lock"]["held_by"] == []
+    assert os.path.exists(str(host["tmp"] / "locks" / "host.lock")) is (not defer)
+    if not defer:
+        os.remove(str(host["tmp"] / "locks" / "host.lock"))
+    failing = run_module(capsys, host, needs=needs(disk_bytes=10 ** 18), lock=_lock_option(host["tmp"], defer))
+    assert failing["failed_checks"] == ["disk"]
+    assert failing["lock"]["taken"] is False and failing["lock"]["reason"] == "not taken: a check of this host failed"
+    assert failing["lock"]["locks"] == [] and not os.path.exists(str(host["tmp"] / "locks" / "host.lock"))
+    # what the record says the host runs is read for the removal check, not returned
+    assert not set(failing["facts"]) & {"recorded_units", "recorded_runtime"}
+
+
+def test_the_call_compiles_no_check_and_no_other_vendors_parsers_on_the_host():
+    """Each preflight call compiles what it imports (an AnsiballZ payload carries no bytecode): the checks run on the
+    controller, and AMD's and Ascend's parsers load only on their hosts."""
+    code = ("import sys; import ansible_collections.launchcard.inference.plugins.modules.preflight; "
+            "print(' '.join(sorted(m.rsplit('.', 1)[-1] for m in sys.modules if m.startswith('ansible_collections.'))))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
+                         env=dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path))).stdout.split()
+    assert "_accelerators" in out and "_preflight_reads" in out and "_gate" in out
+    for heavy in ("_preflight", "_preflight_checks", "_preflight_gpu_checks", "_preflight_runtime_checks",
+                  "_preflight_removal", "_accel_amd", "_accel_ascend"):
+        assert heavy not in out, heavy

@@ -15,7 +15,7 @@ import json
 
 from ansible_collections.launchcard.inference.plugins.module_utils import _state as state
 from ansible_collections.launchcard.inference.plugins.module_utils._preflight import host_needs
-from ansible_collections.launchcard.inference.plugins.module_utils._preflight_removal import recorded_card
+from ansible_collections.launchcard.inference.plugins.module_utils._state import recorded_card
 from ansible_collections.launchcard.inference.tests.unit.plugins.modules.test_preflight_module import (
     by_check,
     run_module,
