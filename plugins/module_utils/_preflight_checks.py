@@ -17,7 +17,7 @@ from __future__ import annotations
 import re
 
 from ansible_collections.launchcard.inference.plugins.module_utils import _platforms
-from ansible_collections.launchcard.inference.plugins.module_utils._accel_common import bare_host, stack_vendor
+from ansible_collections.launchcard.inference.plugins.module_utils._accel_common import bare_host
 from ansible_collections.launchcard.inference.plugins.module_utils._preflight_options import GIB
 from ansible_collections.launchcard.inference.plugins.module_utils._accel_tables import (
     CANN_MIN_DRIVER,
