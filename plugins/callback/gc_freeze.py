@@ -21,8 +21,9 @@ description:
   - Its cost is memory; a cycle of objects frozen while still in use is never collected once it is
     garbage. docs/speed.md has the controller's peak memory with and without it.
   - At the playbook's start, loads the collection's lookups that a play evaluates on every host and task
-    (C(launchcard.inference.host_entry), C(launchcard.inference.failure_budget_spent)), so the workers forked
-    later inherit them loaded instead of each finding them and parsing their documentation again.
+    (C(launchcard.inference.host_entry), C(launchcard.inference.failure_budget_spent)) and C(ansible.builtin)'s
+    test plugins (a worker's first C(is) test loads every one of them), so the workers forked later inherit them
+    loaded instead of each finding them and parsing their documentation or source again.
   - Does nothing when the garbage collector is disabled (C(gc.disable())), as a profiler or an embedding
     program may do.
   - An installed collection's callback runs only when named in C(callbacks_enabled) (C([defaults]) of
@@ -54,13 +55,19 @@ def freeze():
 
 # the collection's lookups that a play evaluates on every host and task (plugins/lookup/)
 LOOKUPS = ("launchcard.inference.host_entry", "launchcard.inference.failure_budget_spent")
+# one of ansible.builtin's tests: ansible-core loads all of their files with it (about 10 ms a worker otherwise)
+BUILTIN_TEST = "ansible.builtin.truthy"
 
 
-def preload(loader=None):
-    """Load the collection's per-host lookups once in the controller, so forked workers inherit them loaded."""
+def preload(loader=None, tests=None):
+    """Load the collection's per-host lookups and ansible.builtin's tests once in the controller, so forked workers
+    inherit them loaded; returns the names loaded."""
     if loader is None:
         from ansible.plugins.loader import lookup_loader as loader
-    return [name for name in LOOKUPS if loader.get(name) is not None]
+    if tests is None:
+        from ansible.plugins.loader import test_loader as tests
+    return [name for name in LOOKUPS if loader.get(name) is not None] + (
+        [BUILTIN_TEST] if tests.get(BUILTIN_TEST) is not None else [])
 
 
 class CallbackModule(CallbackBase):

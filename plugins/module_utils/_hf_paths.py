@@ -13,9 +13,14 @@ from __future__ import annotations
 import os
 
 
+def hub_repo_dir(hub_cache, repo):
+    """``<hub_cache>/models--owner--name``: the repository's folder in the hub cache (``HF_HUB_CACHE``)."""
+    return os.path.join(hub_cache, "models--" + repo.replace("/", "--"))
+
+
 def repo_dir(hf_home, repo):
     """``<hf_home>/hub/models--owner--name``: the repository's folder in the cache."""
-    return os.path.join(hf_home, "hub", "models--" + repo.replace("/", "--"))
+    return hub_repo_dir(os.path.join(hf_home, "hub"), repo)
 
 
 def snapshot_dir(hf_home, repo, revision):

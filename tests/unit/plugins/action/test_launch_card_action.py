@@ -254,3 +254,34 @@ def test_a_plan_error_shows_the_cards_unknown_keys_beside_it(tmp_path):
     assert "(note) %s: envs[%d].enviroment: unknown key 'enviroment'" % (card, i) in text, text
     assert "did you mean 'env'?" in text
     assert_no_host_contacted(connection)
+
+
+def test_a_cached_commits_config_json_is_read_without_the_hub_clients_download_code(tmp_path):
+    """A pinned revision's config.json already in the controller's hub cache (a later run of the same card) is read
+    from its snapshot (huggingface_hub's layout, the blob behind a link) without importing huggingface_hub's download
+    code; a revision that is not a commit goes through the client (here: offline, so it is not found)."""
+    import subprocess
+    import sys
+    rev = "46a050bec13002ad29ee795c16e61cf4fa3c4a9c"
+    repo_dir = tmp_path / "models--zai-org--GLM-5.3-Flash"
+    (repo_dir / "blobs").mkdir(parents=True)
+    (repo_dir / "snapshots" / rev).mkdir(parents=True)
+    (repo_dir / "blobs" / "abc").write_text('{"num_hidden_layers": 2}')
+    os.symlink("../../blobs/abc", str(repo_dir / "snapshots" / rev / "config.json"))
+    code = ("import json, sys\n"
+            "from ansible_collections.launchcard.inference.plugins.action.launch_card import hub_config_fetch\n"
+            "fetch = hub_config_fetch('', '')\n"
+            "out = {'config': fetch('zai-org/GLM-5.3-Flash', sys.argv[1])}\n"
+            "out['download_code'] = 'huggingface_hub.file_download' in sys.modules\n"
+            "try:\n"
+            "    fetch('zai-org/GLM-5.3-Flash', 'main')\n"
+            "except Exception as exc:\n"
+            "    out['main'] = type(exc).__name__\n"
+            "out['download_code_after'] = 'huggingface_hub.file_download' in sys.modules\n"
+            "print(json.dumps(out))\n")
+    env = dict(os.environ, HF_HUB_CACHE=str(tmp_path), HF_HUB_OFFLINE="1", PYTHONPATH=os.pathsep.join(sys.path))
+    res = subprocess.run([sys.executable, "-c", code, rev], capture_output=True, text=True, env=env)
+    assert res.returncode == 0, res.stderr[-2000:]
+    out = json.loads(res.stdout)
+    assert out["config"] == {"num_hidden_layers": 2} and out["download_code"] is False
+    assert out["download_code_after"] is True and "main" in out

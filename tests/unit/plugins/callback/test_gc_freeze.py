@@ -23,18 +23,21 @@ BIN = os.path.dirname(os.path.abspath(sys.executable))
 # a filter templated in the worker (TaskExecutor) reports the heap the worker inherited
 FILTER = '''
 import gc
+import sys
 
 
 class FilterModule:
     def filters(self):
-        return {"freeze_count": lambda dummy: gc.get_freeze_count()}
+        return {"freeze_count": lambda dummy: gc.get_freeze_count(),
+                "tests_loaded": lambda dummy: any(m.startswith("ansible.plugins.test.core") for m in sys.modules)}
 '''
+# the worker reports, before any test of its own, whether ansible.builtin's tests came loaded from the controller
 PLAYBOOK = '''
 - hosts: localhost
   gather_facts: false
   tasks:
     - ansible.builtin.debug:
-        msg: "frozen={{ 0 | freeze_count }}"
+        msg: "frozen={{ 0 | freeze_count }} tests={{ 0 | tests_loaded }}"
 '''
 
 
@@ -100,11 +103,13 @@ def run_playbook(tmp_path, enabled):
                          cwd=str(tmp_path), env=env, capture_output=True, text=True, check=False)
     assert res.returncode == 0, res.stdout + res.stderr
     assert "unable to load" not in res.stdout + res.stderr
-    return int(re.search(r"frozen=(\d+)", res.stdout).group(1))
+    found = re.search(r"frozen=(\d+) tests=(\w+)", res.stdout)
+    return int(found.group(1)), found.group(2) == "True"
 
 
 def test_the_repository_config_enables_it_and_workers_fork_from_a_frozen_heap(tmp_path):
-    frozen = run_playbook(tmp_path, enabled=True)
-    assert frozen > 10000  # the controller's heap, all of it
+    frozen, tests = run_playbook(tmp_path, enabled=True)
+    assert frozen > 10000 and tests  # the controller's heap, all of it, with ansible.builtin's tests loaded
     # without it only what the interpreter itself froze (none on Python 3.11, 375 seen on 3.12 with ansible-core 2.20)
-    assert run_playbook(tmp_path, enabled=False) < frozen // 10
+    frozen_without, tests_without = run_playbook(tmp_path, enabled=False)
+    assert frozen_without < frozen // 10 and not tests_without
