@@ -22,8 +22,9 @@ description:
     garbage. docs/speed.md has the controller's peak memory with and without it.
   - At the playbook's start, loads the collection's lookups that a play evaluates on every host and task
     (C(launchcard.inference.host_entry), C(launchcard.inference.failure_budget_spent)) and C(ansible.builtin)'s
-    test plugins (a worker's first C(is) test loads every one of them), so the workers forked later inherit them
-    loaded instead of each finding them and parsing their documentation or source again.
+    test plugins (a worker's first C(is) test loads every one of them), and reads the collection's variable names
+    that each host's preflight step compares its own with (its role specs and playbooks), so the workers forked later
+    inherit them instead of each finding, parsing or reading them again.
   - Does nothing when the garbage collector is disabled (C(gc.disable())), as a profiler or an embedding
     program may do.
   - An installed collection's callback runs only when named in C(callbacks_enabled) (C([defaults]) of
@@ -41,6 +42,8 @@ EXAMPLES = r"""
 import gc
 
 from ansible.plugins.callback import CallbackBase
+
+from ansible_collections.launchcard.inference.plugins.plugin_utils._inventory_check import known_variables
 
 
 def freeze():
@@ -60,12 +63,13 @@ BUILTIN_TEST = "ansible.builtin.truthy"
 
 
 def preload(loader=None, tests=None):
-    """Load the collection's per-host lookups and ansible.builtin's tests once in the controller, so forked workers
-    inherit them loaded; returns the names loaded."""
+    """Load the collection's per-host lookups and ansible.builtin's tests, and read the collection's variable names,
+    once in the controller, so forked workers inherit them; returns the plugin names loaded."""
     if loader is None:
         from ansible.plugins.loader import lookup_loader as loader
     if tests is None:
         from ansible.plugins.loader import test_loader as tests
+    known_variables()  # cached: read once here, not by every host's preflight step
     return [name for name in LOOKUPS if loader.get(name) is not None] + (
         [BUILTIN_TEST] if tests.get(BUILTIN_TEST) is not None else [])
 
