@@ -724,7 +724,7 @@ def main():
         "image_disk": image_disk(root, in_place) if on["image_disk"] else None,
         "runtime_devices": dict(runtime_devices(), **rdma_and_selinux()),
         "engines": {"docker": module.get_bin_path("docker")},
-        # what the record says the host runs, for the removal check (dropped once it ran: the record has its own returns)
+        # what the record says the host runs, for the removal check (not returned once checked: the record has its own)
         "recorded_units": recorded_units(record_text) if p["record"] else None,
         "recorded_runtime": recorded_runtime(record_text) if p["record"] else None,
     }
@@ -743,7 +743,6 @@ def main():
         failed_checks = [r["check"] for r in failed(checks)]
     facts["listening"] = dict((str(k), v) for k, v in facts["listening"].items())
     if checks is not None:
-        # what the record says the host runs was read for the removal check: the record has its own returns
         facts = dict((k, v) for k, v in facts.items() if k not in ("recorded_units", "recorded_runtime"))
     staged = False
     if p["repo"] and p["revision"] and _COMMIT.match(p["revision"]):
