@@ -280,7 +280,7 @@ def test_a_cached_commits_config_json_is_read_without_the_hub_clients_download_c
             "out['download_code_after'] = 'huggingface_hub.file_download' in sys.modules\n"
             "print(json.dumps(out))\n")
     env = dict(os.environ, HF_HUB_CACHE=str(tmp_path), HF_HUB_OFFLINE="1", PYTHONPATH=os.pathsep.join(sys.path))
-    res = subprocess.run([sys.executable, "-c", code, rev], capture_output=True, text=True, env=env)
+    res = subprocess.run([sys.executable, "-c", code, rev], capture_output=True, text=True, env=env, check=False)
     assert res.returncode == 0, res.stderr[-2000:]
     out = json.loads(res.stdout)
     assert out["config"] == {"num_hidden_layers": 2} and out["download_code"] is False
